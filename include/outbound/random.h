@@ -1,0 +1,28 @@
+// outbound/random.h
+//
+// The randomness behind jitter, injectable so a test can assert exact waits
+// (a global generator, as gRPC's backoff uses, makes that impossible).
+//
+//   class Fixed : public outbound::Random {
+//     double Uniform() override { return 0.5; }
+//   };
+#ifndef OUTBOUND_RANDOM_H_
+#define OUTBOUND_RANDOM_H_
+
+namespace outbound {
+
+// A source of uniform numbers. Implementations are thread-safe.
+class Random {
+ public:
+  virtual ~Random() = default;
+  // A number drawn uniformly from [0, 1).
+  virtual double Uniform() = 0;
+};
+
+// A fast, thread-safe source (a generator per thread, seeded from the OS).
+// Not for cryptography.
+Random& DefaultRandom();
+
+}  // namespace outbound
+
+#endif  // OUTBOUND_RANDOM_H_

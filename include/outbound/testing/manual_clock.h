@@ -1,0 +1,65 @@
+// outbound/testing/manual_clock.h
+//
+// A Clock that moves only when a test moves it. Timers fire inside
+// Advance(), in deadline order (ties in the order they were scheduled), each
+// seeing Now() equal to its own deadline; so a test of a 2 s Retry-After
+// takes no real time, and says exactly what happens when:
+//
+//   testing::ManualClock clock;
+//   auto call = client.SendAsync(Get("/charges/1"));  // answered 503, Retry-After: 2
+//   clock.WaitForTimers(1);     // the call is waiting on the clock now
+//   clock.Advance(1999ms);      // not yet
+//   clock.Advance(1ms);         // the second attempt starts
+//
+// Thread-safe. Advance() runs callbacks on the calling thread, outside the
+// clock's lock, so a callback may schedule or cancel timers; one scheduled at
+// or before the target time fires within the same Advance().
+#ifndef OUTBOUND_TESTING_MANUAL_CLOCK_H_
+#define OUTBOUND_TESTING_MANUAL_CLOCK_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+#include "outbound/clock.h"
+#include "outbound/internal/timer_queue.h"
+
+namespace outbound::testing {
+
+class ManualClock final : public Clock {
+ public:
+  // Starts at an arbitrary, fixed time (not zero, so "time 0" bugs show).
+  ManualClock();
+  explicit ManualClock(TimePoint start) : now_(start) {}
+
+  TimePoint Now() const override;
+  Timer ScheduleAt(TimePoint when, std::function<void()> callback) override;
+
+  // Moves time forward by `delta`, firing every timer that comes due.
+  void Advance(Duration delta);
+  // Moves time forward to `when` (no-op if it is already past).
+  void AdvanceTo(TimePoint when);
+
+  // Timers scheduled and not yet fired or cancelled.
+  std::size_t pending_timers() const;
+  // The earliest pending deadline, if any.
+  std::optional<TimePoint> next_timer() const;
+
+  // Blocks until at least `n` timers are pending: how a test knows that the
+  // code under test, on another thread, has started a wait. Gives up after
+  // `real_limit` of real time (a safety net for a broken test, not a
+  // tolerance) and returns false.
+  bool WaitForTimers(std::size_t n,
+                     std::chrono::milliseconds real_limit = std::chrono::seconds(10));
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  TimePoint now_;
+  std::mutex advancing_;  // one Advance at a time keeps firing order total
+  internal::TimerQueue queue_;
+};
+
+}  // namespace outbound::testing
+
+#endif  // OUTBOUND_TESTING_MANUAL_CLOCK_H_

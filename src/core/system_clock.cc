@@ -1,0 +1,68 @@
+// The one file in outbound that reads real time.
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "outbound/clock.h"
+#include "outbound/internal/timer_queue.h"
+
+namespace outbound {
+namespace {
+
+class SystemClockImpl final : public Clock {
+ public:
+  ~SystemClockImpl() override {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  TimePoint Now() const override {
+    return std::chrono::time_point_cast<Duration>(std::chrono::steady_clock::now());
+  }
+
+  Timer ScheduleAt(TimePoint when, std::function<void()> callback) override {
+    auto state = queue_.Add(when, std::move(callback));
+    {
+      std::lock_guard lock(mu_);
+      if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+    }
+    wake_.notify_all();
+    return Timer(std::move(state));
+  }
+
+ private:
+  void Run() {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      lock.unlock();
+      while (auto due = queue_.PopDue(Now())) internal::TimerQueue::Fire(*due);
+      lock.lock();
+      if (stopping_) break;
+      std::optional<TimePoint> next = queue_.Next();
+      if (next) {
+        wake_.wait_until(lock, *next);
+      } else {
+        wake_.wait(lock);
+      }
+    }
+  }
+
+  internal::TimerQueue queue_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+Clock& SystemClock() {
+  static SystemClockImpl clock;
+  return clock;
+}
+
+}  // namespace outbound

@@ -1,0 +1,50 @@
+#include "outbound/testing/manual_clock.h"
+
+namespace outbound::testing {
+
+ManualClock::ManualClock() : now_(TimePoint(std::chrono::hours(1000))) {}
+
+TimePoint ManualClock::Now() const {
+  std::lock_guard lock(mu_);
+  return now_;
+}
+
+Timer ManualClock::ScheduleAt(TimePoint when, std::function<void()> callback) {
+  Timer timer(queue_.Add(when, std::move(callback)));
+  {
+    // Taking mu_ orders this after a waiter's check of the queue, so the
+    // waiter is either past its check or already waiting for this notify.
+    std::lock_guard lock(mu_);
+  }
+  changed_.notify_all();
+  return timer;
+}
+
+void ManualClock::Advance(Duration delta) { AdvanceTo(Now() + delta); }
+
+void ManualClock::AdvanceTo(TimePoint when) {
+  std::lock_guard advancing(advancing_);
+  while (auto due = queue_.PopDue(when)) {
+    {
+      std::lock_guard lock(mu_);
+      now_ = std::max(now_, due->when);
+    }
+    internal::TimerQueue::Fire(*due);
+  }
+  {
+    std::lock_guard lock(mu_);
+    now_ = std::max(now_, when);
+  }
+  changed_.notify_all();
+}
+
+std::size_t ManualClock::pending_timers() const { return queue_.size(); }
+
+std::optional<TimePoint> ManualClock::next_timer() const { return queue_.Next(); }
+
+bool ManualClock::WaitForTimers(std::size_t n, std::chrono::milliseconds real_limit) {
+  std::unique_lock lock(mu_);
+  return changed_.wait_for(lock, real_limit, [&] { return queue_.size() >= n; });
+}
+
+}  // namespace outbound::testing

@@ -1,0 +1,293 @@
+#include "outbound/circuit/breaker.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "outbound/testing/manual_clock.h"
+
+namespace outbound::circuit {
+namespace {
+
+using std::chrono::seconds;
+
+class BreakerTest : public ::testing::Test {
+ protected:
+  // Makes one attempt that ends with `outcome`.
+  void Attempt(Breaker& breaker, Outcome outcome) {
+    auto ticket = breaker.Allow(clock.Now());
+    ASSERT_TRUE(ticket) << "rejected";
+    ticket->Settle(outcome, clock.Now());
+  }
+  void Fail(Breaker& breaker, int n) {
+    for (int i = 0; i < n; ++i) Attempt(breaker, Outcome::kFailure);
+  }
+  void Succeed(Breaker& breaker, int n) {
+    for (int i = 0; i < n; ++i) Attempt(breaker, Outcome::kSuccess);
+  }
+  Breaker::Observer Record() {
+    return [this](const Transition& t) { transitions.push_back(t); };
+  }
+
+  testing::ManualClock clock;
+  std::vector<Transition> transitions;
+};
+
+TEST(BreakerChecksTest, AcceptExactlyTheDocumentedRanges) {
+  EXPECT_FALSE(CheckWindow(0));
+  EXPECT_TRUE(CheckWindow(1));
+  EXPECT_TRUE(CheckWindow(kMaxCount));
+  EXPECT_FALSE(CheckWindow(kMaxCount + 1));
+  EXPECT_FALSE(CheckProbes(0));
+  EXPECT_TRUE(CheckProbes(1));
+  EXPECT_FALSE(CheckOpenFor(Duration::zero()));
+  EXPECT_TRUE(CheckOpenFor(seconds(1)));
+  EXPECT_FALSE(CheckProbeTimeout(-seconds(1)));
+  EXPECT_EQ(CheckWindow(0).error().message(), "must be from 1 to 10000, not 0");
+}
+
+TEST_F(BreakerTest, TripsAfterFiveConsecutiveFailures) {
+  Breaker breaker(Config{}, DefaultPolicy(), Record());
+  Fail(breaker, 4);
+  EXPECT_EQ(breaker.state(clock.Now()), State::kClosed);
+  Fail(breaker, 1);
+  EXPECT_EQ(breaker.state(clock.Now()), State::kOpen);
+  ASSERT_EQ(transitions.size(), 1u);
+  EXPECT_EQ(transitions[0].from, State::kClosed);
+  EXPECT_EQ(transitions[0].to, State::kOpen);
+  EXPECT_EQ(transitions[0].counts.consecutive_failures, 5);
+  EXPECT_EQ(transitions[0].counts.failures, 5);
+}
+
+TEST_F(BreakerTest, TripsWhenHalfOfAFullWindowFailed) {
+  Breaker breaker(Config{}, DefaultPolicy());
+  for (int i = 0; i < 9; ++i) {  // alternate: never 5 in a row
+    Fail(breaker, 1);
+    Succeed(breaker, 1);
+  }
+  Succeed(breaker, 1);  // 19 results, 9 failed
+  Fail(breaker, 1);     // 20 results, 10 failed: half
+  EXPECT_EQ(breaker.state(clock.Now()), State::kOpen);
+}
+
+TEST_F(BreakerTest, UnderTwentyResultsOnlyConsecutiveFailuresTrip) {
+  Breaker breaker(Config{.window = 10}, DefaultPolicy());
+  for (int i = 0; i < 50; ++i) {  // 4 failures, 1 success, forever: 80 % failed
+    Fail(breaker, 4);
+    Succeed(breaker, 1);
+  }
+  EXPECT_EQ(breaker.state(clock.Now()), State::kClosed);
+  Fail(breaker, 5);
+  EXPECT_EQ(breaker.state(clock.Now()), State::kOpen);
+}
+
+TEST_F(BreakerTest, WindowSlides) {
+  Breaker breaker(Config{.window = 20}, DefaultPolicy());
+  Fail(breaker, 4);
+  Succeed(breaker, 1);
+  Fail(breaker, 4);
+  Succeed(breaker, 1);  // 10 results: 8 failed
+  Counts c = breaker.counts(clock.Now());
+  EXPECT_EQ(c.failures, 8);
+  EXPECT_EQ(c.successes, 2);
+  Succeed(breaker, 20);  // the window now holds only these
+  c = breaker.counts(clock.Now());
+  EXPECT_EQ(c.failures, 0);
+  EXPECT_EQ(c.successes, 20);
+  EXPECT_EQ(c.consecutive_successes, 21);
+}
+
+TEST_F(BreakerTest, OpenRejectsWithShrinkingRetryAfter) {
+  Breaker breaker(Config{}, DefaultPolicy());
+  Fail(breaker, 5);
+  auto first = breaker.Allow(clock.Now());
+  ASSERT_FALSE(first);
+  EXPECT_EQ(first.error().retry_after, seconds(10));
+  clock.Advance(seconds(4));
+  auto later = breaker.Allow(clock.Now());
+  ASSERT_FALSE(later);
+  EXPECT_EQ(later.error().retry_after, seconds(6));
+}
+
+TEST_F(BreakerTest, StateShowsHalfOpenAsSoonAsOpenForPassesWithNoCall) {
+  Breaker breaker(Config{}, DefaultPolicy(), Record());
+  Fail(breaker, 5);
+  clock.Advance(seconds(10) - Duration(1));
+  EXPECT_EQ(breaker.state(clock.Now()), State::kOpen);
+  clock.Advance(Duration(1));
+  EXPECT_EQ(breaker.state(clock.Now()), State::kHalfOpen);
+  ASSERT_EQ(transitions.size(), 2u);
+  EXPECT_EQ(transitions[1].from, State::kOpen);
+  EXPECT_EQ(transitions[1].to, State::kHalfOpen);
+}
+
+TEST_F(BreakerTest, HalfOpenAdmitsAtMostProbesAtOnce) {
+  Breaker breaker(Config{.probes = 2}, DefaultPolicy());
+  Fail(breaker, 5);
+  clock.Advance(seconds(10));
+  auto a = breaker.Allow(clock.Now());
+  auto b = breaker.Allow(clock.Now());
+  auto c = breaker.Allow(clock.Now());
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(a->probe());
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().retry_after, seconds(10));  // until the oldest probe times out
+  a->Settle(Outcome::kSuccess, clock.Now());
+  EXPECT_TRUE(breaker.Allow(clock.Now()));  // a's slot is free again
+}
+
+TEST_F(BreakerTest, FailedProbeReopens) {
+  Breaker breaker(Config{}, DefaultPolicy(), Record());
+  Fail(breaker, 5);
+  clock.Advance(seconds(10));
+  Succeed(breaker, 2);
+  Fail(breaker, 1);
+  EXPECT_EQ(breaker.state(clock.Now()), State::kOpen);
+  ASSERT_EQ(transitions.size(), 3u);
+  EXPECT_EQ(transitions[2].from, State::kHalfOpen);
+  EXPECT_EQ(transitions[2].counts.successes, 2);
+  EXPECT_EQ(transitions[2].counts.failures, 1);
+  auto rejected = breaker.Allow(clock.Now());
+  ASSERT_FALSE(rejected);
+  EXPECT_EQ(rejected.error().retry_after, seconds(10));  // a full OpenFor again
+}
+
+TEST_F(BreakerTest, ClosesAfterThreeSuccessfulProbes) {
+  Breaker breaker(Config{}, DefaultPolicy(), Record());
+  Fail(breaker, 5);
+  clock.Advance(seconds(10));
+  Succeed(breaker, 2);
+  EXPECT_EQ(breaker.state(clock.Now()), State::kHalfOpen);
+  Succeed(breaker, 1);
+  EXPECT_EQ(breaker.state(clock.Now()), State::kClosed);
+  ASSERT_EQ(transitions.size(), 3u);
+  EXPECT_EQ(transitions[2].to, State::kClosed);
+  EXPECT_EQ(transitions[2].counts.consecutive_successes, 3);
+  EXPECT_EQ(breaker.counts(clock.Now()), Counts{});  // closed starts afresh
+}
+
+TEST_F(BreakerTest, IgnoredOutcomesCountNothing) {
+  Breaker breaker(Config{}, DefaultPolicy());
+  for (int i = 0; i < 100; ++i) Attempt(breaker, Outcome::kIgnored);
+  EXPECT_EQ(breaker.counts(clock.Now()), Counts{});
+}
+
+TEST_F(BreakerTest, UnsettledTicketReleasesItsProbeSlot) {
+  Breaker breaker(Config{}, DefaultPolicy());
+  Fail(breaker, 5);
+  clock.Advance(seconds(10));
+  {
+    auto probe = breaker.Allow(clock.Now());
+    ASSERT_TRUE(probe);
+    EXPECT_FALSE(breaker.Allow(clock.Now()));
+  }  // destroyed unsettled
+  EXPECT_TRUE(breaker.Allow(clock.Now()));
+  EXPECT_EQ(breaker.counts(clock.Now()), Counts{});
+}
+
+TEST_F(BreakerTest, ProbeUnsettledPastProbeTimeoutTimesOutAndFreesItsSlot) {
+  Breaker breaker(Config{.probe_timeout = seconds(3)}, DefaultPolicy());
+  Fail(breaker, 5);
+  clock.Advance(seconds(10));
+  auto hung = breaker.Allow(clock.Now());
+  ASSERT_TRUE(hung);
+  clock.Advance(seconds(2));
+  auto refused = breaker.Allow(clock.Now());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().retry_after, seconds(1));
+  clock.Advance(seconds(1));
+  auto next = breaker.Allow(clock.Now());
+  ASSERT_TRUE(next);
+  EXPECT_EQ(breaker.counts(clock.Now()).timed_out, 1);
+  // The late probe's result no longer counts.
+  hung->Settle(Outcome::kFailure, clock.Now());
+  EXPECT_EQ(breaker.state(clock.Now()), State::kHalfOpen);
+  EXPECT_EQ(breaker.counts(clock.Now()).failures, 0);
+}
+
+TEST_F(BreakerTest, ResultsFromAnEarlierStateAreNotCounted) {
+  Breaker breaker(Config{}, DefaultPolicy());
+  auto slow = breaker.Allow(clock.Now());
+  ASSERT_TRUE(slow);
+  Fail(breaker, 5);
+  clock.Advance(seconds(10));
+  Succeed(breaker, 3);  // closed again
+  slow->Settle(Outcome::kFailure, clock.Now());
+  EXPECT_EQ(breaker.counts(clock.Now()).failures, 0);
+}
+
+TEST_F(BreakerTest, TicketSettlesOnce) {
+  Breaker breaker(Config{}, DefaultPolicy());
+  auto ticket = breaker.Allow(clock.Now());
+  ASSERT_TRUE(ticket);
+  ticket->Settle(Outcome::kFailure, clock.Now());
+  ticket->Settle(Outcome::kFailure, clock.Now());
+  EXPECT_TRUE(ticket->settled());
+  EXPECT_EQ(breaker.counts(clock.Now()).failures, 1);
+}
+
+TEST_F(BreakerTest, ObserverMayCallBackIntoTheBreakerWithoutDeadlock) {
+  std::vector<State> seen_inside;
+  Breaker* self = nullptr;
+  Breaker breaker(Config{}, DefaultPolicy(), [&](const Transition& t) {
+    transitions.push_back(t);
+    seen_inside.push_back(self->state(t.at));
+    (void)self->Allow(t.at);
+  });
+  self = &breaker;
+  Fail(breaker, 5);
+  clock.Advance(seconds(10));
+  Succeed(breaker, 3);
+  ASSERT_EQ(transitions.size(), 3u);
+  EXPECT_EQ(transitions[0].to, State::kOpen);
+  EXPECT_EQ(transitions[1].to, State::kHalfOpen);
+  EXPECT_EQ(transitions[2].to, State::kClosed);
+  EXPECT_EQ(seen_inside, (std::vector<State>{State::kOpen, State::kHalfOpen, State::kClosed}));
+}
+
+TEST_F(BreakerTest, ThrowingTripLeavesTheBreakerConsistent) {
+  bool throw_now = false;
+  Policy policy = DefaultPolicy();
+  auto default_trip = policy.trip;
+  policy.trip = [&](const Counts& c) {
+    if (throw_now) throw std::runtime_error("policy bug");
+    return default_trip(c);
+  };
+  Breaker breaker(Config{}, policy);
+  Fail(breaker, 3);
+  throw_now = true;
+  auto ticket = breaker.Allow(clock.Now());
+  ASSERT_TRUE(ticket);
+  EXPECT_THROW(ticket->Settle(Outcome::kFailure, clock.Now()), std::runtime_error);
+  EXPECT_TRUE(ticket->settled());
+  EXPECT_EQ(breaker.counts(clock.Now()).consecutive_failures, 4);  // the result counted
+  throw_now = false;
+  Fail(breaker, 1);
+  EXPECT_EQ(breaker.state(clock.Now()), State::kOpen);  // and the next one trips it
+}
+
+TEST_F(BreakerTest, ThrowingProbePolicyFreesTheSlot) {
+  Policy policy = DefaultPolicy();
+  policy.probe = [](const Counts&) -> ProbeVerdict { throw std::logic_error("probe bug"); };
+  Breaker breaker(Config{}, policy);
+  Fail(breaker, 5);
+  clock.Advance(seconds(10));
+  auto probe = breaker.Allow(clock.Now());
+  ASSERT_TRUE(probe);
+  EXPECT_THROW(probe->Settle(Outcome::kSuccess, clock.Now()), std::logic_error);
+  EXPECT_EQ(breaker.state(clock.Now()), State::kHalfOpen);
+  EXPECT_TRUE(breaker.Allow(clock.Now()));  // the slot was freed
+}
+
+TEST_F(BreakerTest, TripNeverTrueTurnsTheBreakerOff) {
+  Policy never = DefaultPolicy();
+  never.trip = [](const Counts&) { return false; };
+  Breaker breaker(Config{}, never);
+  Fail(breaker, 1000);
+  EXPECT_EQ(breaker.state(clock.Now()), State::kClosed);
+}
+
+}  // namespace
+}  // namespace outbound::circuit
