@@ -1,0 +1,39 @@
+// outbound/testing/network_map.h
+//
+// A Network for tests: names map to loopback endpoints, and every other name
+// is unreachable, so a test never touches DNS or a real host.
+//
+//   testing::NetworkMap network;
+//   network.Add("payments", 8443, server->endpoint());
+//   runtime.network = &network;  // https://payments:8443 reaches the fake
+//
+// Thread-safe.
+#ifndef OUTBOUND_TESTING_NETWORK_MAP_H_
+#define OUTBOUND_TESTING_NETWORK_MAP_H_
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "outbound/network.h"
+
+namespace outbound::testing {
+
+class NetworkMap final : public Network {
+ public:
+  // Makes `host`:`port` reach `address`:`to_port` (an IP literal).
+  void Add(const std::string& host, std::uint16_t port, const std::string& address,
+           std::uint16_t to_port);
+  void Remove(const std::string& host, std::uint16_t port);
+
+  Route Resolve(std::string_view host, std::uint16_t port) const override;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, std::uint16_t>, std::pair<std::string, std::uint16_t>> routes_;
+};
+
+}  // namespace outbound::testing
+
+#endif  // OUTBOUND_TESTING_NETWORK_MAP_H_

@@ -1,0 +1,200 @@
+// HTTP/1.1 for the FakeServer: Beast parses each request; well-behaved
+// responses are written by Beast, and the scripted misbehaviours write the
+// bytes a broken server would.
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <optional>
+
+#include "fake_server_internal.h"
+
+namespace outbound::testing {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+class Http1Session final : public Session, public std::enable_shared_from_this<Http1Session> {
+ public:
+  Http1Session(FakeServer::Impl& server, std::unique_ptr<ByteStream> stream, int connection_id)
+      : server_(server), stream_(std::move(stream)), connection_id_(connection_id) {}
+
+  ~Http1Session() override { Close(); }
+
+  void Start() override { ReadRequest(); }
+
+  void Shutdown() override { Close(); }
+
+ private:
+  void ReadRequest() {
+    parser_.emplace();
+    parser_->body_limit(256 * 1024 * 1024);
+    http::async_read(*stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       self->OnRequest(ec);
+                     });
+  }
+
+  void OnRequest(beast::error_code ec) {
+    if (ec) {
+      Close();
+      return;
+    }
+    const auto& req = parser_->get();
+    ServerRequest request;
+    request.method = std::string(req.method_string());
+    request.target = std::string(req.target());
+    for (const auto& field : req) {
+      std::string name(field.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      request.headers.emplace_back(std::move(name), std::string(field.value()));
+    }
+    request.body = req.body();
+    request.version = "1.1";
+    request.connection_id = connection_id_;
+    request.stream_id = ++requests_;
+    keep_alive_ = req.keep_alive();
+    awaiting_reply_ = true;
+    Reply reply = server_.Handle(std::move(request));
+    if (reply.header_delay > Duration::zero()) {
+      delay_ = server_.After(reply.header_delay, shared_from_this(),
+                             [this, reply = std::move(reply)] { Act(reply); });
+    } else {
+      Act(reply);
+    }
+  }
+
+  void Act(const Reply& reply) {
+    using B = Reply::Behaviour;
+    // A scripted failure is the server's doing, not a client giving up.
+    if (reply.behaviour != B::kRespond && reply.behaviour != B::kHang &&
+        reply.behaviour != B::kTrickle) {
+      awaiting_reply_ = false;
+    }
+    switch (reply.behaviour) {
+      case B::kRespond:
+        return Respond(reply);
+      case B::kHang:
+        return WatchForClose();
+      case B::kCloseBeforeHeaders:
+        return Close();
+      case B::kResetBeforeHeaders:
+        return Reset();
+      case B::kResetMidBody:
+        return WriteRaw(Head(reply, reply.body.size()) + reply.body.substr(0, reply.cut_after),
+                        [this] { Reset(); });
+      case B::kShortBody:
+        return WriteRaw(Head(reply, reply.body.size()) + reply.body.substr(0, reply.cut_after),
+                        [this] { Close(); });
+      case B::kTruncateChunked: {
+        std::string out = Head(reply, std::nullopt);
+        if (reply.cut_after > 0) {
+          char size[32];
+          std::snprintf(size, sizeof size, "%zx\r\n", reply.cut_after);
+          out += size + reply.body.substr(0, reply.cut_after) + "\r\n";
+        }
+        return WriteRaw(std::move(out), [this] { Close(); });  // no last chunk
+      }
+      case B::kTrickle:
+        return WriteRaw(Head(reply, reply.body.size()), [this, reply] { Trickle(reply, 0); });
+    }
+  }
+
+  void Respond(const Reply& reply) {
+    auto res = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(reply.status), 11);
+    for (const auto& [name, value] : reply.headers) res->insert(name, value);
+    res->body() = reply.body;
+    res->keep_alive(keep_alive_);
+    res->prepare_payload();
+    http::async_write(*stream_, *res,
+                      [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
+                        self->Answered(ec);
+                      });
+  }
+
+  void Answered(beast::error_code ec) {
+    awaiting_reply_ = false;
+    if (ec || !keep_alive_) {
+      Close();
+    } else {
+      ReadRequest();
+    }
+  }
+
+  // The status line and headers, as a broken server would write them;
+  // `content_length` empty means chunked.
+  static std::string Head(const Reply& reply, std::optional<std::size_t> content_length) {
+    std::string out = "HTTP/1.1 " + std::to_string(reply.status) + " " +
+                      std::string(http::obsolete_reason(static_cast<http::status>(reply.status))) +
+                      "\r\n";
+    for (const auto& [name, value] : reply.headers) out += name + ": " + value + "\r\n";
+    out += content_length ? "Content-Length: " + std::to_string(*content_length) + "\r\n"
+                          : std::string("Transfer-Encoding: chunked\r\n");
+    return out + "\r\n";
+  }
+
+  void WriteRaw(std::string bytes, std::function<void()> then) {
+    auto buffer = std::make_shared<std::string>(std::move(bytes));
+    asio::async_write(*stream_, asio::buffer(*buffer),
+                      [self = shared_from_this(), buffer, then = std::move(then)](
+                          beast::error_code ec, std::size_t) {
+                        if (ec) return self->Close();
+                        then();
+                      });
+  }
+
+  void Trickle(const Reply& reply, std::size_t offset) {
+    if (offset >= reply.body.size()) return Answered({});
+    std::size_t n = std::min(reply.trickle_bytes, reply.body.size() - offset);
+    WriteRaw(reply.body.substr(offset, n), [this, reply, offset, n] {
+      delay_ = server_.After(reply.trickle_every, shared_from_this(),
+                             [this, reply, next = offset + n] { Trickle(reply, next); });
+    });
+  }
+
+  // A hung request: read until the client goes away.
+  void WatchForClose() {
+    stream_->async_read_some(asio::buffer(scratch_),
+                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                               if (ec) return self->Close();
+                               self->WatchForClose();
+                             });
+  }
+
+  void Close() { End(false); }
+  void Reset() { End(true); }
+
+  void End(bool reset) {
+    if (closed_) return;
+    closed_ = true;
+    delay_.Cancel();
+    reset ? stream_->Reset() : stream_->Close();
+    bool abandoned = awaiting_reply_;
+    server_.Record([&] {
+      --server_.open;
+      if (abandoned) ++server_.cancelled;
+    });
+  }
+
+  FakeServer::Impl& server_;
+  std::unique_ptr<ByteStream> stream_;
+  int connection_id_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  int requests_ = 0;
+  bool keep_alive_ = true;
+  bool awaiting_reply_ = false;  // a request has not been answered in full yet
+  bool closed_ = false;
+  Timer delay_;
+  char scratch_[512];
+};
+
+}  // namespace
+
+std::shared_ptr<Session> MakeHttp1Session(FakeServer::Impl& server,
+                                          std::unique_ptr<ByteStream> stream, int connection_id) {
+  return std::make_shared<Http1Session>(server, std::move(stream), connection_id);
+}
+
+}  // namespace outbound::testing

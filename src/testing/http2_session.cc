@@ -1,0 +1,309 @@
+// HTTP/2 for the FakeServer: nghttp2's server session does the protocol; this
+// file moves its bytes to and from the socket and plays each stream's Reply.
+#include <nghttp2/nghttp2.h>
+
+#include <array>
+#include <cstring>
+#include <map>
+
+#include "fake_server_internal.h"
+
+namespace outbound::testing {
+namespace {
+
+class Http2Session final : public Session, public std::enable_shared_from_this<Http2Session> {
+ public:
+  Http2Session(FakeServer::Impl& server, std::unique_ptr<ByteStream> stream, int connection_id)
+      : server_(server), stream_(std::move(stream)), connection_id_(connection_id) {
+    nghttp2_session_callbacks* callbacks = nullptr;
+    nghttp2_session_callbacks_new(&callbacks);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, OnBeginHeaders);
+    nghttp2_session_callbacks_set_on_header_callback(callbacks, OnHeader);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, OnData);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, OnFrame);
+    nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, OnStreamClose);
+    nghttp2_session_server_new(&session_, callbacks, this);
+    nghttp2_session_callbacks_del(callbacks);
+  }
+
+  ~Http2Session() override {
+    End();
+    nghttp2_session_del(session_);
+  }
+
+  void Start() override {
+    nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100}};
+    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, 1);
+    Flush();
+    Read();
+  }
+
+  void Shutdown() override {
+    nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);  // GOAWAY
+    closing_ = true;
+    Flush();
+  }
+
+ private:
+  struct Stream {
+    ServerRequest request;
+    Reply reply;
+    std::size_t offset = 0;   // body bytes handed to nghttp2
+    bool answered = false;    // the server finished with it, well or badly
+    bool trickle_ready = true;
+    Timer timer;
+  };
+
+  static Http2Session& Self(void* user_data) { return *static_cast<Http2Session*>(user_data); }
+
+  static int OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    Http2Session& self = Self(user_data);
+    Stream& stream = self.streams_[frame->hd.stream_id];
+    stream.request.version = "2";
+    stream.request.connection_id = self.connection_id_;
+    stream.request.stream_id = frame->hd.stream_id;
+    return 0;
+  }
+
+  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
+                      size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
+                      void* user_data) {
+    auto it = Self(user_data).streams_.find(frame->hd.stream_id);
+    if (it == Self(user_data).streams_.end()) return 0;
+    std::string key(reinterpret_cast<const char*>(name), namelen);
+    std::string val(reinterpret_cast<const char*>(value), valuelen);
+    ServerRequest& request = it->second.request;
+    if (key == ":method") {
+      request.method = std::move(val);
+    } else if (key == ":path") {
+      request.target = std::move(val);
+    } else if (key == ":authority") {
+      request.headers.emplace_back("host", std::move(val));
+    } else if (key[0] != ':') {
+      request.headers.emplace_back(std::move(key), std::move(val));
+    }
+    return 0;
+  }
+
+  static int OnData(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data, size_t len,
+                    void* user_data) {
+    auto it = Self(user_data).streams_.find(stream_id);
+    if (it != Self(user_data).streams_.end()) {
+      it->second.request.body.append(reinterpret_cast<const char*>(data), len);
+    }
+    return 0;
+  }
+
+  static int OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    Http2Session& self = Self(user_data);
+    if (frame->hd.type == NGHTTP2_RST_STREAM) {
+      self.server_.Record([&] { ++self.server_.client_resets; });
+    }
+    bool request_done = (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+                        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
+    if (request_done && self.streams_.count(frame->hd.stream_id)) {
+      self.OnRequest(frame->hd.stream_id);
+    }
+    return 0;
+  }
+
+  static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, void* user_data) {
+    Http2Session& self = Self(user_data);
+    auto it = self.streams_.find(stream_id);
+    if (it == self.streams_.end()) return 0;
+    if (!it->second.answered) self.server_.Record([&] { ++self.server_.cancelled; });
+    self.streams_.erase(it);
+    return 0;
+  }
+
+  void OnRequest(int32_t id) {
+    ++requests_;
+    if (id > goaway_last_stream_) {  // after our GOAWAY: received, left unprocessed
+      streams_[id].answered = true;
+      server_.Received(streams_[id].request);
+      return;
+    }
+    int goaway_after = server_.options.goaway_after_streams;
+    if (goaway_after > 0 && requests_ == goaway_after) {
+      goaway_last_stream_ = id - 2 * server_.options.goaway_unprocessed;
+      nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, goaway_last_stream_, NGHTTP2_NO_ERROR,
+                            nullptr, 0);
+      closing_ = true;
+      if (id > goaway_last_stream_) {
+        streams_[id].answered = true;  // refused by the GOAWAY, not cancelled by the client
+        server_.Received(streams_[id].request);
+        return;
+      }
+    }
+    Stream& stream = streams_[id];
+    stream.reply = server_.Handle(stream.request);
+    if (stream.reply.header_delay > Duration::zero()) {
+      stream.timer = server_.After(stream.reply.header_delay, shared_from_this(), [this, id] {
+        if (streams_.count(id)) Act(id);
+        Flush();
+      });
+    } else {
+      Act(id);
+    }
+  }
+
+  void Act(int32_t id) {
+    Stream& stream = streams_[id];
+    const Reply& reply = stream.reply;
+    using B = Reply::Behaviour;
+    switch (reply.behaviour) {
+      case B::kHang:
+        return;
+      case B::kCloseBeforeHeaders:
+        stream.answered = true;
+        return End();
+      case B::kResetBeforeHeaders:
+        stream.answered = true;
+        nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, reply.rst_code);
+        return;
+      default:
+        break;
+    }
+    std::vector<std::string> storage;
+    storage.reserve(reply.headers.size() * 2 + 2);
+    std::vector<nghttp2_nv> nva;
+    auto add = [&](std::string name, std::string value) {
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      storage.push_back(std::move(name));
+      storage.push_back(std::move(value));
+    };
+    add(":status", std::to_string(reply.status));
+    for (const auto& [name, value] : reply.headers) add(name, value);
+    add("content-length", std::to_string(reply.body.size()));
+    for (std::size_t i = 0; i < storage.size(); i += 2) {
+      nva.push_back({reinterpret_cast<uint8_t*>(storage[i].data()),
+                     reinterpret_cast<uint8_t*>(storage[i + 1].data()), storage[i].size(),
+                     storage[i + 1].size(), NGHTTP2_NV_FLAG_NONE});
+    }
+    nghttp2_data_provider provider{};
+    provider.read_callback = ReadBody;
+    nghttp2_submit_response(session_, id, nva.data(), nva.size(), &provider);
+  }
+
+  static ssize_t ReadBody(nghttp2_session*, int32_t id, uint8_t* buf, size_t length,
+                          uint32_t* flags, nghttp2_data_source*, void* user_data) {
+    Http2Session& self = Self(user_data);
+    auto it = self.streams_.find(id);
+    if (it == self.streams_.end()) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    Stream& stream = it->second;
+    const Reply& reply = stream.reply;
+    using B = Reply::Behaviour;
+    // Cut short: ResetMidBody and TruncateChunked then reset the stream;
+    // ShortBody ends it cleanly, short of its content-length.
+    bool resets = reply.behaviour == B::kResetMidBody || reply.behaviour == B::kTruncateChunked;
+    bool cut = resets || reply.behaviour == B::kShortBody;
+    std::size_t end = cut ? reply.cut_after : reply.body.size();
+    if (resets && stream.offset == end) {
+      stream.answered = true;
+      asio::post(self.server_.io, [weak = self.weak_from_this(), id, code = reply.rst_code] {
+        if (auto alive = weak.lock()) {
+          nghttp2_submit_rst_stream(alive->session_, NGHTTP2_FLAG_NONE, id, code);
+          alive->Flush();
+        }
+      });
+      return NGHTTP2_ERR_DEFERRED;
+    }
+    if (reply.behaviour == B::kTrickle) {
+      if (!stream.trickle_ready) return NGHTTP2_ERR_DEFERRED;
+      length = std::min(length, reply.trickle_bytes);
+      stream.trickle_ready = false;
+      stream.timer = self.server_.After(reply.trickle_every, self.shared_from_this(), [&self, id] {
+        auto again = self.streams_.find(id);
+        if (again == self.streams_.end()) return;
+        again->second.trickle_ready = true;
+        nghttp2_session_resume_data(self.session_, id);
+        self.Flush();
+      });
+    }
+    std::size_t n = std::min(length, end - stream.offset);
+    std::memcpy(buf, reply.body.data() + stream.offset, n);
+    stream.offset += n;
+    if (stream.offset == end && !resets) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF;
+      stream.answered = true;
+    }
+    return static_cast<ssize_t>(n);
+  }
+
+  void Read() {
+    stream_->async_read_some(
+        asio::buffer(input_), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+          if (ec) return self->End();
+          ssize_t rv = nghttp2_session_mem_recv(
+              self->session_, reinterpret_cast<const uint8_t*>(self->input_.data()), n);
+          if (rv < 0) return self->End();
+          self->Flush();
+          if (!self->ended_) self->Read();
+        });
+  }
+
+  void Flush() {
+    if (writing_ || ended_) return;
+    std::string out;
+    for (;;) {
+      const uint8_t* data = nullptr;
+      ssize_t n = nghttp2_session_mem_send(session_, &data);
+      if (n < 0) return End();
+      if (n == 0) break;
+      out.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+      if (out.size() >= 64 * 1024) break;
+    }
+    if (out.empty()) {
+      bool done = !nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_);
+      if (done || (closing_ && streams_.empty())) End();
+      return;
+    }
+    writing_ = true;
+    auto buffer = std::make_shared<std::string>(std::move(out));
+    asio::async_write(*stream_, asio::buffer(*buffer),
+                      [self = shared_from_this(), buffer](boost::system::error_code ec, size_t) {
+                        self->writing_ = false;
+                        if (ec) return self->End();
+                        self->Flush();
+                      });
+  }
+
+  // The connection is over: streams still unanswered were abandoned.
+  void End() {
+    if (ended_) return;
+    ended_ = true;
+    stream_->Close();
+    int abandoned = 0;
+    for (auto& [id, stream] : streams_) {
+      stream.timer.Cancel();
+      if (!stream.answered) ++abandoned;
+    }
+    streams_.clear();
+    server_.Record([&] {
+      --server_.open;
+      server_.cancelled += abandoned;
+    });
+  }
+
+  FakeServer::Impl& server_;
+  std::unique_ptr<ByteStream> stream_;
+  int connection_id_;
+  nghttp2_session* session_ = nullptr;
+  std::map<int32_t, Stream> streams_;
+  std::array<char, 16384> input_{};
+  int requests_ = 0;
+  int32_t goaway_last_stream_ = INT32_MAX;
+  bool writing_ = false;
+  bool closing_ = false;
+  bool ended_ = false;
+};
+
+}  // namespace
+
+std::shared_ptr<Session> MakeHttp2Session(FakeServer::Impl& server,
+                                          std::unique_ptr<ByteStream> stream, int connection_id) {
+  return std::make_shared<Http2Session>(server, std::move(stream), connection_id);
+}
+
+}  // namespace outbound::testing

@@ -1,0 +1,68 @@
+// Helpers for the test kit's own tests: temp files, running the curl command,
+// counting this process's descriptors and threads.
+#ifndef OUTBOUND_TESTS_TESTING_TEST_SUPPORT_H_
+#define OUTBOUND_TESTS_TESTING_TEST_SUPPORT_H_
+
+#include <dirent.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace outbound::testing {
+
+// A directory under /tmp, removed with everything in it at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = "/tmp/outbound-test-XXXXXX";
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string Write(const std::string& name, const std::string& content) const {
+    std::string path = path_ + "/" + name;
+    std::ofstream(path) << content;
+    return path;
+  }
+
+ private:
+  std::string path_;
+};
+
+struct CommandResult {
+  int exit_code;
+  std::string output;
+};
+
+// Runs a shell command; its stdout and its exit code.
+inline CommandResult RunCommand(const std::string& command) {
+  CommandResult result{-1, ""};
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) result.output.append(buf.data(), n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+inline int CountEntries(const char* dir) {
+  int n = 0;
+  if (DIR* d = opendir(dir)) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
+}
+inline int OpenDescriptors() { return CountEntries("/proc/self/fd"); }
+inline int Threads() { return CountEntries("/proc/self/task"); }
+
+}  // namespace outbound::testing
+
+#endif  // OUTBOUND_TESTS_TESTING_TEST_SUPPORT_H_
