@@ -24,9 +24,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
-
 #include <tl/expected.hpp>
+#include <utility>
 
 namespace outbound {
 

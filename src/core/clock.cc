@@ -41,7 +41,6 @@ void SleepUntil(Clock& clock, TimePoint when) {
   cv.wait(lock, [&] { return done; });
 }
 
-
 namespace internal {
 
 std::shared_ptr<TimerState> TimerQueue::Add(TimePoint when, std::function<void()> callback) {

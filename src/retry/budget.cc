@@ -46,8 +46,8 @@ void Budget::OnSuccess() {
   std::int64_t current = milli_tokens_.load(std::memory_order_relaxed);
   // Full is the common case of a healthy dependency: no write at all then.
   while (current < max_milli_ &&
-         !milli_tokens_.compare_exchange_weak(
-             current, std::min(max_milli_, current + ratio_milli_), std::memory_order_relaxed)) {
+         !milli_tokens_.compare_exchange_weak(current, std::min(max_milli_, current + ratio_milli_),
+                                              std::memory_order_relaxed)) {
   }
 }
 

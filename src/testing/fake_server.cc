@@ -104,8 +104,7 @@ int SelectAlpn(SSL*, const unsigned char** out, unsigned char* outlen, const uns
                unsigned int inlen, void* arg) {
   const auto* wire = static_cast<const std::string*>(arg);
   unsigned char* selected = nullptr;
-  if (SSL_select_next_proto(&selected, outlen,
-                            reinterpret_cast<const unsigned char*>(wire->data()),
+  if (SSL_select_next_proto(&selected, outlen, reinterpret_cast<const unsigned char*>(wire->data()),
                             static_cast<unsigned int>(wire->size()), in,
                             inlen) != OPENSSL_NPN_NEGOTIATED) {
     return SSL_TLSEXT_ERR_NOACK;
@@ -227,8 +226,8 @@ void FakeServer::Stop() {
 std::uint16_t FakeServer::port() const { return impl_->acceptor.local_endpoint().port(); }
 
 std::string FakeServer::url() const {
-  return std::string(impl_->tls_context ? "https" : "http") + "://127.0.0.1:" +
-         std::to_string(port());
+  return std::string(impl_->tls_context ? "https" : "http") +
+         "://127.0.0.1:" + std::to_string(port());
 }
 
 std::vector<ServerRequest> FakeServer::requests() const {

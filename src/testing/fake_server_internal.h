@@ -6,7 +6,6 @@
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
-
 #include <condition_variable>
 #include <memory>
 #include <mutex>

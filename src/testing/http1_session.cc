@@ -3,7 +3,6 @@
 // bytes a broken server would.
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
 #include <optional>
 
 #include "fake_server_internal.h"
@@ -29,10 +28,9 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
   void ReadRequest() {
     parser_.emplace();
     parser_->body_limit(256 * 1024 * 1024);
-    http::async_read(*stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->OnRequest(ec);
-                     });
+    http::async_read(
+        *stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRequest(ec); });
   }
 
   void OnRequest(beast::error_code ec) {

@@ -48,8 +48,8 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
   struct Stream {
     ServerRequest request;
     Reply reply;
-    std::size_t offset = 0;   // body bytes handed to nghttp2
-    bool answered = false;    // the server finished with it, well or badly
+    std::size_t offset = 0;  // body bytes handed to nghttp2
+    bool answered = false;   // the server finished with it, well or badly
     bool trickle_ready = true;
     Timer timer;
   };

@@ -1,13 +1,12 @@
 #include "outbound/testing/test_ca.h"
 
+#include <arpa/inet.h>
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
-
-#include <arpa/inet.h>
 
 #include <stdexcept>
 

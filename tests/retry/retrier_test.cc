@@ -48,8 +48,7 @@ TEST_F(RetrierTest, WaitIsTheLongerOfBackoffAndRetryAfter) {
   Loop loop = retrier.Start(deadline);
   EXPECT_EQ(loop.Done(Outcome::kRetry, seconds(2), clock.Now(), 0.5).wait, seconds(2));
   Loop other = retrier.Start(deadline);
-  EXPECT_EQ(other.Done(Outcome::kRetry, milliseconds(1), clock.Now(), 0.5).wait,
-            milliseconds(50));
+  EXPECT_EQ(other.Done(Outcome::kRetry, milliseconds(1), clock.Now(), 0.5).wait, milliseconds(50));
 }
 
 TEST_F(RetrierTest, MaxAttemptsExhausts) {
@@ -85,8 +84,7 @@ TEST_F(RetrierTest, WaitPastTheDeadlineExpires) {
   Decision d = loop.Done(Outcome::kRetry, seconds(4), clock.Now(), 0);
   EXPECT_EQ(d.kind, DecisionKind::kAgain);  // ends exactly at the deadline
   clock.Advance(d.wait);
-  EXPECT_EQ(loop.Done(Outcome::kRetry, seconds(4), clock.Now(), 0).kind,
-            DecisionKind::kExpired);
+  EXPECT_EQ(loop.Done(Outcome::kRetry, seconds(4), clock.Now(), 0).kind, DecisionKind::kExpired);
 }
 
 TEST_F(RetrierTest, RetryAfterLongerThanBackoffMaxEndsTheCall) {
@@ -94,8 +92,7 @@ TEST_F(RetrierTest, RetryAfterLongerThanBackoffMaxEndsTheCall) {
   EXPECT_EQ(loop.Done(Outcome::kRetry, seconds(60), clock.Now(), 0).kind,
             DecisionKind::kRetryAfterTooLong);
   Loop at_max = retrier.Start(deadline);
-  EXPECT_EQ(at_max.Done(Outcome::kRetry, seconds(5), clock.Now(), 0).kind,
-            DecisionKind::kAgain);
+  EXPECT_EQ(at_max.Done(Outcome::kRetry, seconds(5), clock.Now(), 0).kind, DecisionKind::kAgain);
 }
 
 TEST(DecisionNamesTest, AreSnakeCase) {

@@ -26,8 +26,7 @@ size_t Append(char* data, size_t size, size_t n, void* out) {
 Response Get(CURL* curl, const NetworkMap& network, const std::string& ca_pem,
              const std::string& url, long http_version) {
   Route route = network.Resolve("payments", 8443);
-  std::string connect_to =
-      "payments:8443:" + route.address + ":" + std::to_string(route.port);
+  std::string connect_to = "payments:8443:" + route.address + ":" + std::to_string(route.port);
   curl_slist* connect = curl_slist_append(nullptr, connect_to.c_str());
   curl_blob ca{const_cast<char*>(ca_pem.data()), ca_pem.size(), CURL_BLOB_COPY};
   Response response;
@@ -129,9 +128,9 @@ TEST(FakeServerGoawayTest, GracefulGoawayMovesTheClientToANewConnection) {
 TEST(FakeServerGoawayTest, LoweredLastStreamIdLeavesTheStreamUnprocessed) {
   TestCA ca;
   NetworkMap network;
-  auto server =
-      FakeServer::Start({.tls = ServerTls{ca.IssueServer({"payments"})},
-                         .goaway_after_streams = 1, .goaway_unprocessed = 1});
+  auto server = FakeServer::Start({.tls = ServerTls{ca.IssueServer({"payments"})},
+                                   .goaway_after_streams = 1,
+                                   .goaway_unprocessed = 1});
   ASSERT_TRUE(server);
   network.Add("payments", 8443, "127.0.0.1", (*server)->port());
   CURL* curl = curl_easy_init();

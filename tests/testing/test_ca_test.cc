@@ -82,9 +82,7 @@ TEST(TestCATest, ClientCertificateIsNotAServerCertificate) {
   EXPECT_EQ(Verify(ca.pem(), client.cert_pem, ""), X509_V_ERR_INVALID_PURPOSE);
 }
 
-TEST(TestCATest, EachCAIsNew) {
-  EXPECT_NE(TestCA().pem(), TestCA().pem());
-}
+TEST(TestCATest, EachCAIsNew) { EXPECT_NE(TestCA().pem(), TestCA().pem()); }
 
 }  // namespace
 }  // namespace outbound::testing

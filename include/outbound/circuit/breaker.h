@@ -34,9 +34,8 @@
 #include <functional>
 #include <mutex>
 #include <string_view>
-#include <vector>
-
 #include <tl/expected.hpp>
+#include <vector>
 
 #include "outbound/clock.h"
 #include "outbound/error.h"

@@ -37,12 +37,12 @@ enum class Outcome {
 
 // What the loop does after an attempt.
 enum class DecisionKind {
-  kSuccess,    // the attempt succeeded
-  kAgain,      // wait `wait`, then attempt again
-  kStopped,    // the classifier said stop
-  kExhausted,  // the attempt wanted a retry, but MaxAttempts are used
-  kThrottled,  // the attempt wanted a retry, but the budget refused it
-  kExpired,    // the wait would end after the call's deadline: not started
+  kSuccess,            // the attempt succeeded
+  kAgain,              // wait `wait`, then attempt again
+  kStopped,            // the classifier said stop
+  kExhausted,          // the attempt wanted a retry, but MaxAttempts are used
+  kThrottled,          // the attempt wanted a retry, but the budget refused it
+  kExpired,            // the wait would end after the call's deadline: not started
   kRetryAfterTooLong,  // the server asked for a wait longer than BackoffMax
 };
 

@@ -49,7 +49,7 @@ struct ServerRequest {
   std::string target;  // path and query, as sent
   Headers headers;     // names lower-cased
   std::string body;
-  std::string version;  // "1.1" or "2"
+  std::string version;    // "1.1" or "2"
   int connection_id = 0;  // 1, 2, ... in the order connections were accepted
   int stream_id = 0;      // HTTP/2 stream id; on HTTP/1.1 the request's index on its connection
 
