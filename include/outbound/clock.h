@@ -65,6 +65,10 @@ class Clock {
   // The current time. Steady: it never goes backwards.
   virtual TimePoint Now() const = 0;
 
+  // The calendar time, for the few things dated by the calendar, such as a
+  // Retry-After given as an HTTP-date. Never used to measure a wait.
+  virtual std::chrono::system_clock::time_point WallNow() const = 0;
+
   // Runs `callback` once, at or after `when`, on a thread of the clock's
   // choosing (the timer thread of the system clock; the thread that advances
   // a manual clock). A `when` already past runs at the clock's next chance.

@@ -24,6 +24,10 @@ class SystemClockImpl final : public Clock {
     return std::chrono::time_point_cast<Duration>(std::chrono::steady_clock::now());
   }
 
+  std::chrono::system_clock::time_point WallNow() const override {
+    return std::chrono::system_clock::now();
+  }
+
   Timer ScheduleAt(TimePoint when, std::function<void()> callback) override {
     auto state = queue_.Add(when, std::move(callback));
     {

@@ -2,7 +2,12 @@
 
 namespace outbound::testing {
 
-ManualClock::ManualClock() : now_(TimePoint(std::chrono::hours(1000))) {}
+ManualClock::ManualClock() : ManualClock(TimePoint(std::chrono::hours(1000))) {}
+
+std::chrono::system_clock::time_point ManualClock::WallNow() const {
+  constexpr auto kStart = std::chrono::sys_days(std::chrono::year(2026) / 1 / 1);
+  return std::chrono::system_clock::time_point(kStart) + (Now() - start_);
+}
 
 TimePoint ManualClock::Now() const {
   std::lock_guard lock(mu_);

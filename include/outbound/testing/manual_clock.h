@@ -30,9 +30,11 @@ class ManualClock final : public Clock {
  public:
   // Starts at an arbitrary, fixed time (not zero, so "time 0" bugs show).
   ManualClock();
-  explicit ManualClock(TimePoint start) : now_(start) {}
+  explicit ManualClock(TimePoint start) : start_(start), now_(start) {}
 
   TimePoint Now() const override;
+  // 2026-01-01T00:00:00Z at construction, moving with Now().
+  std::chrono::system_clock::time_point WallNow() const override;
   Timer ScheduleAt(TimePoint when, std::function<void()> callback) override;
 
   // Moves time forward by `delta`, firing every timer that comes due.
@@ -55,6 +57,7 @@ class ManualClock final : public Clock {
  private:
   mutable std::mutex mu_;
   std::condition_variable changed_;
+  TimePoint start_;
   TimePoint now_;
   std::mutex advancing_;  // one Advance at a time keeps firing order total
   internal::TimerQueue queue_;

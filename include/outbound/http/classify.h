@@ -1,0 +1,68 @@
+// outbound/http/classify.h
+//
+// What each attempt's result means: whether another attempt follows, and
+// whether it counts against the dependency. `DefaultClassify` follows RFC
+// 9110; a client of an API that means something else wraps it:
+//
+//   settings.classify = [](const Result<http::Response>& result) {
+//     if (result && result->status == 409) {  // another write is in flight
+//       return http::Classification{retry::Outcome::kRetry, {}, circuit::Outcome::kSuccess};
+//     }
+//     return http::DefaultClassify(result);
+//   };
+//
+// Classify is never asked about what the client decides itself: an attempt
+// the breaker rejected, an error once the caller cancelled (Ignored) or the
+// call's deadline passed (Failure), a body that failed mid-read (Failure).
+// And whatever it says, an unsafe request is sent once, a retry_after over
+// BackoffMax ends the call, and a response whose body exceeds 64 KiB is
+// returned rather than retried.
+#ifndef OUTBOUND_HTTP_CLASSIFY_H_
+#define OUTBOUND_HTTP_CLASSIFY_H_
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string_view>
+
+#include "outbound/circuit/breaker.h"
+#include "outbound/error.h"
+#include "outbound/http/message.h"
+#include "outbound/retry/retrier.h"
+
+namespace outbound::http {
+
+struct Classification {
+  retry::Outcome retry = retry::Outcome::kSuccess;
+  // With kRetry: the least wait before the next attempt (a Retry-After).
+  Duration retry_after{0};
+  circuit::Outcome breaker = circuit::Outcome::kSuccess;
+};
+
+// Gets the attempt's response (any status, body read) or its error. Called
+// on the client's event-loop thread, once per attempt: it must be fast and
+// thread-safe. What it throws reaches the caller, after the attempt's
+// breaker slot is freed.
+using Classify = std::function<Classification(const Result<Response>& result)>;
+
+// The RFC 9110 table:
+//   status < 500 except 408, 429   Success, Success
+//   408                            Retry,   Success
+//   429                            Retry after Retry-After, Success
+//   500                            Stop,    Failure
+//   502, 504                       Retry,   Failure
+//   503                            Retry after Retry-After, Failure
+//   other 5xx (501...)             Stop,    Success
+//   untrusted certificate          Stop,    Failure
+//   any other error                Retry,   Failure
+// It reads only the status and headers, never the body.
+Classification DefaultClassify(const Result<Response>& result);
+
+// A Retry-After value as a wait from `now`: delay-seconds, or an HTTP-date
+// (clamped at 0). Empty for a malformed value.
+std::optional<Duration> ParseRetryAfter(std::string_view value,
+                                        std::chrono::system_clock::time_point now);
+
+}  // namespace outbound::http
+
+#endif  // OUTBOUND_HTTP_CLASSIFY_H_

@@ -1,0 +1,78 @@
+// outbound/http/client.h
+//
+// A client of one HTTP dependency: one origin, one breaker, one retry
+// budget, one connection pool. Build it once, at startup, and share it by
+// every part of the program that calls the dependency; it is thread-safe.
+//
+//   http::Settings settings = http::DefaultSettings();
+//   settings.base_url = "https://payments:8443";
+//   settings.tls = http::TlsSettings{.root_pem = ReadFile(ca_file)};
+//   auto payments = http::Client::Create(Runtime{}, settings);
+//   if (!payments) return Exit(payments.error());   // names every bad field
+//
+//   auto resp = (*payments)->Send(http::Request::Get("/charges/1"));
+//   if (!resp) { switch (resp.error().kind()) { ... } }
+//   else if (resp->status == 200) { Use(resp->body); }
+//
+// Every call goes through, in order: the origin check (another origin fails
+// with kOriginRefused and nothing is dialled), redirects within the origin,
+// the retry loop, one record per attempt, the circuit breaker, the attempt
+// timeout, and libcurl. Every wait runs on the Runtime's clock.
+//
+// The response's body is read whole before the call returns (up to
+// Settings::max_response_bytes); so the breaker counts a body that fails
+// mid-read as a failure, and Timeout bounds the body too.
+#ifndef OUTBOUND_HTTP_CLIENT_H_
+#define OUTBOUND_HTTP_CLIENT_H_
+
+#include <future>
+#include <memory>
+
+#include "outbound/error.h"
+#include "outbound/http/message.h"
+#include "outbound/http/settings.h"
+#include "outbound/runtime.h"
+
+namespace outbound::http {
+
+class Client {
+ public:
+  // Checks `settings` (every bad field named in one kInvalidSettings error)
+  // and builds the client. Dials nothing.
+  [[nodiscard]] static Result<std::unique_ptr<Client>> Create(const Runtime& runtime,
+                                                              Settings settings);
+
+  // Ends calls still in flight with kCancelled and closes the pooled
+  // connections, idle ones included. Must not run on a callback of this
+  // client (classify, on_attempt).
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Sends `request` and waits for the outcome. What the user's classify or
+  // breaker policy throws is rethrown here, after the library has let go of
+  // what it held.
+  [[nodiscard]] Result<Response> Send(Request request);
+
+  // Sends `request` without waiting: many calls may be in flight at once on
+  // the client's one event-loop thread. The future holds the outcome, or
+  // rethrows what the user's classify or breaker policy threw.
+  [[nodiscard]] std::future<Result<Response>> SendAsync(Request request);
+
+  // The breaker's state now (read, not tracked: half-open as soon as
+  // OpenFor has passed).
+  circuit::State breaker_state() const;
+
+  // "https://payments:8443".
+  const std::string& origin() const;
+
+  struct Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace outbound::http
+
+#endif  // OUTBOUND_HTTP_CLIENT_H_

@@ -1,0 +1,132 @@
+// outbound/http/settings.h
+//
+// The settings of a client of one HTTP dependency. Plain values; a field's
+// zero means zero, never "the default": start from DefaultSettings() and set
+// what you source. Each sourced field has a check that says what is wrong
+// with a value without naming the field, so a configuration resolver can
+// name the variable it came from; Client::Create runs them all again, plus
+// the rules that take two fields, and names every bad field in one error.
+//
+//   http::Settings settings = http::DefaultSettings();
+//   settings.base_url = "https://payments:8443";
+//   settings.tls = http::TlsSettings{.root_pem = ca_pem};
+//   settings.timeout = 3s;
+#ifndef OUTBOUND_HTTP_SETTINGS_H_
+#define OUTBOUND_HTTP_SETTINGS_H_
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "outbound/circuit/breaker.h"
+#include "outbound/error.h"
+#include "outbound/http/classify.h"
+#include "outbound/retry/budget.h"
+
+namespace outbound::http {
+
+// What a client dials an https dependency with. There is no way to turn
+// certificate verification off.
+struct TlsSettings {
+  // PEM of the roots trusted. Empty: the system's roots.
+  std::string root_pem;
+  // For mTLS: the client's certificate chain and private key, in PEM.
+  std::string client_cert_pem;
+  std::string client_key_pem;
+};
+
+// One attempt as it ended, for an observer (a `-v` line, a test, a demo).
+struct AttemptRecord {
+  int attempt = 1;       // 1 for a request's first attempt
+  int resend_count = 0;  // attempts of the call before this one, redirects included
+  std::string method;
+  std::string url;
+  int status = 0;                  // 0 when there was no response
+  std::optional<ErrorKind> error;  // set when there was no response
+  std::string error_message;
+  Duration duration{0};                         // on the client's clock
+  std::optional<retry::DecisionKind> decision;  // what the retry loop did next
+};
+
+struct Settings {
+  // The dependency: its scheme, host and port are the only origin the
+  // client sends to. Valid: an absolute http or https URL with a host and
+  // no user info, query or fragment. Check: CheckBaseUrl. No default.
+  std::string base_url;
+
+  // Set for https, empty for plain http. Check: CheckTls.
+  std::optional<TlsSettings> tls;
+
+  // Bounds a whole call: every attempt, the waits, and the body.
+  // Default 10s. Valid: positive. Check: CheckTimeout.
+  Duration timeout = std::chrono::seconds(10);
+
+  // Bounds one attempt from its start (queueing and dialling included) to
+  // the response's headers. Default 5s. Valid: positive.
+  Duration attempt_timeout = std::chrono::seconds(5);
+
+  // Attempts of one request, the first included. Default 3. Valid: >= 1.
+  int max_attempts = 3;
+
+  // Full-jitter backoff: after attempt n, a wait in
+  // [0, min(backoff_max, backoff_base * 2^(n-1))). Defaults 100ms and 5s.
+  // Valid: positive, and backoff_max >= backoff_base.
+  Duration backoff_base = std::chrono::milliseconds(100);
+  Duration backoff_max = std::chrono::seconds(5);
+
+  // Limits the retries of every call together (gRFC A6).
+  retry::BudgetConfig retry_budget;
+
+  // The dependency's circuit breaker, and when it opens and closes (code).
+  circuit::Config breaker;
+  circuit::Policy breaker_policy = circuit::DefaultPolicy();
+
+  // What each attempt's result means. Default: DefaultClassify.
+  Classify classify = DefaultClassify;
+
+  // A response body larger than this fails the call with
+  // kResponseTooLarge. Default 64 MiB. Valid: positive.
+  std::size_t max_response_bytes = 64 * 1024 * 1024;
+
+  // Connections kept to the origin, busy or idle; also how many attempts
+  // are handed to the transport at once on HTTP/1.1 (more wait in the
+  // client's own FIFO queue). Default 100. Valid: 1 to 10000.
+  int max_connections = 100;
+
+  // Called once per attempt as it ends, on the client's event-loop thread.
+  // Must be fast and must not throw. Optional.
+  std::function<void(const AttemptRecord&)> on_attempt;
+
+  // Called for each change of the breaker's state, outside its lock.
+  std::function<void(const circuit::Transition&)> on_breaker_transition;
+};
+
+// The defaults; base_url is empty, which CheckBaseUrl rejects.
+Settings DefaultSettings();
+
+// One check per sourced field. Each says what is wrong without naming it.
+[[nodiscard]] Result<void> CheckBaseUrl(const std::string& url);
+[[nodiscard]] Result<void> CheckTls(const std::optional<TlsSettings>& tls);
+[[nodiscard]] Result<void> CheckTimeout(Duration timeout);
+[[nodiscard]] Result<void> CheckAttemptTimeout(Duration attempt_timeout);
+[[nodiscard]] Result<void> CheckMaxAttempts(int max_attempts);
+[[nodiscard]] Result<void> CheckBackoffBase(Duration backoff_base);
+[[nodiscard]] Result<void> CheckBackoffMax(Duration backoff_max);
+[[nodiscard]] Result<void> CheckMaxResponseBytes(std::size_t bytes);
+[[nodiscard]] Result<void> CheckMaxConnections(int n);
+// The retry budget's and breaker's checks are retry::CheckMaxTokens,
+// retry::CheckTokenRatio, circuit::CheckWindow, circuit::CheckProbes,
+// circuit::CheckOpenFor and circuit::CheckProbeTimeout.
+
+// Every check, and the rules on two fields: backoff_max >= backoff_base, TLS
+// set exactly when base_url is https, classify and both policy functions
+// set. One kInvalidSettings error naming every bad field, e.g.
+// "Settings.tls must be set for an https Settings.base_url; Settings.max_attempts: must be 1 or
+// more".
+[[nodiscard]] Result<void> Validate(const Settings& settings);
+
+}  // namespace outbound::http
+
+#endif  // OUTBOUND_HTTP_SETTINGS_H_

@@ -1,0 +1,30 @@
+// outbound/runtime.h
+//
+// What a client takes from its process: the clock every wait runs on, the
+// network names are dialled through, and the randomness behind jitter. The
+// defaults are the process's own; a test swaps in a ManualClock and a
+// NetworkMap. Everything a Runtime points to must outlive the clients built
+// with it.
+//
+//   testing::ManualClock clock;
+//   testing::NetworkMap network;
+//   Runtime runtime{.clock = &clock, .network = &network};
+//   auto payments = http::Client::Create(runtime, settings);
+#ifndef OUTBOUND_RUNTIME_H_
+#define OUTBOUND_RUNTIME_H_
+
+#include "outbound/clock.h"
+#include "outbound/network.h"
+#include "outbound/random.h"
+
+namespace outbound {
+
+struct Runtime {
+  Clock* clock = &SystemClock();
+  const Network* network = &OsNetwork();
+  Random* random = &DefaultRandom();
+};
+
+}  // namespace outbound
+
+#endif  // OUTBOUND_RUNTIME_H_

@@ -1,0 +1,39 @@
+// AttemptTimeout: an attempt gets `timeout` from its start to its headers.
+// Time queued in the client's FIFO and dialling count; the body does not
+// (the call's Timeout bounds that).
+#include "layers.h"
+
+namespace outbound::http::internal {
+namespace {
+
+class AttemptTimeout final : public AttemptLayer {
+ public:
+  AttemptTimeout(std::unique_ptr<AttemptLayer> next, Clock& clock, Duration timeout)
+      : next_(std::move(next)), clock_(clock), timeout_(timeout) {}
+
+  void Start(std::shared_ptr<Attempt> attempt, AttemptDone done) override {
+    std::weak_ptr<Attempt> weak = attempt;
+    auto timer = std::make_shared<Timer>(clock_.ScheduleAfter(timeout_, [weak] {
+      if (auto live = weak.lock()) live->Cut(CutReason::kAttemptTimeout);
+    }));
+    attempt->OnHeaders([timer] { timer->Cancel(); });
+    next_->Start(std::move(attempt), [timer, done = std::move(done)](AttemptOutcome outcome) {
+      timer->Cancel();
+      done(std::move(outcome));
+    });
+  }
+
+ private:
+  std::unique_ptr<AttemptLayer> next_;
+  Clock& clock_;
+  Duration timeout_;
+};
+
+}  // namespace
+
+std::unique_ptr<AttemptLayer> MakeAttemptTimeout(std::unique_ptr<AttemptLayer> next, Clock& clock,
+                                                 Duration timeout) {
+  return std::make_unique<AttemptTimeout>(std::move(next), clock, timeout);
+}
+
+}  // namespace outbound::http::internal

@@ -1,0 +1,78 @@
+#include "outbound/http/classify.h"
+
+#include <curl/curl.h>
+
+#include <cctype>
+#include <string>
+
+namespace outbound::http {
+
+std::string_view FindHeader(const Headers& headers, std::string_view name) {
+  for (const auto& [key, value] : headers) {
+    if (key.size() != name.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < key.size() && same; ++i) {
+      same = std::tolower(static_cast<unsigned char>(key[i])) ==
+             std::tolower(static_cast<unsigned char>(name[i]));
+    }
+    if (same) return value;
+  }
+  return {};
+}
+
+std::optional<Duration> ParseRetryAfter(std::string_view value,
+                                        std::chrono::system_clock::time_point now) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  if (value.empty()) return std::nullopt;
+  if (std::isdigit(static_cast<unsigned char>(value.front()))) {
+    // delay-seconds = 1*DIGIT. Beyond a day, the exact figure no longer
+    // matters: any such wait is longer than a call would make.
+    long long seconds = 0;
+    for (char c : value) {
+      if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+      seconds = std::min(seconds * 10 + (c - '0'), 86400LL * 365);
+    }
+    return std::chrono::seconds(seconds);
+  }
+  // An HTTP-date; curl_getdate reads IMF-fixdate and the two obsolete forms.
+  std::string date(value);
+  time_t when = curl_getdate(date.c_str(), nullptr);
+  if (when == -1) return std::nullopt;
+  auto wait = std::chrono::system_clock::from_time_t(when) - now;
+  if (wait < std::chrono::system_clock::duration::zero()) return Duration::zero();
+  return std::chrono::duration_cast<Duration>(wait);
+}
+
+Classification DefaultClassify(const Result<Response>& result) {
+  using retry::Outcome;
+  constexpr auto kSuccess = circuit::Outcome::kSuccess;
+  constexpr auto kFailure = circuit::Outcome::kFailure;
+  if (!result) {
+    if (result.error().kind() == ErrorKind::kTlsUntrusted) return {Outcome::kStop, {}, kFailure};
+    return {Outcome::kRetry, {}, kFailure};
+  }
+  const Response& response = *result;
+  auto retry_after = [&] {
+    auto wait = ParseRetryAfter(response.header("Retry-After"), response.received_at);
+    return wait.value_or(Duration::zero());
+  };
+  switch (response.status) {
+    case 408:
+      return {Outcome::kRetry, {}, kSuccess};
+    case 429:
+      return {Outcome::kRetry, retry_after(), kSuccess};
+    case 500:
+      return {Outcome::kStop, {}, kFailure};
+    case 502:
+    case 504:
+      return {Outcome::kRetry, {}, kFailure};
+    case 503:
+      return {Outcome::kRetry, retry_after(), kFailure};
+    default:
+      if (response.status >= 500) return {Outcome::kStop, {}, kSuccess};
+      return {Outcome::kSuccess, {}, kSuccess};
+  }
+}
+
+}  // namespace outbound::http

@@ -1,0 +1,167 @@
+#include "outbound/http/client.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "curl_transport.h"
+#include "event_loop.h"
+#include "layers.h"
+#include "origin.h"
+
+namespace outbound::http {
+namespace {
+
+using internal::CallRequest;
+
+bool IsToken(std::string_view name) {
+  static constexpr std::string_view kSeparators = "()<>@,;:\\\"/[]?={} \t";
+  if (name.empty()) return false;
+  for (char c : name) {
+    if (c <= 32 || c >= 127 || kSeparators.find(c) != std::string_view::npos) return false;
+  }
+  return true;
+}
+
+// The origin check: the request names the client's origin (or a path on
+// it) and carries nothing that would change its meaning on the wire.
+Result<CallRequest> CheckRequest(const internal::Origin& origin, Request& request) {
+  if (!IsToken(request.method)) {
+    return Fail(ErrorKind::kInvalidRequest, "\"" + request.method + "\" is not an HTTP method");
+  }
+  for (const auto& [name, value] : request.headers) {
+    if (!IsToken(name)) {
+      return Fail(ErrorKind::kInvalidRequest, "header name \"" + name + "\" is not a token");
+    }
+    if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+      return Fail(ErrorKind::kInvalidRequest,
+                  "the value of header " + name + " holds a CR, LF or NUL");
+    }
+  }
+  auto url = internal::ResolveTarget(origin, request.url);
+  if (!url) return tl::unexpected(url.error());
+  if (!(url->origin == origin)) {
+    return Fail(ErrorKind::kOriginRefused, "outbound: request to " + url->origin.ToString() +
+                                               " on a client for " + origin.ToString());
+  }
+  if (url->has_user_info) {
+    return Fail(ErrorKind::kInvalidRequest, "a request URL must not hold user info");
+  }
+  return CallRequest{request.method, url->full, std::move(request.headers), std::move(request.body),
+                     request.body_replayable};
+}
+
+}  // namespace
+
+struct Client::Impl {
+  Runtime runtime;
+  Settings settings;
+  internal::Origin origin;
+  std::string origin_text;
+  retry::Budget budget;
+  retry::Retrier retrier;
+  circuit::Breaker breaker;
+  std::unique_ptr<internal::CallLayer> calls;  // the whole chain, below the origin check
+
+  // Calls in flight, so the destructor can end them before the chain goes.
+  std::mutex mu;
+  std::condition_variable idle;
+  std::unordered_map<internal::CallState*, std::weak_ptr<internal::CallState>> live;
+
+  Impl(const Runtime& rt, Settings s, internal::Origin o)
+      : runtime(rt),
+        settings(std::move(s)),
+        origin(std::move(o)),
+        origin_text(origin.ToString()),
+        budget(settings.retry_budget),
+        retrier(retry::Policy{settings.max_attempts,
+                              retry::Exponential(settings.backoff_base, settings.backoff_max)},
+                budget),
+        breaker(settings.breaker, settings.breaker_policy, settings.on_breaker_transition) {}
+};
+
+Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings settings) {
+  if (auto valid = Validate(settings); !valid) return tl::unexpected(valid.error());
+  auto parsed = internal::ParseUrl(settings.base_url);
+  auto impl = std::make_unique<Impl>(runtime, std::move(settings), parsed->origin);
+  Impl& c = *impl;
+
+  // The call path, bottom to top: the layers of one attempt, then of a call.
+  std::unique_ptr<internal::AttemptLayer> attempt =
+      internal::MakeCurlTransport(c.runtime, c.settings, c.origin, internal::EventLoop::Shared());
+  attempt = internal::MakeAttemptTimeout(std::move(attempt), *c.runtime.clock,
+                                         c.settings.attempt_timeout);
+  attempt = internal::MakeBreakerLayer(std::move(attempt), c.breaker, c.settings.classify,
+                                       *c.runtime.clock);
+  attempt = internal::MakeAttemptSpan(std::move(attempt), *c.runtime.clock);
+  std::unique_ptr<internal::CallLayer> call = internal::MakeRetryLoop(
+      std::move(attempt),
+      {&c.retrier, c.runtime.clock, c.runtime.random, c.settings.on_attempt, c.origin_text});
+  call = internal::MakeRedirects(std::move(call), c.origin);
+  c.calls = std::move(call);
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Client::~Client() {
+  std::vector<std::shared_ptr<internal::CallState>> calls;
+  {
+    std::lock_guard lock(impl_->mu);
+    for (auto& [raw, weak] : impl_->live) {
+      if (auto call = weak.lock()) calls.push_back(std::move(call));
+    }
+  }
+  for (auto& call : calls) call->Cancel();
+  calls.clear();
+  std::unique_lock lock(impl_->mu);
+  impl_->idle.wait(lock, [&] { return impl_->live.empty(); });
+}
+
+std::future<Result<Response>> Client::SendAsync(Request request) {
+  auto promise = std::make_shared<std::promise<Result<Response>>>();
+  std::future<Result<Response>> future = promise->get_future();
+
+  auto checked = CheckRequest(impl_->origin, request);
+  if (!checked) {
+    promise->set_value(tl::unexpected(checked.error()));
+    return future;
+  }
+  Clock& clock = *impl_->runtime.clock;
+  TimePoint deadline = clock.Now() + impl_->settings.timeout;
+  if (request.context.deadline && *request.context.deadline < deadline) {
+    deadline = *request.context.deadline;
+  }
+  auto call = std::make_shared<internal::CallState>(deadline, request.context.cancel);
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->live.emplace(call.get(), call);
+  }
+  call->Arm(clock);
+  impl_->calls->Send(call, std::make_shared<CallRequest>(std::move(*checked)),
+                     [impl = impl_.get(), call, promise](internal::CallOutcome outcome) {
+                       call->Disarm();
+                       {
+                         std::lock_guard lock(impl->mu);
+                         impl->live.erase(call.get());
+                       }
+                       impl->idle.notify_all();
+                       if (outcome.thrown) {
+                         promise->set_exception(outcome.thrown);
+                       } else {
+                         promise->set_value(std::move(outcome.result));
+                       }
+                     });
+  return future;
+}
+
+Result<Response> Client::Send(Request request) { return SendAsync(std::move(request)).get(); }
+
+circuit::State Client::breaker_state() const {
+  return impl_->breaker.state(impl_->runtime.clock->Now());
+}
+
+const std::string& Client::origin() const { return impl_->origin_text; }
+
+}  // namespace outbound::http

@@ -1,0 +1,393 @@
+#include "curl_transport.h"
+
+#include <curl/curl.h>
+#include <sys/epoll.h>
+
+#include <cstring>
+#include <deque>
+#include <map>
+
+namespace outbound::http::internal {
+namespace {
+
+// Streams an HTTP/2 connection carries at once (servers commonly allow 100).
+constexpr std::size_t kStreamsPerConnection = 100;
+
+// libcurl's global init, once per process, before any handle.
+void InitCurlOnce() {
+  static const bool done = [] { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }();
+  (void)done;
+}
+
+struct SlistFree {
+  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+};
+using Slist = std::unique_ptr<curl_slist, SlistFree>;
+
+struct EasyFree {
+  void operator()(CURL* easy) const { curl_easy_cleanup(easy); }
+};
+using Easy = std::unique_ptr<CURL, EasyFree>;
+
+// One attempt in curl's hands, or waiting in the FIFO queue for a place.
+struct Transfer {
+  std::uint64_t id = 0;
+  std::shared_ptr<Attempt> attempt;
+  AttemptDone done;
+  Easy easy;
+  Slist headers;
+  Slist connect_to;
+  Response response;
+  bool headers_done = false;
+  bool too_large = false;
+  bool in_curl = false;
+  std::size_t max_bytes = 0;
+  Clock* clock = nullptr;
+  char error[CURL_ERROR_SIZE] = {};
+};
+
+class CurlTransport final : public AttemptLayer {
+ public:
+  CurlTransport(const Runtime& runtime, const Settings& settings, const Origin& origin,
+                std::shared_ptr<EventLoop> loop)
+      : clock_(*runtime.clock),
+        network_(*runtime.network),
+        settings_(settings),
+        origin_(origin),
+        loop_(std::move(loop)),
+        https_(origin.scheme == "https") {
+    InitCurlOnce();
+    multi_ = curl_multi_init();
+    curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, OnSocket);
+    curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
+    curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, OnTimer);
+    curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
+    curl_multi_setopt(multi_, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+    curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS,
+                      static_cast<long>(settings.max_connections));
+    curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, 100L);  // idle connections kept
+    // HTTP/1.1 carries one transfer per connection; HTTP/2 multiplexes up to
+    // 100 on one connection. Beyond that, attempts wait in our FIFO, not in
+    // curl's queue (which can starve a transfer for a second).
+    // Over TLS the protocol is known only once ALPN has spoken: until the
+    // first response, one transfer at a time, or curl would open a
+    // connection for every transfer added before the first handshake ends.
+    max_in_flight_ = https_ ? 1 : static_cast<std::size_t>(settings.max_connections);
+  }
+
+  ~CurlTransport() override {
+    // Everything curl touches is the loop thread's; so is its teardown. The
+    // multi handle's cleanup closes the pooled connections.
+    loop_->RunAndWait([this] {
+      stopped_ = true;
+      while (!transfers_.empty()) {
+        Finish(transfers_.begin()->first, Fail(ErrorKind::kCancelled, "the client was destroyed"));
+      }
+      curl_multi_cleanup(multi_);
+      loop_->SetDeadline(this, std::nullopt, nullptr);
+    });
+  }
+
+  void Start(std::shared_ptr<Attempt> attempt, AttemptDone done) override {
+    auto transfer = std::make_unique<Transfer>();
+    transfer->attempt = attempt;
+    transfer->done = std::move(done);
+    transfer->max_bytes = settings_.max_response_bytes;
+    transfer->clock = &clock_;
+    // std::function needs a copyable callable: the transfer rides in a shared box.
+    auto box = std::make_shared<std::unique_ptr<Transfer>>(std::move(transfer));
+    loop_->Post([this, box] { Begin(std::move(*box)); });
+  }
+
+ private:
+  // --- On the loop thread from here on ---
+
+  void Begin(std::unique_ptr<Transfer> transfer) {
+    std::uint64_t id = next_id_++;
+    transfer->id = id;
+    std::shared_ptr<Attempt> attempt = transfer->attempt;
+    transfers_[id] = std::move(transfer);
+    if (stopped_) return Finish(id, Fail(ErrorKind::kCancelled, "the client was destroyed"));
+    attempt->SetCanceller([this, id, loop = loop_] { loop->Post([this, id] { Cut(id); }); });
+    Route route = network_.Resolve(origin_.host, origin_.port);
+    if (route.kind == Route::Kind::kUnreachable) {
+      return Finish(id,
+                    Fail(ErrorKind::kTransport, origin_.host + ":" + std::to_string(origin_.port) +
+                                                    " is not reachable on this network"));
+    }
+    Result<void> prepared = Prepare(*transfers_[id], route);
+    if (!prepared) return Finish(id, tl::unexpected(prepared.error()));
+    queue_.push_back(id);
+    StartQueued();
+  }
+
+  // Hands queued transfers to curl while there is room, oldest first.
+  void StartQueued() {
+    while (!queue_.empty() && in_flight_ < max_in_flight_) {
+      std::uint64_t id = queue_.front();
+      queue_.pop_front();
+      auto it = transfers_.find(id);
+      if (it == transfers_.end()) continue;  // cut while queued
+      it->second->in_curl = true;
+      ++in_flight_;
+      curl_multi_add_handle(multi_, it->second->easy.get());
+    }
+  }
+
+  Result<void> Prepare(Transfer& t, const Route& route) {
+    t.easy.reset(curl_easy_init());
+    CURL* easy = t.easy.get();
+    const Attempt& attempt = *t.attempt;
+    curl_easy_setopt(easy, CURLOPT_PRIVATE, reinterpret_cast<void*>(t.id));
+    curl_easy_setopt(easy, CURLOPT_URL, attempt.url.c_str());
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_PROXY, "");  // never a proxy, whatever the environment says
+    curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);  // redirects are the client's
+    curl_easy_setopt(easy, CURLOPT_MAXAGE_CONN, 90L);    // idle connections kept 90 s
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t.error);
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, OnHeaderLine);
+    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, OnBody);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION,
+                     https_ ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
+    if (https_) {
+      curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);  // share a connection rather than open one
+      curl_easy_setopt(easy, CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2);
+      const TlsSettings& tls = *settings_.tls;
+      if (!tls.root_pem.empty()) {
+        curl_blob roots{const_cast<char*>(tls.root_pem.data()), tls.root_pem.size(),
+                        CURL_BLOB_COPY};
+        curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &roots);
+      }
+      if (!tls.client_cert_pem.empty()) {
+        curl_blob cert{const_cast<char*>(tls.client_cert_pem.data()), tls.client_cert_pem.size(),
+                       CURL_BLOB_COPY};
+        curl_blob key{const_cast<char*>(tls.client_key_pem.data()), tls.client_key_pem.size(),
+                      CURL_BLOB_COPY};
+        curl_easy_setopt(easy, CURLOPT_SSLCERT_BLOB, &cert);
+        curl_easy_setopt(easy, CURLOPT_SSLCERTTYPE, "PEM");
+        curl_easy_setopt(easy, CURLOPT_SSLKEY_BLOB, &key);
+        curl_easy_setopt(easy, CURLOPT_SSLKEYTYPE, "PEM");
+      }
+    }
+    if (route.kind == Route::Kind::kEndpoint) {
+      bool v6 = route.address.find(':') != std::string::npos;
+      std::string entry = origin_.host + ":" + std::to_string(origin_.port) + ":" +
+                          (v6 ? "[" + route.address + "]" : route.address) + ":" +
+                          std::to_string(route.port);
+      t.connect_to.reset(curl_slist_append(nullptr, entry.c_str()));
+      curl_easy_setopt(easy, CURLOPT_CONNECT_TO, t.connect_to.get());
+    }
+
+    const std::string& method = attempt.method;
+    const std::string& body = *attempt.body;
+    if (method == "HEAD") {
+      curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+    } else if (method != "GET" || !body.empty()) {
+      curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method.c_str());
+    }
+    if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
+      curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+      curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body.data());  // the call owns it
+    }
+    curl_slist* headers = nullptr;
+    bool has_expect = false, has_content_type = false;
+    for (const auto& [name, value] : attempt.headers) {
+      std::string line = value.empty() ? name + ";" : name + ": " + value;
+      headers = curl_slist_append(headers, line.c_str());
+      has_expect |= strcasecmp(name.c_str(), "Expect") == 0;
+      has_content_type |= strcasecmp(name.c_str(), "Content-Type") == 0;
+    }
+    // No 100-continue round trip; no form content type made up by curl.
+    if (!has_expect) headers = curl_slist_append(headers, "Expect:");
+    if (!has_content_type) headers = curl_slist_append(headers, "Content-Type:");
+    t.headers.reset(headers);
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t.headers.get());
+    return {};
+  }
+
+  static size_t OnHeaderLine(char* data, size_t size, size_t n, void* user) {
+    auto& t = *static_cast<Transfer*>(user);
+    std::string_view line(data, size * n);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+    if (line.rfind("HTTP/", 0) == 0) {  // a status line: a new header block
+      t.response = Response{};
+      auto space = line.find(' ');
+      std::string_view version = line.substr(5, space == std::string_view::npos ? 0 : space - 5);
+      t.response.version = version == "2" ? "2" : std::string(version);
+      if (space != std::string_view::npos) t.response.status = std::atoi(line.data() + space + 1);
+    } else if (line.empty()) {  // the end of a header block
+      if (t.response.status >= 200 && !t.headers_done) {
+        t.headers_done = true;
+        t.response.received_at = t.clock->WallNow();
+        t.attempt->HeadersArrived();
+      }
+    } else if (auto colon = line.find(':'); colon != std::string_view::npos) {
+      std::string_view value = line.substr(colon + 1);
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
+        value.remove_prefix(1);
+      }
+      t.response.headers.emplace_back(std::string(line.substr(0, colon)), std::string(value));
+    }
+    return size * n;
+  }
+
+  // Counts the body as it arrives: past the limit, the transfer is aborted.
+  static size_t OnBody(char* data, size_t size, size_t n, void* user) {
+    auto& t = *static_cast<Transfer*>(user);
+    size_t len = size * n;
+    if (t.response.body.size() + len > t.max_bytes) {
+      t.too_large = true;
+      return 0;
+    }
+    t.response.body.append(data, len);
+    return len;
+  }
+
+  static int OnSocket(CURL*, curl_socket_t fd, int what, void* user, void*) {
+    auto* self = static_cast<CurlTransport*>(user);
+    if (what == CURL_POLL_REMOVE) {
+      self->loop_->Unwatch(fd);
+      return 0;
+    }
+    std::uint32_t events = 0;
+    if (what & CURL_POLL_IN) events |= EPOLLIN;
+    if (what & CURL_POLL_OUT) events |= EPOLLOUT;
+    self->loop_->Watch(fd, events, [self, fd](std::uint32_t ready) {
+      int flags = 0;
+      if (ready & (EPOLLIN | EPOLLHUP | EPOLLERR)) flags |= CURL_CSELECT_IN;
+      if (ready & EPOLLOUT) flags |= CURL_CSELECT_OUT;
+      if (ready & EPOLLERR) flags |= CURL_CSELECT_ERR;
+      int running = 0;
+      curl_multi_socket_action(self->multi_, fd, flags, &running);
+      self->Harvest();
+    });
+    return 0;
+  }
+
+  static int OnTimer(CURLM*, long timeout_ms, void* user) {
+    auto* self = static_cast<CurlTransport*>(user);
+    if (timeout_ms < 0) {
+      self->loop_->SetDeadline(self, std::nullopt, nullptr);
+      return 0;
+    }
+    self->loop_->SetDeadline(
+        self, SystemClock().Now() + std::chrono::milliseconds(timeout_ms), [self] {
+          int running = 0;
+          curl_multi_socket_action(self->multi_, CURL_SOCKET_TIMEOUT, 0, &running);
+          self->Harvest();
+        });
+    return 0;
+  }
+
+  // Collects the transfers curl has finished.
+  void Harvest() {
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi_, &left)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      void* priv = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+      auto id = reinterpret_cast<std::uint64_t>(priv);
+      Completed(id, msg->data.result);
+    }
+  }
+
+  void Completed(std::uint64_t id, CURLcode code) {
+    auto it = transfers_.find(id);
+    if (it == transfers_.end()) return;
+    Transfer& t = *it->second;
+    if (code == CURLE_OK) {
+      if (https_ && !protocol_known_) {
+        protocol_known_ = true;
+        // HTTP/2: one connection's streams. Past that, curl 7.88 opens a new
+        // connection for nearly every transfer it cannot place at once.
+        max_in_flight_ = t.response.version == "2"
+                             ? kStreamsPerConnection
+                             : static_cast<std::size_t>(settings_.max_connections);
+      }
+      return Finish(id, std::move(t.response));
+    }
+    std::string detail = t.error[0] ? t.error : curl_easy_strerror(code);
+    ErrorKind kind = ErrorKind::kTransport;
+    if (t.too_large) {
+      kind = ErrorKind::kResponseTooLarge;
+      detail = "the response's body is larger than " +
+               std::to_string(settings_.max_response_bytes) + " bytes";
+    } else if (code == CURLE_PEER_FAILED_VERIFICATION) {
+      kind = ErrorKind::kTlsUntrusted;
+    } else if (code == CURLE_WEIRD_SERVER_REPLY || code == CURLE_UNSUPPORTED_PROTOCOL ||
+               code == CURLE_BAD_CONTENT_ENCODING) {
+      kind = ErrorKind::kInvalidResponse;
+    }
+    Finish(id, Fail(kind, detail));
+  }
+
+  // A layer above cut the attempt short: the call's deadline, the caller, or
+  // AttemptTimeout. Removing the handle resets an HTTP/2 stream or closes an
+  // HTTP/1.1 connection, so the server sees the attempt abandoned.
+  void Cut(std::uint64_t id) {
+    auto it = transfers_.find(id);
+    if (it == transfers_.end()) return;
+    switch (it->second->attempt->cut_reason()) {
+      case CutReason::kCancelled:
+        return Finish(id, Fail(ErrorKind::kCancelled, "the caller cancelled the call"));
+      case CutReason::kAttemptTimeout:
+        return Finish(id,
+                      Fail(ErrorKind::kDeadline,
+                           "the attempt timed out after " +
+                               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  settings_.attempt_timeout)
+                                                  .count()) +
+                               "ms (AttemptTimeout)"));
+      default:
+        return Finish(id, Fail(ErrorKind::kDeadline, "the call's deadline passed"));
+    }
+  }
+
+  void Finish(std::uint64_t id, Result<Response> result) {
+    auto it = transfers_.find(id);
+    if (it == transfers_.end()) return;
+    std::unique_ptr<Transfer> t = std::move(it->second);
+    transfers_.erase(it);
+    if (t->in_curl) {
+      curl_multi_remove_handle(multi_, t->easy.get());
+      --in_flight_;
+    }
+    AttemptOutcome outcome;
+    outcome.body_failed = !result && t->headers_done;
+    outcome.result = std::move(result);
+    t->easy.reset();
+    AttemptDone done = std::move(t->done);
+    t.reset();
+    StartQueued();
+    done(std::move(outcome));
+  }
+
+  Clock& clock_;
+  const Network& network_;
+  Settings settings_;
+  Origin origin_;
+  std::shared_ptr<EventLoop> loop_;
+  bool https_;
+  CURLM* multi_ = nullptr;
+  std::size_t max_in_flight_;
+  std::size_t in_flight_ = 0;
+  std::uint64_t next_id_ = 1;
+  bool stopped_ = false;
+  bool protocol_known_ = false;
+  std::map<std::uint64_t, std::unique_ptr<Transfer>> transfers_;
+  std::deque<std::uint64_t> queue_;
+};
+
+}  // namespace
+
+std::unique_ptr<AttemptLayer> MakeCurlTransport(const Runtime& runtime, const Settings& settings,
+                                                const Origin& origin,
+                                                std::shared_ptr<EventLoop> loop) {
+  return std::make_unique<CurlTransport>(runtime, settings, origin, std::move(loop));
+}
+
+}  // namespace outbound::http::internal

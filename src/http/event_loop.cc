@@ -1,0 +1,139 @@
+#include "event_loop.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <future>
+#include <vector>
+
+namespace outbound::http::internal {
+
+std::shared_ptr<EventLoop> EventLoop::Shared() {
+  // Started on first use and kept for the life of the process (never
+  // destroyed, so no client outlives it at exit): one thread however many
+  // clients come and go.
+  static auto* loop = new std::shared_ptr<EventLoop>(std::make_shared<EventLoop>());
+  return *loop;
+}
+
+EventLoop::EventLoop() {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.fd = wake_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &event);
+  thread_ = std::thread([this] { Run(); });
+}
+
+EventLoop::~EventLoop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  Wake();
+  if (thread_.joinable()) thread_.join();
+  close(wake_fd_);
+  close(epoll_fd_);
+}
+
+void EventLoop::Post(std::function<void()> fn) {
+  {
+    std::lock_guard lock(mu_);
+    posted_.push_back(std::move(fn));
+  }
+  Wake();
+}
+
+void EventLoop::RunAndWait(const std::function<void()>& fn) {
+  if (InLoop()) {
+    fn();
+    return;
+  }
+  std::promise<void> done;
+  Post([&] {
+    fn();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+void EventLoop::Wake() {
+  std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
+}
+
+void EventLoop::Watch(int fd, std::uint32_t events, std::function<void(std::uint32_t)> on_ready) {
+  epoll_event event{};
+  event.events = events;
+  event.data.fd = fd;
+  bool known = watched_.count(fd) > 0;
+  watched_[fd] = std::move(on_ready);
+  epoll_ctl(epoll_fd_, known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event);
+}
+
+void EventLoop::Unwatch(int fd) {
+  if (watched_.erase(fd) > 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+}
+
+void EventLoop::SetDeadline(const void* key, std::optional<TimePoint> when,
+                            std::function<void()> fire) {
+  if (when) {
+    deadlines_[key] = {*when, std::move(fire)};
+  } else {
+    deadlines_.erase(key);
+  }
+}
+
+void EventLoop::Run() {
+  std::vector<epoll_event> events(64);
+  for (;;) {
+    std::deque<std::function<void()>> posted;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_ && posted_.empty()) return;
+      posted.swap(posted_);
+    }
+    for (auto& fn : posted) fn();
+
+    int timeout_ms = -1;
+    if (!deadlines_.empty()) {
+      TimePoint next = TimePoint::max();
+      for (const auto& [key, entry] : deadlines_) next = std::min(next, entry.first);
+      auto wait = std::chrono::ceil<std::chrono::milliseconds>(next - SystemClock().Now());
+      timeout_ms = static_cast<int>(std::clamp<long long>(wait.count(), 0, 60'000));
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (!posted_.empty() || stopping_) timeout_ms = 0;
+    }
+    int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout_ms);
+    for (int i = 0; i < n; ++i) {
+      int fd = events[static_cast<size_t>(i)].data.fd;
+      if (fd == wake_fd_) {
+        std::uint64_t drained;
+        [[maybe_unused]] ssize_t r = read(wake_fd_, &drained, sizeof drained);
+        continue;
+      }
+      auto it = watched_.find(fd);
+      if (it == watched_.end()) continue;
+      auto on_ready = it->second;  // the callback may unwatch fd
+      on_ready(events[static_cast<size_t>(i)].events);
+    }
+    TimePoint now = SystemClock().Now();
+    std::vector<std::function<void()>> due;
+    for (auto it = deadlines_.begin(); it != deadlines_.end();) {
+      if (it->second.first <= now) {
+        due.push_back(std::move(it->second.second));
+        it = deadlines_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& fire : due) fire();
+  }
+}
+
+}  // namespace outbound::http::internal

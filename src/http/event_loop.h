@@ -1,0 +1,64 @@
+// The one thread that drives every client's transfers: an epoll loop that
+// runs libcurl's multi socket interface for each client, and whatever is
+// posted to it. Shared by all clients, so threads do not grow with clients
+// or calls. Internal.
+#ifndef OUTBOUND_SRC_HTTP_EVENT_LOOP_H_
+#define OUTBOUND_SRC_HTTP_EVENT_LOOP_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include "outbound/clock.h"
+
+namespace outbound::http::internal {
+
+class EventLoop {
+ public:
+  // The process's loop, started on first use, kept until the process ends.
+  static std::shared_ptr<EventLoop> Shared();
+
+  EventLoop();
+  ~EventLoop();
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // Runs `fn` on the loop thread. Thread-safe.
+  void Post(std::function<void()> fn);
+  // Runs `fn` on the loop thread and waits for it (runs it at once if
+  // called on the loop thread).
+  void RunAndWait(const std::function<void()>& fn);
+  bool InLoop() const { return std::this_thread::get_id() == thread_.get_id(); }
+
+  // Loop thread only. Calls `on_ready(events)` when `fd` is ready for
+  // `events` (EPOLLIN, EPOLLOUT); a second call for an fd replaces the first.
+  void Watch(int fd, std::uint32_t events, std::function<void(std::uint32_t)> on_ready);
+  void Unwatch(int fd);
+
+  // Loop thread only. A real-time deadline for a client's transport (curl's
+  // own timeouts run on real time, as curl reads it); `key` names the owner.
+  void SetDeadline(const void* key, std::optional<TimePoint> when, std::function<void()> fire);
+
+ private:
+  void Run();
+  void Wake();
+
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  std::mutex mu_;
+  std::deque<std::function<void()>> posted_;
+  bool stopping_ = false;
+  std::unordered_map<int, std::function<void(std::uint32_t)>> watched_;
+  std::map<const void*, std::pair<TimePoint, std::function<void()>>> deadlines_;
+  std::thread thread_;
+};
+
+}  // namespace outbound::http::internal
+
+#endif  // OUTBOUND_SRC_HTTP_EVENT_LOOP_H_

@@ -1,0 +1,180 @@
+// The pieces the client's call path is made of. A call goes through
+//
+//   OriginCheck -> Redirects -> RetryLoop            (CallLayer: one call)
+//     -> AttemptSpan -> BreakerLayer -> AttemptTimeout -> Transport
+//                                                    (AttemptLayer: one attempt)
+//
+// each owning the next, assembled bottom to top in client.cc. Everything is
+// asynchronous: a layer starts the layer below and is called back, on the
+// transport's event-loop thread or on the clock's timer thread. Internal.
+#ifndef OUTBOUND_SRC_HTTP_LAYERS_H_
+#define OUTBOUND_SRC_HTTP_LAYERS_H_
+
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "origin.h"
+#include "outbound/context.h"
+#include "outbound/http/classify.h"
+#include "outbound/http/message.h"
+#include "outbound/http/settings.h"
+#include "outbound/random.h"
+#include "outbound/retry/retrier.h"
+
+namespace outbound::http::internal {
+
+// Why an attempt was cut short.
+enum class CutReason { kNone, kAttemptTimeout, kDeadline, kCancelled };
+
+// What one call shares across its attempts and redirects: its deadline and
+// whether the caller gave up. Thread-safe.
+class CallState : public std::enable_shared_from_this<CallState> {
+ public:
+  CallState(TimePoint deadline, std::shared_ptr<outbound::internal::CancelState> cancel)
+      : deadline_(deadline), caller_cancel_(std::move(cancel)) {}
+  ~CallState();
+
+  // Arms the deadline timer and the caller's cancellation, once per call.
+  // The CallState must be owned by a shared_ptr.
+  void Arm(Clock& clock);
+  // Who ends the call when either fires: called once, with kDeadline or
+  // kCancelled; at once if that already happened. Each request of the call
+  // (a redirect is a new one) sets itself.
+  void SetInterruptTarget(std::function<void(CutReason)> interrupt);
+  // Disarms both, once the call is over.
+  void Disarm();
+  // Ends the call as if the caller cancelled it (the client is going away).
+  void Cancel() { Interrupt(CutReason::kCancelled); }
+
+  TimePoint deadline() const { return deadline_; }
+  bool deadline_passed() const { return reason_.load() == CutReason::kDeadline; }
+  bool cancelled() const { return reason_.load() == CutReason::kCancelled; }
+  // Attempts made so far by the whole call, redirects included.
+  std::atomic<int> attempts{0};
+
+ private:
+  void Interrupt(CutReason reason);
+
+  TimePoint deadline_;
+  std::shared_ptr<outbound::internal::CancelState> caller_cancel_;
+  std::atomic<CutReason> reason_{CutReason::kNone};
+  std::mutex mu_;
+  std::function<void(CutReason)> interrupt_;
+  Timer deadline_timer_;
+  int cancel_id_ = -1;
+};
+
+// One attempt: one request sent; one response or error back.
+class Attempt {
+ public:
+  std::string method;
+  std::string url;  // absolute, on the client's origin
+  Headers headers;
+  const std::string* body = nullptr;  // owned by the call, outlives the attempt
+  int number = 1;                     // within its request
+  int resend_count = 0;               // within the whole call
+  std::shared_ptr<CallState> call;
+
+  // Cutting short: the transport says how; layers above say when. Both
+  // thread-safe; the canceller runs at most once, at Cut or at SetCanceller
+  // if the attempt was cut already.
+  void SetCanceller(std::function<void()> canceller);
+  void Cut(CutReason reason);
+  CutReason cut_reason() const { return cut_.load(); }
+
+  // The response's headers arrived: hooks run on the transport's thread.
+  void OnHeaders(std::function<void()> hook);
+  void HeadersArrived();
+
+ private:
+  std::mutex mu_;
+  std::atomic<CutReason> cut_{CutReason::kNone};
+  std::function<void()> canceller_;
+  std::vector<std::function<void()>> header_hooks_;
+};
+
+// How one attempt ended, on its way up the layers.
+struct AttemptOutcome {
+  Result<Response> result = Fail(ErrorKind::kTransport, "attempt not made");
+  bool body_failed = false;                      // the error came after the headers
+  bool rejected = false;                         // the breaker said no: nothing was sent
+  std::optional<Classification> classification;  // set by the breaker layer
+  std::exception_ptr thrown;                     // the user's classify or policy threw
+  AttemptRecord record;                          // filled by the attempt span
+};
+using AttemptDone = std::function<void(AttemptOutcome)>;
+
+class AttemptLayer {
+ public:
+  virtual ~AttemptLayer() = default;
+  // Starts one attempt. `done` is called exactly once, on any thread.
+  virtual void Start(std::shared_ptr<Attempt> attempt, AttemptDone done) = 0;
+};
+
+// How a call ended: a result, or the user's own exception.
+struct CallOutcome {
+  Result<Response> result = Fail(ErrorKind::kCancelled, "call not made");
+  std::exception_ptr thrown;
+};
+using CallDone = std::function<void(CallOutcome)>;
+
+// One request of a call: its method, absolute URL and headers, validated.
+struct CallRequest {
+  std::string method;
+  std::string url;
+  Headers headers;
+  std::string body;
+  bool replayable = true;
+};
+
+class CallLayer {
+ public:
+  virtual ~CallLayer() = default;
+  // Sends one request of a call. `done` is called exactly once.
+  virtual void Send(std::shared_ptr<CallState> call, std::shared_ptr<CallRequest> request,
+                    CallDone done) = 0;
+};
+
+// The layers, each in a file of its name. Bottom to top:
+
+// Fails the attempt with kDeadline if its headers have not arrived within
+// `timeout` of its start; the transport then abandons it.
+std::unique_ptr<AttemptLayer> MakeAttemptTimeout(std::unique_ptr<AttemptLayer> next, Clock& clock,
+                                                 Duration timeout);
+
+// Admits the attempt through the breaker or rejects it (nothing sent);
+// classifies what came back (the client's own rules first, then
+// `classify`) and settles the breaker's ticket with it.
+std::unique_ptr<AttemptLayer> MakeBreakerLayer(std::unique_ptr<AttemptLayer> next,
+                                               circuit::Breaker& breaker, Classify classify,
+                                               Clock& clock);
+
+// Times each attempt and fills its record (the seam telemetry's client span
+// will use).
+std::unique_ptr<AttemptLayer> MakeAttemptSpan(std::unique_ptr<AttemptLayer> next, Clock& clock);
+
+// The attempts of one request: retried while safe, allowed and worth it.
+struct RetryLoopOptions {
+  const retry::Retrier* retrier;
+  Clock* clock;
+  Random* random;
+  std::function<void(const AttemptRecord&)> on_attempt;
+  std::string origin;  // for messages
+};
+std::unique_ptr<CallLayer> MakeRetryLoop(std::unique_ptr<AttemptLayer> next,
+                                         RetryLoopOptions options);
+
+// Follows redirects within `origin`, up to 10, each a request of its own.
+std::unique_ptr<CallLayer> MakeRedirects(std::unique_ptr<CallLayer> next, const Origin& origin);
+
+// Whether a request may be sent twice: an idempotent method (RFC 9110) or an
+// idempotency key, and a body that can be sent again.
+bool SafeToRepeat(const CallRequest& request);
+
+}  // namespace outbound::http::internal
+
+#endif  // OUTBOUND_SRC_HTTP_LAYERS_H_

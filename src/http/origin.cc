@@ -1,0 +1,74 @@
+#include "origin.h"
+
+#include <curl/curl.h>
+
+#include <memory>
+
+namespace outbound::http::internal {
+namespace {
+
+struct UrlFree {
+  void operator()(CURLU* u) const { curl_url_cleanup(u); }
+};
+struct StrFree {
+  void operator()(char* s) const { curl_free(s); }
+};
+
+bool Has(CURLU* url, CURLUPart part) {
+  char* value = nullptr;
+  bool present = curl_url_get(url, part, &value, 0) == CURLUE_OK && value != nullptr;
+  curl_free(value);
+  return present;
+}
+
+std::string Get(CURLU* url, CURLUPart part, unsigned flags = 0) {
+  char* value = nullptr;
+  if (curl_url_get(url, part, &value, flags) != CURLUE_OK) return "";
+  std::unique_ptr<char, StrFree> owned(value);
+  return value;
+}
+
+}  // namespace
+
+std::string Origin::ToString() const {
+  bool v6 = host.find(':') != std::string::npos;
+  return scheme + "://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+Result<ParsedUrl> ParseUrl(const std::string& text) {
+  if (text.find_first_of(std::string("\r\n\0 ", 4)) != std::string::npos) {
+    return Fail(ErrorKind::kInvalidRequest, "a URL must not hold spaces, CR, LF or NUL");
+  }
+  std::unique_ptr<CURLU, UrlFree> url(curl_url());
+  CURLUcode rc = curl_url_set(url.get(), CURLUPART_URL, text.c_str(), 0);
+  if (rc != CURLUE_OK) {
+    return Fail(ErrorKind::kInvalidRequest,
+                "\"" + text + "\" is not an absolute URL: " + curl_url_strerror(rc));
+  }
+  ParsedUrl parsed;
+  parsed.origin.scheme = Get(url.get(), CURLUPART_SCHEME);
+  if (parsed.origin.scheme != "http" && parsed.origin.scheme != "https") {
+    return Fail(ErrorKind::kInvalidRequest, "\"" + text + "\" is not an http or https URL");
+  }
+  parsed.origin.host = Get(url.get(), CURLUPART_HOST);
+  if (parsed.origin.host.empty())
+    return Fail(ErrorKind::kInvalidRequest, "\"" + text + "\" has no host");
+  if (parsed.origin.host.front() == '[') {
+    parsed.origin.host = parsed.origin.host.substr(1, parsed.origin.host.size() - 2);
+  }
+  std::string port = Get(url.get(), CURLUPART_PORT, CURLU_DEFAULT_PORT);
+  parsed.origin.port = static_cast<std::uint16_t>(std::stoul(port.empty() ? "0" : port));
+  parsed.has_user_info = Has(url.get(), CURLUPART_USER) || Has(url.get(), CURLUPART_PASSWORD);
+  parsed.has_query = Has(url.get(), CURLUPART_QUERY);
+  parsed.has_fragment = Has(url.get(), CURLUPART_FRAGMENT);
+  curl_url_set(url.get(), CURLUPART_FRAGMENT, nullptr, 0);
+  parsed.full = Get(url.get(), CURLUPART_URL);
+  return parsed;
+}
+
+Result<ParsedUrl> ResolveTarget(const Origin& base, const std::string& target) {
+  if (!target.empty() && target.front() == '/') return ParseUrl(base.ToString() + target);
+  return ParseUrl(target);
+}
+
+}  // namespace outbound::http::internal

@@ -1,0 +1,40 @@
+// An origin (scheme, host, port) and URL checks, parsed by libcurl's URL
+// API so the client and curl agree on what a URL means. Internal.
+#ifndef OUTBOUND_SRC_HTTP_ORIGIN_H_
+#define OUTBOUND_SRC_HTTP_ORIGIN_H_
+
+#include <cstdint>
+#include <string>
+
+#include "outbound/error.h"
+
+namespace outbound::http::internal {
+
+struct Origin {
+  std::string scheme;  // "http" or "https"
+  std::string host;    // as in the URL; IPv6 without brackets
+  std::uint16_t port = 0;
+
+  // "https://payments:8443", the port always written.
+  std::string ToString() const;
+  friend bool operator==(const Origin&, const Origin&) = default;
+};
+
+struct ParsedUrl {
+  Origin origin;
+  bool has_user_info = false;
+  bool has_query = false;
+  bool has_fragment = false;
+  std::string full;  // normalized, without a fragment
+};
+
+// Parses an absolute http or https URL. kInvalidRequest for anything else.
+[[nodiscard]] Result<ParsedUrl> ParseUrl(const std::string& url);
+
+// `target` as an absolute URL: a path ("/x") is joined onto `base`'s origin;
+// an absolute URL is parsed as it is.
+[[nodiscard]] Result<ParsedUrl> ResolveTarget(const Origin& base, const std::string& target);
+
+}  // namespace outbound::http::internal
+
+#endif  // OUTBOUND_SRC_HTTP_ORIGIN_H_

@@ -1,0 +1,176 @@
+// The retry loop: the attempts of one request. Each attempt's classification
+// goes to retry::Loop, which decides; the client then adds its own rules: a
+// request that is not safe to repeat is sent once, and a response whose body
+// exceeds 64 KiB is returned rather than retried. Waits run on the clock.
+#include <mutex>
+
+#include "layers.h"
+
+namespace outbound::http::internal {
+namespace {
+
+// Bodies of retried responses are kept (they are what the call returns if
+// the wait is cut short) up to this size; a larger one is not retried.
+constexpr std::size_t kRetriedBodyLimit = 64 * 1024;
+
+class RetryingRequest : public std::enable_shared_from_this<RetryingRequest> {
+ public:
+  RetryingRequest(AttemptLayer& next, const RetryLoopOptions& options,
+                  std::shared_ptr<CallState> call, std::shared_ptr<CallRequest> request,
+                  CallDone done)
+      : next_(next),
+        options_(options),
+        call_(std::move(call)),
+        request_(std::move(request)),
+        done_(std::move(done)),
+        loop_(options.retrier->Start(call_->deadline())),
+        safe_(SafeToRepeat(*request_)) {}
+
+  void StartAttempt() {
+    auto attempt = std::make_shared<Attempt>();
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      waiting_ = false;
+      attempt->method = request_->method;
+      attempt->url = request_->url;
+      attempt->headers = request_->headers;
+      attempt->body = &request_->body;
+      attempt->number = ++attempts_;
+      attempt->resend_count = call_->attempts++;
+      attempt->call = call_;
+      current_ = attempt;
+    }
+    next_.Start(attempt, [self = shared_from_this()](AttemptOutcome outcome) {
+      self->OnAttemptDone(std::move(outcome));
+    });
+  }
+
+  // The call's deadline passed or the caller gave up.
+  void Interrupt(CutReason reason) {
+    std::shared_ptr<Attempt> attempt;
+    {
+      std::lock_guard lock(mu_);
+      if (!waiting_) {
+        attempt = current_;
+      }
+    }
+    if (attempt) return attempt->Cut(reason);
+    // Waiting between attempts: the call returns what the last attempt got.
+    std::optional<AttemptOutcome> last;
+    {
+      std::lock_guard lock(mu_);
+      last = std::move(last_);
+      last_.reset();
+    }
+    if (last) Finish(std::move(*last));
+  }
+
+ private:
+  void OnAttemptDone(AttemptOutcome outcome) {
+    std::optional<retry::DecisionKind> decided;
+    Duration wait{0};
+    if (!outcome.thrown && !outcome.rejected && outcome.classification) {
+      const Classification& c = *outcome.classification;
+      retry::Decision d =
+          loop_.Done(c.retry, c.retry_after, options_.clock->Now(), options_.random->Uniform());
+      decided = d.kind;
+      wait = d.wait;
+      bool body_too_big = outcome.result && outcome.result->body.size() > kRetriedBodyLimit;
+      if (d.kind == retry::DecisionKind::kAgain && (!safe_ || body_too_big)) {
+        decided = retry::DecisionKind::kStopped;
+      }
+    } else {
+      decided = retry::DecisionKind::kStopped;  // a rejection is never retried at once
+    }
+    outcome.record.decision = decided;
+    if (options_.on_attempt) options_.on_attempt(outcome.record);
+
+    if (decided != retry::DecisionKind::kAgain) return Finish(std::move(outcome));
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      waiting_ = true;
+      current_.reset();
+      last_ = std::move(outcome);
+      // The timer keeps this request alive while it waits.
+      wait_timer_ = options_.clock->ScheduleAfter(
+          wait, [self = shared_from_this()] { self->StartAttempt(); });
+    }
+    // The deadline may have passed while we armed the wait.
+    if (call_->deadline_passed()) Interrupt(CutReason::kDeadline);
+    if (call_->cancelled()) Interrupt(CutReason::kCancelled);
+  }
+
+  void Finish(AttemptOutcome outcome) {
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      finished_ = true;
+      current_.reset();
+      last_.reset();
+    }
+    wait_timer_.Cancel();
+    CallOutcome call_outcome;
+    call_outcome.thrown = outcome.thrown;
+    call_outcome.result = std::move(outcome.result);
+    if (!call_outcome.result) call_outcome.result.error().set_attempts(call_->attempts.load());
+    CallDone done = std::move(done_);
+    done(std::move(call_outcome));
+  }
+
+  AttemptLayer& next_;
+  const RetryLoopOptions& options_;
+  std::shared_ptr<CallState> call_;
+  std::shared_ptr<CallRequest> request_;
+  CallDone done_;
+  retry::Loop loop_;
+  const bool safe_;
+
+  std::mutex mu_;
+  int attempts_ = 0;
+  bool finished_ = false;
+  bool waiting_ = false;
+  std::shared_ptr<Attempt> current_;
+  std::optional<AttemptOutcome> last_;  // what the call returns if a wait is cut short
+  Timer wait_timer_;
+};
+
+class RetryLoop final : public CallLayer {
+ public:
+  RetryLoop(std::unique_ptr<AttemptLayer> next, RetryLoopOptions options)
+      : next_(std::move(next)), options_(std::move(options)) {}
+
+  void Send(std::shared_ptr<CallState> call, std::shared_ptr<CallRequest> request,
+            CallDone done) override {
+    auto retrying = std::make_shared<RetryingRequest>(*next_, options_, call, std::move(request),
+                                                      std::move(done));
+    call->SetInterruptTarget([weak = std::weak_ptr<RetryingRequest>(retrying)](CutReason r) {
+      if (auto live = weak.lock()) live->Interrupt(r);
+    });
+    retrying->StartAttempt();
+  }
+
+ private:
+  std::unique_ptr<AttemptLayer> next_;
+  RetryLoopOptions options_;
+};
+
+}  // namespace
+
+bool SafeToRepeat(const CallRequest& request) {
+  static constexpr std::string_view kIdempotent[] = {"GET",   "HEAD", "OPTIONS",
+                                                     "TRACE", "PUT",  "DELETE"};
+  bool idempotent = false;
+  for (std::string_view method : kIdempotent) idempotent |= request.method == method;
+  idempotent |= !FindHeader(request.headers, "Idempotency-Key").empty() ||
+                !FindHeader(request.headers, "X-Idempotency-Key").empty();
+  return idempotent && request.replayable;
+}
+
+std::unique_ptr<CallLayer> MakeRetryLoop(std::unique_ptr<AttemptLayer> next,
+                                         RetryLoopOptions options) {
+  return std::make_unique<RetryLoop>(std::move(next), std::move(options));
+}
+
+}  // namespace outbound::http::internal

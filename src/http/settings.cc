@@ -1,0 +1,118 @@
+#include "outbound/http/settings.h"
+
+#include <string>
+#include <vector>
+
+#include "origin.h"
+
+namespace outbound::http {
+namespace {
+
+Result<void> Positive(Duration d) {
+  if (d <= Duration::zero()) return Fail(ErrorKind::kInvalidSettings, "must be positive");
+  return {};
+}
+
+}  // namespace
+
+Settings DefaultSettings() { return Settings{}; }
+
+Result<void> CheckBaseUrl(const std::string& url) {
+  if (url.empty()) return Fail(ErrorKind::kInvalidSettings, "must be set");
+  auto parsed = internal::ParseUrl(url);
+  if (!parsed) return Fail(ErrorKind::kInvalidSettings, parsed.error().message());
+  if (parsed->has_user_info) {
+    return Fail(ErrorKind::kInvalidSettings,
+                "must not hold user info: credentials go in a header, not in a setting");
+  }
+  if (parsed->has_query) return Fail(ErrorKind::kInvalidSettings, "must not have a query");
+  if (parsed->has_fragment) return Fail(ErrorKind::kInvalidSettings, "must not have a fragment");
+  return {};
+}
+
+Result<void> CheckTls(const std::optional<TlsSettings>& tls) {
+  if (!tls) return {};
+  if (tls->client_cert_pem.empty() != tls->client_key_pem.empty()) {
+    return Fail(ErrorKind::kInvalidSettings,
+                "a client certificate needs its key, and a key its certificate");
+  }
+  for (const std::string* pem : {&tls->root_pem, &tls->client_cert_pem}) {
+    if (!pem->empty() && pem->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+      return Fail(ErrorKind::kInvalidSettings, "holds no PEM certificate");
+    }
+  }
+  if (!tls->client_key_pem.empty() &&
+      tls->client_key_pem.find("PRIVATE KEY-----") == std::string::npos) {
+    return Fail(ErrorKind::kInvalidSettings, "holds no PEM private key");
+  }
+  return {};
+}
+
+Result<void> CheckTimeout(Duration timeout) { return Positive(timeout); }
+Result<void> CheckAttemptTimeout(Duration attempt_timeout) { return Positive(attempt_timeout); }
+Result<void> CheckBackoffBase(Duration backoff_base) { return Positive(backoff_base); }
+Result<void> CheckBackoffMax(Duration backoff_max) { return Positive(backoff_max); }
+
+Result<void> CheckMaxAttempts(int max_attempts) {
+  if (max_attempts < 1) return Fail(ErrorKind::kInvalidSettings, "must be 1 or more");
+  return {};
+}
+
+Result<void> CheckMaxResponseBytes(std::size_t bytes) {
+  if (bytes == 0) return Fail(ErrorKind::kInvalidSettings, "must be positive");
+  return {};
+}
+
+Result<void> CheckMaxConnections(int n) {
+  if (n < 1 || n > 10000) return Fail(ErrorKind::kInvalidSettings, "must be from 1 to 10000");
+  return {};
+}
+
+Result<void> Validate(const Settings& s) {
+  std::vector<std::string> problems;
+  auto check = [&](const char* field, const Result<void>& result) {
+    if (!result)
+      problems.push_back(std::string("Settings.") + field + ": " + result.error().message());
+  };
+  check("base_url", CheckBaseUrl(s.base_url));
+  check("tls", CheckTls(s.tls));
+  check("timeout", CheckTimeout(s.timeout));
+  check("attempt_timeout", CheckAttemptTimeout(s.attempt_timeout));
+  check("max_attempts", CheckMaxAttempts(s.max_attempts));
+  check("backoff_base", CheckBackoffBase(s.backoff_base));
+  check("backoff_max", CheckBackoffMax(s.backoff_max));
+  check("retry_budget.max_tokens", retry::CheckMaxTokens(s.retry_budget.max_tokens));
+  check("retry_budget.token_ratio", retry::CheckTokenRatio(s.retry_budget.token_ratio));
+  check("breaker.window", circuit::CheckWindow(s.breaker.window));
+  check("breaker.probes", circuit::CheckProbes(s.breaker.probes));
+  check("breaker.open_for", circuit::CheckOpenFor(s.breaker.open_for));
+  check("breaker.probe_timeout", circuit::CheckProbeTimeout(s.breaker.probe_timeout));
+  check("max_response_bytes", CheckMaxResponseBytes(s.max_response_bytes));
+  check("max_connections", CheckMaxConnections(s.max_connections));
+
+  if (s.backoff_base > Duration::zero() && s.backoff_max > Duration::zero() &&
+      s.backoff_max < s.backoff_base) {
+    problems.push_back("Settings.backoff_max must be at least Settings.backoff_base");
+  }
+  if (auto parsed = internal::ParseUrl(s.base_url)) {
+    bool https = parsed->origin.scheme == "https";
+    if (https && !s.tls)
+      problems.push_back("Settings.tls must be set for an https Settings.base_url");
+    if (!https && s.tls) {
+      problems.push_back("Settings.tls must be empty for an http Settings.base_url");
+    }
+  }
+  if (!s.classify) problems.push_back("Settings.classify must be set");
+  if (!s.breaker_policy.trip) problems.push_back("Settings.breaker_policy.trip must be set");
+  if (!s.breaker_policy.probe) problems.push_back("Settings.breaker_policy.probe must be set");
+
+  if (problems.empty()) return {};
+  std::string message;
+  for (const std::string& problem : problems) {
+    if (!message.empty()) message += "; ";
+    message += problem;
+  }
+  return Fail(ErrorKind::kInvalidSettings, message);
+}
+
+}  // namespace outbound::http

@@ -1,0 +1,447 @@
+// The client against a fake dependency over real TLS and real sockets, with
+// time on a ManualClock: each behaviour of seed 000's Testing section.
+#include "outbound/http/client.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+
+#include "client_test_support.h"
+
+namespace outbound::http {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::FakeServer;
+using testing::Reply;
+using testing::ServerRequest;
+
+class ClientTest : public ClientTestBase, public ::testing::TestWithParam<Protocol> {};
+
+TEST_P(ClientTest, Retries503AfterItsRetryAfter) {
+  std::atomic<int> calls{0};
+  Serve(
+      [&](const ServerRequest&) {
+        if (++calls == 1) return Reply::Status(503).Header("Retry-After", "2");
+        return Reply::Ok("ok");
+      },
+      GetParam());
+  auto client = MakeClient();
+  TimePoint start = clock.Now();
+  auto call = client->SendAsync(Request::Get("/charges/1"));
+
+  AdvanceAfterAttempt(1, milliseconds(1999));
+  EXPECT_EQ(server->request_count(), 1u);  // not yet
+  clock.Advance(milliseconds(1));
+  Result<Response> response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "ok");
+  EXPECT_EQ(response->version, GetParam() == Protocol::kHttp2 ? "2" : "1.1");
+  EXPECT_EQ(server->request_count(), 2u);
+  EXPECT_EQ(clock.Now() - start, seconds(2));
+
+  auto records = Attempts();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].status, 503);
+  EXPECT_EQ(records[0].decision, retry::DecisionKind::kAgain);
+  EXPECT_EQ(records[1].resend_count, 1);
+  EXPECT_EQ(records[1].decision, retry::DecisionKind::kSuccess);
+}
+
+TEST_P(ClientTest, BreakerOpensRejectsWithoutSendingAndClosesAfterOpenFor) {
+  std::atomic<bool> healthy{false};
+  Serve(
+      [&](const ServerRequest&) {
+        return healthy ? Reply::Ok() : Reply::Status(500);  // a Failure, not retried
+      },
+      GetParam());
+  auto client = MakeClient();
+  for (int i = 0; i < 5; ++i) {
+    auto response = client->Send(Request::Get("/"));
+    ASSERT_TRUE(response);
+    EXPECT_EQ(response->status, 500);
+  }
+  auto rejected = client->Send(Request::Get("/"));
+  ASSERT_FALSE(rejected);
+  EXPECT_EQ(rejected.error().kind(), ErrorKind::kRejected);
+  EXPECT_EQ(rejected.error().retry_after(), seconds(10));
+  EXPECT_EQ(server->request_count(), 5u);  // the sixth was never sent
+
+  healthy = true;
+  clock.Advance(seconds(10));  // OpenFor
+  EXPECT_EQ(client->breaker_state(), circuit::State::kHalfOpen);
+  for (int i = 0; i < 3; ++i) {
+    auto response = client->Send(Request::Get("/"));
+    ASSERT_TRUE(response);
+    EXPECT_EQ(response->status, 200);
+  }
+  EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
+  auto t = Transitions();
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].to, circuit::State::kOpen);
+  EXPECT_EQ(t[0].counts.consecutive_failures, 5);
+  EXPECT_EQ(t[1].to, circuit::State::kHalfOpen);
+  EXPECT_EQ(t[2].to, circuit::State::kClosed);
+}
+
+TEST_P(ClientTest, PostIsSentOnceWithoutAnIdempotencyKeyAndRetriedWithOne) {
+  Serve([](const ServerRequest&) { return Reply::Status(503); }, GetParam());
+  auto client = MakeClient();
+  auto once = client->Send(Request::Post("/charges", "amount=5"));
+  ASSERT_TRUE(once);
+  EXPECT_EQ(once->status, 503);
+  EXPECT_EQ(server->request_count(), 1u);
+
+  auto call =
+      client->SendAsync(Request::Post("/charges", "amount=5").Header("Idempotency-Key", "k1"));
+  AdvanceAfterAttempt(2, milliseconds(50));
+  AdvanceAfterAttempt(3, milliseconds(100));
+  auto thrice = call.get();
+  ASSERT_TRUE(thrice);
+  EXPECT_EQ(thrice->status, 503);
+  EXPECT_EQ(server->request_count(), 4u);
+  auto requests = server->requests();
+  for (std::size_t i = 1; i < 4; ++i) EXPECT_EQ(requests[i].body, "amount=5");
+  EXPECT_EQ(Attempts().back().decision, retry::DecisionKind::kExhausted);
+}
+
+TEST_P(ClientTest, HungAttemptIsRetriedAfterAttemptTimeoutAndItsStreamCancelled) {
+  std::atomic<int> calls{0};
+  Serve([&](const ServerRequest&) { return ++calls == 1 ? Reply::Hang() : Reply::Ok("second"); },
+        GetParam());
+  auto client = MakeClient();
+  auto call = client->SendAsync(Request::Get("/"));
+  ASSERT_TRUE(server->WaitFor([](const FakeServer& s) { return s.request_count() == 1; }));
+  ASSERT_TRUE(clock.WaitForTimers(2));  // the deadline, and the attempt's timeout
+  clock.Advance(seconds(5));
+  AdvanceAfterAttempt(1, milliseconds(50));
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "second");
+  EXPECT_EQ(Attempts()[0].error, ErrorKind::kDeadline);
+  EXPECT_TRUE(server->WaitFor([](const FakeServer& s) { return s.cancelled_requests() == 1; }));
+}
+
+TEST_P(ClientTest, RetryAfterLongerThanBackoffMaxIsReturnedAtOnce) {
+  Serve([](const ServerRequest&) { return Reply::Status(429).Header("Retry-After", "60"); },
+        GetParam());
+  auto client = MakeClient();
+  auto response = client->Send(Request::Get("/"));
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 429);
+  EXPECT_EQ(server->request_count(), 1u);
+  EXPECT_EQ(Attempts()[0].decision, retry::DecisionKind::kRetryAfterTooLong);
+}
+
+TEST_P(ClientTest, TimeoutEndsTheRetriesRatherThanStartAWaitPastIt) {
+  Serve([](const ServerRequest&) { return Reply::Status(503).Header("Retry-After", "4"); },
+        GetParam());
+  Settings settings = PaymentsSettings();
+  settings.timeout = seconds(6);
+  auto client = MakeClient(settings);
+  TimePoint start = clock.Now();
+  auto call = client->SendAsync(Request::Get("/"));
+  AdvanceAfterAttempt(1, seconds(4));
+  auto response = call.get();
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 503);
+  EXPECT_EQ(server->request_count(), 2u);
+  EXPECT_EQ(clock.Now() - start, seconds(4));
+  EXPECT_EQ(Attempts()[1].decision, retry::DecisionKind::kExpired);
+}
+
+TEST_P(ClientTest, RedirectWithinTheOriginIsFollowedAndToAnotherReturned) {
+  Serve(
+      [](const ServerRequest& r) {
+        if (r.target == "/old") return Reply::Status(302).Header("Location", "/new");
+        if (r.target == "/away")
+          return Reply::Status(302).Header("Location", "https://ledger:8443/x");
+        return Reply::Ok("at " + r.target);
+      },
+      GetParam());
+  auto client = MakeClient();
+  auto followed = client->Send(Request::Get("/old"));
+  ASSERT_TRUE(followed);
+  EXPECT_EQ(followed->status, 200);
+  EXPECT_EQ(followed->body, "at /new");
+  EXPECT_EQ(Attempts()[1].resend_count, 1);
+  EXPECT_EQ(Attempts()[1].attempt, 1);  // a request of its own
+
+  auto away = client->Send(Request::Get("/away"));
+  ASSERT_TRUE(away);
+  EXPECT_EQ(away->status, 302);
+  EXPECT_EQ(away->header("Location"), "https://ledger:8443/x");
+  EXPECT_EQ(server->request_count(), 3u);
+}
+
+TEST_P(ClientTest, IdleConnectionsCloseWhenTheClientGoes) {
+  Serve([](const ServerRequest&) { return Reply::Ok(); }, GetParam());
+  auto client = MakeClient();
+  ASSERT_TRUE(client->Send(Request::Get("/")));
+  ASSERT_TRUE(client->Send(Request::Get("/")));
+  EXPECT_EQ(server->connections_opened(), 1);  // reused
+  EXPECT_EQ(server->connections_open(), 1);
+  client.reset();
+  EXPECT_TRUE(server->WaitFor([](const FakeServer& s) { return s.connections_open() == 0; }));
+}
+
+TEST_P(ClientTest, MidBodyFailureCountsAsAFailureAndIsNotRetried) {
+  Serve([](const ServerRequest&) { return Reply::ResetAfter(100, std::string(200000, 'x')); },
+        GetParam());
+  auto client = MakeClient();
+  for (int i = 0; i < 5; ++i) {
+    auto response = client->Send(Request::Get("/"));
+    ASSERT_FALSE(response);
+    EXPECT_EQ(response.error().kind(), ErrorKind::kTransport);
+  }
+  EXPECT_EQ(server->request_count(), 5u);
+  EXPECT_EQ(client->breaker_state(), circuit::State::kOpen);
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, ClientTest,
+                         ::testing::Values(Protocol::kHttp2, Protocol::kHttp11),
+                         [](const auto& param_info) {
+                           return param_info.param == Protocol::kHttp2 ? "http2" : "http1";
+                         });
+
+class ClientH2Test : public ClientTestBase, public ::testing::Test {};
+
+TEST_F(ClientH2Test, AnotherOriginIsRefusedAndNothingDialled) {
+  Serve([](const ServerRequest&) { return Reply::Ok(); });
+  auto client = MakeClient();
+  auto response = client->Send(Request::Get("https://ledger:8443/"));
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kOriginRefused);
+  EXPECT_EQ(response.error().message(),
+            "outbound: request to https://ledger:8443 on a client for https://payments:8443");
+  EXPECT_EQ(response.error().attempts(), 0);
+  EXPECT_EQ(server->connections_opened(), 0);
+  // The same origin written with its default port differs from 8443.
+  EXPECT_EQ(client->Send(Request::Get("https://payments/")).error().kind(),
+            ErrorKind::kOriginRefused);
+}
+
+TEST_F(ClientH2Test, UserClassifyRetriesA409) {
+  std::atomic<int> calls{0};
+  Serve([&](const ServerRequest&) { return ++calls == 1 ? Reply::Status(409) : Reply::Ok(); });
+  Settings settings = PaymentsSettings();
+  settings.classify = [](const Result<Response>& result) {
+    if (result && result->status == 409) {
+      return Classification{retry::Outcome::kRetry, {}, circuit::Outcome::kSuccess};
+    }
+    return DefaultClassify(result);
+  };
+  auto client = MakeClient(settings);
+  auto call = client->SendAsync(Request::Get("/accounts/1"));
+  AdvanceAfterAttempt(1, milliseconds(50));
+  auto response = call.get();
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(server->request_count(), 2u);
+}
+
+TEST_F(ClientH2Test, UserClassifyReadsA200sBody) {
+  std::atomic<int> calls{0};
+  Serve([&](const ServerRequest&) {
+    return ++calls == 1 ? Reply::Ok(R"({"error":"busy"})") : Reply::Ok(R"({"id":7})");
+  });
+  Settings settings = PaymentsSettings();
+  settings.classify = [](const Result<Response>& result) {
+    if (result && result->body.find("\"error\"") != std::string::npos) {
+      return Classification{retry::Outcome::kRetry, {}, circuit::Outcome::kSuccess};
+    }
+    return DefaultClassify(result);
+  };
+  auto client = MakeClient(settings);
+  auto call = client->SendAsync(Request::Get("/"));
+  AdvanceAfterAttempt(1, milliseconds(50));
+  auto response = call.get();
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->body, R"({"id":7})");
+}
+
+TEST_F(ClientH2Test, WhatTheClientDecidesStaysTheClients) {
+  Serve([](const ServerRequest&) { return Reply::Status(503); });
+  std::atomic<int> asked{0};
+  Settings settings = PaymentsSettings();
+  settings.classify = [&](const Result<Response>&) {
+    ++asked;
+    return Classification{retry::Outcome::kRetry, {}, circuit::Outcome::kFailure};
+  };
+  auto client = MakeClient(settings);
+  auto post = client->Send(Request::Post("/charges", "x"));
+  ASSERT_TRUE(post);
+  EXPECT_EQ(server->request_count(), 1u);  // a POST without a key: once, whatever classify says
+  EXPECT_EQ(asked.load(), 1);
+  // Four more failures open the breaker; its rejections are never classified.
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(client->Send(Request::Post("/charges", "x")));
+  ASSERT_EQ(client->breaker_state(), circuit::State::kOpen);
+  auto rejected = client->Send(Request::Get("/"));
+  ASSERT_FALSE(rejected);
+  EXPECT_EQ(rejected.error().kind(), ErrorKind::kRejected);
+  EXPECT_EQ(asked.load(), 5);
+  EXPECT_EQ(server->request_count(), 5u);
+}
+
+TEST_F(ClientH2Test, CancelledCallsLeaveTheBreakerClosed) {
+  Serve([](const ServerRequest& r) { return r.target == "/last" ? Reply::Ok() : Reply::Hang(); });
+  auto client = MakeClient();
+  for (int i = 0; i < 8; ++i) {
+    CancelSource cancel;
+    auto call = client->SendAsync(Request::Get("/").WithContext({.cancel = cancel.token()}));
+    ASSERT_TRUE(server->WaitFor([&](const FakeServer& s) { return s.request_count() == i + 1u; }));
+    cancel.Cancel();
+    auto response = call.get();
+    ASSERT_FALSE(response);
+    EXPECT_EQ(response.error().kind(), ErrorKind::kCancelled);
+  }
+  EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
+  // Each abandoned stream was reset. (curl 7.88 writes the RST_STREAM of an
+  // abandoned stream with the connection's next frames: the last call
+  // flushes the eighth.)
+  ASSERT_TRUE(client->Send(Request::Get("/last")));
+  EXPECT_TRUE(server->WaitFor([](const FakeServer& s) { return s.cancelled_requests() == 8; }));
+  EXPECT_EQ(server->streams_reset_by_client(), 8);
+}
+
+TEST_F(ClientH2Test, A503WithALargeBodyIsReturnedAfterOneAttempt) {
+  Serve([](const ServerRequest&) { return Reply::Status(503, std::string(1 << 20, 'x')); });
+  auto client = MakeClient();
+  auto response = client->Send(Request::Get("/"));
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 503);
+  EXPECT_EQ(response->body.size(), 1u << 20);
+  EXPECT_EQ(server->request_count(), 1u);
+}
+
+TEST_F(ClientH2Test, BodyOverTheLimitFailsAsTooLarge) {
+  Serve([](const ServerRequest&) { return Reply::Ok(std::string(100000, 'x')); });
+  Settings settings = PaymentsSettings();
+  settings.max_response_bytes = 1000;
+  auto client = MakeClient(settings);
+  auto response = client->Send(Request::Get("/"));
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kResponseTooLarge);
+  EXPECT_EQ(server->request_count(), 1u);
+}
+
+TEST_F(ClientH2Test, CrlfInAHeaderValueIsRefusedBeforeAnythingIsSent) {
+  Serve([](const ServerRequest&) { return Reply::Ok(); });
+  auto client = MakeClient();
+  auto response = client->Send(Request::Get("/").Header("X-Note", "a\r\nX-Evil: 1"));
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kInvalidRequest);
+  auto bad_name = client->Send(Request::Get("/").Header("Bad Name", "x"));
+  EXPECT_EQ(bad_name.error().kind(), ErrorKind::kInvalidRequest);
+  EXPECT_EQ(server->connections_opened(), 0);
+}
+
+TEST_F(ClientH2Test, UntrustedCertificateIsNotRetried) {
+  testing::TestCA other;
+  Serve([](const ServerRequest&) { return Reply::Ok(); });
+  Settings settings = PaymentsSettings();
+  settings.tls->root_pem = other.pem();
+  auto client = MakeClient(settings);
+  auto response = client->Send(Request::Get("/"));
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kTlsUntrusted);
+  EXPECT_EQ(response.error().attempts(), 1);
+  EXPECT_EQ(server->request_count(), 0u);
+}
+
+TEST_F(ClientH2Test, MutualTls) {
+  testing::ServerTls tls(ca.IssueServer({"payments"}));
+  tls.client_ca_pem = ca.pem();
+  auto started = FakeServer::Start(
+      {.tls = tls, .handler = [](const ServerRequest&) { return Reply::Ok("hello, checkout"); }});
+  ASSERT_TRUE(started);
+  network.Add("payments", 8443, "127.0.0.1", (*started)->port());
+  testing::Certificate me = ca.IssueClient("checkout");
+  Settings settings = PaymentsSettings();
+  settings.tls->client_cert_pem = me.chain_pem;
+  settings.tls->client_key_pem = me.key_pem;
+  auto client = MakeClient(settings);
+  auto response = client->Send(Request::Get("/"));
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "hello, checkout");
+}
+
+TEST_F(ClientH2Test, ProxiesInTheEnvironmentAreIgnored) {
+  Serve([](const ServerRequest&) { return Reply::Ok("direct"); });
+  for (const char* name :
+       {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}) {
+    setenv(name, "http://127.0.0.1:9", 1);  // a dead port
+  }
+  auto client = MakeClient();
+  auto response = client->Send(Request::Get("/"));
+  for (const char* name :
+       {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}) {
+    unsetenv(name);
+  }
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "direct");
+}
+
+TEST_F(ClientH2Test, AnEarlierCallerDeadlineWins) {
+  Serve([](const ServerRequest&) { return Reply::Hang(); });
+  auto client = MakeClient();
+  TimePoint start = clock.Now();
+  auto call = client->SendAsync(Request::Get("/").WithContext({.deadline = start + seconds(2)}));
+  ASSERT_TRUE(server->WaitFor([](const FakeServer& s) { return s.request_count() == 1; }));
+  ASSERT_TRUE(clock.WaitForTimers(2));
+  clock.Advance(seconds(2));
+  auto response = call.get();
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kDeadline);
+  EXPECT_EQ(response.error().attempts(), 1);
+}
+
+TEST_F(ClientH2Test, ANameTheNetworkDoesNotKnowIsNeverDialled) {
+  auto client = MakeClient();  // no server, no route for payments
+  auto call = client->SendAsync(Request::Get("/"));
+  AdvanceAfterAttempt(1, milliseconds(50));
+  AdvanceAfterAttempt(2, milliseconds(100));
+  auto response = call.get();
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kTransport);
+  EXPECT_EQ(response.error().attempts(), 3);
+}
+
+TEST_F(ClientH2Test, ThrowingClassifyReachesTheCallerAndFreesTheProbeSlot) {
+  Serve([](const ServerRequest&) { return Reply::Status(500); });
+  Settings settings = PaymentsSettings();
+  std::atomic<bool> throw_now{false};
+  settings.classify = [&](const Result<Response>& result) {
+    if (throw_now) throw std::runtime_error("classify bug");
+    return DefaultClassify(result);
+  };
+  auto client = MakeClient(settings);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(client->Send(Request::Get("/")));
+  clock.Advance(seconds(10));  // half-open: one probe at a time
+  throw_now = true;
+  EXPECT_THROW((void)client->Send(Request::Get("/")), std::runtime_error);
+  throw_now = false;
+  auto probe = client->Send(Request::Get("/"));  // the slot was freed
+  ASSERT_TRUE(probe);
+  EXPECT_EQ(probe->status, 500);
+}
+
+TEST_F(ClientH2Test, ManyCallsInFlightOnOneConnection) {
+  Serve([](const ServerRequest& r) { return Reply::Ok(r.target); });
+  auto client = MakeClient();
+  std::vector<std::future<Result<Response>>> calls;
+  for (int i = 0; i < 200; ++i)
+    calls.push_back(client->SendAsync(Request::Get("/" + std::to_string(i))));
+  for (int i = 0; i < 200; ++i) {
+    auto response = calls[static_cast<size_t>(i)].get();
+    ASSERT_TRUE(response) << response.error().message();
+    EXPECT_EQ(response->body, "/" + std::to_string(i));
+  }
+  EXPECT_EQ(server->connections_opened(), 1);
+}
+
+}  // namespace
+}  // namespace outbound::http
