@@ -65,8 +65,10 @@ class SystemClockImpl final : public Clock {
 }  // namespace
 
 Clock& SystemClock() {
-  static SystemClockImpl clock;
-  return clock;
+  // Never destroyed: threads that outlive main (the HTTP event loop) may
+  // still read the time while static destructors run.
+  static auto* clock = new SystemClockImpl;
+  return *clock;
 }
 
 }  // namespace outbound
