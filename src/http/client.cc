@@ -119,15 +119,9 @@ Client::~Client() {
   impl_->idle.wait(lock, [&] { return impl_->live.empty(); });
 }
 
-std::future<Result<Response>> Client::SendAsync(Request request) {
-  auto promise = std::make_shared<std::promise<Result<Response>>>();
-  std::future<Result<Response>> future = promise->get_future();
-
+void Client::SendAsync(Request request, Callback done) {
   auto checked = CheckRequest(impl_->origin, request);
-  if (!checked) {
-    promise->set_value(tl::unexpected(checked.error()));
-    return future;
-  }
+  if (!checked) return done(tl::unexpected(checked.error()), nullptr);
   Clock& clock = *impl_->runtime.clock;
   TimePoint deadline = clock.Now() + impl_->settings.timeout;
   if (request.context.deadline && *request.context.deadline < deadline) {
@@ -140,19 +134,28 @@ std::future<Result<Response>> Client::SendAsync(Request request) {
   }
   call->Arm(clock);
   impl_->calls->Send(call, std::make_shared<CallRequest>(std::move(*checked)),
-                     [impl = impl_.get(), call, promise](internal::CallOutcome outcome) {
+                     [impl = impl_.get(), call, done = std::move(done)](
+                         internal::CallOutcome outcome) {
                        call->Disarm();
+                       done(std::move(outcome.result), outcome.thrown);
                        {
                          std::lock_guard lock(impl->mu);
                          impl->live.erase(call.get());
                        }
                        impl->idle.notify_all();
-                       if (outcome.thrown) {
-                         promise->set_exception(outcome.thrown);
-                       } else {
-                         promise->set_value(std::move(outcome.result));
-                       }
                      });
+}
+
+std::future<Result<Response>> Client::SendAsync(Request request) {
+  auto promise = std::make_shared<std::promise<Result<Response>>>();
+  std::future<Result<Response>> future = promise->get_future();
+  SendAsync(std::move(request), [promise](Result<Response> result, std::exception_ptr thrown) {
+    if (thrown) {
+      promise->set_exception(thrown);
+    } else {
+      promise->set_value(std::move(result));
+    }
+  });
   return future;
 }
 

@@ -59,6 +59,13 @@ class Client {
   // rethrows what the user's classify or breaker policy threw.
   [[nodiscard]] std::future<Result<Response>> SendAsync(Request request);
 
+  // The callback form, for many calls with no thread waiting on each: `done`
+  // runs once, on the client's event-loop thread or the clock's timer thread,
+  // and must not block or throw. `thrown` carries what the user's classify
+  // or breaker policy threw (the result is then an error).
+  using Callback = std::function<void(Result<Response> result, std::exception_ptr thrown)>;
+  void SendAsync(Request request, Callback done);
+
   // The breaker's state now (read, not tracked: half-open as soon as
   // OpenFor has passed).
   circuit::State breaker_state() const;
