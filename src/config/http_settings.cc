@@ -19,7 +19,8 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
   Parser<double> number = ParseDouble;
   Parser<std::string> file = ReadFile;
 
-  s.timeout = r.Get(name("TIMEOUT"), duration, std::optional(d.timeout), Checking(http::CheckTimeout));
+  s.timeout =
+      r.Get(name("TIMEOUT"), duration, std::optional(d.timeout), Checking(http::CheckTimeout));
   s.attempt_timeout = r.Get(name("ATTEMPT_TIMEOUT"), duration, std::optional(d.attempt_timeout),
                             Checking(http::CheckAttemptTimeout));
   s.max_attempts = r.Get(name("MAX_ATTEMPTS"), integer, std::optional(d.max_attempts),

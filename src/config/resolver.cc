@@ -27,8 +27,8 @@ Lookup FromMap(std::map<std::string, std::string> variables) {
 Result<Duration> ParseDuration(const std::string& text) {
   // One or more <number><unit>, as Go's time.ParseDuration: ns us ms s m h.
   static constexpr std::pair<std::string_view, std::int64_t> kUnits[] = {
-      {"ns", 1},           {"us", 1000},          {"ms", 1000000},
-      {"s", 1000000000LL}, {"m", 60000000000LL},  {"h", 3600000000000LL}};
+      {"ns", 1},           {"us", 1000},         {"ms", 1000000},
+      {"s", 1000000000LL}, {"m", 60000000000LL}, {"h", 3600000000000LL}};
   auto bad = [&] {
     return outbound::Fail(ErrorKind::kInvalidSettings,
                           "\"" + text + "\" is not a duration such as 250ms, 10s or 1m30s");
@@ -38,7 +38,8 @@ Result<Duration> ParseDuration(const std::string& text) {
   double total = 0;
   while (i < text.size()) {
     std::size_t start = i;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+      ++i;
     if (i == start) return bad();
     double number = std::strtod(text.substr(start, i - start).c_str(), nullptr);
     std::size_t unit_start = i;

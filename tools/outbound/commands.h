@@ -1,0 +1,19 @@
+// The `outbound` subcommands.
+#ifndef OUTBOUND_TOOLS_OUTBOUND_COMMANDS_H_
+#define OUTBOUND_TOOLS_OUTBOUND_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+namespace outbound::tool {
+
+int RunCall(const std::vector<std::string>& args);
+int RunDemo(const std::vector<std::string>& args);
+int RunBench(const std::vector<std::string>& args);
+
+// Prints `problem` and where to find help; returns the usage exit code.
+int Usage(const std::string& command, const std::string& problem);
+
+}  // namespace outbound::tool
+
+#endif  // OUTBOUND_TOOLS_OUTBOUND_COMMANDS_H_

@@ -1,0 +1,99 @@
+#include "common.h"
+
+#include <curl/curl.h>
+
+#include <iostream>
+
+#include "outbound/config/http_settings.h"
+
+namespace outbound::tool {
+
+int ExitCodeFor(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kCancelled:
+      return kExitCancelled;
+    case ErrorKind::kDeadline:
+      return kExitDeadline;
+    case ErrorKind::kTransport:
+      return kExitTransport;
+    case ErrorKind::kTlsUntrusted:
+      return kExitTlsUntrusted;
+    case ErrorKind::kRejected:
+      return kExitRejected;
+    case ErrorKind::kOriginRefused:
+      return kExitOriginRefused;
+    case ErrorKind::kResponseTooLarge:
+      return kExitTooLarge;
+    case ErrorKind::kInvalidResponse:
+      return kExitInvalidResponse;
+    case ErrorKind::kInvalidRequest:
+      return kExitInvalidRequest;
+    case ErrorKind::kInvalidSettings:
+      return kExitConfig;
+  }
+  return 1;
+}
+
+bool ConnectToNetwork::Add(const std::string& spec) {
+  // HOST:PORT:ADDR:PORT, ADDR possibly a bracketed IPv6 literal.
+  auto first = spec.find(':');
+  if (first == std::string::npos) return false;
+  auto second = spec.find(':', first + 1);
+  auto last = spec.rfind(':');
+  if (second == std::string::npos || last <= second) return false;
+  std::string host = spec.substr(0, first);
+  std::string address = spec.substr(second + 1, last - second - 1);
+  if (address.size() > 2 && address.front() == '[' && address.back() == ']') {
+    address = address.substr(1, address.size() - 2);
+  }
+  try {
+    int port = std::stoi(spec.substr(first + 1, second - first - 1));
+    int to_port = std::stoi(spec.substr(last + 1));
+    if (port <= 0 || port > 65535 || to_port <= 0 || to_port > 65535 || host.empty() ||
+        address.empty()) {
+      return false;
+    }
+    routes_[{host, static_cast<std::uint16_t>(port)}] = {address,
+                                                         static_cast<std::uint16_t>(to_port)};
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
+Route ConnectToNetwork::Resolve(std::string_view host, std::uint16_t port) const {
+  auto it = routes_.find({std::string(host), port});
+  if (it == routes_.end()) return Route{};
+  return Route{Route::Kind::kEndpoint, it->second.first, it->second.second};
+}
+
+std::string OriginOf(const std::string& url) {
+  CURLU* u = curl_url();
+  std::string origin;
+  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
+    char *scheme = nullptr, *host = nullptr, *port = nullptr;
+    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+    curl_url_get(u, CURLUPART_HOST, &host, 0);
+    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
+    if (scheme && host && port) origin = std::string(scheme) + "://" + host + ":" + port;
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+  }
+  curl_url_cleanup(u);
+  return origin;
+}
+
+std::optional<http::Settings> SettingsFromEnvironment(const std::string& base_url) {
+  config::Resolver r(config::ProcessEnvironment());
+  http::Settings defaults = http::DefaultSettings();
+  defaults.base_url = base_url;
+  http::Settings settings = config::ReadHttpSettings(r, "OUTBOUND_", defaults);
+  if (auto done = r.Finish(); !done) {
+    std::cerr << "outbound: bad configuration: " << done.error().message() << "\n";
+    return std::nullopt;
+  }
+  return settings;
+}
+
+}  // namespace outbound::tool

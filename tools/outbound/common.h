@@ -1,0 +1,54 @@
+// Pieces the `outbound` subcommands share: argument reading, the
+// --connect-to network, exit codes, settings from OUTBOUND_* variables.
+#ifndef OUTBOUND_TOOLS_OUTBOUND_COMMON_H_
+#define OUTBOUND_TOOLS_OUTBOUND_COMMON_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "outbound/error.h"
+#include "outbound/http/settings.h"
+#include "outbound/network.h"
+
+namespace outbound::tool {
+
+// Exit codes, like curl's where curl has one.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInvalidRequest = 3;   // curl: URL malformed
+inline constexpr int kExitTransport = 7;        // curl: failed to connect
+inline constexpr int kExitInvalidResponse = 8;  // curl: weird server reply
+inline constexpr int kExitHttpError = 22;       // curl --fail: status >= 400
+inline constexpr int kExitDeadline = 28;        // curl: operation timed out
+inline constexpr int kExitCancelled = 42;       // curl: aborted by callback
+inline constexpr int kExitTlsUntrusted = 60;    // curl: peer certificate not trusted
+inline constexpr int kExitTooLarge = 63;        // curl: maximum file size exceeded
+inline constexpr int kExitRejected = 69;        // EX_UNAVAILABLE: the breaker is open
+inline constexpr int kExitOriginRefused = 76;   // EX_PROTOCOL: another origin
+inline constexpr int kExitConfig = 78;          // EX_CONFIG: bad settings
+
+int ExitCodeFor(ErrorKind kind);
+
+// --connect-to HOST:PORT:ADDR:PORT entries; other names resolve as usual.
+class ConnectToNetwork final : public Network {
+ public:
+  // Parses "HOST:PORT:ADDR:PORT"; false if malformed.
+  bool Add(const std::string& spec);
+  Route Resolve(std::string_view host, std::uint16_t port) const override;
+
+ private:
+  std::map<std::pair<std::string, std::uint16_t>, std::pair<std::string, std::uint16_t>> routes_;
+};
+
+// scheme://host:port of an absolute URL, or empty.
+std::string OriginOf(const std::string& url);
+
+// Settings for `base_url` from the OUTBOUND_* variables; on bad ones, prints
+// every one to stderr and returns nothing (the caller exits 78).
+std::optional<http::Settings> SettingsFromEnvironment(const std::string& base_url);
+
+}  // namespace outbound::tool
+
+#endif  // OUTBOUND_TOOLS_OUTBOUND_COMMON_H_

@@ -1,0 +1,51 @@
+// The `outbound` command.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "common.h"
+
+namespace outbound::tool {
+
+int Usage(const std::string& command, const std::string& problem) {
+  std::cerr << "outbound " << command << ": " << problem << "\n"
+            << "see: outbound " << command << " --help\n";
+  return kExitUsage;
+}
+
+}  // namespace outbound::tool
+
+namespace {
+
+constexpr const char* kHelp = R"(usage: outbound <command> [options]
+
+Calls the services a program depends on without being hurt by them: one
+deadline per call, safe requests retried with jittered backoff inside a retry
+budget, a circuit breaker per dependency.
+
+commands:
+  demo    a flaky dependency, called by a naive client and by outbound's
+          default client side by side; no network needed
+  call    one call to a URL through outbound's client
+  bench   many calls to a URL through one client, as a load generator
+
+`outbound <command> --help` says more.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::cout << kHelp;
+    return args.empty() ? outbound::tool::kExitUsage : 0;
+  }
+  std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "call") return outbound::tool::RunCall(args);
+  if (command == "demo") return outbound::tool::RunDemo(args);
+  if (command == "bench") return outbound::tool::RunBench(args);
+  std::cerr << "outbound: unknown command \"" << command << "\"\n" << kHelp;
+  return outbound::tool::kExitUsage;
+}
