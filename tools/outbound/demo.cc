@@ -83,11 +83,10 @@ struct Side {
   std::mutex mu;
   std::vector<CallRecord> calls;
   std::atomic<int> in_flight{0};
-  std::vector<int> attempts_at_dependency;  // per second, counted by the server
-  int attempts_in_phase[4] = {0, 0, 0, 0};  // counted by the server
+  std::vector<double> attempt_times;        // when the dependency got each attempt
+  int attempts_in_phase[4] = {0, 0, 0, 0};  // counted by the dependency
   std::map<std::string, int> decisions;
   std::vector<std::pair<double, circuit::Transition>> transitions;
-  std::vector<int> breaker_state;  // per second: 0 closed, 1 open, 2 half-open
 };
 
 double Percentile(std::vector<double> values, double p) {
@@ -144,80 +143,105 @@ std::string Fixed(double x, int digits) {
   return out.str();
 }
 
-// The timeline: for each client, calls/s, successes/s and attempts/s at
-// the dependency; the phases as bands; the breaker's state as a band.
-std::string Svg(const Side& naive, const Side& resilient, int seconds, double run_seconds,
-                int rps) {
-  const int width = 900, panel = 190, left = 60, top = 40;
-  const double x_scale = static_cast<double>(width - left - 20) / seconds;
-  const double y_max = rps * 1.6;
+// The timeline, in 60 buckets: for each client, calls, successes and
+// attempts at the dependency (per second); the phases as bands; the
+// breaker's state as a band drawn from its transitions.
+std::string Svg(const Side& naive, const Side& resilient, double run_seconds, int rps) {
+  constexpr int kBuckets = 60;
+  const double bucket = run_seconds / kBuckets;
+  const int width = 960, panel = 200, left = 90, right = 20, top = 40;
+  const double plot_width = width - left - right;
+  auto x_of = [&](double t) { return left + t / run_seconds * plot_width; };
+  const double y_max = rps * 1.5;
   std::ostringstream svg;
   svg << R"(<svg xmlns="http://www.w3.org/2000/svg" width=")" << width << R"(" height=")"
-      << top + 2 * panel + 90 << R"(" font-family="sans-serif" font-size="12">)"
+      << top + 2 * panel + 110 << R"(" font-family="sans-serif" font-size="12">)"
       << "\n";
   svg << R"(<rect width="100%" height="100%" fill="white"/>)"
       << "\n";
-  svg << R"(<text x=")" << left << R"(" y="22" font-size="15" font-weight="bold">outbound demo: )"
-      << "a flaky dependency, two clients, " << Fixed(run_seconds, 0) << " s</text>\n";
+  svg << R"(<text x=")" << left << R"(" y="24" font-size="15" font-weight="bold">)"
+      << "outbound demo: one flaky dependency, two clients, " << rps << " calls/s each, "
+      << Fixed(run_seconds, 0) << " s</text>\n";
   const char* phase_fill[] = {"#eef7ee", "#fdf0e0", "#fbe3e3", "#eef7ee"};
   for (int p = 0; p < 4; ++p) {
-    double x0 = left + kPhaseStart[p] * seconds * x_scale;
-    double x1 = left + (p < 3 ? kPhaseStart[p + 1] : 1.0) * seconds * x_scale;
+    double x0 = x_of(kPhaseStart[p] * run_seconds);
+    double x1 = x_of((p < 3 ? kPhaseStart[p + 1] : 1.0) * run_seconds);
     svg << R"(<rect x=")" << x0 << R"(" y=")" << top << R"(" width=")" << x1 - x0 << R"(" height=")"
         << 2 * panel << R"(" fill=")" << phase_fill[p] << R"("/>)"
         << R"(<text x=")" << x0 + 4 << R"(" y=")" << top + 14 << R"(" fill="#555">)"
         << kPhaseNames[p] << "</text>\n";
   }
-  auto series = [&](const Side& side, int row) {
+  auto panel_of = [&](const Side& side, int row) {
     double base = top + (row + 1) * panel - 10;
-    std::vector<int> calls(static_cast<std::size_t>(seconds)), ok(calls.size());
+    double height = panel - 40;
+    std::vector<double> calls(kBuckets), ok(kBuckets), sent(kBuckets);
     for (const CallRecord& c : side.calls) {
-      auto t = static_cast<std::size_t>(c.start);
-      if (t >= calls.size()) continue;
-      ++calls[t];
-      ok[t] += c.ok ? 1 : 0;
+      auto b = static_cast<std::size_t>(c.start / bucket);
+      if (b >= calls.size()) continue;
+      calls[b] += 1 / bucket;
+      ok[b] += c.ok ? 1 / bucket : 0;
     }
-    auto line = [&](const std::vector<int>& values, const char* color, const char* dash) {
-      svg << R"(<polyline fill="none" stroke=")" << color << R"(" stroke-width="2" )" << dash
+    for (double t : side.attempt_times) {
+      auto b = static_cast<std::size_t>(t / bucket);
+      if (b < sent.size()) sent[b] += 1 / bucket;
+    }
+    auto y_of = [&](double v) { return base - std::min(1.0, v / y_max) * height; };
+    auto line = [&](const std::vector<double>& values, const char* color, const char* extra) {
+      svg << R"(<polyline fill="none" stroke=")" << color << R"(" stroke-width="2" )" << extra
           << R"( points=")";
-      for (std::size_t t = 0; t < values.size(); ++t) {
-        double y = base - std::min(1.0, values[t] / y_max) * (panel - 40);
-        svg << left + (static_cast<double>(t) + 0.5) * x_scale << "," << y << " ";
+      for (std::size_t b = 0; b < values.size(); ++b) {
+        svg << x_of((static_cast<double>(b) + 0.5) * bucket) << "," << y_of(values[b]) << " ";
       }
       svg << R"("/>)"
           << "\n";
     };
-    std::vector<int> attempts(
-        side.attempts_at_dependency.begin(),
-        side.attempts_at_dependency.begin() +
-            std::min<std::size_t>(calls.size(), side.attempts_at_dependency.size()));
-    line(calls, "#888888", R"(stroke-dasharray="4 3")");
+    line(calls, "#777777", R"(stroke-dasharray="5 3")");
+    line(sent, "#c03030", "");
     line(ok, "#2a8a2a", "");
-    line(attempts, "#c03030", "");
-    svg << R"(<text x="6" y=")" << base - panel / 2 << R"(" font-weight="bold">)" << side.name
+    svg << R"(<text x="8" y=")" << base - height / 2 << R"(" font-weight="bold">)" << side.name
         << "</text>\n";
-    svg << R"(<line x1=")" << left << R"(" y1=")" << base << R"(" x2=")" << width - 20
-        << R"(" y2=")" << base << R"(" stroke="#999"/>)"
-        << "\n";
+    for (double v : {0.0, static_cast<double>(rps)}) {
+      svg << R"(<text x=")" << left - 6 << R"(" y=")" << y_of(v) + 4
+          << R"(" text-anchor="end" fill="#555">)" << v << "/s</text>";
+      svg << R"(<line x1=")" << left << R"(" y1=")" << y_of(v) << R"(" x2=")" << width - right
+          << R"(" y2=")" << y_of(v) << R"(" stroke=")" << (v == 0 ? "#999" : "#ddd") << R"("/>)"
+          << "\n";
+    }
   };
-  series(naive, 0);
-  series(resilient, 1);
-  // The breaker's state band, under the outbound panel.
-  double band = top + 2 * panel + 6;
+  panel_of(naive, 0);
+  panel_of(resilient, 1);
+
+  // outbound's breaker, from its transitions.
+  double band = top + 2 * panel + 4;
   const char* state_fill[] = {"#4caf50", "#e53935", "#fbc02d"};
-  for (std::size_t t = 0; t < resilient.breaker_state.size() && static_cast<int>(t) < seconds;
-       ++t) {
-    svg << R"(<rect x=")" << left + static_cast<double>(t) * x_scale << R"(" y=")" << band
-        << R"(" width=")" << x_scale + 0.5 << R"(" height="12" fill=")"
-        << state_fill[resilient.breaker_state[t]] << R"("/>)";
+  double from = 0;
+  int state = 0;
+  auto segment = [&](double to) {
+    svg << R"(<rect x=")" << x_of(from) << R"(" y=")" << band << R"(" width=")"
+        << std::max(1.0, x_of(to) - x_of(from)) << R"(" height="14" fill=")" << state_fill[state]
+        << R"("/>)";
+  };
+  for (const auto& [at, t] : resilient.transitions) {
+    segment(std::min(at, run_seconds));
+    from = std::min(at, run_seconds);
+    state = static_cast<int>(t.to);
   }
+  segment(run_seconds);
   svg << "\n"
-      << R"(<text x="6" y=")" << band + 10 << R"(">breaker</text>)"
+      << R"(<text x="8" y=")" << band + 11 << R"(">breaker</text>)"
       << "\n";
-  double legend = band + 40;
-  svg << R"(<text x=")" << left << R"(" y=")" << legend
-      << R"(">grey dashed: calls/s   green: successes/s   red: attempts/s at the dependency   )"
-      << R"(band: breaker closed (green), open (red), half-open (yellow)   x: seconds</text>)"
+  for (int tick = 0; tick <= 10; ++tick) {
+    double t = run_seconds * tick / 10;
+    svg << R"(<text x=")" << x_of(t) << R"(" y=")" << band + 32
+        << R"(" text-anchor="middle" fill="#555">)" << Fixed(t, t < 10 ? 1 : 0) << "s</text>";
+  }
+  double legend = band + 56;
+  svg << "\n"
+      << R"(<text x=")" << left << R"(" y=")" << legend << R"(">)"
+      << R"(<tspan fill="#777">- - calls/s</tspan>   <tspan fill="#2a8a2a">successes/s</tspan>   )"
+      << R"(<tspan fill="#c03030">attempts/s at the dependency</tspan>   )"
+      << R"(breaker: <tspan fill="#4caf50">closed</tspan> <tspan fill="#e53935">open</tspan> )"
+      << R"(<tspan fill="#c9a000">half-open</tspan></text>)"
       << "\n</svg>\n";
   return svg.str();
 }
@@ -263,9 +287,6 @@ int RunDemo(const std::vector<std::string>& args) {
   Side naive, resilient;
   naive.name = "naive";
   resilient.name = "outbound";
-  for (Side* side : {&naive, &resilient}) {
-    side->attempts_at_dependency.assign(static_cast<std::size_t>(seconds) + 60, 0);
-  }
 
   // The dependency.
   testing::TestCA ca;
@@ -279,8 +300,7 @@ int RunDemo(const std::vector<std::string>& args) {
     {
       std::lock_guard lock(server_mu);
       Side& side = is_naive ? naive : resilient;
-      auto t = static_cast<std::size_t>(elapsed);
-      if (t < side.attempts_at_dependency.size()) ++side.attempts_at_dependency[t];
+      side.attempt_times.push_back(elapsed);
       ++side.attempts_in_phase[phase];
     }
     switch (phase) {
@@ -379,7 +399,6 @@ int RunDemo(const std::vector<std::string>& args) {
     int second = static_cast<int>(at);
     if (second != last_report) {
       last_report = second;
-      resilient.breaker_state.push_back(static_cast<int>(resilient.client->breaker_state()));
       auto line = [&](Side& side) {
         std::lock_guard lock(side.mu);
         int ok = 0;
@@ -432,18 +451,22 @@ int RunDemo(const std::vector<std::string>& args) {
       j["phases"][kPhaseNames[p]] =
           ToJson(Summarize(side->calls, from, to, side->attempts_in_phase[p]));
     }
-    j["attempts_per_second"] = std::vector<int>(side->attempts_at_dependency.begin(),
-                                                side->attempts_at_dependency.begin() + seconds);
-    std::vector<int> calls_per_second(static_cast<std::size_t>(seconds)),
-        ok_per_second(calls_per_second.size());
+    std::vector<int> calls_per_second(static_cast<std::size_t>(seconds));
+    std::vector<int> ok_per_second(calls_per_second.size());
+    std::vector<int> sent_per_second(calls_per_second.size());
     for (const CallRecord& c : side->calls) {
       auto t = static_cast<std::size_t>(c.start);
       if (t >= calls_per_second.size()) continue;
       ++calls_per_second[t];
       ok_per_second[t] += c.ok;
     }
+    for (double at : side->attempt_times) {
+      auto t = static_cast<std::size_t>(at);
+      if (t < sent_per_second.size()) ++sent_per_second[t];
+    }
     j["calls_per_second"] = calls_per_second;
     j["successes_per_second"] = ok_per_second;
+    j["attempts_at_dependency_per_second"] = sent_per_second;
     report["clients"][side->name] = j;
   }
   {
@@ -456,7 +479,6 @@ int RunDemo(const std::vector<std::string>& args) {
     }
     report["clients"]["outbound"]["transitions"] = transitions;
     report["clients"]["outbound"]["retry_decisions"] = resilient.decisions;
-    report["clients"]["outbound"]["breaker_state_per_second"] = resilient.breaker_state;
   }
   const auto& nj = report["clients"]["naive"];
   const auto& oj = report["clients"]["outbound"];
@@ -497,7 +519,7 @@ int RunDemo(const std::vector<std::string>& args) {
 
   {
     std::lock_guard a(naive.mu), b(resilient.mu);
-    std::ofstream(svg_path) << Svg(naive, resilient, seconds, run_seconds, rps);
+    std::ofstream(svg_path) << Svg(naive, resilient, run_seconds, rps);
   }
   std::cout << "\ntimeline: " << svg_path << "\n";
   if (!json_path.empty()) {
