@@ -30,11 +30,15 @@ class SystemClockImpl final : public Clock {
 
   Timer ScheduleAt(TimePoint when, std::function<void()> callback) override {
     auto state = queue_.Add(when, std::move(callback));
+    bool wake = false;
     {
       std::lock_guard lock(mu_);
       if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+      // The thread sleeps until the earliest deadline it knows; a later
+      // timer (the common case: timeouts that are cancelled) needs no wake.
+      wake = when < sleeping_until_;
     }
-    wake_.notify_all();
+    if (wake) wake_.notify_all();
     return Timer(std::move(state));
   }
 
@@ -47,11 +51,13 @@ class SystemClockImpl final : public Clock {
       lock.lock();
       if (stopping_) break;
       std::optional<TimePoint> next = queue_.Next();
+      sleeping_until_ = next.value_or(TimePoint::max());
       if (next) {
         wake_.wait_until(lock, *next);
       } else {
         wake_.wait(lock);
       }
+      sleeping_until_ = TimePoint::min();  // awake: it will look at the queue again
     }
   }
 
@@ -59,6 +65,7 @@ class SystemClockImpl final : public Clock {
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  TimePoint sleeping_until_ = TimePoint::min();  // guarded by mu_
   std::thread thread_;
 };
 

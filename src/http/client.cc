@@ -133,17 +133,17 @@ void Client::SendAsync(Request request, Callback done) {
     impl_->live.emplace(call.get(), call);
   }
   call->Arm(clock);
-  impl_->calls->Send(call, std::make_shared<CallRequest>(std::move(*checked)),
-                     [impl = impl_.get(), call, done = std::move(done)](
-                         internal::CallOutcome outcome) {
-                       call->Disarm();
-                       done(std::move(outcome.result), outcome.thrown);
-                       {
-                         std::lock_guard lock(impl->mu);
-                         impl->live.erase(call.get());
-                       }
-                       impl->idle.notify_all();
-                     });
+  impl_->calls->Send(
+      call, std::make_shared<CallRequest>(std::move(*checked)),
+      [impl = impl_.get(), call, done = std::move(done)](internal::CallOutcome outcome) {
+        call->Disarm();
+        done(std::move(outcome.result), outcome.thrown);
+        {
+          std::lock_guard lock(impl->mu);
+          impl->live.erase(call.get());
+        }
+        impl->idle.notify_all();
+      });
 }
 
 std::future<Result<Response>> Client::SendAsync(Request request) {

@@ -13,6 +13,9 @@ namespace {
 // Streams an HTTP/2 connection carries at once (servers commonly allow 100).
 constexpr std::size_t kStreamsPerConnection = 100;
 
+// Easy handles kept for reuse.
+constexpr std::size_t kIdleEasyHandles = 256;
+
 // libcurl's global init, once per process, before any handle.
 void InitCurlOnce() {
   static const bool done = [] { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }();
@@ -83,6 +86,7 @@ class CurlTransport final : public AttemptLayer {
       while (!transfers_.empty()) {
         Finish(transfers_.begin()->first, Fail(ErrorKind::kCancelled, "the client was destroyed"));
       }
+      idle_easies_.clear();
       curl_multi_cleanup(multi_);
       loop_->SetDeadline(this, std::nullopt, nullptr);
     });
@@ -135,61 +139,43 @@ class CurlTransport final : public AttemptLayer {
   }
 
   Result<void> Prepare(Transfer& t, const Route& route) {
-    t.easy.reset(curl_easy_init());
+    // Easy handles are reused, as a hand-written curl loop would: what is
+    // the same for every attempt is set once per handle.
+    if (idle_easies_.empty()) {
+      t.easy.reset(curl_easy_init());
+      ConfigureOnce(t.easy.get());
+    } else {
+      t.easy = std::move(idle_easies_.back());
+      idle_easies_.pop_back();
+    }
     CURL* easy = t.easy.get();
     const Attempt& attempt = *t.attempt;
     curl_easy_setopt(easy, CURLOPT_PRIVATE, reinterpret_cast<void*>(t.id));
     curl_easy_setopt(easy, CURLOPT_URL, attempt.url.c_str());
-    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_PROXY, "");  // never a proxy, whatever the environment says
-    curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);  // redirects are the client's
-    curl_easy_setopt(easy, CURLOPT_MAXAGE_CONN, 90L);    // idle connections kept 90 s
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t.error);
-    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, OnHeaderLine);
     curl_easy_setopt(easy, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, OnBody);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION,
-                     https_ ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
-    if (https_) {
-      curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);  // share a connection rather than open one
-      curl_easy_setopt(easy, CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2);
-      const TlsSettings& tls = *settings_.tls;
-      if (!tls.root_pem.empty()) {
-        curl_blob roots{const_cast<char*>(tls.root_pem.data()), tls.root_pem.size(),
-                        CURL_BLOB_COPY};
-        curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &roots);
-      }
-      if (!tls.client_cert_pem.empty()) {
-        curl_blob cert{const_cast<char*>(tls.client_cert_pem.data()), tls.client_cert_pem.size(),
-                       CURL_BLOB_COPY};
-        curl_blob key{const_cast<char*>(tls.client_key_pem.data()), tls.client_key_pem.size(),
-                      CURL_BLOB_COPY};
-        curl_easy_setopt(easy, CURLOPT_SSLCERT_BLOB, &cert);
-        curl_easy_setopt(easy, CURLOPT_SSLCERTTYPE, "PEM");
-        curl_easy_setopt(easy, CURLOPT_SSLKEY_BLOB, &key);
-        curl_easy_setopt(easy, CURLOPT_SSLKEYTYPE, "PEM");
-      }
-    }
     if (route.kind == Route::Kind::kEndpoint) {
       bool v6 = route.address.find(':') != std::string::npos;
       std::string entry = origin_.host + ":" + std::to_string(origin_.port) + ":" +
                           (v6 ? "[" + route.address + "]" : route.address) + ":" +
                           std::to_string(route.port);
       t.connect_to.reset(curl_slist_append(nullptr, entry.c_str()));
-      curl_easy_setopt(easy, CURLOPT_CONNECT_TO, t.connect_to.get());
     }
+    curl_easy_setopt(easy, CURLOPT_CONNECT_TO, t.connect_to.get());
 
+    // The method, from a clean slate (the handle may have sent a POST last).
     const std::string& method = attempt.method;
     const std::string& body = *attempt.body;
+    curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, nullptr);
+    bool has_body = !body.empty() || method == "POST" || method == "PUT" || method == "PATCH";
     if (method == "HEAD") {
       curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
-    } else if (method != "GET" || !body.empty()) {
+    } else if (method != "GET" || has_body) {
       curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method.c_str());
     }
-    if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
+    if (has_body) {
       curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
       curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body.data());  // the call owns it
     }
@@ -201,12 +187,44 @@ class CurlTransport final : public AttemptLayer {
       has_expect |= strcasecmp(name.c_str(), "Expect") == 0;
       has_content_type |= strcasecmp(name.c_str(), "Content-Type") == 0;
     }
-    // No 100-continue round trip; no form content type made up by curl.
-    if (!has_expect) headers = curl_slist_append(headers, "Expect:");
-    if (!has_content_type) headers = curl_slist_append(headers, "Content-Type:");
+    // With a body: no 100-continue round trip, no form content type made up by curl.
+    if (has_body && !has_expect) headers = curl_slist_append(headers, "Expect:");
+    if (has_body && !has_content_type) headers = curl_slist_append(headers, "Content-Type:");
     t.headers.reset(headers);
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t.headers.get());
     return {};
+  }
+
+  // What every attempt of this client has in common.
+  void ConfigureOnce(CURL* easy) const {
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_PROXY, "");  // never a proxy, whatever the environment says
+    curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);  // redirects are the client's
+    curl_easy_setopt(easy, CURLOPT_MAXAGE_CONN, 90L);    // idle connections kept 90 s
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, OnHeaderLine);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, OnBody);
+    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION,
+                     https_ ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
+    if (!https_) return;
+    curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);  // share a connection rather than open one
+    curl_easy_setopt(easy, CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2);
+    const TlsSettings& tls = *settings_.tls;
+    if (!tls.root_pem.empty()) {
+      curl_blob roots{const_cast<char*>(tls.root_pem.data()), tls.root_pem.size(), CURL_BLOB_COPY};
+      curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &roots);
+    }
+    if (!tls.client_cert_pem.empty()) {
+      curl_blob cert{const_cast<char*>(tls.client_cert_pem.data()), tls.client_cert_pem.size(),
+                     CURL_BLOB_COPY};
+      curl_blob key{const_cast<char*>(tls.client_key_pem.data()), tls.client_key_pem.size(),
+                    CURL_BLOB_COPY};
+      curl_easy_setopt(easy, CURLOPT_SSLCERT_BLOB, &cert);
+      curl_easy_setopt(easy, CURLOPT_SSLCERTTYPE, "PEM");
+      curl_easy_setopt(easy, CURLOPT_SSLKEY_BLOB, &key);
+      curl_easy_setopt(easy, CURLOPT_SSLKEYTYPE, "PEM");
+    }
   }
 
   static size_t OnHeaderLine(char* data, size_t size, size_t n, void* user) {
@@ -359,7 +377,9 @@ class CurlTransport final : public AttemptLayer {
     AttemptOutcome outcome;
     outcome.body_failed = !result && t->headers_done;
     outcome.result = std::move(result);
-    t->easy.reset();
+    if (t->easy && idle_easies_.size() < kIdleEasyHandles) {
+      idle_easies_.push_back(std::move(t->easy));
+    }
     AttemptDone done = std::move(t->done);
     t.reset();
     StartQueued();
@@ -380,6 +400,7 @@ class CurlTransport final : public AttemptLayer {
   bool protocol_known_ = false;
   std::map<std::uint64_t, std::unique_ptr<Transfer>> transfers_;
   std::deque<std::uint64_t> queue_;
+  std::vector<Easy> idle_easies_;
 };
 
 }  // namespace

@@ -44,7 +44,8 @@ void EventLoop::Post(std::function<void()> fn) {
     std::lock_guard lock(mu_);
     posted_.push_back(std::move(fn));
   }
-  Wake();
+  // On the loop thread, the loop looks at posted_ before it waits again.
+  if (!InLoop()) Wake();
 }
 
 void EventLoop::RunAndWait(const std::function<void()>& fn) {

@@ -1,13 +1,227 @@
-// `outbound bench` arrives with the benchmark harness (issue 6).
+// `outbound bench`: the client as a load generator. N calls, C in flight,
+// through one http::Client with settings from the OUTBOUND_* variables.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "common.h"
+#include "outbound/http/client.h"
 
 namespace outbound::tool {
+namespace {
 
-int RunBench(const std::vector<std::string>&) {
-  std::cerr << "outbound bench: not built yet\n";
-  return 1;
+constexpr const char* kHelp = R"(usage: outbound bench [options] URL
+
+Sends N calls to URL, C at a time, through one outbound client (retries,
+budget, breaker, timeouts all on), like h2load but through the resilient
+client. Settings come from the OUTBOUND_* variables (see outbound call --help).
+
+options:
+  -n N                    calls to make (default 10000)
+  -c C                    calls in flight at once (default 64)
+  -X, --method METHOD     the request method (default GET)
+  -H, --header 'K: V'     a request header; repeatable
+  -d, --data DATA         the request body
+  --connect-to H:P:A:P    dial ADDR:PORT for HOST:PORT
+  --json FILE             also write the figures as JSON ("-" for stdout)
+  --rss-every K           sample this process's RSS every K calls (in the JSON)
+
+prints: calls/s, latency p50/p90/p99/max, errors by kind, attempts per call,
+breaker transitions, CPU time per call (user+sys of this process), peak RSS.
+)";
+
+double CpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+long RssKb() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+long PeakRssKb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+}  // namespace
+
+int RunBench(const std::vector<std::string>& args) {
+  long n = 10000;
+  int concurrency = 64;
+  http::Request proto;
+  ConnectToNetwork network;
+  std::string url, json_path;
+  long rss_every = 0;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    bool has_value = i + 1 < args.size();
+    try {
+      if (a == "-h" || a == "--help") {
+        std::cout << kHelp;
+        return kExitOk;
+      } else if (a == "-n" && has_value) {
+        n = std::stol(args[++i]);
+      } else if (a == "-c" && has_value) {
+        concurrency = std::stoi(args[++i]);
+      } else if ((a == "-X" || a == "--method") && has_value) {
+        proto.method = args[++i];
+      } else if ((a == "-H" || a == "--header") && has_value) {
+        const std::string& h = args[++i];
+        auto colon = h.find(':');
+        if (colon == std::string::npos) return Usage("bench", "-H needs 'Name: value'");
+        std::string value = h.substr(colon + 1);
+        value.erase(0, value.find_first_not_of(' '));
+        proto.Header(h.substr(0, colon), value);
+      } else if ((a == "-d" || a == "--data") && has_value) {
+        proto.body = args[++i];
+        if (proto.method == "GET") proto.method = "POST";
+      } else if (a == "--connect-to" && has_value) {
+        if (!network.Add(args[++i]))
+          return Usage("bench", "--connect-to needs HOST:PORT:ADDR:PORT");
+      } else if (a == "--rss-every" && has_value) {
+        rss_every = std::stol(args[++i]);
+      } else if (a == "--json" && has_value) {
+        json_path = args[++i];
+      } else if (!a.empty() && a[0] == '-') {
+        return Usage("bench", "unknown option " + a);
+      } else {
+        url = a;
+      }
+    } catch (...) {
+      return Usage("bench", a + " needs a number");
+    }
+  }
+  if (url.empty()) return Usage("bench", "a URL is needed");
+  if (n < 1 || concurrency < 1) return Usage("bench", "-n and -c must be positive");
+  std::string origin = OriginOf(url);
+  if (origin.empty()) return Usage("bench", "\"" + url + "\" is not an absolute URL");
+  std::optional<http::Settings> settings = SettingsFromEnvironment(origin);
+  if (!settings) return kExitConfig;
+
+  std::mutex mu;
+  std::condition_variable all_done;
+  long attempts = 0, transitions = 0;
+  settings->on_attempt = [&](const http::AttemptRecord&) {
+    std::lock_guard lock(mu);
+    ++attempts;
+  };
+  settings->on_breaker_transition = [&](const circuit::Transition&) {
+    std::lock_guard lock(mu);
+    ++transitions;
+  };
+  Runtime runtime;
+  runtime.network = &network;
+  auto client = http::Client::Create(runtime, *settings);
+  if (!client) {
+    std::cerr << "outbound: " << client.error().message() << "\n";
+    return kExitConfig;
+  }
+  proto.url = url;
+
+  Clock& clock = SystemClock();
+  std::vector<double> latencies_ms;
+  latencies_ms.reserve(static_cast<std::size_t>(n));
+  std::map<std::string, long> errors;
+  std::vector<long> rss_samples;
+  long started = 0, finished = 0, ok = 0;
+  std::function<void()> start_one;
+  start_one = [&] {
+    TimePoint began = clock.Now();
+    (*client)->SendAsync(proto, [&, began](Result<http::Response> result, std::exception_ptr) {
+      double ms = std::chrono::duration<double, std::milli>(clock.Now() - began).count();
+      bool more = false, last = false;
+      {
+        std::lock_guard lock(mu);
+        latencies_ms.push_back(ms);
+        if (result && result->status < 400) {
+          ++ok;
+        } else if (result) {
+          ++errors["status_" + std::to_string(result->status)];
+        } else {
+          ++errors[std::string(ToString(result.error().kind()))];
+        }
+        ++finished;
+        last = finished == n;
+        if (rss_every > 0 && finished % rss_every == 0) rss_samples.push_back(RssKb());
+        if (started < n) {
+          ++started;
+          more = true;
+        }
+      }
+      if (more) start_one();
+      if (last) all_done.notify_all();
+    });
+  };
+  double cpu_before = CpuSeconds();
+  TimePoint t0 = clock.Now();
+  {
+    std::lock_guard lock(mu);
+    started = std::min<long>(concurrency, n);
+  }
+  for (long i = 0; i < std::min<long>(concurrency, n); ++i) start_one();
+  {
+    std::unique_lock lock(mu);
+    all_done.wait(lock, [&] { return finished == n; });
+  }
+  double seconds = std::chrono::duration<double>(clock.Now() - t0).count();
+  double cpu = CpuSeconds() - cpu_before;
+
+  std::sort(latencies_ms.begin(), latencies_ms.end());
+  auto pct = [&](double p) {
+    auto index = static_cast<std::size_t>(p * static_cast<double>(latencies_ms.size() - 1));
+    return latencies_ms[index];
+  };
+  nlohmann::json report = {
+      {"calls", n},
+      {"concurrency", concurrency},
+      {"seconds", seconds},
+      {"calls_per_second", static_cast<double>(n) / seconds},
+      {"ok", ok},
+      {"errors", errors},
+      {"latency_ms",
+       {{"p50", pct(0.50)}, {"p90", pct(0.90)}, {"p99", pct(0.99)}, {"max", latencies_ms.back()}}},
+      {"attempts_per_call", static_cast<double>(attempts) / static_cast<double>(n)},
+      {"breaker_transitions", transitions},
+      {"cpu_seconds", cpu},
+      {"cpu_us_per_call", cpu * 1e6 / static_cast<double>(n)},
+      {"peak_rss_kb", PeakRssKb()},
+      {"rss_kb_samples", rss_samples}};
+  std::cout << std::fixed << std::setprecision(2) << "calls: " << n << " (" << concurrency
+            << " in flight) in " << seconds << " s: " << static_cast<double>(n) / seconds
+            << " calls/s\n"
+            << "latency ms: p50 " << pct(0.5) << "  p90 " << pct(0.9) << "  p99 " << pct(0.99)
+            << "  max " << latencies_ms.back() << "\n"
+            << "ok: " << ok
+            << "  errors: " << (errors.empty() ? "none" : nlohmann::json(errors).dump())
+            << "\nattempts per call: " << static_cast<double>(attempts) / static_cast<double>(n)
+            << "  breaker transitions: " << transitions << "\n"
+            << "cpu: " << cpu << " s, " << cpu * 1e6 / static_cast<double>(n)
+            << " us/call  peak rss: " << PeakRssKb() / 1024 << " MiB\n";
+  if (json_path == "-") {
+    std::cout << report.dump() << "\n";
+  } else if (!json_path.empty()) {
+    std::ofstream(json_path) << report.dump(2) << "\n";
+  }
+  return errors.empty() ? kExitOk : 1;
 }
 
 }  // namespace outbound::tool

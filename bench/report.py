@@ -1,0 +1,98 @@
+"""Turns bench/run's raw figures into the side-by-side table and
+bench/results.json. Medians across runs; ratios within the same run set."""
+import json
+import os
+import platform
+import statistics
+import sys
+from datetime import datetime, timezone
+
+work, quick, commit = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+
+
+def load_lines(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+side = load_lines(os.path.join(work, "side.jsonl"))
+clients = ["raw", "outbound", "h2load"]
+median = {}
+for who in clients:
+    runs = [r["result"] for r in side if r["client"] == who]
+    median[who] = {
+        "calls_per_second": statistics.median(r["calls_per_second"] for r in runs),
+        "cpu_us_per_call": statistics.median(r["cpu_us_per_call"] for r in runs),
+        "p50_ms": statistics.median(r["latency_ms"]["p50"] for r in runs),
+        "p99_ms": statistics.median(r["latency_ms"].get("p99", float("nan")) for r in runs),
+        "peak_rss_kb": statistics.median(r["peak_rss_kb"] for r in runs),
+        "runs": len(runs),
+    }
+
+outage = json.load(open(os.path.join(work, "outage.json")))
+soak = json.load(open(os.path.join(work, "soak.json")))
+samples = soak["rss_kb_samples"]
+quarter = max(1, len(samples) // 4)
+first, last = statistics.mean(samples[:quarter]), statistics.mean(samples[-quarter:])
+cg = json.load(open(os.path.join(work, "callgrind.json")))
+per_call = {who: (cg[who][1] - cg[who][0]) / (cg["large"] - cg["small"]) for who in ("raw", "outbound")}
+micro = json.load(open(os.path.join(work, "micro.json")))
+micro_rows = {}
+for b in micro["benchmarks"]:
+    if b.get("aggregate_name", "median") == "median" or "aggregate_name" not in b:
+        name = b.get("run_name", b["name"])
+        micro_rows[name] = {"ns": b["cpu_time"], "allocs_per_op": b.get("allocs/op", 0.0)}
+
+o, r, h = median["outbound"], median["raw"], median["h2load"]
+
+
+def ratio(a, b):
+    return a / b if b else float("nan")  # h2load's CPU can round to 0 on short runs
+
+
+ratios = {
+    "throughput_outbound_over_raw": ratio(o["calls_per_second"], r["calls_per_second"]),
+    "cpu_outbound_over_raw": ratio(o["cpu_us_per_call"], r["cpu_us_per_call"]),
+    "instructions_outbound_over_raw": ratio(per_call["outbound"], per_call["raw"]),
+    "throughput_outbound_over_h2load": ratio(o["calls_per_second"], h["calls_per_second"]),
+    "cpu_outbound_over_h2load": ratio(o["cpu_us_per_call"], h["cpu_us_per_call"]),
+    "throughput_raw_over_h2load": ratio(r["calls_per_second"], h["calls_per_second"]),
+}
+results = {
+    "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    "commit": commit,
+    "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}",
+    "quick": quick,
+    "side_by_side": median,
+    "ratios": ratios,
+    "instructions_per_call": per_call,
+    "outage": outage,
+    "memory": {"calls": soak["calls"], "rss_kb_first_quarter": first, "rss_kb_last_quarter": last,
+               "growth": last / first - 1, "samples_kb": samples},
+    "micro": micro_rows,
+}
+
+print()
+print(f"{'':28}{'raw libcurl':>14}{'outbound':>14}{'h2load':>14}")
+print(f"{'calls/s':28}{r['calls_per_second']:>14.0f}{o['calls_per_second']:>14.0f}{h['calls_per_second']:>14.0f}")
+print(f"{'CPU us/call (user+sys)':28}{r['cpu_us_per_call']:>14.1f}{o['cpu_us_per_call']:>14.1f}{h['cpu_us_per_call']:>14.1f}")
+print(f"{'p50 latency ms':28}{r['p50_ms']:>14.2f}{o['p50_ms']:>14.2f}{h['p50_ms']:>14.2f}")
+print(f"{'p99 latency ms':28}{r['p99_ms']:>14.2f}{o['p99_ms']:>14.2f}{'':>14}")
+print(f"{'peak RSS MiB':28}{r['peak_rss_kb']/1024:>14.1f}{o['peak_rss_kb']/1024:>14.1f}{h['peak_rss_kb']/1024:>14.1f}")
+print(f"{'instructions/call':28}{per_call['raw']:>14.0f}{per_call['outbound']:>14.0f}{'':>14}")
+print()
+print(f"outbound / raw libcurl: throughput {ratios['throughput_outbound_over_raw']:.2f}x, "
+      f"CPU {ratios['cpu_outbound_over_raw']:.2f}x, instructions {ratios['instructions_outbound_over_raw']:.2f}x")
+print(f"outbound / h2load: throughput {ratios['throughput_outbound_over_h2load']:.2f}x, "
+      f"CPU {ratios['cpu_outbound_over_h2load']:.2f}x (raw libcurl / h2load: {ratios['throughput_raw_over_h2load']:.2f}x)")
+print(f"outage, attempts per call: default budget {outage['attempts_per_call_default_budget']:.2f}, "
+      f"unlimited budget {outage['attempts_per_call_unlimited_budget']:.2f}")
+print(f"memory over {soak['calls']} calls: RSS {first/1024:.1f} MiB (first quarter) -> "
+      f"{last/1024:.1f} MiB (last quarter), {100*(last/first-1):+.1f}%")
+for name, row in micro_rows.items():
+    print(f"  {name:44}{row['ns']:8.1f} ns  allocs/op {row['allocs_per_op']:.2g}")
+
+out = "bench/results.json" if not quick else os.path.join(work, "results.json")
+with open(out, "w") as f:
+    json.dump(results, f, indent=2)
+print(f"\nwritten: {out}" + (" (quick runs never overwrite bench/results.json)" if quick else ""))
