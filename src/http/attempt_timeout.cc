@@ -13,12 +13,14 @@ class AttemptTimeout final : public AttemptLayer {
 
   void Start(std::shared_ptr<Attempt> attempt, AttemptDone done) override {
     std::weak_ptr<Attempt> weak = attempt;
-    auto timer = std::make_shared<Timer>(clock_.ScheduleAfter(timeout_, [weak] {
+    // The headers cancel the timer (Attempt::HeadersArrived), and so does
+    // the attempt's end, before anyone above hears of it.
+    attempt->SetHeaderTimer(clock_.ScheduleAfter(timeout_, [weak] {
       if (auto live = weak.lock()) live->Cut(CutReason::kAttemptTimeout);
     }));
-    attempt->OnHeaders([timer] { timer->Cancel(); });
-    next_->Start(std::move(attempt), [timer, done = std::move(done)](AttemptOutcome outcome) {
-      timer->Cancel();
+    std::shared_ptr<Attempt> ending = attempt;
+    next_->Start(std::move(attempt), [ending, done = std::move(done)](AttemptOutcome outcome) {
+      ending->HeadersArrived();
       done(std::move(outcome));
     });
   }

@@ -138,10 +138,10 @@ void Client::SendAsync(Request request, Callback done) {
       [impl = impl_.get(), call, done = std::move(done)](internal::CallOutcome outcome) {
         call->Disarm();
         done(std::move(outcome.result), outcome.thrown);
-        {
-          std::lock_guard lock(impl->mu);
-          impl->live.erase(call.get());
-        }
+        // Notified under the lock: once it is released, the destructor may
+        // free impl.
+        std::lock_guard lock(impl->mu);
+        impl->live.erase(call.get());
         impl->idle.notify_all();
       });
 }

@@ -65,18 +65,14 @@ void Attempt::Cut(CutReason reason) {
   if (canceller) canceller();
 }
 
-void Attempt::OnHeaders(std::function<void()> hook) {
+void Attempt::SetHeaderTimer(Timer timer) {
   std::lock_guard lock(mu_);
-  header_hooks_.push_back(std::move(hook));
+  header_timer_ = std::move(timer);
 }
 
 void Attempt::HeadersArrived() {
-  std::vector<std::function<void()>> hooks;
-  {
-    std::lock_guard lock(mu_);
-    hooks.swap(header_hooks_);
-  }
-  for (auto& hook : hooks) hook();
+  std::lock_guard lock(mu_);
+  header_timer_.Cancel();
 }
 
 }  // namespace outbound::http::internal

@@ -86,15 +86,18 @@ class Attempt {
   void Cut(CutReason reason);
   CutReason cut_reason() const { return cut_.load(); }
 
-  // The response's headers arrived: hooks run on the transport's thread.
-  void OnHeaders(std::function<void()> hook);
+  // The attempt's timeout (AttemptTimeout's), cancelled when the headers
+  // arrive. Set before the attempt starts.
+  void SetHeaderTimer(Timer timer);
+  // The response's headers arrived, or the attempt ended: the header timer
+  // is cancelled.
   void HeadersArrived();
 
  private:
   std::mutex mu_;
   std::atomic<CutReason> cut_{CutReason::kNone};
   std::function<void()> canceller_;
-  std::vector<std::function<void()>> header_hooks_;
+  Timer header_timer_;
 };
 
 // How one attempt ended, on its way up the layers.
