@@ -3,9 +3,9 @@
 // two clients side by side: a naive one (one attempt, no breaker, a plain
 // timeout) and outbound's default client. The dependency follows a script:
 //
-//   healthy 20% | 503 storm 20%: 1 request in 5 answered 503, Retry-After: 1
-//   (one backend of five is down) | hanging 30%: no answer at all | healthy
-//   again 30%
+//   healthy 20% | 503 storm 20%: 1 request in 10 answered 503, Retry-After: 1
+//   (one backend of ten is down) | hanging 40%: no answer at all, longer than
+//   any timeout | healthy again 20%
 //
 // Everything is measured, nothing fixed: success rates, latencies, the
 // attempts the dependency received per call, the breaker's transitions and
@@ -43,7 +43,7 @@ constexpr const char* kHelp =
     R"(usage: outbound demo [--seconds N] [--rps R] [--svg FILE] [--json FILE]
 
 Starts an embedded dependency on loopback (TLS, a certificate from a CA made
-for this run) that is healthy, then answers one request in five with 503 and
+for this run) that is healthy, then answers one request in ten with 503 and
 Retry-After: 1, then hangs, then is healthy again; and calls it at a steady
 rate through two clients at once: a naive one (one attempt, no breaker, the
 same overall timeout) and outbound's default client. Prints a live progress
@@ -60,7 +60,7 @@ options:
 enum Phase { kHealthy, kStorm, kHanging, kRecovered };
 constexpr const char* kPhaseNames[] = {"healthy", "503 storm", "hanging", "healthy again"};
 // Where each phase starts, as a fraction of the run.
-constexpr double kPhaseStart[] = {0.0, 0.2, 0.4, 0.7};
+constexpr double kPhaseStart[] = {0.0, 0.2, 0.4, 0.8};
 
 Phase PhaseAt(double fraction) {
   for (int p = 3; p >= 0; --p) {
@@ -98,7 +98,9 @@ double Percentile(std::vector<double> values, double p) {
 
 struct Summary {
   double success_rate = 0;
+  double prompt_success_rate = 0;  // answered OK within the prompt limit
   double p50_ms = 0, p99_ms = 0, max_ms = 0;
+  double failure_p50_ms = 0;  // how long a failed call kept its caller
   double attempts_per_call = 0;
   int calls = 0;
   int rejected = 0;
@@ -106,18 +108,23 @@ struct Summary {
 
 // The calls that started in [from, to) seconds, and `sent` attempts that
 // reached the dependency in that time.
-Summary Summarize(const std::vector<CallRecord>& calls, double from, double to, int sent) {
+Summary Summarize(const std::vector<CallRecord>& calls, double from, double to, int sent,
+                  double prompt_seconds) {
   Summary s;
-  std::vector<double> latencies;
-  int ok = 0;
+  std::vector<double> latencies, failure_latencies;
+  int ok = 0, prompt = 0;
   for (const CallRecord& c : calls) {
     if (c.start < from || c.start >= to) continue;
     ++s.calls;
     ok += c.ok ? 1 : 0;
+    prompt += c.ok && c.latency <= prompt_seconds ? 1 : 0;
     s.rejected += c.error == ErrorKind::kRejected ? 1 : 0;
     latencies.push_back(c.latency * 1000);
+    if (!c.ok) failure_latencies.push_back(c.latency * 1000);
   }
+  s.failure_p50_ms = Percentile(failure_latencies, 0.50);
   s.success_rate = s.calls ? static_cast<double>(ok) / s.calls : 0;
+  s.prompt_success_rate = s.calls ? static_cast<double>(prompt) / s.calls : 0;
   s.p50_ms = Percentile(latencies, 0.50);
   s.p99_ms = Percentile(latencies, 0.99);
   s.max_ms = latencies.empty() ? 0 : *std::max_element(latencies.begin(), latencies.end());
@@ -126,10 +133,15 @@ Summary Summarize(const std::vector<CallRecord>& calls, double from, double to, 
 }
 
 nlohmann::json ToJson(const Summary& s) {
-  return {{"calls", s.calls},      {"success_rate", s.success_rate},
-          {"p50_ms", s.p50_ms},    {"p99_ms", s.p99_ms},
-          {"max_ms", s.max_ms},    {"attempts_per_call", s.attempts_per_call},
-          {"rejected", s.rejected}};
+  return {{"calls", s.calls},
+          {"success_rate", s.success_rate},
+          {"p50_ms", s.p50_ms},
+          {"p99_ms", s.p99_ms},
+          {"max_ms", s.max_ms},
+          {"attempts_per_call", s.attempts_per_call},
+          {"rejected", s.rejected},
+          {"prompt_success_rate", s.prompt_success_rate},
+          {"failure_p50_ms", s.failure_p50_ms}};
 }
 
 std::string Percent(double x) {
@@ -305,8 +317,8 @@ int RunDemo(const std::vector<std::string>& args) {
     }
     switch (phase) {
       case kStorm:
-        // One backend of five is down: every fifth request is answered 503.
-        if (++storm_counter[is_naive ? 0 : 1] % 5 == 0) {
+        // One backend of ten is down: every tenth request is answered 503.
+        if (++storm_counter[is_naive ? 0 : 1] % 10 == 0) {
           return testing::Reply::Status(503, "overloaded").Header("Retry-After", "1");
         }
         return testing::Reply::Ok("{\"charge\":\"ok\"}");
@@ -431,8 +443,12 @@ int RunDemo(const std::vector<std::string>& args) {
     return std::pair{kPhaseStart[p] * run_seconds,
                      (p < 3 ? kPhaseStart[p + 1] : 1.0) * run_seconds};
   };
+  // A caller rarely waits long: an answer after a second (scaled) is as
+  // good as none to most of them.
+  const double prompt_seconds = scale;
   nlohmann::json report;
   report["seconds"] = run_seconds;
+  report["prompt_seconds"] = prompt_seconds;
   report["rps"] = rps;
   std::cout << "\n"
             << std::left << std::setw(34) << "" << std::setw(14) << "naive"
@@ -445,11 +461,11 @@ int RunDemo(const std::vector<std::string>& args) {
     nlohmann::json j;
     int sent = 0;
     for (int p = 0; p < 4; ++p) sent += side->attempts_in_phase[p];
-    j["all"] = ToJson(Summarize(side->calls, 0, run_seconds, sent));
+    j["all"] = ToJson(Summarize(side->calls, 0, run_seconds, sent, prompt_seconds));
     for (int p = 0; p < 4; ++p) {
       auto [from, to] = phase_bounds(p);
       j["phases"][kPhaseNames[p]] =
-          ToJson(Summarize(side->calls, from, to, side->attempts_in_phase[p]));
+          ToJson(Summarize(side->calls, from, to, side->attempts_in_phase[p], prompt_seconds));
     }
     std::vector<int> calls_per_second(static_cast<std::size_t>(seconds));
     std::vector<int> ok_per_second(calls_per_second.size());
@@ -493,9 +509,17 @@ int RunDemo(const std::vector<std::string>& args) {
         Percent(nj["phases"][kPhaseNames[p]]["success_rate"].get<double>()),
         Percent(oj["phases"][kPhaseNames[p]]["success_rate"].get<double>()));
   }
+  both("answered OK within " + Fixed(prompt_seconds, prompt_seconds < 1 ? 1 : 0) + " s",
+       "prompt_success_rate", Percent);
+  for (int p = 1; p < 4; ++p) {
+    row(std::string("  during ") + kPhaseNames[p],
+        Percent(nj["phases"][kPhaseNames[p]]["prompt_success_rate"].get<double>()),
+        Percent(oj["phases"][kPhaseNames[p]]["prompt_success_rate"].get<double>()));
+  }
   both("p50 latency", "p50_ms", ms);
   both("p99 latency", "p99_ms", ms);
   both("max latency", "max_ms", ms);
+  both("failed calls: p50 time to fail", "failure_p50_ms", ms);
   both("attempts at dependency / call", "attempts_per_call", [](double v) { return Fixed(v, 2); });
   for (int p = 1; p < 3; ++p) {
     row(std::string("  during ") + kPhaseNames[p],
