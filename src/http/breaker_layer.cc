@@ -23,22 +23,28 @@ class BreakerLayer final : public AttemptLayer {
       return done(std::move(outcome));
     }
     auto shared_ticket = std::make_shared<circuit::Ticket>(std::move(*ticket));
+    attempt->still_admitted = [this] {
+      return breaker_.state(clock_.Now()) != circuit::State::kOpen;
+    };
     std::shared_ptr<CallState> call = attempt->call;
-    next_->Start(std::move(attempt),
-                 [this, shared_ticket, call, done = std::move(done)](AttemptOutcome outcome) {
-                   try {
-                     outcome.classification = Decide(*call, outcome);
-                     shared_ticket->Settle(outcome.classification->breaker, clock_.Now());
-                   } catch (...) {
-                     // The user's classify or policy threw: the slot is freed now (an
-                     // unsettled ticket counts nothing), the response dropped, and the
-                     // exception goes up to the caller.
-                     { circuit::Ticket released = std::move(*shared_ticket); }
-                     outcome.thrown = std::current_exception();
-                     outcome.result = Fail(ErrorKind::kTransport, "classify threw");
-                   }
-                   done(std::move(outcome));
-                 });
+    next_->Start(std::move(attempt), [this, shared_ticket, call,
+                                      done = std::move(done)](AttemptOutcome outcome) {
+      // The breaker opened while the attempt waited to be sent:
+      // the transport sent nothing.
+      outcome.rejected = !outcome.result && outcome.result.error().kind() == ErrorKind::kRejected;
+      try {
+        outcome.classification = Decide(*call, outcome);
+        shared_ticket->Settle(outcome.classification->breaker, clock_.Now());
+      } catch (...) {
+        // The user's classify or policy threw: the slot is freed now (an
+        // unsettled ticket counts nothing), the response dropped, and the
+        // exception goes up to the caller.
+        { circuit::Ticket released = std::move(*shared_ticket); }
+        outcome.thrown = std::current_exception();
+        outcome.result = Fail(ErrorKind::kTransport, "classify threw");
+      }
+      done(std::move(outcome));
+    });
   }
 
  private:
@@ -60,6 +66,7 @@ class BreakerLayer final : public AttemptLayer {
       if (call.deadline_passed()) return {Outcome::kStop, {}, circuit::Outcome::kFailure};
       // The dependency sent its headers and then failed.
       if (outcome.body_failed) return {Outcome::kStop, {}, circuit::Outcome::kFailure};
+      if (outcome.rejected) return {Outcome::kStop, {}, circuit::Outcome::kIgnored};
       // Too large is the caller's limit, not the dependency's failure.
       if (outcome.result.error().kind() == ErrorKind::kResponseTooLarge) {
         return {Outcome::kStop, {}, circuit::Outcome::kIgnored};

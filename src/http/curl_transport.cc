@@ -44,6 +44,7 @@ struct Transfer {
   bool headers_done = false;
   bool too_large = false;
   bool in_curl = false;
+  bool waited = false;  // queued behind others rather than sent at once
   std::size_t max_bytes = 0;
   Clock* clock = nullptr;
   char error[CURL_ERROR_SIZE] = {};
@@ -121,21 +122,32 @@ class CurlTransport final : public AttemptLayer {
     }
     Result<void> prepared = Prepare(*transfers_[id], route);
     if (!prepared) return Finish(id, tl::unexpected(prepared.error()));
+    transfers_[id]->waited = !queue_.empty() || in_flight_ >= max_in_flight_;
     queue_.push_back(id);
     StartQueued();
   }
 
   // Hands queued transfers to curl while there is room, oldest first.
   void StartQueued() {
+    // Finish() calls back here: one pass at a time, however many it fails.
+    if (starting_ || stopped_) return;
+    starting_ = true;
     while (!queue_.empty() && in_flight_ < max_in_flight_) {
       std::uint64_t id = queue_.front();
       queue_.pop_front();
       auto it = transfers_.find(id);
       if (it == transfers_.end()) continue;  // cut while queued
+      const Attempt& attempt = *it->second->attempt;
+      if (it->second->waited && attempt.still_admitted && !attempt.still_admitted()) {
+        Finish(id, Fail(ErrorKind::kRejected,
+                        "the circuit breaker opened while the attempt waited: nothing was sent"));
+        continue;
+      }
       it->second->in_curl = true;
       ++in_flight_;
       curl_multi_add_handle(multi_, it->second->easy.get());
     }
+    starting_ = false;
   }
 
   Result<void> Prepare(Transfer& t, const Route& route) {
@@ -382,8 +394,10 @@ class CurlTransport final : public AttemptLayer {
     }
     AttemptDone done = std::move(t->done);
     t.reset();
-    StartQueued();
+    // The layers above hear of this attempt (its breaker ticket is settled)
+    // before the queue moves, so a breaker it opened stops the queued ones.
     done(std::move(outcome));
+    StartQueued();
   }
 
   Clock& clock_;
@@ -397,6 +411,7 @@ class CurlTransport final : public AttemptLayer {
   std::size_t in_flight_ = 0;
   std::uint64_t next_id_ = 1;
   bool stopped_ = false;
+  bool starting_ = false;
   bool protocol_known_ = false;
   std::map<std::uint64_t, std::unique_ptr<Transfer>> transfers_;
   std::deque<std::uint64_t> queue_;

@@ -429,6 +429,26 @@ TEST_F(ClientH2Test, ThrowingClassifyReachesTheCallerAndFreesTheProbeSlot) {
   EXPECT_EQ(probe->status, 500);
 }
 
+TEST_F(ClientH2Test, AttemptsQueuedWhenTheBreakerOpensAreNotSent) {
+  Serve([](const ServerRequest&) { return Reply::Status(500); });
+  Settings settings = PaymentsSettings();
+  settings.breaker_policy.trip = [](const circuit::Counts& c) { return c.failures >= 1; };
+  auto client = MakeClient(settings);
+  // Until the first response says which protocol the connection speaks, the
+  // client sends one attempt at a time: the other four wait in its queue.
+  std::vector<std::future<Result<Response>>> calls;
+  for (int i = 0; i < 5; ++i) calls.push_back(client->SendAsync(Request::Get("/")));
+  auto first = calls[0].get();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 500);
+  for (int i = 1; i < 5; ++i) {
+    auto queued = calls[static_cast<size_t>(i)].get();
+    ASSERT_FALSE(queued);
+    EXPECT_EQ(queued.error().kind(), ErrorKind::kRejected);
+  }
+  EXPECT_EQ(server->request_count(), 1u);
+}
+
 TEST_F(ClientH2Test, ManyCallsInFlightOnOneConnection) {
   Serve([](const ServerRequest& r) { return Reply::Ok(r.target); });
   auto client = MakeClient();
