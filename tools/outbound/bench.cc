@@ -85,12 +85,7 @@ int RunBench(const std::vector<std::string>& args) {
       } else if ((a == "-X" || a == "--method") && has_value) {
         proto.method = args[++i];
       } else if ((a == "-H" || a == "--header") && has_value) {
-        const std::string& h = args[++i];
-        auto colon = h.find(':');
-        if (colon == std::string::npos) return Usage("bench", "-H needs 'Name: value'");
-        std::string value = h.substr(colon + 1);
-        value.erase(0, value.find_first_not_of(' '));
-        proto.Header(h.substr(0, colon), value);
+        if (!AddHeader(proto, args[++i])) return Usage("bench", "-H needs 'Name: value'");
       } else if ((a == "-d" || a == "--data") && has_value) {
         proto.body = args[++i];
         if (proto.method == "GET") proto.method = "POST";
@@ -128,13 +123,8 @@ int RunBench(const std::vector<std::string>& args) {
     std::lock_guard lock(mu);
     ++transitions;
   };
-  Runtime runtime;
-  runtime.network = &network;
-  auto client = http::Client::Create(runtime, *settings);
-  if (!client) {
-    std::cerr << "outbound: " << client.error().message() << "\n";
-    return kExitConfig;
-  }
+  std::unique_ptr<http::Client> client = MakeClient(*settings, network);
+  if (!client) return kExitConfig;
   proto.url = url;
 
   Clock& clock = SystemClock();
@@ -146,7 +136,7 @@ int RunBench(const std::vector<std::string>& args) {
   std::function<void()> start_one;
   start_one = [&] {
     TimePoint began = clock.Now();
-    (*client)->SendAsync(proto, [&, began](Result<http::Response> result, std::exception_ptr) {
+    client->SendAsync(proto, [&, began](Result<http::Response> result, std::exception_ptr) {
       double ms = std::chrono::duration<double, std::milli>(clock.Now() - began).count();
       bool more = false, last = false;
       {

@@ -70,11 +70,7 @@ int RunCall(const std::vector<std::string>& args) {
       request.method = *v;
     } else if (a == "-H" || a == "--header") {
       auto v = value();
-      auto colon = v ? v->find(':') : std::string::npos;
-      if (colon == std::string::npos) return Usage("call", a + " needs 'Name: value'");
-      std::string header_value = v->substr(colon + 1);
-      header_value.erase(0, header_value.find_first_not_of(' '));
-      request.Header(v->substr(0, colon), header_value);
+      if (!v || !AddHeader(request, *v)) return Usage("call", a + " needs 'Name: value'");
     } else if (a == "-d" || a == "--data") {
       auto v = value();
       if (!v) return Usage("call", a + " needs data");
@@ -134,15 +130,10 @@ int RunCall(const std::vector<std::string>& args) {
          {"decision", decision}});
   };
 
-  Runtime runtime;
-  runtime.network = &network;
-  auto client = http::Client::Create(runtime, *settings);
-  if (!client) {
-    std::cerr << "outbound: " << client.error().message() << "\n";
-    return kExitConfig;
-  }
+  std::unique_ptr<http::Client> client = MakeClient(*settings, network);
+  if (!client) return kExitConfig;
   request.url = url;
-  Result<http::Response> response = (*client)->Send(std::move(request));
+  Result<http::Response> response = client->Send(std::move(request));
   int code = kExitOk;
   if (!response) {
     std::cerr << "outbound: " << ToString(response.error().kind()) << ": "
@@ -161,7 +152,7 @@ int RunCall(const std::vector<std::string>& args) {
          response ? nlohmann::json({{"status", response->status}, {"version", response->version}})
                   : nlohmann::json({{"error", ToString(response.error().kind())},
                                     {"message", response.error().message()}})},
-        {"breaker_state", circuit::ToString((*client)->breaker_state())},
+        {"breaker_state", circuit::ToString(client->breaker_state())},
         {"exit_code", code}};
     std::cerr << summary.dump() << "\n";
   }

@@ -84,6 +84,26 @@ std::string OriginOf(const std::string& url) {
   return origin;
 }
 
+bool AddHeader(http::Request& request, const std::string& line) {
+  auto colon = line.find(':');
+  if (colon == std::string::npos) return false;
+  std::string value = line.substr(colon + 1);
+  value.erase(0, value.find_first_not_of(' '));
+  request.Header(line.substr(0, colon), value);
+  return true;
+}
+
+std::unique_ptr<http::Client> MakeClient(const http::Settings& settings, const Network& network) {
+  Runtime runtime;
+  runtime.network = &network;
+  auto client = http::Client::Create(runtime, settings);
+  if (!client) {
+    std::cerr << "outbound: " << client.error().message() << "\n";
+    return nullptr;
+  }
+  return std::move(*client);
+}
+
 std::optional<http::Settings> SettingsFromEnvironment(const std::string& base_url) {
   config::Resolver r(config::ProcessEnvironment());
   http::Settings defaults = http::DefaultSettings();

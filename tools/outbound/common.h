@@ -4,11 +4,13 @@
 #define OUTBOUND_TOOLS_OUTBOUND_COMMON_H_
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "outbound/error.h"
+#include "outbound/http/client.h"
 #include "outbound/http/settings.h"
 #include "outbound/network.h"
 
@@ -44,6 +46,13 @@ class ConnectToNetwork final : public Network {
 
 // scheme://host:port of an absolute URL, or empty.
 std::string OriginOf(const std::string& url);
+
+// Adds "Name: value" to `request`; false if there is no colon.
+bool AddHeader(http::Request& request, const std::string& line);
+
+// A client with `settings` dialling through `network`; on failure prints
+// why to stderr and returns null (the caller exits 78).
+std::unique_ptr<http::Client> MakeClient(const http::Settings& settings, const Network& network);
 
 // Settings for `base_url` from the OUTBOUND_* variables; on bad ones, prints
 // every one to stderr and returns nothing (the caller exits 78).
