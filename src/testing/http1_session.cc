@@ -1,6 +1,7 @@
 // HTTP/1.1 for the FakeServer: Beast parses each request; well-behaved
 // responses are written by Beast, and the scripted misbehaviours write the
 // bytes a broken server would.
+#include <algorithm>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <optional>
@@ -99,6 +100,14 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
   }
 
   void Respond(const Reply& reply) {
+    // Beast refuses fields over 64 KiB; a scripted header bomb is written
+    // as the bytes it is.
+    bool oversized = std::any_of(reply.headers.begin(), reply.headers.end(), [](const auto& h) {
+      return h.first.size() + h.second.size() > 60 * 1024;
+    });
+    if (oversized) {
+      return WriteRaw(Head(reply, reply.body.size()) + reply.body, [this] { Answered({}); });
+    }
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(reply.status), 11);
     for (const auto& [name, value] : reply.headers) res->insert(name, value);

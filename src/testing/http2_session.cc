@@ -22,7 +22,12 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, OnData);
     nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, OnFrame);
     nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, OnStreamClose);
-    nghttp2_session_server_new(&session_, callbacks, this);
+    // A scripted header bomb must be sent, not refused by our own side.
+    nghttp2_option* option = nullptr;
+    nghttp2_option_new(&option);
+    nghttp2_option_set_max_send_header_block_length(option, 16 * 1024 * 1024);
+    nghttp2_session_server_new2(&session_, callbacks, this, option);
+    nghttp2_option_del(option);
     nghttp2_session_callbacks_del(callbacks);
   }
 

@@ -100,6 +100,17 @@ TEST_P(FakeServerLibcurlTest, ClientLeavingIdleConnectionIsSeenClosed) {
   EXPECT_TRUE(server->WaitFor([](const FakeServer& s) { return s.connections_open() == 0; }));
 }
 
+TEST_P(FakeServerLibcurlTest, SendsOversizedHeadersAsScripted) {
+  // 80 KiB in one header: past what Beast and nghttp2 build by default,
+  // within what libcurl accepts (100 KiB).
+  auto server = Serve({.handler = [](const ServerRequest&) {
+    return Reply::Ok("after the bomb").Header("X-Bomb", std::string(80 * 1024, 'b'));
+  }});
+  Response response = Call("/");
+  ASSERT_EQ(response.code, CURLE_OK) << curl_easy_strerror(response.code);
+  EXPECT_EQ(response.body, "after the bomb");
+}
+
 INSTANTIATE_TEST_SUITE_P(Protocols, FakeServerLibcurlTest,
                          ::testing::Values(CURL_HTTP_VERSION_1_1, CURL_HTTP_VERSION_2TLS),
                          [](const auto& param_info) {
