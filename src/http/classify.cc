@@ -7,15 +7,20 @@
 
 namespace outbound::http {
 
+bool SameHeaderName(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 std::string_view FindHeader(const Headers& headers, std::string_view name) {
   for (const auto& [key, value] : headers) {
-    if (key.size() != name.size()) continue;
-    bool same = true;
-    for (size_t i = 0; i < key.size() && same; ++i) {
-      same = std::tolower(static_cast<unsigned char>(key[i])) ==
-             std::tolower(static_cast<unsigned char>(name[i]));
-    }
-    if (same) return value;
+    if (SameHeaderName(key, name)) return value;
   }
   return {};
 }

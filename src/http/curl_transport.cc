@@ -44,7 +44,6 @@ struct Transfer {
   bool headers_done = false;
   bool too_large = false;
   bool in_curl = false;
-  bool waited = false;  // queued behind others rather than sent at once
   std::size_t max_bytes = 0;
   Clock* clock = nullptr;
   char error[CURL_ERROR_SIZE] = {};
@@ -122,7 +121,6 @@ class CurlTransport final : public AttemptLayer {
     }
     Result<void> prepared = Prepare(*transfers_[id], route);
     if (!prepared) return Finish(id, tl::unexpected(prepared.error()));
-    transfers_[id]->waited = !queue_.empty() || in_flight_ >= max_in_flight_;
     queue_.push_back(id);
     StartQueued();
   }
@@ -138,9 +136,10 @@ class CurlTransport final : public AttemptLayer {
       auto it = transfers_.find(id);
       if (it == transfers_.end()) continue;  // cut while queued
       const Attempt& attempt = *it->second->attempt;
-      if (it->second->waited && attempt.still_admitted && !attempt.still_admitted()) {
-        Finish(id, Fail(ErrorKind::kRejected,
-                        "the circuit breaker opened while the attempt waited: nothing was sent"));
+      if (attempt.still_admitted && !attempt.still_admitted()) {
+        Finish(id,
+               Fail(ErrorKind::kRejected,
+                    "the circuit breaker opened before the attempt was sent: nothing was sent"));
         continue;
       }
       it->second->in_curl = true;
@@ -196,8 +195,8 @@ class CurlTransport final : public AttemptLayer {
     for (const auto& [name, value] : attempt.headers) {
       std::string line = value.empty() ? name + ";" : name + ": " + value;
       headers = curl_slist_append(headers, line.c_str());
-      has_expect |= strcasecmp(name.c_str(), "Expect") == 0;
-      has_content_type |= strcasecmp(name.c_str(), "Content-Type") == 0;
+      has_expect |= SameHeaderName(name, "Expect");
+      has_content_type |= SameHeaderName(name, "Content-Type");
     }
     // With a body: no 100-continue round trip, no form content type made up by curl.
     if (has_body && !has_expect) headers = curl_slist_append(headers, "Expect:");

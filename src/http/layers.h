@@ -78,10 +78,10 @@ class Attempt {
   int number = 1;                     // within its request
   int resend_count = 0;               // within the whole call
   std::shared_ptr<CallState> call;
-  // Asked by a transport before it sends an attempt that waited in its
-  // queue: false when the breaker that admitted it has opened meanwhile, so
-  // the attempt is failed as rejected and nothing is sent. Set by the
-  // breaker layer; empty means always.
+  // Asked by a transport just before it sends the attempt (which may have
+  // waited in its queue): false when the breaker that admitted it has opened
+  // meanwhile, so the attempt is failed as rejected and nothing is sent. Set
+  // by the breaker layer; empty means always.
   std::function<bool()> still_admitted;
 
   // Cutting short: the transport says how; layers above say when. Both

@@ -70,8 +70,7 @@ class Redirects final : public CallLayer {
       next->method = request.method == "HEAD" ? "HEAD" : "GET";
       next->body.clear();
       std::erase_if(next->headers, [](const auto& h) {
-        return !FindHeader({h}, "Content-Type").empty() ||
-               !FindHeader({h}, "Content-Length").empty();
+        return SameHeaderName(h.first, "Content-Type") || SameHeaderName(h.first, "Content-Length");
       });
     }
     return next;

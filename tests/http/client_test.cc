@@ -224,6 +224,21 @@ TEST_F(ClientH2Test, AnotherOriginIsRefusedAndNothingDialled) {
             ErrorKind::kOriginRefused);
 }
 
+TEST_F(ClientH2Test, A303AfterAPostIsFollowedWithAGetWithoutTheBody) {
+  Serve([](const ServerRequest& r) {
+    if (r.target == "/charges") return Reply::Status(303).Header("Location", "/charges/7");
+    return Reply::Ok(r.method + " " + r.target + " [" + r.body + "]");
+  });
+  auto client = MakeClient();
+  auto response = client->Send(Request::Post("/charges", "amount=5")
+                                   .Header("Content-Type", "application/x-www-form-urlencoded"));
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->body, "GET /charges/7 []");
+  auto requests = server->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].header("content-type"), "");
+}
+
 TEST_F(ClientH2Test, UserClassifyRetriesA409) {
   std::atomic<int> calls{0};
   Serve([&](const ServerRequest&) { return ++calls == 1 ? Reply::Status(409) : Reply::Ok(); });

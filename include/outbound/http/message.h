@@ -21,6 +21,9 @@ namespace outbound::http {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
+// Whether two header names are the same (names are case-insensitive).
+bool SameHeaderName(std::string_view a, std::string_view b);
+
 // The first value of header `name` (any case), or "" if absent.
 std::string_view FindHeader(const Headers& headers, std::string_view name);
 
