@@ -4,7 +4,7 @@
 // HTTP/1.1 for http URLs). Prints one JSON line with the same figures
 // `outbound bench --json -` prints, so bench/run compares like with like.
 //
-//   raw_curl -n 100000 -c 64 --cacert ca.pem --connect-to h:443:127.0.0.1:8443 URL
+//   raw_curl -n 100000 -c 64 [--http1.1] --cacert ca.pem --connect-to h:443:127.0.0.1:8443 URL
 #include <curl/curl.h>
 #include <sys/resource.h>
 
@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   long n = 10000;
   long concurrency = 64;
   std::string cacert, connect_to, url;
+  bool http11 = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     bool has = i + 1 < argc;
@@ -47,6 +48,8 @@ int main(int argc, char** argv) {
       concurrency = std::atol(argv[++i]);
     } else if (a == "--cacert" && has) {
       cacert = argv[++i];
+    } else if (a == "--http1.1") {
+      http11 = true;
     } else if (a == "--connect-to" && has) {
       connect_to = argv[++i];
     } else {
@@ -54,10 +57,12 @@ int main(int argc, char** argv) {
     }
   }
   if (url.empty() || n < 1 || concurrency < 1) {
-    std::fprintf(stderr, "usage: raw_curl [-n N] [-c C] [--cacert F] [--connect-to S] URL\n");
+    std::fprintf(stderr,
+                 "usage: raw_curl [-n N] [-c C] [--http1.1] [--cacert F] [--connect-to S] URL\n");
     return 2;
   }
   bool https = url.rfind("https:", 0) == 0;
+  bool h2 = https && !http11;
   curl_global_init(CURL_GLOBAL_DEFAULT);
   CURLM* multi = curl_multi_init();
   curl_multi_setopt(multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
@@ -78,8 +83,8 @@ int main(int argc, char** argv) {
       curl_easy_setopt(t.easy, CURLOPT_PROXY, "");
       curl_easy_setopt(t.easy, CURLOPT_PRIVATE, &t);
       curl_easy_setopt(t.easy, CURLOPT_HTTP_VERSION,
-                       https ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
-      if (https) curl_easy_setopt(t.easy, CURLOPT_PIPEWAIT, 1L);
+                       h2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
+      if (h2) curl_easy_setopt(t.easy, CURLOPT_PIPEWAIT, 1L);
       if (!cacert.empty()) curl_easy_setopt(t.easy, CURLOPT_CAINFO, cacert.c_str());
       if (connect) curl_easy_setopt(t.easy, CURLOPT_CONNECT_TO, connect);
     }

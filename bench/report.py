@@ -29,6 +29,18 @@ for who in clients:
         "runs": len(runs),
     }
 
+h1 = load_lines(os.path.join(work, "side_h1.jsonl"))
+median_h1 = {}
+for who in ("raw", "outbound"):
+    runs = [r["result"] for r in h1 if r["client"] == who]
+    median_h1[who] = {
+        "calls_per_second": statistics.median(r["calls_per_second"] for r in runs),
+        "cpu_us_per_call": statistics.median(r["cpu_us_per_call"] for r in runs),
+        "p50_ms": statistics.median(r["latency_ms"]["p50"] for r in runs),
+        "p99_ms": statistics.median(r["latency_ms"]["p99"] for r in runs),
+        "runs": len(runs),
+    }
+
 outage = json.load(open(os.path.join(work, "outage.json")))
 soak = json.load(open(os.path.join(work, "soak.json")))
 samples = soak["rss_kb_samples"]
@@ -64,6 +76,7 @@ results = {
     "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}",
     "quick": quick,
     "side_by_side": median,
+    "side_by_side_http1_nginx": median_h1,
     "ratios": ratios,
     "instructions_per_call": per_call,
     "outage": outage,
@@ -85,6 +98,11 @@ print(f"outbound / raw libcurl: throughput {ratios['throughput_outbound_over_raw
       f"CPU {ratios['cpu_outbound_over_raw']:.2f}x, instructions {ratios['instructions_outbound_over_raw']:.2f}x")
 print(f"outbound / h2load: throughput {ratios['throughput_outbound_over_h2load']:.2f}x, "
       f"CPU {ratios['cpu_outbound_over_h2load']:.2f}x (raw libcurl / h2load: {ratios['throughput_raw_over_h2load']:.2f}x)")
+r1, o1 = median_h1["raw"], median_h1["outbound"]
+print(f"HTTP/1.1 over TLS (nginx): raw {r1['calls_per_second']:.0f} calls/s {r1['cpu_us_per_call']:.1f} us/call, "
+      f"outbound {o1['calls_per_second']:.0f} calls/s {o1['cpu_us_per_call']:.1f} us/call: "
+      f"throughput {ratio(o1['calls_per_second'], r1['calls_per_second']):.2f}x, "
+      f"CPU {ratio(o1['cpu_us_per_call'], r1['cpu_us_per_call']):.2f}x")
 print(f"outage, attempts per call: default budget {outage['attempts_per_call_default_budget']:.2f}, "
       f"unlimited budget {outage['attempts_per_call_unlimited_budget']:.2f}")
 print(f"memory over {soak['calls']} calls: RSS {first/1024:.1f} MiB (first quarter) -> "
