@@ -14,8 +14,8 @@ class AttemptSpan final : public AttemptLayer {
     AttemptRecord record;
     record.attempt = attempt->number;
     record.resend_count = attempt->resend_count;
-    record.method = attempt->method;
-    record.url = attempt->url;
+    record.method = attempt->request->method;
+    record.url = attempt->request->url;
     TimePoint start = clock_.Now();
     next_->Start(std::move(attempt), [this, start, record = std::move(record),
                                       done = std::move(done)](AttemptOutcome outcome) mutable {

@@ -162,7 +162,8 @@ class CurlTransport final : public AttemptLayer {
     CURL* easy = t.easy.get();
     const Attempt& attempt = *t.attempt;
     curl_easy_setopt(easy, CURLOPT_PRIVATE, reinterpret_cast<void*>(t.id));
-    curl_easy_setopt(easy, CURLOPT_URL, attempt.url.c_str());
+    const CallRequest& request = *attempt.request;
+    curl_easy_setopt(easy, CURLOPT_URL, request.url.c_str());
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t.error);
     curl_easy_setopt(easy, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
@@ -176,8 +177,8 @@ class CurlTransport final : public AttemptLayer {
     curl_easy_setopt(easy, CURLOPT_CONNECT_TO, t.connect_to.get());
 
     // The method, from a clean slate (the handle may have sent a POST last).
-    const std::string& method = attempt.method;
-    const std::string& body = *attempt.body;
+    const std::string& method = request.method;
+    const std::string& body = request.body;
     curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, nullptr);
     bool has_body = !body.empty() || method == "POST" || method == "PUT" || method == "PATCH";
@@ -192,7 +193,7 @@ class CurlTransport final : public AttemptLayer {
     }
     curl_slist* headers = nullptr;
     bool has_expect = false, has_content_type = false;
-    for (const auto& [name, value] : attempt.headers) {
+    for (const auto& [name, value] : request.headers) {
       std::string line = value.empty() ? name + ";" : name + ": " + value;
       headers = curl_slist_append(headers, line.c_str());
       has_expect |= SameHeaderName(name, "Expect");

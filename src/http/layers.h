@@ -68,15 +68,22 @@ class CallState : public std::enable_shared_from_this<CallState> {
   int cancel_id_ = -1;
 };
 
+// One request of a call: its method, absolute URL and headers, validated.
+struct CallRequest {
+  std::string method;
+  std::string url;
+  Headers headers;
+  std::string body;
+  bool replayable = true;
+};
+
 // One attempt: one request sent; one response or error back.
 class Attempt {
  public:
-  std::string method;
-  std::string url;  // absolute, on the client's origin
-  Headers headers;
-  const std::string* body = nullptr;  // owned by the call, outlives the attempt
-  int number = 1;                     // within its request
-  int resend_count = 0;               // within the whole call
+  // What is sent, shared by every attempt of the request (not copied).
+  std::shared_ptr<const CallRequest> request;
+  int number = 1;        // within its request
+  int resend_count = 0;  // within the whole call
   std::shared_ptr<CallState> call;
   // Asked by a transport just before it sends the attempt (which may have
   // waited in its queue): false when the breaker that admitted it has opened
@@ -129,15 +136,6 @@ struct CallOutcome {
   std::exception_ptr thrown;
 };
 using CallDone = std::function<void(CallOutcome)>;
-
-// One request of a call: its method, absolute URL and headers, validated.
-struct CallRequest {
-  std::string method;
-  std::string url;
-  Headers headers;
-  std::string body;
-  bool replayable = true;
-};
 
 class CallLayer {
  public:

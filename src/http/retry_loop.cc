@@ -32,10 +32,7 @@ class RetryingRequest : public std::enable_shared_from_this<RetryingRequest> {
       std::lock_guard lock(mu_);
       if (finished_) return;
       waiting_ = false;
-      attempt->method = request_->method;
-      attempt->url = request_->url;
-      attempt->headers = request_->headers;
-      attempt->body = &request_->body;
+      attempt->request = request_;
       attempt->number = ++attempts_;
       attempt->resend_count = call_->attempts++;
       attempt->call = call_;
