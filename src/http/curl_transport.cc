@@ -39,7 +39,6 @@ struct Transfer {
   AttemptDone done;
   Easy easy;
   Slist headers;
-  Slist connect_to;
   Response response;
   bool headers_done = false;
   bool too_large = false;
@@ -167,14 +166,7 @@ class CurlTransport final : public AttemptLayer {
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t.error);
     curl_easy_setopt(easy, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
-    if (route.kind == Route::Kind::kEndpoint) {
-      bool v6 = route.address.find(':') != std::string::npos;
-      std::string entry = origin_.host + ":" + std::to_string(origin_.port) + ":" +
-                          (v6 ? "[" + route.address + "]" : route.address) + ":" +
-                          std::to_string(route.port);
-      t.connect_to.reset(curl_slist_append(nullptr, entry.c_str()));
-    }
-    curl_easy_setopt(easy, CURLOPT_CONNECT_TO, t.connect_to.get());
+    curl_easy_setopt(easy, CURLOPT_CONNECT_TO, ConnectTo(route));
 
     // The method, from a clean slate (the handle may have sent a POST last).
     const std::string& method = request.method;
@@ -205,6 +197,24 @@ class CurlTransport final : public AttemptLayer {
     t.headers.reset(headers);
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t.headers.get());
     return {};
+  }
+
+  // The CURLOPT_CONNECT_TO list for `route`, built once per distinct route
+  // (the network rarely changes its mind), or null to resolve as usual.
+  curl_slist* ConnectTo(const Route& route) {
+    if (route.kind != Route::Kind::kEndpoint) return nullptr;
+    if (!connect_to_ || route.address != connect_route_.address ||
+        route.port != connect_route_.port) {
+      bool v6 = route.address.find(':') != std::string::npos;
+      std::string entry = origin_.host + ":" + std::to_string(origin_.port) + ":" +
+                          (v6 ? "[" + route.address + "]" : route.address) + ":" +
+                          std::to_string(route.port);
+      // Transfers still in curl's hands may point at the old list: keep it.
+      if (connect_to_) retired_connect_to_.push_back(std::move(connect_to_));
+      connect_to_.reset(curl_slist_append(nullptr, entry.c_str()));
+      connect_route_ = route;
+    }
+    return connect_to_.get();
   }
 
   // What every attempt of this client has in common.
@@ -416,6 +426,9 @@ class CurlTransport final : public AttemptLayer {
   std::map<std::uint64_t, std::unique_ptr<Transfer>> transfers_;
   std::deque<std::uint64_t> queue_;
   std::vector<Easy> idle_easies_;
+  Route connect_route_;
+  Slist connect_to_;
+  std::vector<Slist> retired_connect_to_;
 };
 
 }  // namespace
