@@ -96,8 +96,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
                                        *c.runtime.clock);
   attempt = internal::MakeAttemptSpan(std::move(attempt), *c.runtime.clock);
   std::unique_ptr<internal::CallLayer> call = internal::MakeRetryLoop(
-      std::move(attempt),
-      {&c.retrier, c.runtime.clock, c.runtime.random, c.settings.on_attempt, c.origin_text});
+      std::move(attempt), {&c.retrier, c.runtime.clock, c.runtime.random, c.settings.on_attempt});
   call = internal::MakeRedirects(std::move(call), c.origin);
   c.calls = std::move(call);
   return std::unique_ptr<Client>(new Client(std::move(impl)));

@@ -18,8 +18,9 @@ constexpr std::size_t kIdleEasyHandles = 256;
 
 // libcurl's global init, once per process, before any handle.
 void InitCurlOnce() {
-  static const bool done = [] { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }();
-  (void)done;
+  [[maybe_unused]] static const bool done = [] {
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+  }();
 }
 
 struct SlistFree {

@@ -169,7 +169,6 @@ struct RetryLoopOptions {
   Clock* clock;
   Random* random;
   std::function<void(const AttemptRecord&)> on_attempt;
-  std::string origin;  // for messages
 };
 std::unique_ptr<CallLayer> MakeRetryLoop(std::unique_ptr<AttemptLayer> next,
                                          RetryLoopOptions options);

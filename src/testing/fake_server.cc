@@ -240,25 +240,13 @@ std::size_t FakeServer::request_count() const {
   return impl_->requests.size();
 }
 
-int FakeServer::cancelled_requests() const {
-  std::lock_guard lock(impl_->mu);
-  return impl_->cancelled;
-}
+int FakeServer::cancelled_requests() const { return impl_->Read(&Impl::cancelled); }
 
-int FakeServer::connections_opened() const {
-  std::lock_guard lock(impl_->mu);
-  return impl_->opened;
-}
+int FakeServer::connections_opened() const { return impl_->Read(&Impl::opened); }
 
-int FakeServer::connections_open() const {
-  std::lock_guard lock(impl_->mu);
-  return impl_->open;
-}
+int FakeServer::connections_open() const { return impl_->Read(&Impl::open); }
 
-int FakeServer::streams_reset_by_client() const {
-  std::lock_guard lock(impl_->mu);
-  return impl_->client_resets;
-}
+int FakeServer::streams_reset_by_client() const { return impl_->Read(&Impl::client_resets); }
 
 bool FakeServer::WaitFor(const std::function<bool(const FakeServer&)>& done,
                          std::chrono::milliseconds real_limit) const {

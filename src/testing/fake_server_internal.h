@@ -109,6 +109,11 @@ struct FakeServer::Impl {
   void Received(ServerRequest request);
   // Records `request`, and asks the handler how to answer it.
   Reply Handle(ServerRequest request);
+  // Reads one record under the lock.
+  int Read(int Impl::*field) const {
+    std::lock_guard lock(mu);
+    return this->*field;
+  }
   // Changes a record under the lock and wakes WaitFor.
   template <typename F>
   void Record(F change) {

@@ -80,11 +80,11 @@ std::string SubjectAltNames(const std::vector<std::string>& names) {
 
 constexpr long kDay = 24 * 60 * 60;
 
-// A certificate for `subject_key`, signed by `issuer_key` (and named after
-// `issuer`, or itself when issuer is null), valid from `not_before` to
-// `not_after` seconds from now.
-Cert Build(const std::string& common_name, EVP_PKEY* subject_key, X509* issuer,
-           EVP_PKEY* issuer_key, long not_before, long not_after) {
+// An unsigned certificate for `subject_key`, named as issued by `issuer`
+// (or by itself when issuer is null), valid from `not_before` to
+// `not_after` seconds from now. Sign() signs it.
+Cert Build(const std::string& common_name, EVP_PKEY* subject_key, X509* issuer, long not_before,
+           long not_after) {
   Cert cert(X509_new());
   Check(cert != nullptr, "allocate a certificate");
   X509_set_version(cert.get(), 2);
@@ -104,7 +104,6 @@ Cert Build(const std::string& common_name, EVP_PKEY* subject_key, X509* issuer,
                              reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1,
                              0);
   X509_set_issuer_name(cert.get(), issuer ? X509_get_subject_name(issuer) : name);
-  (void)issuer_key;
   return cert;
 }
 
@@ -118,7 +117,7 @@ Certificate Leaf(const TestCA::LeafOptions& options, X509* ca, EVP_PKEY* ca_key)
   if (options.validity == TestCA::Validity::kExpired) from = -30 * kDay, to = -kDay;
   if (options.validity == TestCA::Validity::kNotYetValid) from = kDay, to = 30 * kDay;
   std::string cn = options.names.empty() ? "outbound test leaf" : options.names.front();
-  Cert cert = Build(cn, key.get(), ca, ca_key, from, to);
+  Cert cert = Build(cn, key.get(), ca, from, to);
   X509* issuer = ca ? ca : cert.get();
   AddExtension(cert.get(), issuer, NID_basic_constraints, "critical,CA:FALSE");
   AddExtension(cert.get(), issuer, NID_key_usage, "critical,digitalSignature");
@@ -146,7 +145,7 @@ struct TestCA::Impl {
 
 TestCA::TestCA(const std::string& common_name) : impl_(std::make_unique<Impl>()) {
   impl_->key = NewKey();
-  impl_->cert = Build(common_name, impl_->key.get(), nullptr, nullptr, -kDay, 3650 * kDay);
+  impl_->cert = Build(common_name, impl_->key.get(), nullptr, -kDay, 3650 * kDay);
   X509* cert = impl_->cert.get();
   AddExtension(cert, cert, NID_basic_constraints, "critical,CA:TRUE");
   AddExtension(cert, cert, NID_key_usage, "critical,keyCertSign,cRLSign");
