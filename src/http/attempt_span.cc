@@ -10,25 +10,23 @@ class AttemptSpan final : public AttemptLayer {
   AttemptSpan(std::unique_ptr<AttemptLayer> next, Clock& clock)
       : next_(std::move(next)), clock_(clock) {}
 
-  void Start(std::shared_ptr<Attempt> attempt, AttemptDone done) override {
-    AttemptRecord record;
-    record.attempt = attempt->number;
-    record.resend_count = attempt->resend_count;
-    record.method = attempt->request->method;
-    record.url = attempt->request->url;
-    TimePoint start = clock_.Now();
-    next_->Start(std::move(attempt), [this, start, record = std::move(record),
-                                      done = std::move(done)](AttemptOutcome outcome) mutable {
-      record.duration = clock_.Now() - start;
-      if (outcome.result) {
-        record.status = outcome.result->status;
-      } else {
-        record.error = outcome.result.error().kind();
-        record.error_message = outcome.result.error().message();
-      }
-      outcome.record = std::move(record);
-      done(std::move(outcome));
-    });
+  void Start(const std::shared_ptr<Attempt>& attempt) override {
+    attempt->started = clock_.Now();
+    attempt->Enter(*this);
+    next_->Start(attempt);
+  }
+
+  void Finish(Attempt& attempt, AttemptOutcome& outcome) override {
+    AttemptRecord& record = outcome.record;
+    record.attempt = attempt.number;
+    record.resend_count = attempt.resend_count;
+    record.duration = clock_.Now() - attempt.started;
+    if (outcome.result) {
+      record.status = outcome.result->status;
+    } else {
+      record.error = outcome.result.error().kind();
+      record.error_message = outcome.result.error().message();
+    }
   }
 
  private:

@@ -11,19 +11,18 @@ class AttemptTimeout final : public AttemptLayer {
   AttemptTimeout(std::unique_ptr<AttemptLayer> next, Clock& clock, Duration timeout)
       : next_(std::move(next)), clock_(clock), timeout_(timeout) {}
 
-  void Start(std::shared_ptr<Attempt> attempt, AttemptDone done) override {
-    std::weak_ptr<Attempt> weak = attempt;
+  void Start(const std::shared_ptr<Attempt>& attempt) override {
     // The headers cancel the timer (Attempt::HeadersArrived), and so does
     // the attempt's end, before anyone above hears of it.
-    attempt->SetHeaderTimer(clock_.ScheduleAfter(timeout_, [weak] {
-      if (auto live = weak.lock()) live->Cut(CutReason::kAttemptTimeout);
-    }));
-    std::shared_ptr<Attempt> ending = attempt;
-    next_->Start(std::move(attempt), [ending, done = std::move(done)](AttemptOutcome outcome) {
-      ending->HeadersArrived();
-      done(std::move(outcome));
-    });
+    attempt->SetHeaderTimer(
+        clock_.ScheduleAfter(timeout_, [weak = std::weak_ptr<Attempt>(attempt)] {
+          if (auto live = weak.lock()) live->Cut(CutReason::kAttemptTimeout);
+        }));
+    attempt->Enter(*this);
+    next_->Start(attempt);
   }
+
+  void Finish(Attempt& attempt, AttemptOutcome&) override { attempt.HeadersArrived(); }
 
  private:
   std::unique_ptr<AttemptLayer> next_;

@@ -11,40 +11,38 @@ class BreakerLayer final : public AttemptLayer {
                Clock& clock)
       : next_(std::move(next)), breaker_(breaker), classify_(std::move(classify)), clock_(clock) {}
 
-  void Start(std::shared_ptr<Attempt> attempt, AttemptDone done) override {
-    std::optional<circuit::Ticket> ticket;
+  void Start(const std::shared_ptr<Attempt>& attempt) override {
     try {
       auto admitted = breaker_.Allow(clock_.Now());
-      if (!admitted) return done(Rejected(admitted.error().retry_after));
-      ticket.emplace(std::move(*admitted));
+      if (!admitted) return attempt->Complete(Rejected(admitted.error().retry_after));
+      attempt->ticket.emplace(std::move(*admitted));
     } catch (...) {  // the user's breaker policy threw
       AttemptOutcome outcome;
       outcome.thrown = std::current_exception();
-      return done(std::move(outcome));
+      return attempt->Complete(std::move(outcome));
     }
-    auto shared_ticket = std::make_shared<circuit::Ticket>(std::move(*ticket));
     attempt->still_admitted = [this] {
       return breaker_.state(clock_.Now()) != circuit::State::kOpen;
     };
-    std::shared_ptr<CallState> call = attempt->call;
-    next_->Start(std::move(attempt), [this, shared_ticket, call,
-                                      done = std::move(done)](AttemptOutcome outcome) {
-      // The breaker opened while the attempt waited to be sent:
-      // the transport sent nothing.
-      outcome.rejected = !outcome.result && outcome.result.error().kind() == ErrorKind::kRejected;
-      try {
-        outcome.classification = Decide(*call, outcome);
-        shared_ticket->Settle(outcome.classification->breaker, clock_.Now());
-      } catch (...) {
-        // The user's classify or policy threw: the slot is freed now (an
-        // unsettled ticket counts nothing), the response dropped, and the
-        // exception goes up to the caller.
-        { circuit::Ticket released = std::move(*shared_ticket); }
-        outcome.thrown = std::current_exception();
-        outcome.result = Fail(ErrorKind::kTransport, "classify threw");
-      }
-      done(std::move(outcome));
-    });
+    attempt->Enter(*this);
+    next_->Start(attempt);
+  }
+
+  void Finish(Attempt& attempt, AttemptOutcome& outcome) override {
+    // The breaker opened while the attempt waited to be sent: the transport
+    // sent nothing.
+    outcome.rejected = !outcome.result && outcome.result.error().kind() == ErrorKind::kRejected;
+    try {
+      outcome.classification = Decide(*attempt.call, outcome);
+      attempt.ticket->Settle(outcome.classification->breaker, clock_.Now());
+    } catch (...) {
+      // The user's classify or policy threw: the slot is freed now (an
+      // unsettled ticket counts nothing), the response dropped, and the
+      // exception goes up to the caller.
+      attempt.ticket.reset();
+      outcome.thrown = std::current_exception();
+      outcome.result = Fail(ErrorKind::kTransport, "classify threw");
+    }
   }
 
  private:

@@ -5,13 +5,17 @@
 
 #include <cstring>
 #include <deque>
-#include <map>
+#include <mutex>
+#include <vector>
 
 namespace outbound::http::internal {
 namespace {
 
 // Streams an HTTP/2 connection carries at once (servers commonly allow 100).
 constexpr std::size_t kStreamsPerConnection = 100;
+
+// Header lines a response usually has at most: room made at once.
+constexpr std::size_t kHeadersExpected = 16;
 
 // Easy handles kept for reuse.
 constexpr std::size_t kIdleEasyHandles = 256;
@@ -34,10 +38,13 @@ struct EasyFree {
 using Easy = std::unique_ptr<CURL, EasyFree>;
 
 // One attempt in curl's hands, or waiting in the FIFO queue for a place.
+// Transfers are kept in slots and reused; `id` names one use of a slot, so a
+// late cut of an attempt that has ended finds nothing.
 struct Transfer {
   std::uint64_t id = 0;
+  std::uint32_t uses = 0;
+  bool live = false;
   std::shared_ptr<Attempt> attempt;
-  AttemptDone done;
   Easy easy;
   Slist headers;
   Response response;
@@ -83,8 +90,8 @@ class CurlTransport final : public AttemptLayer {
     // multi handle's cleanup closes the pooled connections.
     loop_->RunAndWait([this] {
       stopped_ = true;
-      while (!transfers_.empty()) {
-        Finish(transfers_.begin()->first, Fail(ErrorKind::kCancelled, "the client was destroyed"));
+      for (auto& t : slots_) {
+        if (t->live) Finish(*t, Fail(ErrorKind::kCancelled, "the client was destroyed"));
       }
       idle_easies_.clear();
       curl_multi_cleanup(multi_);
@@ -92,37 +99,85 @@ class CurlTransport final : public AttemptLayer {
     });
   }
 
-  void Start(std::shared_ptr<Attempt> attempt, AttemptDone done) override {
-    auto transfer = std::make_unique<Transfer>();
-    transfer->attempt = attempt;
-    transfer->done = std::move(done);
-    transfer->max_bytes = settings_.max_response_bytes;
-    transfer->clock = &clock_;
-    // std::function needs a copyable callable: the transfer rides in a shared box.
-    auto box = std::make_shared<std::unique_ptr<Transfer>>(std::move(transfer));
-    loop_->Post([this, box] { Begin(std::move(*box)); });
+  void Start(const std::shared_ptr<Attempt>& attempt) override {
+    bool first;
+    {
+      std::lock_guard lock(incoming_mu_);
+      first = incoming_.empty();
+      incoming_.push_back(attempt);
+    }
+    // One task takes every attempt that arrived before it runs.
+    if (first) loop_->Post([this] { TakeIncoming(); });
   }
+
+  // The transport ends attempts itself (Complete); nothing passes through.
+  void Finish(Attempt&, AttemptOutcome&) override {}
 
  private:
   // --- On the loop thread from here on ---
 
-  void Begin(std::unique_ptr<Transfer> transfer) {
-    std::uint64_t id = next_id_++;
-    transfer->id = id;
-    std::shared_ptr<Attempt> attempt = transfer->attempt;
-    transfers_[id] = std::move(transfer);
-    if (stopped_) return Finish(id, Fail(ErrorKind::kCancelled, "the client was destroyed"));
-    attempt->SetCanceller([this, id, loop = loop_] { loop->Post([this, id] { Cut(id); }); });
+  void TakeIncoming() {
+    std::vector<std::shared_ptr<Attempt>> batch;
+    {
+      std::lock_guard lock(incoming_mu_);
+      batch.swap(incoming_);
+    }
+    for (auto& attempt : batch) Begin(std::move(attempt));
+    batch.clear();
+    std::lock_guard lock(incoming_mu_);
+    if (incoming_.empty()) incoming_.swap(batch);  // keep the room for the next batch
+  }
+
+  void Begin(std::shared_ptr<Attempt> attempt) {
+    Transfer& t = Acquire();
+    t.attempt = std::move(attempt);
+    t.max_bytes = settings_.max_response_bytes;
+    t.clock = &clock_;
+    if (stopped_) return Finish(t, Fail(ErrorKind::kCancelled, "the client was destroyed"));
+    t.attempt->SetCanceller([this, id = t.id] { loop_->Post([this, id] { Cut(id); }); });
     Route route = network_.Resolve(origin_.host, origin_.port);
     if (route.kind == Route::Kind::kUnreachable) {
-      return Finish(id,
+      return Finish(t,
                     Fail(ErrorKind::kTransport, origin_.host + ":" + std::to_string(origin_.port) +
                                                     " is not reachable on this network"));
     }
-    Result<void> prepared = Prepare(*transfers_[id], route);
-    if (!prepared) return Finish(id, tl::unexpected(prepared.error()));
-    queue_.push_back(id);
+    Result<void> prepared = Prepare(t, route);
+    if (!prepared) return Finish(t, tl::unexpected(prepared.error()));
+    queue_.push_back(t.id);
     StartQueued();
+  }
+
+  // A transfer slot for a new attempt: a free one, or a new one.
+  Transfer& Acquire() {
+    if (free_slots_.empty()) {
+      free_slots_.push_back(static_cast<std::uint32_t>(slots_.size()));
+      slots_.push_back(std::make_unique<Transfer>());
+    }
+    std::uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    Transfer& t = *slots_[slot];
+    t.id = (static_cast<std::uint64_t>(++t.uses) << 32) | slot;
+    t.live = true;
+    return t;
+  }
+
+  // The live transfer `id` names, or null once it has ended.
+  Transfer* Find(std::uint64_t id) {
+    auto slot = static_cast<std::size_t>(id & 0xffffffffu);
+    if (slot >= slots_.size()) return nullptr;
+    Transfer* t = slots_[slot].get();
+    return t->live && t->id == id ? t : nullptr;
+  }
+
+  // Returns an ended transfer's slot, clean, to the free list.
+  void Release(Transfer& t) {
+    t.live = false;
+    t.attempt.reset();
+    t.headers.reset();
+    t.response = Response{};
+    t.headers_done = t.too_large = t.in_curl = false;
+    t.error[0] = '\0';
+    free_slots_.push_back(static_cast<std::uint32_t>(t.id & 0xffffffffu));
   }
 
   // Hands queued transfers to curl while there is room, oldest first.
@@ -131,20 +186,19 @@ class CurlTransport final : public AttemptLayer {
     if (starting_ || stopped_) return;
     starting_ = true;
     while (!queue_.empty() && in_flight_ < max_in_flight_) {
-      std::uint64_t id = queue_.front();
+      Transfer* t = Find(queue_.front());
       queue_.pop_front();
-      auto it = transfers_.find(id);
-      if (it == transfers_.end()) continue;  // cut while queued
-      const Attempt& attempt = *it->second->attempt;
+      if (t == nullptr) continue;  // cut while queued
+      const Attempt& attempt = *t->attempt;
       if (attempt.still_admitted && !attempt.still_admitted()) {
-        Finish(id,
+        Finish(*t,
                Fail(ErrorKind::kRejected,
                     "the circuit breaker opened before the attempt was sent: nothing was sent"));
         continue;
       }
-      it->second->in_curl = true;
+      t->in_curl = true;
       ++in_flight_;
-      curl_multi_add_handle(multi_, it->second->easy.get());
+      curl_multi_add_handle(multi_, t->easy.get());
     }
     starting_ = false;
   }
@@ -254,11 +308,11 @@ class CurlTransport final : public AttemptLayer {
     auto& t = *static_cast<Transfer*>(user);
     std::string_view line(data, size * n);
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-    if (line.rfind("HTTP/", 0) == 0) {  // a status line: a new header block
-      t.response = Response{};
+    if (line.rfind("HTTP/", 0) == 0) {                      // a status line: a new header block
+      if (t.response.status != 0) t.response = Response{};  // the last was a 1xx
+      t.response.headers.reserve(kHeadersExpected);
       auto space = line.find(' ');
-      std::string_view version = line.substr(5, space == std::string_view::npos ? 0 : space - 5);
-      t.response.version = version == "2" ? "2" : std::string(version);
+      t.response.version = line.substr(5, space == std::string_view::npos ? 0 : space - 5);
       if (space != std::string_view::npos) t.response.status = std::atoi(line.data() + space + 1);
     } else if (line.empty()) {  // the end of a header block
       if (t.response.status >= 200 && !t.headers_done) {
@@ -271,7 +325,7 @@ class CurlTransport final : public AttemptLayer {
       while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
         value.remove_prefix(1);
       }
-      t.response.headers.emplace_back(std::string(line.substr(0, colon)), std::string(value));
+      t.response.headers.emplace_back(line.substr(0, colon), value);
     }
     return size * n;
   }
@@ -337,9 +391,9 @@ class CurlTransport final : public AttemptLayer {
   }
 
   void Completed(std::uint64_t id, CURLcode code) {
-    auto it = transfers_.find(id);
-    if (it == transfers_.end()) return;
-    Transfer& t = *it->second;
+    Transfer* found = Find(id);
+    if (found == nullptr) return;
+    Transfer& t = *found;
     if (code == CURLE_OK) {
       if (https_ && !protocol_known_) {
         protocol_known_ = true;
@@ -349,7 +403,7 @@ class CurlTransport final : public AttemptLayer {
                              ? kStreamsPerConnection
                              : static_cast<std::size_t>(settings_.max_connections);
       }
-      return Finish(id, std::move(t.response));
+      return Finish(t, std::move(t.response));
     }
     std::string detail = t.error[0] ? t.error : curl_easy_strerror(code);
     ErrorKind kind = ErrorKind::kTransport;
@@ -363,20 +417,20 @@ class CurlTransport final : public AttemptLayer {
                code == CURLE_BAD_CONTENT_ENCODING) {
       kind = ErrorKind::kInvalidResponse;
     }
-    Finish(id, Fail(kind, detail));
+    Finish(t, Fail(kind, detail));
   }
 
   // A layer above cut the attempt short: the call's deadline, the caller, or
   // AttemptTimeout. Removing the handle resets an HTTP/2 stream or closes an
   // HTTP/1.1 connection, so the server sees the attempt abandoned.
   void Cut(std::uint64_t id) {
-    auto it = transfers_.find(id);
-    if (it == transfers_.end()) return;
-    switch (it->second->attempt->cut_reason()) {
+    Transfer* t = Find(id);
+    if (t == nullptr) return;
+    switch (t->attempt->cut_reason()) {
       case CutReason::kCancelled:
-        return Finish(id, Fail(ErrorKind::kCancelled, "the caller cancelled the call"));
+        return Finish(*t, Fail(ErrorKind::kCancelled, "the caller cancelled the call"));
       case CutReason::kAttemptTimeout:
-        return Finish(id,
+        return Finish(*t,
                       Fail(ErrorKind::kDeadline,
                            "the attempt timed out after " +
                                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -384,30 +438,25 @@ class CurlTransport final : public AttemptLayer {
                                                   .count()) +
                                "ms (AttemptTimeout)"));
       default:
-        return Finish(id, Fail(ErrorKind::kDeadline, "the call's deadline passed"));
+        return Finish(*t, Fail(ErrorKind::kDeadline, "the call's deadline passed"));
     }
   }
 
-  void Finish(std::uint64_t id, Result<Response> result) {
-    auto it = transfers_.find(id);
-    if (it == transfers_.end()) return;
-    std::unique_ptr<Transfer> t = std::move(it->second);
-    transfers_.erase(it);
-    if (t->in_curl) {
-      curl_multi_remove_handle(multi_, t->easy.get());
+  void Finish(Transfer& t, Result<Response> result) {
+    if (t.in_curl) {
+      curl_multi_remove_handle(multi_, t.easy.get());
       --in_flight_;
     }
     AttemptOutcome outcome;
-    outcome.body_failed = !result && t->headers_done;
+    outcome.body_failed = !result && t.headers_done;
     outcome.result = std::move(result);
-    if (t->easy && idle_easies_.size() < kIdleEasyHandles) {
-      idle_easies_.push_back(std::move(t->easy));
-    }
-    AttemptDone done = std::move(t->done);
-    t.reset();
+    if (t.easy && idle_easies_.size() < kIdleEasyHandles) idle_easies_.push_back(std::move(t.easy));
+    t.easy.reset();
+    std::shared_ptr<Attempt> attempt = std::move(t.attempt);
+    Release(t);
     // The layers above hear of this attempt (its breaker ticket is settled)
     // before the queue moves, so a breaker it opened stops the queued ones.
-    done(std::move(outcome));
+    attempt->Complete(std::move(outcome));
     StartQueued();
   }
 
@@ -420,16 +469,20 @@ class CurlTransport final : public AttemptLayer {
   CURLM* multi_ = nullptr;
   std::size_t max_in_flight_;
   std::size_t in_flight_ = 0;
-  std::uint64_t next_id_ = 1;
   bool stopped_ = false;
   bool starting_ = false;
   bool protocol_known_ = false;
-  std::map<std::uint64_t, std::unique_ptr<Transfer>> transfers_;
+  std::vector<std::unique_ptr<Transfer>> slots_;
+  std::vector<std::uint32_t> free_slots_;
   std::deque<std::uint64_t> queue_;
   std::vector<Easy> idle_easies_;
   Route connect_route_;
   Slist connect_to_;
   std::vector<Slist> retired_connect_to_;
+
+  // Attempts started on other threads, waiting for the loop to take them.
+  std::mutex incoming_mu_;
+  std::vector<std::shared_ptr<Attempt>> incoming_;
 };
 
 }  // namespace

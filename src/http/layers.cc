@@ -1,16 +1,19 @@
 #include "layers.h"
 
+#include <cstdlib>
+
 namespace outbound::http::internal {
 
 CallState::~CallState() { Disarm(); }
 
-void CallState::SetInterruptTarget(std::function<void(CutReason)> interrupt) {
+void CallState::SetInterruptTarget(std::weak_ptr<Interruptible> target) {
   {
     std::lock_guard lock(mu_);
-    interrupt_ = interrupt;
+    interrupt_ = target;
   }
   CutReason reason = reason_.load();
-  if (reason != CutReason::kNone) interrupt(reason);
+  if (reason == CutReason::kNone) return;
+  if (auto live = target.lock()) live->Interrupt(reason);
 }
 
 void CallState::Arm(Clock& clock) {
@@ -30,18 +33,30 @@ void CallState::Disarm() {
   if (caller_cancel_ && cancel_id_ >= 0) caller_cancel_->Forget(cancel_id_);
   cancel_id_ = -1;
   std::lock_guard lock(mu_);
-  interrupt_ = nullptr;
+  interrupt_.reset();
 }
 
 void CallState::Interrupt(CutReason reason) {
   CutReason expected = CutReason::kNone;
   if (!reason_.compare_exchange_strong(expected, reason)) return;  // the first reason wins
-  std::function<void(CutReason)> interrupt;
+  std::shared_ptr<Interruptible> target;
   {
     std::lock_guard lock(mu_);
-    interrupt = interrupt_;
+    target = interrupt_.lock();
   }
-  if (interrupt) interrupt(reason);
+  if (target) target->Interrupt(reason);
+}
+
+void Attempt::Enter(AttemptLayer& layer) {
+  // A client's layers are fixed when it is made, and fewer than this.
+  if (depth_ == kMaxLayers) std::abort();
+  entered_[depth_++] = &layer;
+}
+
+void Attempt::Complete(AttemptOutcome outcome) {
+  while (depth_ > 0) entered_[--depth_]->Finish(*this, outcome);
+  std::shared_ptr<AttemptOwner> to = std::move(owner);
+  to->AttemptEnded(std::move(outcome));
 }
 
 void Attempt::SetCanceller(std::function<void()> canceller) {

@@ -10,6 +10,7 @@
 #ifndef OUTBOUND_SRC_HTTP_LAYERS_H_
 #define OUTBOUND_SRC_HTTP_LAYERS_H_
 
+#include <array>
 #include <atomic>
 #include <exception>
 #include <functional>
@@ -18,6 +19,7 @@
 #include <optional>
 
 #include "origin.h"
+#include "outbound/circuit/breaker.h"
 #include "outbound/context.h"
 #include "outbound/http/classify.h"
 #include "outbound/http/message.h"
@@ -30,6 +32,16 @@ namespace outbound::http::internal {
 // Why an attempt was cut short.
 enum class CutReason { kNone, kAttemptTimeout, kDeadline, kCancelled };
 
+// What a call's deadline or its caller's cancellation interrupts: the
+// request the call is on (its retry loop).
+class Interruptible {
+ public:
+  virtual void Interrupt(CutReason reason) = 0;
+
+ protected:
+  ~Interruptible() = default;
+};
+
 // What one call shares across its attempts and redirects: its deadline and
 // whether the caller gave up. Thread-safe.
 class CallState : public std::enable_shared_from_this<CallState> {
@@ -41,10 +53,10 @@ class CallState : public std::enable_shared_from_this<CallState> {
   // Arms the deadline timer and the caller's cancellation, once per call.
   // The CallState must be owned by a shared_ptr.
   void Arm(Clock& clock);
-  // Who ends the call when either fires: called once, with kDeadline or
-  // kCancelled; at once if that already happened. Each request of the call
-  // (a redirect is a new one) sets itself.
-  void SetInterruptTarget(std::function<void(CutReason)> interrupt);
+  // Who ends the call when either fires: interrupted once, with kDeadline
+  // or kCancelled; at once if that already happened. Each request of the
+  // call (a redirect is a new one) sets itself.
+  void SetInterruptTarget(std::weak_ptr<Interruptible> target);
   // Disarms both, once the call is over.
   void Disarm();
   // Ends the call as if the caller cancelled it (the client is going away).
@@ -63,7 +75,7 @@ class CallState : public std::enable_shared_from_this<CallState> {
   std::shared_ptr<outbound::internal::CancelState> caller_cancel_;
   std::atomic<CutReason> reason_{CutReason::kNone};
   std::mutex mu_;
-  std::function<void(CutReason)> interrupt_;
+  std::weak_ptr<Interruptible> interrupt_;
   Timer deadline_timer_;
   int cancel_id_ = -1;
 };
@@ -77,7 +89,37 @@ struct CallRequest {
   bool replayable = true;
 };
 
+// How one attempt ended, on its way up the layers.
+struct AttemptOutcome {
+  Result<Response> result = Fail(ErrorKind::kTransport, "attempt not made");
+  bool body_failed = false;                      // the error came after the headers
+  bool rejected = false;                         // the breaker said no: nothing was sent
+  std::optional<Classification> classification;  // set by the breaker layer
+  std::exception_ptr thrown;                     // the user's classify or policy threw
+  AttemptRecord record;                          // filled by the attempt span
+};
+
+// Who starts attempts and hears how each ended: the retry loop.
+class AttemptOwner {
+ public:
+  virtual void AttemptEnded(AttemptOutcome outcome) = 0;
+
+ protected:
+  ~AttemptOwner() = default;
+};
+
+class AttemptLayer;
+
 // One attempt: one request sent; one response or error back.
+//
+// An attempt goes down the attempt layers and comes back up through the
+// same ones, as a call stack would: each layer that passes it down enters
+// itself (`Enter`), and whoever ends it (the transport, or a layer that
+// refuses it) calls `Complete` once, which hands the outcome to each
+// entered layer's `Finish`, the lowest first, then to its owner. The layers
+// are shared by every attempt of the client; what one of them keeps for
+// one attempt lives here, in the fields marked with its name. No step of
+// the way allocates.
 class Attempt {
  public:
   // What is sent, shared by every attempt of the request (not copied).
@@ -85,11 +127,24 @@ class Attempt {
   int number = 1;        // within its request
   int resend_count = 0;  // within the whole call
   std::shared_ptr<CallState> call;
+  // Who hears how the attempt ended, after the layers.
+  std::shared_ptr<AttemptOwner> owner;
+
+  // AttemptSpan: when the attempt started, on the client's clock.
+  TimePoint started{};
+  // BreakerLayer: the admission this attempt's result settles.
+  std::optional<circuit::Ticket> ticket;
   // Asked by a transport just before it sends the attempt (which may have
   // waited in its queue): false when the breaker that admitted it has opened
   // meanwhile, so the attempt is failed as rejected and nothing is sent. Set
   // by the breaker layer; empty means always.
   std::function<bool()> still_admitted;
+
+  // A layer passes the attempt down: its Finish will see the outcome.
+  void Enter(AttemptLayer& layer);
+  // Ends the attempt: each entered layer's Finish, the lowest first, then
+  // the owner's AttemptEnded. Exactly once per attempt, on any thread.
+  void Complete(AttemptOutcome outcome);
 
   // Cutting short: the transport says how; layers above say when. Both
   // thread-safe; the canceller runs at most once, at Cut or at SetCanceller
@@ -106,28 +161,27 @@ class Attempt {
   void HeadersArrived();
 
  private:
+  // Room for every attempt layer a client has, with space to grow.
+  static constexpr std::size_t kMaxLayers = 8;
+  std::array<AttemptLayer*, kMaxLayers> entered_{};
+  std::size_t depth_ = 0;
+
   std::mutex mu_;
   std::atomic<CutReason> cut_{CutReason::kNone};
   std::function<void()> canceller_;
   Timer header_timer_;
 };
 
-// How one attempt ended, on its way up the layers.
-struct AttemptOutcome {
-  Result<Response> result = Fail(ErrorKind::kTransport, "attempt not made");
-  bool body_failed = false;                      // the error came after the headers
-  bool rejected = false;                         // the breaker said no: nothing was sent
-  std::optional<Classification> classification;  // set by the breaker layer
-  std::exception_ptr thrown;                     // the user's classify or policy threw
-  AttemptRecord record;                          // filled by the attempt span
-};
-using AttemptDone = std::function<void(AttemptOutcome)>;
-
 class AttemptLayer {
  public:
   virtual ~AttemptLayer() = default;
-  // Starts one attempt. `done` is called exactly once, on any thread.
-  virtual void Start(std::shared_ptr<Attempt> attempt, AttemptDone done) = 0;
+  // Starts one attempt: does this layer's part, then either passes it down
+  // (`attempt->Enter(*this)`, then the next layer's Start) or ends it here
+  // (`attempt->Complete(...)`).
+  virtual void Start(const std::shared_ptr<Attempt>& attempt) = 0;
+  // The attempt this layer passed down has ended: this layer's part of its
+  // outcome. Once per Enter, on any thread.
+  virtual void Finish(Attempt& attempt, AttemptOutcome& outcome) = 0;
 };
 
 // How a call ended: a result, or the user's own exception.

@@ -13,7 +13,9 @@ namespace {
 // the wait is cut short) up to this size; a larger one is not retried.
 constexpr std::size_t kRetriedBodyLimit = 64 * 1024;
 
-class RetryingRequest : public std::enable_shared_from_this<RetryingRequest> {
+class RetryingRequest final : public AttemptOwner,
+                              public Interruptible,
+                              public std::enable_shared_from_this<RetryingRequest> {
  public:
   RetryingRequest(AttemptLayer& next, const RetryLoopOptions& options,
                   std::shared_ptr<CallState> call, std::shared_ptr<CallRequest> request,
@@ -36,15 +38,14 @@ class RetryingRequest : public std::enable_shared_from_this<RetryingRequest> {
       attempt->number = ++attempts_;
       attempt->resend_count = call_->attempts++;
       attempt->call = call_;
+      attempt->owner = shared_from_this();
       current_ = attempt;
     }
-    next_.Start(attempt, [self = shared_from_this()](AttemptOutcome outcome) {
-      self->OnAttemptDone(std::move(outcome));
-    });
+    next_.Start(attempt);
   }
 
   // The call's deadline passed or the caller gave up.
-  void Interrupt(CutReason reason) {
+  void Interrupt(CutReason reason) override {
     std::shared_ptr<Attempt> attempt;
     {
       std::lock_guard lock(mu_);
@@ -63,8 +64,7 @@ class RetryingRequest : public std::enable_shared_from_this<RetryingRequest> {
     if (last) Finish(std::move(*last));
   }
 
- private:
-  void OnAttemptDone(AttemptOutcome outcome) {
+  void AttemptEnded(AttemptOutcome outcome) override {
     std::optional<retry::DecisionKind> decided;
     Duration wait{0};
     if (!outcome.thrown && !outcome.rejected && outcome.classification) {
@@ -80,8 +80,12 @@ class RetryingRequest : public std::enable_shared_from_this<RetryingRequest> {
     } else {
       decided = retry::DecisionKind::kStopped;  // a rejection is never retried at once
     }
-    outcome.record.decision = decided;
-    if (options_.on_attempt) options_.on_attempt(outcome.record);
+    if (options_.on_attempt) {
+      outcome.record.decision = decided;
+      outcome.record.method = request_->method;
+      outcome.record.url = request_->url;
+      options_.on_attempt(outcome.record);
+    }
 
     if (decided != retry::DecisionKind::kAgain) return Finish(std::move(outcome));
     {
@@ -99,6 +103,7 @@ class RetryingRequest : public std::enable_shared_from_this<RetryingRequest> {
     if (call_->cancelled()) Interrupt(CutReason::kCancelled);
   }
 
+ private:
   void Finish(AttemptOutcome outcome) {
     {
       std::lock_guard lock(mu_);
@@ -142,9 +147,7 @@ class RetryLoop final : public CallLayer {
             CallDone done) override {
     auto retrying = std::make_shared<RetryingRequest>(*next_, options_, call, std::move(request),
                                                       std::move(done));
-    call->SetInterruptTarget([weak = std::weak_ptr<RetryingRequest>(retrying)](CutReason r) {
-      if (auto live = weak.lock()) live->Interrupt(r);
-    });
+    call->SetInterruptTarget(retrying);
     retrying->StartAttempt();
   }
 
