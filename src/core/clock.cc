@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
@@ -50,31 +51,62 @@ std::shared_ptr<TimerState> TimerQueue::Add(TimePoint when, std::function<void()
   state->queue = this;
   std::lock_guard lock(mu_);
   state->seq = next_seq_++;
-  timers_.emplace(Key{when, state->seq}, state);
+  state->queued = true;
+  heap_.push_back(Entry{when, state->seq, state});
+  std::push_heap(heap_.begin(), heap_.end(), Later);
   return state;
 }
 
-void TimerQueue::Remove(const TimerState& state) {
+void TimerQueue::Remove(TimerState& state) {
   std::lock_guard lock(mu_);
-  timers_.erase(Key{state.when, state.seq});
+  if (!state.queued || state.counted_cancelled) return;
+  state.counted_cancelled = true;
+  ++cancelled_;
+  // Swept once they are most of the heap: memory stays within twice the
+  // pending timers, and each sweep is paid for by as many cancellations.
+  if (cancelled_ > 64 && cancelled_ * 2 > heap_.size()) {
+    std::erase_if(heap_, [](const Entry& e) {
+      if (e.state->phase.load() != TimerState::kCancelled) return false;
+      e.state->queued = false;
+      return true;
+    });
+    cancelled_ = 0;
+    std::make_heap(heap_.begin(), heap_.end(), Later);
+  }
+}
+
+TimerQueue::Entry TimerQueue::PopTop() const {
+  std::pop_heap(heap_.begin(), heap_.end(), Later);
+  Entry top = std::move(heap_.back());
+  heap_.pop_back();
+  top.state->queued = false;
+  if (top.state->counted_cancelled) --cancelled_;
+  return top;
+}
+
+void TimerQueue::DropCancelledTop() const {
+  while (!heap_.empty() && heap_.front().state->phase.load() == TimerState::kCancelled) PopTop();
 }
 
 std::shared_ptr<TimerState> TimerQueue::PopDue(TimePoint now) {
   std::lock_guard lock(mu_);
-  if (timers_.empty() || timers_.begin()->first.first > now) return nullptr;
-  auto node = timers_.extract(timers_.begin());
-  return std::move(node.mapped());
+  DropCancelledTop();
+  if (heap_.empty() || heap_.front().when > now) return nullptr;
+  return PopTop().state;
 }
 
 std::optional<TimePoint> TimerQueue::Next() const {
   std::lock_guard lock(mu_);
-  if (timers_.empty()) return std::nullopt;
-  return timers_.begin()->first.first;
+  DropCancelledTop();
+  if (heap_.empty()) return std::nullopt;
+  return heap_.front().when;
 }
 
 std::size_t TimerQueue::size() const {
   std::lock_guard lock(mu_);
-  return timers_.size();
+  return static_cast<std::size_t>(std::count_if(heap_.begin(), heap_.end(), [](const Entry& e) {
+    return e.state->phase.load() == TimerState::kPending;
+  }));
 }
 
 void TimerQueue::Fire(TimerState& state) {

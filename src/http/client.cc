@@ -26,7 +26,8 @@ bool IsToken(std::string_view name) {
 
 // The origin check: the request names the client's origin (or a path on
 // it) and carries nothing that would change its meaning on the wire.
-Result<CallRequest> CheckRequest(const internal::Origin& origin, Request& request) {
+Result<CallRequest> CheckRequest(const internal::Origin& origin, std::string_view origin_text,
+                                 Request& request) {
   if (!IsToken(request.method)) {
     return Fail(ErrorKind::kInvalidRequest, "\"" + request.method + "\" is not an HTTP method");
   }
@@ -39,11 +40,11 @@ Result<CallRequest> CheckRequest(const internal::Origin& origin, Request& reques
                   "the value of header " + name + " holds a CR, LF or NUL");
     }
   }
-  auto url = internal::ResolveTarget(origin, request.url);
+  auto url = internal::ResolveTarget(origin, origin_text, request.url);
   if (!url) return tl::unexpected(url.error());
   if (!(url->origin == origin)) {
     return Fail(ErrorKind::kOriginRefused, "outbound: request to " + url->origin.ToString() +
-                                               " on a client for " + origin.ToString());
+                                               " on a client for " + std::string(origin_text));
   }
   if (url->has_user_info) {
     return Fail(ErrorKind::kInvalidRequest, "a request URL must not hold user info");
@@ -119,7 +120,7 @@ Client::~Client() {
 }
 
 void Client::SendAsync(Request request, Callback done) {
-  auto checked = CheckRequest(impl_->origin, request);
+  auto checked = CheckRequest(impl_->origin, impl_->origin_text, request);
   if (!checked) return done(tl::unexpected(checked.error()), nullptr);
   Clock& clock = *impl_->runtime.clock;
   TimePoint deadline = clock.Now() + impl_->settings.timeout;

@@ -17,7 +17,7 @@ constexpr std::size_t kStreamsPerConnection = 100;
 // Header lines a response usually has at most: room made at once.
 constexpr std::size_t kHeadersExpected = 16;
 
-// Easy handles kept for reuse.
+// Idle transfer slots that keep their easy handle.
 constexpr std::size_t kIdleEasyHandles = 256;
 
 // libcurl's global init, once per process, before any handle.
@@ -38,15 +38,20 @@ struct EasyFree {
 using Easy = std::unique_ptr<CURL, EasyFree>;
 
 // One attempt in curl's hands, or waiting in the FIFO queue for a place.
-// Transfers are kept in slots and reused; `id` names one use of a slot, so a
+// Transfers are kept in slots and reused, each slot with its easy handle, as
+// a hand-written curl loop would reuse its handles: what is the same from
+// one attempt to the next is set once. `id` names one use of a slot, so a
 // late cut of an attempt that has ended finds nothing.
 struct Transfer {
   std::uint64_t id = 0;
   std::uint32_t uses = 0;
   bool live = false;
   std::shared_ptr<Attempt> attempt;
+  // The handle and what was last set on it.
   Easy easy;
   Slist headers;
+  curl_slist* connect_to = nullptr;
+  bool plain_get = false;
   Response response;
   bool headers_done = false;
   bool too_large = false;
@@ -93,7 +98,7 @@ class CurlTransport final : public AttemptLayer {
       for (auto& t : slots_) {
         if (t->live) Finish(*t, Fail(ErrorKind::kCancelled, "the client was destroyed"));
       }
-      idle_easies_.clear();
+      slots_.clear();  // the easy handles, before the multi handle they belonged to
       curl_multi_cleanup(multi_);
       loop_->SetDeadline(this, std::nullopt, nullptr);
     });
@@ -141,8 +146,7 @@ class CurlTransport final : public AttemptLayer {
                     Fail(ErrorKind::kTransport, origin_.host + ":" + std::to_string(origin_.port) +
                                                     " is not reachable on this network"));
     }
-    Result<void> prepared = Prepare(t, route);
-    if (!prepared) return Finish(t, tl::unexpected(prepared.error()));
+    Prepare(t, route);
     queue_.push_back(t.id);
     StartQueued();
   }
@@ -169,11 +173,15 @@ class CurlTransport final : public AttemptLayer {
     return t->live && t->id == id ? t : nullptr;
   }
 
-  // Returns an ended transfer's slot, clean, to the free list.
+  // Returns an ended transfer's slot, clean, to the free list. Past a few
+  // hundred idle slots, the slot's handle goes (a burst is not kept).
   void Release(Transfer& t) {
     t.live = false;
     t.attempt.reset();
-    t.headers.reset();
+    if (free_slots_.size() >= kIdleEasyHandles) {
+      t.easy.reset();
+      t.headers.reset();
+    }
     t.response = Response{};
     t.headers_done = t.too_large = t.in_curl = false;
     t.error[0] = '\0';
@@ -203,32 +211,31 @@ class CurlTransport final : public AttemptLayer {
     starting_ = false;
   }
 
-  Result<void> Prepare(Transfer& t, const Route& route) {
-    // Easy handles are reused, as a hand-written curl loop would: what is
-    // the same for every attempt is set once per handle.
-    if (idle_easies_.empty()) {
+  // Sets what this attempt sends on the slot's handle: only what differs
+  // from the handle's last attempt.
+  void Prepare(Transfer& t, const Route& route) {
+    if (!t.easy) {
       t.easy.reset(curl_easy_init());
-      ConfigureOnce(t.easy.get());
-    } else {
-      t.easy = std::move(idle_easies_.back());
-      idle_easies_.pop_back();
+      ConfigureOnce(t);
     }
     CURL* easy = t.easy.get();
-    const Attempt& attempt = *t.attempt;
-    curl_easy_setopt(easy, CURLOPT_PRIVATE, reinterpret_cast<void*>(t.id));
-    const CallRequest& request = *attempt.request;
+    const CallRequest& request = *t.attempt->request;
     curl_easy_setopt(easy, CURLOPT_URL, request.url.c_str());
-    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t.error);
-    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(easy, CURLOPT_CONNECT_TO, ConnectTo(route));
+    if (curl_slist* connect_to = ConnectTo(route); connect_to != t.connect_to) {
+      curl_easy_setopt(easy, CURLOPT_CONNECT_TO, connect_to);
+      t.connect_to = connect_to;
+    }
 
-    // The method, from a clean slate (the handle may have sent a POST last).
     const std::string& method = request.method;
     const std::string& body = request.body;
+    bool has_body = !body.empty() || method == "POST" || method == "PUT" || method == "PATCH";
+    bool plain_get = method == "GET" && !has_body && request.headers.empty();
+    if (plain_get && t.plain_get) return;  // the handle is set for this already
+    t.plain_get = plain_get;
+
+    // The method, from a clean slate (the handle may have sent a POST last).
     curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, nullptr);
-    bool has_body = !body.empty() || method == "POST" || method == "PUT" || method == "PATCH";
     if (method == "HEAD") {
       curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
     } else if (method != "GET" || has_body) {
@@ -249,9 +256,8 @@ class CurlTransport final : public AttemptLayer {
     // With a body: no 100-continue round trip, no form content type made up by curl.
     if (has_body && !has_expect) headers = curl_slist_append(headers, "Expect:");
     if (has_body && !has_content_type) headers = curl_slist_append(headers, "Content-Type:");
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
     t.headers.reset(headers);
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t.headers.get());
-    return {};
   }
 
   // The CURLOPT_CONNECT_TO list for `route`, built once per distinct route
@@ -272,8 +278,16 @@ class CurlTransport final : public AttemptLayer {
     return connect_to_.get();
   }
 
-  // What every attempt of this client has in common.
-  void ConfigureOnce(CURL* easy) const {
+  // What every attempt of this client has in common, and the slot's own
+  // buffers.
+  void ConfigureOnce(Transfer& t) const {
+    CURL* easy = t.easy.get();
+    curl_easy_setopt(easy, CURLOPT_PRIVATE, &t);
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t.error);
+    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
+    t.connect_to = nullptr;
+    t.plain_get = false;
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_PROXY, "");  // never a proxy, whatever the environment says
@@ -385,15 +399,12 @@ class CurlTransport final : public AttemptLayer {
       if (msg->msg != CURLMSG_DONE) continue;
       void* priv = nullptr;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
-      auto id = reinterpret_cast<std::uint64_t>(priv);
-      Completed(id, msg->data.result);
+      Completed(*static_cast<Transfer*>(priv), msg->data.result);
     }
   }
 
-  void Completed(std::uint64_t id, CURLcode code) {
-    Transfer* found = Find(id);
-    if (found == nullptr) return;
-    Transfer& t = *found;
+  void Completed(Transfer& t, CURLcode code) {
+    if (!t.live || !t.in_curl) return;
     if (code == CURLE_OK) {
       if (https_ && !protocol_known_) {
         protocol_known_ = true;
@@ -450,8 +461,6 @@ class CurlTransport final : public AttemptLayer {
     AttemptOutcome outcome;
     outcome.body_failed = !result && t.headers_done;
     outcome.result = std::move(result);
-    if (t.easy && idle_easies_.size() < kIdleEasyHandles) idle_easies_.push_back(std::move(t.easy));
-    t.easy.reset();
     std::shared_ptr<Attempt> attempt = std::move(t.attempt);
     Release(t);
     // The layers above hear of this attempt (its breaker ticket is settled)
@@ -475,7 +484,6 @@ class CurlTransport final : public AttemptLayer {
   std::vector<std::unique_ptr<Transfer>> slots_;
   std::vector<std::uint32_t> free_slots_;
   std::deque<std::uint64_t> queue_;
-  std::vector<Easy> idle_easies_;
   Route connect_route_;
   Slist connect_to_;
   std::vector<Slist> retired_connect_to_;

@@ -91,7 +91,8 @@ struct CallRequest {
 
 // How one attempt ended, on its way up the layers.
 struct AttemptOutcome {
-  Result<Response> result = Fail(ErrorKind::kTransport, "attempt not made");
+  // Always replaced; short enough not to allocate.
+  Result<Response> result = Fail(ErrorKind::kTransport, "no attempt");
   bool body_failed = false;                      // the error came after the headers
   bool rejected = false;                         // the breaker said no: nothing was sent
   std::optional<Classification> classification;  // set by the breaker layer

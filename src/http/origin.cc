@@ -66,12 +66,12 @@ Result<ParsedUrl> ParseUrl(const std::string& text) {
   return parsed;
 }
 
-Result<ParsedUrl> ResolveTarget(const Origin& base, const std::string& target) {
+Result<ParsedUrl> ResolveTarget(const Origin& base, std::string_view origin,
+                                const std::string& target) {
   // The common case, a plain path on the client's origin, needs no parser:
   // only characters that cannot change where the request goes.
   // So does an absolute URL that starts with the origin exactly as the
   // client writes it ("https://payments:8443/...").
-  std::string origin = base.ToString();
   std::string_view path = target;
   if (path.substr(0, origin.size()) == origin) path.remove_prefix(origin.size());
   if (path.size() > 1 && path[0] == '/' && path[1] != '/') {
@@ -80,11 +80,14 @@ Result<ParsedUrl> ResolveTarget(const Origin& base, const std::string& target) {
       plain &= c > 32 && c < 127 && c != '#' && c != '\\';
     }
     if (plain) {
+      std::string full;
+      full.reserve(origin.size() + path.size());
+      full.append(origin).append(path);
       return ParsedUrl{base, false, path.find('?') != std::string_view::npos, false,
-                       origin + std::string(path)};
+                       std::move(full)};
     }
   }
-  if (!target.empty() && target.front() == '/') return ParseUrl(base.ToString() + target);
+  if (!target.empty() && target.front() == '/') return ParseUrl(std::string(origin) + target);
   return ParseUrl(target);
 }
 

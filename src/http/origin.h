@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "outbound/error.h"
 
@@ -32,8 +33,10 @@ struct ParsedUrl {
 [[nodiscard]] Result<ParsedUrl> ParseUrl(const std::string& url);
 
 // `target` as an absolute URL: a path ("/x") is joined onto `base`'s origin;
-// an absolute URL is parsed as it is.
-[[nodiscard]] Result<ParsedUrl> ResolveTarget(const Origin& base, const std::string& target);
+// an absolute URL is parsed as it is. `base_text` is `base.ToString()`,
+// made once by the caller rather than on every call.
+[[nodiscard]] Result<ParsedUrl> ResolveTarget(const Origin& base, std::string_view base_text,
+                                              const std::string& target);
 
 }  // namespace outbound::http::internal
 

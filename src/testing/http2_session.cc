@@ -186,6 +186,11 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
                      reinterpret_cast<uint8_t*>(storage[i + 1].data()), storage[i].size(),
                      storage[i + 1].size(), NGHTTP2_NV_FLAG_NONE});
     }
+    if (stream.request.method == "HEAD") {  // the headers only, as for a GET
+      stream.answered = true;
+      nghttp2_submit_response(session_, id, nva.data(), nva.size(), nullptr);
+      return;
+    }
     nghttp2_data_provider provider{};
     provider.read_callback = ReadBody;
     nghttp2_submit_response(session_, id, nva.data(), nva.size(), &provider);

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <vector>
 
 #include "client_test_support.h"
 
@@ -106,6 +107,33 @@ TEST_P(ClientTest, PostIsSentOnceWithoutAnIdempotencyKeyAndRetriedWithOne) {
   auto requests = server->requests();
   for (std::size_t i = 1; i < 4; ++i) EXPECT_EQ(requests[i].body, "amount=5");
   EXPECT_EQ(Attempts().back().decision, retry::DecisionKind::kExhausted);
+}
+
+// The transport reuses its curl handles from one attempt to the next; no
+// method, header or body of one request may leak into the next.
+TEST_P(ClientTest, EachRequestIsSentAsItWasMadeWhateverWentBefore) {
+  Serve([](const ServerRequest&) { return Reply::Ok("fine"); }, GetParam());
+  auto client = MakeClient();
+  std::vector<Request> sent = {
+      Request::Get("/a").Header("X-Trace", "t1"),
+      Request::Post("/b", "amount=5").Header("Content-Type", "text/plain"),
+      Request::Get("/c"),
+      Request{"HEAD", "/d"},
+      Request{"DELETE", "/e"},
+      Request::Get("/f"),
+      Request::Get("/g"),
+  };
+  for (const Request& request : sent) ASSERT_TRUE(client->Send(request)) << request.url;
+  auto got = server->requests();
+  ASSERT_EQ(got.size(), sent.size());
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    SCOPED_TRACE(sent[i].url);
+    EXPECT_EQ(got[i].method, sent[i].method);
+    EXPECT_EQ(got[i].target, sent[i].url);
+    EXPECT_EQ(got[i].body, sent[i].body);
+    EXPECT_EQ(got[i].header("x-trace"), i == 0 ? "t1" : "");
+    EXPECT_EQ(got[i].header("content-type"), i == 1 ? "text/plain" : "");
+  }
 }
 
 TEST_P(ClientTest, HungAttemptIsRetriedAfterAttemptTimeoutAndItsStreamCancelled) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,6 +68,38 @@ TEST(ManualClockTest, CancelledTimerDoesNotFire) {
   EXPECT_EQ(clock.pending_timers(), 0u);
   clock.Advance(seconds(2));
   EXPECT_FALSE(ran);
+}
+
+// Cancelled timers stay in the queue's heap until swept; whether swept or
+// not, they never fire, and the pending ones keep their order.
+TEST(ManualClockTest, ManyCancelledTimersNeverFireAndThePendingKeepTheirOrder) {
+  ManualClock clock;
+  TimePoint t0 = clock.Now();
+  std::vector<int> fired;
+  std::vector<Timer> timers;
+  // Deadlines in a shuffled order, so the heap is really exercised.
+  for (int i = 0; i < 1000; ++i) {
+    int at = (i * 7919) % 1000;
+    timers.push_back(
+        clock.ScheduleAt(t0 + milliseconds(at), [&fired, at] { fired.push_back(at); }));
+  }
+  std::vector<int> expected;
+  for (int i = 0; i < 1000; ++i) {
+    int at = (i * 7919) % 1000;
+    if (at % 100 == 0) {
+      expected.push_back(at);
+    } else {
+      EXPECT_TRUE(timers[static_cast<std::size_t>(i)].Cancel());
+    }
+  }
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(clock.pending_timers(), expected.size());
+  EXPECT_EQ(clock.next_timer(), t0 + milliseconds(expected.front()));
+
+  clock.Advance(seconds(1));
+  EXPECT_EQ(fired, expected);
+  EXPECT_EQ(clock.pending_timers(), 0u);
+  EXPECT_EQ(clock.next_timer(), std::nullopt);
 }
 
 TEST(ManualClockTest, PastDeadlineFiresOnNextAdvance) {

@@ -9,11 +9,11 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "outbound/clock.h"
 
@@ -27,31 +27,56 @@ struct TimerState {
   TimePoint when;
   std::uint64_t seq = 0;
   TimerQueue* queue = nullptr;
+  // Guarded by the queue's lock: whether the queue still holds the timer,
+  // and whether it counts it among its cancelled ones.
+  bool queued = false;
+  bool counted_cancelled = false;
 };
 
+// A binary heap. A cancelled timer stays in it until it reaches the top or
+// cancelled ones outnumber the rest (then they are swept out at once), so
+// cancelling, the common fate of a timeout, costs no search.
 class TimerQueue {
  public:
   // Adds a timer. Returns the state the caller wraps in a Timer.
   std::shared_ptr<TimerState> Add(TimePoint when, std::function<void()> callback);
 
-  // Forgets a cancelled timer.
-  void Remove(const TimerState& state);
+  // Forgets a timer whose phase has just become kCancelled.
+  void Remove(TimerState& state);
 
-  // Removes and returns the earliest timer due at or before `now`, if any.
+  // Removes and returns the earliest pending timer due at or before `now`,
+  // if any.
   std::shared_ptr<TimerState> PopDue(TimePoint now);
 
-  // The earliest deadline, if any timer is pending.
+  // The earliest deadline of a pending timer, if any.
   std::optional<TimePoint> Next() const;
 
+  // Pending timers. Counts them one by one: for tests.
   std::size_t size() const;
 
   // Runs a popped timer's callback unless it was cancelled meanwhile.
   static void Fire(TimerState& state);
 
  private:
-  using Key = std::pair<TimePoint, std::uint64_t>;
+  struct Entry {
+    TimePoint when;
+    std::uint64_t seq;
+    std::shared_ptr<TimerState> state;
+  };
+  // The heap's order: std::push_heap keeps the greatest on top, so "greater"
+  // here means later.
+  static bool Later(const Entry& a, const Entry& b) {
+    return a.when != b.when ? a.when > b.when : a.seq > b.seq;
+  }
+  // Drops cancelled timers from the top. Holds mu_.
+  void DropCancelledTop() const;
+  // Takes the top entry off the heap. Holds mu_.
+  Entry PopTop() const;
+
   mutable std::mutex mu_;
-  std::map<Key, std::shared_ptr<TimerState>> timers_;
+  // Mutable: dropping cancelled timers changes no answer the queue gives.
+  mutable std::vector<Entry> heap_;
+  mutable std::size_t cancelled_ = 0;  // entries counted as cancelled
   std::uint64_t next_seq_ = 0;
 };
 
