@@ -9,15 +9,12 @@ namespace {
 class AttemptTimeout final : public AttemptLayer {
  public:
   AttemptTimeout(std::unique_ptr<AttemptLayer> next, Clock& clock, Duration timeout)
-      : next_(std::move(next)), clock_(clock), timeout_(timeout) {}
+      : clock_(clock), timeout_(timeout), timeouts_(clock), next_(std::move(next)) {}
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
-    // The headers cancel the timer (Attempt::HeadersArrived), and so does
-    // the attempt's end, before anyone above hears of it.
-    attempt->SetHeaderTimer(
-        clock_.ScheduleAfter(timeout_, [weak = std::weak_ptr<Attempt>(attempt)] {
-          if (auto live = weak.lock()) live->Cut(CutReason::kAttemptTimeout);
-        }));
+    // The headers disarm it (Attempt::HeadersArrived), and so does the
+    // attempt's end, before anyone above hears of it.
+    attempt->ArmHeaderTimeout(timeouts_, clock_.Now() + timeout_);
     attempt->Enter(*this);
     next_->Start(attempt);
   }
@@ -25,9 +22,12 @@ class AttemptTimeout final : public AttemptLayer {
   void Finish(Attempt& attempt, AttemptOutcome&) override { attempt.HeadersArrived(); }
 
  private:
-  std::unique_ptr<AttemptLayer> next_;
   Clock& clock_;
   Duration timeout_;
+  // Every attempt's timeout has the same length: one list, in order.
+  outbound::internal::TimeoutList timeouts_;
+  // Declared last so the layers below, and the attempts they hold, go first.
+  std::unique_ptr<AttemptLayer> next_;
 };
 
 }  // namespace

@@ -63,6 +63,8 @@ struct Client::Impl {
   retry::Budget budget;
   retry::Retrier retrier;
   circuit::Breaker breaker;
+  // Every call's deadline; timeouts of one length, so in order.
+  outbound::internal::TimeoutList deadlines;
   std::unique_ptr<internal::CallLayer> calls;  // the whole chain, below the origin check
 
   // Calls in flight, so the destructor can end them before the chain goes.
@@ -79,7 +81,8 @@ struct Client::Impl {
         retrier(retry::Policy{settings.max_attempts,
                               retry::Exponential(settings.backoff_base, settings.backoff_max)},
                 budget),
-        breaker(settings.breaker, settings.breaker_policy, settings.on_breaker_transition) {}
+        breaker(settings.breaker, settings.breaker_policy, settings.on_breaker_transition),
+        deadlines(*runtime.clock) {}
 };
 
 Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings settings) {
@@ -132,7 +135,7 @@ void Client::SendAsync(Request request, Callback done) {
     std::lock_guard lock(impl_->mu);
     impl_->live.emplace(call.get(), call);
   }
-  call->Arm(clock);
+  call->Arm(impl_->deadlines);
   impl_->calls->Send(
       call, std::make_shared<CallRequest>(std::move(*checked)),
       [impl = impl_.get(), call, done = std::move(done)](internal::CallOutcome outcome) {

@@ -16,11 +16,10 @@ void CallState::SetInterruptTarget(std::weak_ptr<Interruptible> target) {
   if (auto live = target.lock()) live->Interrupt(reason);
 }
 
-void CallState::Arm(Clock& clock) {
+void CallState::Arm(outbound::internal::TimeoutList& deadlines) {
+  deadlines_ = &deadlines;
+  deadlines.Arm(deadline_entry_, deadline_);
   std::weak_ptr<CallState> weak = weak_from_this();
-  deadline_timer_ = clock.ScheduleAt(deadline_, [weak] {
-    if (auto self = weak.lock()) self->Interrupt(CutReason::kDeadline);
-  });
   if (caller_cancel_) {
     cancel_id_ = caller_cancel_->OnCancel([weak] {
       if (auto self = weak.lock()) self->Interrupt(CutReason::kCancelled);
@@ -28,8 +27,15 @@ void CallState::Arm(Clock& clock) {
   }
 }
 
+void CallState::DeadlineEntry::Expired() {
+  // Null when the call is being destroyed on another thread (which waits
+  // for this to return).
+  if (auto live = call.weak_from_this().lock()) live->Interrupt(CutReason::kDeadline);
+}
+
 void CallState::Disarm() {
-  deadline_timer_.Cancel();
+  if (disarmed_.exchange(true)) return;
+  if (deadlines_ != nullptr) deadlines_->Cancel(deadline_entry_);
   if (caller_cancel_ && cancel_id_ >= 0) caller_cancel_->Forget(cancel_id_);
   cancel_id_ = -1;
   std::lock_guard lock(mu_);
@@ -80,14 +86,20 @@ void Attempt::Cut(CutReason reason) {
   if (canceller) canceller();
 }
 
-void Attempt::SetHeaderTimer(Timer timer) {
-  std::lock_guard lock(mu_);
-  header_timer_ = std::move(timer);
+void Attempt::ArmHeaderTimeout(outbound::internal::TimeoutList& timeouts, TimePoint deadline) {
+  header_timeouts_ = &timeouts;
+  timeouts.Arm(header_timeout_, deadline);
 }
 
 void Attempt::HeadersArrived() {
-  std::lock_guard lock(mu_);
-  header_timer_.Cancel();
+  if (header_timeouts_ == nullptr || headers_arrived_.exchange(true)) return;
+  header_timeouts_->Cancel(header_timeout_);
+}
+
+void Attempt::HeaderTimeout::Expired() {
+  // Null when the attempt is being destroyed on another thread (which
+  // waits for this to return).
+  if (auto live = attempt.weak_from_this().lock()) live->Cut(CutReason::kAttemptTimeout);
 }
 
 }  // namespace outbound::http::internal

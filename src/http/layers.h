@@ -24,6 +24,7 @@
 #include "outbound/http/classify.h"
 #include "outbound/http/message.h"
 #include "outbound/http/settings.h"
+#include "outbound/internal/timeout_list.h"
 #include "outbound/random.h"
 #include "outbound/retry/retrier.h"
 
@@ -50,9 +51,10 @@ class CallState : public std::enable_shared_from_this<CallState> {
       : deadline_(deadline), caller_cancel_(std::move(cancel)) {}
   ~CallState();
 
-  // Arms the deadline timer and the caller's cancellation, once per call.
-  // The CallState must be owned by a shared_ptr.
-  void Arm(Clock& clock);
+  // Arms the deadline (on `deadlines`, which outlives the call) and the
+  // caller's cancellation, once per call. The CallState must be owned by a
+  // shared_ptr.
+  void Arm(outbound::internal::TimeoutList& deadlines);
   // Who ends the call when either fires: interrupted once, with kDeadline
   // or kCancelled; at once if that already happened. Each request of the
   // call (a redirect is a new one) sets itself.
@@ -71,12 +73,20 @@ class CallState : public std::enable_shared_from_this<CallState> {
  private:
   void Interrupt(CutReason reason);
 
+  struct DeadlineEntry final : outbound::internal::TimeoutList::Entry {
+    explicit DeadlineEntry(CallState& c) : call(c) {}
+    void Expired() override;
+    CallState& call;
+  };
+
   TimePoint deadline_;
   std::shared_ptr<outbound::internal::CancelState> caller_cancel_;
   std::atomic<CutReason> reason_{CutReason::kNone};
   std::mutex mu_;
   std::weak_ptr<Interruptible> interrupt_;
-  Timer deadline_timer_;
+  DeadlineEntry deadline_entry_{*this};
+  outbound::internal::TimeoutList* deadlines_ = nullptr;
+  std::atomic<bool> disarmed_{false};
   int cancel_id_ = -1;
 };
 
@@ -121,8 +131,11 @@ class AttemptLayer;
 // are shared by every attempt of the client; what one of them keeps for
 // one attempt lives here, in the fields marked with its name. No step of
 // the way allocates.
-class Attempt {
+class Attempt : public std::enable_shared_from_this<Attempt> {
  public:
+  Attempt() = default;
+  ~Attempt() { HeadersArrived(); }
+
   // What is sent, shared by every attempt of the request (not copied).
   std::shared_ptr<const CallRequest> request;
   int number = 1;        // within its request
@@ -154,11 +167,11 @@ class Attempt {
   void Cut(CutReason reason);
   CutReason cut_reason() const { return cut_.load(); }
 
-  // The attempt's timeout (AttemptTimeout's), cancelled when the headers
-  // arrive. Set before the attempt starts.
-  void SetHeaderTimer(Timer timer);
-  // The response's headers arrived, or the attempt ended: the header timer
-  // is cancelled.
+  // AttemptTimeout: cuts the attempt at `deadline` unless its headers have
+  // arrived. Armed before the attempt starts; `timeouts` outlives it.
+  void ArmHeaderTimeout(outbound::internal::TimeoutList& timeouts, TimePoint deadline);
+  // The response's headers arrived, or the attempt ended: the header
+  // timeout is disarmed. Thread-safe.
   void HeadersArrived();
 
  private:
@@ -167,10 +180,18 @@ class Attempt {
   std::array<AttemptLayer*, kMaxLayers> entered_{};
   std::size_t depth_ = 0;
 
+  struct HeaderTimeout final : outbound::internal::TimeoutList::Entry {
+    explicit HeaderTimeout(Attempt& a) : attempt(a) {}
+    void Expired() override;
+    Attempt& attempt;
+  };
+
   std::mutex mu_;
   std::atomic<CutReason> cut_{CutReason::kNone};
   std::function<void()> canceller_;
-  Timer header_timer_;
+  HeaderTimeout header_timeout_{*this};
+  outbound::internal::TimeoutList* header_timeouts_ = nullptr;
+  std::atomic<bool> headers_arrived_{false};
 };
 
 class AttemptLayer {
@@ -203,7 +224,8 @@ class CallLayer {
 // The layers, each in a file of its name. Bottom to top:
 
 // Fails the attempt with kDeadline if its headers have not arrived within
-// `timeout` of its start; the transport then abandons it.
+// `timeout` of its start; the transport then abandons it. `clock` tells
+// the time of the timeouts.
 std::unique_ptr<AttemptLayer> MakeAttemptTimeout(std::unique_ptr<AttemptLayer> next, Clock& clock,
                                                  Duration timeout);
 
