@@ -2,7 +2,6 @@
 
 #include <condition_variable>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "curl_transport.h"
@@ -49,9 +48,20 @@ Result<CallRequest> CheckRequest(const internal::Origin& origin, std::string_vie
   if (url->has_user_info) {
     return Fail(ErrorKind::kInvalidRequest, "a request URL must not hold user info");
   }
-  return CallRequest{request.method, url->full, std::move(request.headers), std::move(request.body),
-                     request.body_replayable};
+  return CallRequest{std::move(request.method), std::move(url->full), std::move(request.headers),
+                     std::move(request.body), request.body_replayable};
 }
+
+// A call in flight: its state, the caller's callback, and its place in the
+// client's list of live calls (guarded by Impl::mu).
+struct LiveCall final : internal::CallState {
+  LiveCall(TimePoint deadline, std::shared_ptr<outbound::internal::CancelState> cancel,
+           Client::Callback on_done)
+      : CallState(deadline, std::move(cancel)), callback(std::move(on_done)) {}
+  Client::Callback callback;
+  LiveCall* prev = nullptr;
+  LiveCall* next = nullptr;
+};
 
 }  // namespace
 
@@ -70,7 +80,23 @@ struct Client::Impl {
   // Calls in flight, so the destructor can end them before the chain goes.
   std::mutex mu;
   std::condition_variable idle;
-  std::unordered_map<internal::CallState*, std::weak_ptr<internal::CallState>> live;
+  LiveCall* live = nullptr;  // a list, newest first
+
+  void Link(LiveCall& call) {
+    std::lock_guard lock(mu);
+    call.next = live;
+    if (live != nullptr) live->prev = &call;
+    live = &call;
+  }
+
+  // Called last on a call: once the lock is released, the destructor may
+  // free this Impl.
+  void Unlink(LiveCall& call) {
+    std::lock_guard lock(mu);
+    (call.prev != nullptr ? call.prev->next : live) = call.next;
+    if (call.next != nullptr) call.next->prev = call.prev;
+    idle.notify_all();
+  }
 
   Impl(const Runtime& rt, Settings s, internal::Origin o)
       : runtime(rt),
@@ -112,14 +138,15 @@ Client::~Client() {
   std::vector<std::shared_ptr<internal::CallState>> calls;
   {
     std::lock_guard lock(impl_->mu);
-    for (auto& [raw, weak] : impl_->live) {
-      if (auto call = weak.lock()) calls.push_back(std::move(call));
+    for (LiveCall* call = impl_->live; call != nullptr; call = call->next) {
+      // Null for a call already on its way out.
+      if (auto held = call->weak_from_this().lock()) calls.push_back(std::move(held));
     }
   }
   for (auto& call : calls) call->Cancel();
   calls.clear();
   std::unique_lock lock(impl_->mu);
-  impl_->idle.wait(lock, [&] { return impl_->live.empty(); });
+  impl_->idle.wait(lock, [&] { return impl_->live == nullptr; });
 }
 
 void Client::SendAsync(Request request, Callback done) {
@@ -130,23 +157,18 @@ void Client::SendAsync(Request request, Callback done) {
   if (request.context.deadline && *request.context.deadline < deadline) {
     deadline = *request.context.deadline;
   }
-  auto call = std::make_shared<internal::CallState>(deadline, request.context.cancel);
-  {
-    std::lock_guard lock(impl_->mu);
-    impl_->live.emplace(call.get(), call);
-  }
+  auto call = std::make_shared<LiveCall>(deadline, request.context.cancel, std::move(done));
+  call->request = std::make_shared<CallRequest>(std::move(*checked));
+  // The layers hold the call until this runs: a plain pointer is enough.
+  call->done = [impl = impl_.get(), live = call.get()](internal::CallOutcome outcome) {
+    live->Disarm();
+    Callback callback = std::move(live->callback);
+    callback(std::move(outcome.result), outcome.thrown);
+    impl->Unlink(*live);
+  };
+  impl_->Link(*call);
   call->Arm(impl_->deadlines);
-  impl_->calls->Send(
-      call, std::make_shared<CallRequest>(std::move(*checked)),
-      [impl = impl_.get(), call, done = std::move(done)](internal::CallOutcome outcome) {
-        call->Disarm();
-        done(std::move(outcome.result), outcome.thrown);
-        // Notified under the lock: once it is released, the destructor may
-        // free impl.
-        std::lock_guard lock(impl->mu);
-        impl->live.erase(call.get());
-        impl->idle.notify_all();
-      });
+  impl_->calls->Send(call);
 }
 
 std::future<Result<Response>> Client::SendAsync(Request request) {

@@ -53,6 +53,20 @@ void CallState::Interrupt(CutReason reason) {
   if (target) target->Interrupt(reason);
 }
 
+void CallState::Enter(CallLayer& layer) {
+  // A client's layers are fixed when it is made, and fewer than this.
+  if (depth_ == kMaxLayers) std::abort();
+  entered_[depth_++] = &layer;
+}
+
+void CallState::Complete(CallOutcome outcome) {
+  while (depth_ > 0) {
+    if (!entered_[--depth_]->Finish(*this, outcome)) return;  // taken on: a new request
+  }
+  std::function<void(CallOutcome)> finished = std::move(done);
+  finished(std::move(outcome));
+}
+
 void Attempt::Enter(AttemptLayer& layer) {
   // A client's layers are fixed when it is made, and fewer than this.
   if (depth_ == kMaxLayers) std::abort();

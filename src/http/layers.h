@@ -43,8 +43,28 @@ class Interruptible {
   ~Interruptible() = default;
 };
 
-// What one call shares across its attempts and redirects: its deadline and
-// whether the caller gave up. Thread-safe.
+// One request of a call: its method, absolute URL and headers, validated.
+struct CallRequest {
+  std::string method;
+  std::string url;
+  Headers headers;
+  std::string body;
+  bool replayable = true;
+};
+
+// How a call ended: a result, or the user's own exception.
+struct CallOutcome {
+  Result<Response> result = Fail(ErrorKind::kCancelled, "call not made");
+  std::exception_ptr thrown;
+};
+
+class CallLayer;
+
+// One call: what it shares across its attempts and redirects (its
+// deadline, whether the caller gave up), and its way down the call layers
+// and back, which works as an attempt's does (see Attempt): each layer that
+// passes the call's request down enters itself, and the retry loop ends the
+// request with `Complete`.
 class CallState : public std::enable_shared_from_this<CallState> {
  public:
   CallState(TimePoint deadline, std::shared_ptr<outbound::internal::CancelState> cancel)
@@ -70,7 +90,24 @@ class CallState : public std::enable_shared_from_this<CallState> {
   // Attempts made so far by the whole call, redirects included.
   std::atomic<int> attempts{0};
 
+  // The request the call is on; a redirect is a new one.
+  std::shared_ptr<const CallRequest> request;
+  // Who hears how the call ended, after the layers: the client.
+  std::function<void(CallOutcome)> done;
+  // Redirects: the redirects followed so far.
+  int redirects = 0;
+
+  // A layer passes the call's request down: its Finish will see the outcome.
+  void Enter(CallLayer& layer);
+  // Ends the call's request: each entered layer's Finish, the lowest first,
+  // and unless one took the call on, `done`. Once per request.
+  void Complete(CallOutcome outcome);
+
  private:
+  static constexpr std::size_t kMaxLayers = 8;
+  std::array<CallLayer*, kMaxLayers> entered_{};
+  std::size_t depth_ = 0;
+
   void Interrupt(CutReason reason);
 
   struct DeadlineEntry final : outbound::internal::TimeoutList::Entry {
@@ -88,15 +125,6 @@ class CallState : public std::enable_shared_from_this<CallState> {
   outbound::internal::TimeoutList* deadlines_ = nullptr;
   std::atomic<bool> disarmed_{false};
   int cancel_id_ = -1;
-};
-
-// One request of a call: its method, absolute URL and headers, validated.
-struct CallRequest {
-  std::string method;
-  std::string url;
-  Headers headers;
-  std::string body;
-  bool replayable = true;
 };
 
 // How one attempt ended, on its way up the layers.
@@ -206,19 +234,17 @@ class AttemptLayer {
   virtual void Finish(Attempt& attempt, AttemptOutcome& outcome) = 0;
 };
 
-// How a call ended: a result, or the user's own exception.
-struct CallOutcome {
-  Result<Response> result = Fail(ErrorKind::kCancelled, "call not made");
-  std::exception_ptr thrown;
-};
-using CallDone = std::function<void(CallOutcome)>;
-
 class CallLayer {
  public:
   virtual ~CallLayer() = default;
-  // Sends one request of a call. `done` is called exactly once.
-  virtual void Send(std::shared_ptr<CallState> call, std::shared_ptr<CallRequest> request,
-                    CallDone done) = 0;
+  // Sends the request the call is on (`call->request`): does this layer's
+  // part, then either passes it down (`call->Enter(*this)`, then the next
+  // layer's Send) or ends it here (`call->Complete(...)`).
+  virtual void Send(const std::shared_ptr<CallState>& call) = 0;
+  // The request this layer passed down has ended: this layer's part of its
+  // outcome. Returns false if the layer took the call on instead (it sent
+  // another request of it): the outcome then goes no further up.
+  virtual bool Finish(CallState& call, CallOutcome& outcome) = 0;
 };
 
 // The layers, each in a file of its name. Bottom to top:

@@ -34,29 +34,29 @@ class Redirects final : public CallLayer {
   Redirects(std::unique_ptr<CallLayer> next, Origin origin)
       : next_(std::move(next)), origin_(std::move(origin)) {}
 
-  void Send(std::shared_ptr<CallState> call, std::shared_ptr<CallRequest> request,
-            CallDone done) override {
-    Follow(std::move(call), std::move(request), std::move(done), 0);
+  void Send(const std::shared_ptr<CallState>& call) override {
+    call->Enter(*this);
+    next_->Send(call);
+  }
+
+  bool Finish(CallState& call, CallOutcome& outcome) override {
+    std::shared_ptr<CallRequest> next = NextRequest(call, outcome);
+    if (!next) return true;
+    ++call.redirects;
+    call.request = std::move(next);
+    Send(call.shared_from_this());
+    return false;
   }
 
  private:
-  void Follow(std::shared_ptr<CallState> call, std::shared_ptr<CallRequest> request, CallDone done,
-              int hops) {
-    next_->Send(call, request,
-                [this, call, request, hops, done = std::move(done)](CallOutcome outcome) mutable {
-                  std::shared_ptr<CallRequest> next = NextRequest(*request, outcome, hops);
-                  if (!next) return done(std::move(outcome));
-                  Follow(call, std::move(next), std::move(done), hops + 1);
-                });
-  }
-
   // The request a redirect asks for, if it is one to follow.
-  std::shared_ptr<CallRequest> NextRequest(const CallRequest& request, const CallOutcome& outcome,
-                                           int hops) const {
+  std::shared_ptr<CallRequest> NextRequest(const CallState& call,
+                                           const CallOutcome& outcome) const {
     if (outcome.thrown || !outcome.result || !IsRedirect(outcome.result->status)) return nullptr;
-    if (hops >= kMaxRedirects) return nullptr;
+    if (call.redirects >= kMaxRedirects) return nullptr;
     std::string_view location = outcome.result->header("Location");
     if (location.empty()) return nullptr;
+    const CallRequest& request = *call.request;
     std::optional<std::string> target = Resolve(request.url, location);
     if (!target) return nullptr;
     auto parsed = ParseUrl(*target);

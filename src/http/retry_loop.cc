@@ -18,13 +18,11 @@ class RetryingRequest final : public AttemptOwner,
                               public std::enable_shared_from_this<RetryingRequest> {
  public:
   RetryingRequest(AttemptLayer& next, const RetryLoopOptions& options,
-                  std::shared_ptr<CallState> call, std::shared_ptr<CallRequest> request,
-                  CallDone done)
+                  std::shared_ptr<CallState> call)
       : next_(next),
         options_(options),
         call_(std::move(call)),
-        request_(std::move(request)),
-        done_(std::move(done)),
+        request_(call_->request),
         loop_(options.retrier->Start(call_->deadline())),
         safe_(SafeToRepeat(*request_)) {}
 
@@ -117,15 +115,13 @@ class RetryingRequest final : public AttemptOwner,
     call_outcome.thrown = outcome.thrown;
     call_outcome.result = std::move(outcome.result);
     if (!call_outcome.result) call_outcome.result.error().set_attempts(call_->attempts.load());
-    CallDone done = std::move(done_);
-    done(std::move(call_outcome));
+    call_->Complete(std::move(call_outcome));
   }
 
   AttemptLayer& next_;
   const RetryLoopOptions& options_;
   std::shared_ptr<CallState> call_;
-  std::shared_ptr<CallRequest> request_;
-  CallDone done_;
+  std::shared_ptr<const CallRequest> request_;
   retry::Loop loop_;
   const bool safe_;
 
@@ -143,13 +139,14 @@ class RetryLoop final : public CallLayer {
   RetryLoop(std::unique_ptr<AttemptLayer> next, RetryLoopOptions options)
       : next_(std::move(next)), options_(std::move(options)) {}
 
-  void Send(std::shared_ptr<CallState> call, std::shared_ptr<CallRequest> request,
-            CallDone done) override {
-    auto retrying = std::make_shared<RetryingRequest>(*next_, options_, call, std::move(request),
-                                                      std::move(done));
+  void Send(const std::shared_ptr<CallState>& call) override {
+    auto retrying = std::make_shared<RetryingRequest>(*next_, options_, call);
     call->SetInterruptTarget(retrying);
     retrying->StartAttempt();
   }
+
+  // The bottom call layer: it ends requests (Complete) and enters nothing.
+  bool Finish(CallState&, CallOutcome&) override { return true; }
 
  private:
   std::unique_ptr<AttemptLayer> next_;

@@ -84,6 +84,22 @@ std::string OriginOf(const std::string& url) {
   return origin;
 }
 
+std::string TargetOf(const std::string& url) {
+  CURLU* u = curl_url();
+  std::string target = "/";
+  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
+    char *path = nullptr, *query = nullptr;
+    curl_url_get(u, CURLUPART_PATH, &path, 0);
+    curl_url_get(u, CURLUPART_QUERY, &query, 0);
+    if (path != nullptr) target = path;
+    if (query != nullptr) target += std::string("?") + query;
+    curl_free(path);
+    curl_free(query);
+  }
+  curl_url_cleanup(u);
+  return target;
+}
+
 bool AddHeader(http::Request& request, const std::string& line) {
   auto colon = line.find(':');
   if (colon == std::string::npos) return false;

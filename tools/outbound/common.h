@@ -47,6 +47,9 @@ class ConnectToNetwork final : public Network {
 // scheme://host:port of an absolute URL, or empty.
 std::string OriginOf(const std::string& url);
 
+// The path and query of an absolute URL ("/" if it has no path).
+std::string TargetOf(const std::string& url);
+
 // Adds "Name: value" to `request`; false if there is no colon.
 bool AddHeader(http::Request& request, const std::string& line);
 
