@@ -39,16 +39,20 @@ Result<CallRequest> CheckRequest(const internal::Origin& origin, std::string_vie
                   "the value of header " + name + " holds a CR, LF or NUL");
     }
   }
-  auto url = internal::ResolveTarget(origin, origin_text, request.url);
-  if (!url) return tl::unexpected(url.error());
-  if (!(url->origin == origin)) {
-    return Fail(ErrorKind::kOriginRefused, "outbound: request to " + url->origin.ToString() +
-                                               " on a client for " + std::string(origin_text));
+  std::optional<std::string> full = internal::JoinPlainPath(origin_text, request.url);
+  if (!full) {
+    auto url = internal::ResolveTarget(origin, origin_text, request.url);
+    if (!url) return tl::unexpected(url.error());
+    if (!(url->origin == origin)) {
+      return Fail(ErrorKind::kOriginRefused, "outbound: request to " + url->origin.ToString() +
+                                                 " on a client for " + std::string(origin_text));
+    }
+    if (url->has_user_info) {
+      return Fail(ErrorKind::kInvalidRequest, "a request URL must not hold user info");
+    }
+    full = std::move(url->full);
   }
-  if (url->has_user_info) {
-    return Fail(ErrorKind::kInvalidRequest, "a request URL must not hold user info");
-  }
-  return CallRequest{std::move(request.method), std::move(url->full), std::move(request.headers),
+  return CallRequest{std::move(request.method), std::move(*full), std::move(request.headers),
                      std::move(request.body), request.body_replayable};
 }
 
@@ -160,7 +164,7 @@ void Client::SendAsync(Request request, Callback done) {
   auto call = std::make_shared<LiveCall>(deadline, request.context.cancel, std::move(done));
   call->request = std::make_shared<CallRequest>(std::move(*checked));
   // The layers hold the call until this runs: a plain pointer is enough.
-  call->done = [impl = impl_.get(), live = call.get()](internal::CallOutcome outcome) {
+  call->done = [impl = impl_.get(), live = call.get()](internal::CallOutcome&& outcome) {
     live->Disarm();
     Callback callback = std::move(live->callback);
     callback(std::move(outcome.result), outcome.thrown);

@@ -147,8 +147,17 @@ class CurlTransport final : public AttemptLayer {
                                                     " is not reachable on this network"));
     }
     Prepare(t, route);
+    // Room now: sent at once. The breaker admitted it a moment ago, so
+    // only an attempt that waited in the queue asks it again.
+    if (queue_.empty() && in_flight_ < max_in_flight_ && !starting_ && !stopped_) return Send(t);
     queue_.push_back(t.id);
     StartQueued();
+  }
+
+  void Send(Transfer& t) {
+    t.in_curl = true;
+    ++in_flight_;
+    curl_multi_add_handle(multi_, t.easy.get());
   }
 
   // A transfer slot for a new attempt: a free one, or a new one.
@@ -204,9 +213,7 @@ class CurlTransport final : public AttemptLayer {
                     "the circuit breaker opened before the attempt was sent: nothing was sent"));
         continue;
       }
-      t->in_curl = true;
-      ++in_flight_;
-      curl_multi_add_handle(multi_, t->easy.get());
+      Send(*t);
     }
     starting_ = false;
   }
@@ -453,7 +460,7 @@ class CurlTransport final : public AttemptLayer {
     }
   }
 
-  void Finish(Transfer& t, Result<Response> result) {
+  void Finish(Transfer& t, Result<Response>&& result) {
     if (t.in_curl) {
       curl_multi_remove_handle(multi_, t.easy.get());
       --in_flight_;

@@ -59,11 +59,11 @@ void CallState::Enter(CallLayer& layer) {
   entered_[depth_++] = &layer;
 }
 
-void CallState::Complete(CallOutcome outcome) {
+void CallState::Complete(CallOutcome&& outcome) {
   while (depth_ > 0) {
     if (!entered_[--depth_]->Finish(*this, outcome)) return;  // taken on: a new request
   }
-  std::function<void(CallOutcome)> finished = std::move(done);
+  std::function<void(CallOutcome &&)> finished = std::move(done);
   finished(std::move(outcome));
 }
 
@@ -73,7 +73,7 @@ void Attempt::Enter(AttemptLayer& layer) {
   entered_[depth_++] = &layer;
 }
 
-void Attempt::Complete(AttemptOutcome outcome) {
+void Attempt::Complete(AttemptOutcome&& outcome) {
   while (depth_ > 0) entered_[--depth_]->Finish(*this, outcome);
   std::shared_ptr<AttemptOwner> to = std::move(owner);
   to->AttemptEnded(std::move(outcome));

@@ -93,7 +93,7 @@ class CallState : public std::enable_shared_from_this<CallState> {
   // The request the call is on; a redirect is a new one.
   std::shared_ptr<const CallRequest> request;
   // Who hears how the call ended, after the layers: the client.
-  std::function<void(CallOutcome)> done;
+  std::function<void(CallOutcome&&)> done;
   // Redirects: the redirects followed so far.
   int redirects = 0;
 
@@ -101,7 +101,7 @@ class CallState : public std::enable_shared_from_this<CallState> {
   void Enter(CallLayer& layer);
   // Ends the call's request: each entered layer's Finish, the lowest first,
   // and unless one took the call on, `done`. Once per request.
-  void Complete(CallOutcome outcome);
+  void Complete(CallOutcome&& outcome);
 
  private:
   static constexpr std::size_t kMaxLayers = 8;
@@ -141,7 +141,7 @@ struct AttemptOutcome {
 // Who starts attempts and hears how each ended: the retry loop.
 class AttemptOwner {
  public:
-  virtual void AttemptEnded(AttemptOutcome outcome) = 0;
+  virtual void AttemptEnded(AttemptOutcome&& outcome) = 0;
 
  protected:
   ~AttemptOwner() = default;
@@ -176,17 +176,17 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   TimePoint started{};
   // BreakerLayer: the admission this attempt's result settles.
   std::optional<circuit::Ticket> ticket;
-  // Asked by a transport just before it sends the attempt (which may have
-  // waited in its queue): false when the breaker that admitted it has opened
-  // meanwhile, so the attempt is failed as rejected and nothing is sent. Set
-  // by the breaker layer; empty means always.
+  // Asked by a transport before it sends an attempt that waited in its
+  // queue: false when the breaker that admitted it has opened meanwhile, so
+  // the attempt is failed as rejected and nothing is sent. Set by the
+  // breaker layer; empty means always.
   std::function<bool()> still_admitted;
 
   // A layer passes the attempt down: its Finish will see the outcome.
   void Enter(AttemptLayer& layer);
   // Ends the attempt: each entered layer's Finish, the lowest first, then
   // the owner's AttemptEnded. Exactly once per attempt, on any thread.
-  void Complete(AttemptOutcome outcome);
+  void Complete(AttemptOutcome&& outcome);
 
   // Cutting short: the transport says how; layers above say when. Both
   // thread-safe; the canceller runs at most once, at Cut or at SetCanceller

@@ -66,26 +66,26 @@ Result<ParsedUrl> ParseUrl(const std::string& text) {
   return parsed;
 }
 
-Result<ParsedUrl> ResolveTarget(const Origin& base, std::string_view origin,
-                                const std::string& target) {
-  // The common case, a plain path on the client's origin, needs no parser:
-  // only characters that cannot change where the request goes.
-  // So does an absolute URL that starts with the origin exactly as the
-  // client writes it ("https://payments:8443/...").
+std::optional<std::string> JoinPlainPath(std::string_view origin, std::string_view target) {
+  // Only characters that cannot change where the request goes: no parser
+  // needed.
   std::string_view path = target;
   if (path.substr(0, origin.size()) == origin) path.remove_prefix(origin.size());
-  if (path.size() > 1 && path[0] == '/' && path[1] != '/') {
-    bool plain = true;
-    for (char c : path) {
-      plain &= c > 32 && c < 127 && c != '#' && c != '\\';
-    }
-    if (plain) {
-      std::string full;
-      full.reserve(origin.size() + path.size());
-      full.append(origin).append(path);
-      return ParsedUrl{base, false, path.find('?') != std::string_view::npos, false,
-                       std::move(full)};
-    }
+  if (path.size() < 2 || path[0] != '/' || path[1] == '/') return std::nullopt;
+  for (char c : path) {
+    if (c <= 32 || c >= 127 || c == '#' || c == '\\') return std::nullopt;
+  }
+  std::string full;
+  full.reserve(origin.size() + path.size());
+  full.append(origin).append(path);
+  return full;
+}
+
+Result<ParsedUrl> ResolveTarget(const Origin& base, std::string_view origin,
+                                const std::string& target) {
+  if (auto full = JoinPlainPath(origin, target)) {
+    bool has_query = full->find('?') != std::string::npos;
+    return ParsedUrl{base, false, has_query, false, std::move(*full)};
   }
   if (!target.empty() && target.front() == '/') return ParseUrl(std::string(origin) + target);
   return ParseUrl(target);

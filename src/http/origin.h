@@ -4,6 +4,7 @@
 #define OUTBOUND_SRC_HTTP_ORIGIN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,12 @@ struct ParsedUrl {
 
 // Parses an absolute http or https URL. kInvalidRequest for anything else.
 [[nodiscard]] Result<ParsedUrl> ParseUrl(const std::string& url);
+
+// The common case made cheap: `target` as an absolute URL on the origin
+// written `origin_text` ("https://payments:8443"), if it is a plain path
+// ("/charges/1?x=y": printable ASCII, no fragment or backslash) or that
+// origin followed by one. Null for anything else, which ResolveTarget parses.
+std::optional<std::string> JoinPlainPath(std::string_view origin_text, std::string_view target);
 
 // `target` as an absolute URL: a path ("/x") is joined onto `base`'s origin;
 // an absolute URL is parsed as it is. `base_text` is `base.ToString()`,

@@ -62,7 +62,7 @@ class RetryingRequest final : public AttemptOwner,
     if (last) Finish(std::move(*last));
   }
 
-  void AttemptEnded(AttemptOutcome outcome) override {
+  void AttemptEnded(AttemptOutcome&& outcome) override {
     std::optional<retry::DecisionKind> decided;
     Duration wait{0};
     if (!outcome.thrown && !outcome.rejected && outcome.classification) {
@@ -102,7 +102,7 @@ class RetryingRequest final : public AttemptOwner,
   }
 
  private:
-  void Finish(AttemptOutcome outcome) {
+  void Finish(AttemptOutcome&& outcome) {
     {
       std::lock_guard lock(mu_);
       if (finished_) return;
