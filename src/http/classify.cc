@@ -25,6 +25,19 @@ std::string_view FindHeader(const Headers& headers, std::string_view name) {
   return {};
 }
 
+void ResponseHeaders::Add(std::string_view name, std::string_view value) {
+  spans_.push_back({text_.size(), name.size(), value.size()});
+  text_.append(name).append(value);
+}
+
+std::string_view ResponseHeaders::Find(std::string_view name) const {
+  for (std::size_t i = 0; i < spans_.size(); ++i) {
+    Field field = (*this)[i];
+    if (SameHeaderName(field.name, name)) return field.value;
+  }
+  return {};
+}
+
 std::optional<Duration> ParseRetryAfter(std::string_view value,
                                         std::chrono::system_clock::time_point now) {
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);

@@ -14,8 +14,9 @@ namespace {
 // Streams an HTTP/2 connection carries at once (servers commonly allow 100).
 constexpr std::size_t kStreamsPerConnection = 100;
 
-// Header lines a response usually has at most: room made at once.
+// What a response's header fields usually take at most: room made at once.
 constexpr std::size_t kHeadersExpected = 16;
+constexpr std::size_t kHeaderBytesExpected = 512;
 
 // Idle transfer slots that keep their easy handle.
 constexpr std::size_t kIdleEasyHandles = 256;
@@ -331,7 +332,7 @@ class CurlTransport final : public AttemptLayer {
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
     if (line.rfind("HTTP/", 0) == 0) {                      // a status line: a new header block
       if (t.response.status != 0) t.response = Response{};  // the last was a 1xx
-      t.response.headers.reserve(kHeadersExpected);
+      t.response.headers.reserve(kHeadersExpected, kHeaderBytesExpected);
       auto space = line.find(' ');
       t.response.version = line.substr(5, space == std::string_view::npos ? 0 : space - 5);
       if (space != std::string_view::npos) t.response.status = std::atoi(line.data() + space + 1);
@@ -346,7 +347,7 @@ class CurlTransport final : public AttemptLayer {
       while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
         value.remove_prefix(1);
       }
-      t.response.headers.emplace_back(line.substr(0, colon), value);
+      t.response.headers.Add(line.substr(0, colon), value);
     }
     return size * n;
   }

@@ -2,13 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
+#include <vector>
+
 namespace outbound::http {
 namespace {
 
 using retry::Outcome;
 using std::chrono::seconds;
 
-Result<Response> Status(int status, Headers headers = {}) {
+Result<Response> Status(int status, ResponseHeaders headers = {}) {
   Response r;
   r.status = status;
   r.headers = std::move(headers);
@@ -90,6 +94,34 @@ TEST(FindHeaderTest, IsCaseInsensitive) {
   EXPECT_EQ(FindHeader(headers, "content-type"), "a");
   EXPECT_EQ(FindHeader(headers, "Retry-After"), "3");
   EXPECT_EQ(FindHeader(headers, "Missing"), "");
+}
+
+TEST(ResponseHeadersTest, KeepsFieldsInOrderAndFindsNamesInAnyCase) {
+  ResponseHeaders headers;
+  headers.Add("Content-Type", "text/plain");
+  headers.Add("set-cookie", "a=1");
+  headers.Add("Set-Cookie", "b=2");
+  headers.Add("X-Empty", "");
+  EXPECT_EQ(headers.size(), 4u);
+  EXPECT_EQ(headers.Find("content-type"), "text/plain");
+  EXPECT_EQ(headers.Find("SET-COOKIE"), "a=1");  // the first of two
+  EXPECT_EQ(headers.Find("x-empty"), "");
+  EXPECT_EQ(headers.Find("Missing"), "");
+  std::vector<std::string> seen;
+  for (const auto& [name, value] : headers)
+    seen.push_back(std::string(name) + "=" + std::string(value));
+  EXPECT_EQ(seen, (std::vector<std::string>{"Content-Type=text/plain", "set-cookie=a=1",
+                                            "Set-Cookie=b=2", "X-Empty="}));
+}
+
+TEST(ResponseHeadersTest, ACopyOwnsItsFields) {
+  auto original = std::make_unique<ResponseHeaders>(
+      ResponseHeaders{{"Retry-After", "3"}, {"Location", "/next"}});
+  ResponseHeaders copy = *original;
+  original.reset();
+  EXPECT_EQ(copy.Find("location"), "/next");
+  EXPECT_EQ(copy[0].name, "Retry-After");
+  EXPECT_EQ(copy[0].value, "3");
 }
 
 }  // namespace

@@ -10,6 +10,9 @@
 #define OUTBOUND_HTTP_MESSAGE_H_
 
 #include <chrono>
+#include <cstddef>
+#include <initializer_list>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -57,10 +60,88 @@ struct Request {
   }
 };
 
+// A response's header fields, in the order received, names in the case the
+// server sent them (lower-case on HTTP/2). Kept in one buffer: however many
+// fields a response has, they cost two allocations, and reading them none.
+//
+//   std::string_view type = response.headers.Find("Content-Type");
+//   for (const auto& [name, value] : response.headers) { ... }
+class ResponseHeaders {
+ public:
+  struct Field {
+    std::string_view name;
+    std::string_view value;
+  };
+
+  class Iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Field;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = Field;
+
+    Iterator() = default;
+    Field operator*() const { return (*headers_)[index_]; }
+    Iterator& operator++() {
+      ++index_;
+      return *this;
+    }
+    Iterator operator++(int) {
+      Iterator before = *this;
+      ++index_;
+      return before;
+    }
+    friend bool operator==(const Iterator&, const Iterator&) = default;
+
+   private:
+    friend class ResponseHeaders;
+    Iterator(const ResponseHeaders* headers, std::size_t index)
+        : headers_(headers), index_(index) {}
+    const ResponseHeaders* headers_ = nullptr;
+    std::size_t index_ = 0;
+  };
+
+  ResponseHeaders() = default;
+  ResponseHeaders(std::initializer_list<Field> fields) {
+    for (const Field& f : fields) Add(f.name, f.value);
+  }
+
+  // Appends a field; the name and value are copied.
+  void Add(std::string_view name, std::string_view value);
+  // The first value of the field `name` (any case), or "" if absent.
+  std::string_view Find(std::string_view name) const;
+
+  std::size_t size() const { return spans_.size(); }
+  bool empty() const { return spans_.empty(); }
+  // Field `i`, 0 <= i < size(): views into this object.
+  Field operator[](std::size_t i) const {
+    const Span& s = spans_[i];
+    return {std::string_view(text_).substr(s.at, s.name_size),
+            std::string_view(text_).substr(s.at + s.name_size, s.value_size)};
+  }
+  Iterator begin() const { return {this, 0}; }
+  Iterator end() const { return {this, spans_.size()}; }
+
+  // Makes room for `fields` fields of `bytes` bytes in all.
+  void reserve(std::size_t fields, std::size_t bytes) {
+    spans_.reserve(fields);
+    text_.reserve(bytes);
+  }
+
+ private:
+  struct Span {
+    std::size_t at;  // where the name starts in text_; the value follows it
+    std::size_t name_size;
+    std::size_t value_size;
+  };
+  std::string text_;
+  std::vector<Span> spans_;
+};
+
 struct Response {
   int status = 0;
-  // As received; names in the case the server sent (lower-case on HTTP/2).
-  Headers headers;
+  ResponseHeaders headers;
   std::string body;
   // "1.1" or "2".
   std::string version;
@@ -68,7 +149,7 @@ struct Response {
   // measured from.
   std::chrono::system_clock::time_point received_at;
 
-  std::string_view header(std::string_view name) const { return FindHeader(headers, name); }
+  std::string_view header(std::string_view name) const { return headers.Find(name); }
 };
 
 }  // namespace outbound::http
