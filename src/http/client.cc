@@ -56,13 +56,16 @@ Result<CallRequest> CheckRequest(const internal::Origin& origin, std::string_vie
                      std::move(request.body), request.body_replayable};
 }
 
-// A call in flight: its state, the caller's callback, and its place in the
-// client's list of live calls (guarded by Impl::mu).
+// A call in flight: its state, its first request, the caller's callback,
+// and its place in the client's list of live calls (guarded by Impl::mu).
 struct LiveCall final : internal::CallState {
   LiveCall(TimePoint deadline, std::shared_ptr<outbound::internal::CancelState> cancel,
-           Client::Callback on_done)
-      : CallState(deadline, std::move(cancel)), callback(std::move(on_done)) {}
+           Client::Callback on_done, CallRequest first)
+      : CallState(deadline, std::move(cancel)),
+        callback(std::move(on_done)),
+        first_request(std::move(first)) {}
   Client::Callback callback;
+  CallRequest first_request;  // one allocation for the call and its request
   LiveCall* prev = nullptr;
   LiveCall* next = nullptr;
 };
@@ -161,11 +164,14 @@ void Client::SendAsync(Request request, Callback done) {
   if (request.context.deadline && *request.context.deadline < deadline) {
     deadline = *request.context.deadline;
   }
-  auto call = std::make_shared<LiveCall>(deadline, request.context.cancel, std::move(done));
-  call->request = std::make_shared<CallRequest>(std::move(*checked));
+  auto call = std::make_shared<LiveCall>(deadline, request.context.cancel, std::move(done),
+                                         std::move(*checked));
+  // Shares the call's ownership: a cycle, broken when the call ends.
+  call->request = std::shared_ptr<const CallRequest>(call, &call->first_request);
   // The layers hold the call until this runs: a plain pointer is enough.
   call->done = [impl = impl_.get(), live = call.get()](internal::CallOutcome&& outcome) {
     live->Disarm();
+    live->request.reset();
     Callback callback = std::move(live->callback);
     callback(std::move(outcome.result), outcome.thrown);
     impl->Unlink(*live);

@@ -51,6 +51,7 @@ struct Transfer {
   // The handle and what was last set on it.
   Easy easy;
   Slist headers;
+  std::string url;
   curl_slist* connect_to = nullptr;
   bool plain_get = false;
   Response response;
@@ -228,7 +229,10 @@ class CurlTransport final : public AttemptLayer {
     }
     CURL* easy = t.easy.get();
     const CallRequest& request = *t.attempt->request;
-    curl_easy_setopt(easy, CURLOPT_URL, request.url.c_str());
+    if (request.url != t.url) {  // most calls go to the same few URLs
+      t.url = request.url;
+      curl_easy_setopt(easy, CURLOPT_URL, t.url.c_str());
+    }
     if (curl_slist* connect_to = ConnectTo(route); connect_to != t.connect_to) {
       curl_easy_setopt(easy, CURLOPT_CONNECT_TO, connect_to);
       t.connect_to = connect_to;
@@ -294,6 +298,7 @@ class CurlTransport final : public AttemptLayer {
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t.error);
     curl_easy_setopt(easy, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
+    t.url.clear();
     t.connect_to = nullptr;
     t.plain_get = false;
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
