@@ -3,6 +3,8 @@
 #include <curl/curl.h>
 
 #include <cctype>
+#include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace outbound::http {
@@ -25,15 +27,41 @@ std::string_view FindHeader(const Headers& headers, std::string_view name) {
   return {};
 }
 
+namespace {
+
+constexpr std::size_t kSizes = 2 * sizeof(std::uint32_t);
+
+}  // namespace
+
 void ResponseHeaders::Add(std::string_view name, std::string_view value) {
-  spans_.push_back({text_.size(), name.size(), value.size()});
-  text_.append(name).append(value);
+  const std::uint32_t sizes[2] = {static_cast<std::uint32_t>(name.size()),
+                                  static_cast<std::uint32_t>(value.size())};
+  std::size_t at = text_.size();
+  text_.resize(at + kSizes + name.size() + value.size());
+  char* out = text_.data() + at;
+  std::memcpy(out, sizes, kSizes);
+  std::memcpy(out + kSizes, name.data(), name.size());
+  std::memcpy(out + kSizes + name.size(), value.data(), value.size());
+  ++count_;
+}
+
+ResponseHeaders::Field ResponseHeaders::Iterator::operator*() const {
+  std::uint32_t sizes[2];
+  std::memcpy(sizes, text_->data() + at_, kSizes);
+  std::string_view field(text_->data() + at_ + kSizes, sizes[0] + sizes[1]);
+  return {field.substr(0, sizes[0]), field.substr(sizes[0])};
+}
+
+ResponseHeaders::Iterator& ResponseHeaders::Iterator::operator++() {
+  std::uint32_t sizes[2];
+  std::memcpy(sizes, text_->data() + at_, kSizes);
+  at_ += kSizes + sizes[0] + sizes[1];
+  return *this;
 }
 
 std::string_view ResponseHeaders::Find(std::string_view name) const {
-  for (std::size_t i = 0; i < spans_.size(); ++i) {
-    Field field = (*this)[i];
-    if (SameHeaderName(field.name, name)) return field.value;
+  for (const auto& [key, value] : *this) {
+    if (SameHeaderName(key, name)) return value;
   }
   return {};
 }

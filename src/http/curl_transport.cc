@@ -15,7 +15,6 @@ namespace {
 constexpr std::size_t kStreamsPerConnection = 100;
 
 // What a response's header fields usually take at most: room made at once.
-constexpr std::size_t kHeadersExpected = 16;
 constexpr std::size_t kHeaderBytesExpected = 512;
 
 // Idle transfer slots that keep their easy handle.
@@ -337,7 +336,7 @@ class CurlTransport final : public AttemptLayer {
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
     if (line.rfind("HTTP/", 0) == 0) {                      // a status line: a new header block
       if (t.response.status != 0) t.response = Response{};  // the last was a 1xx
-      t.response.headers.reserve(kHeadersExpected, kHeaderBytesExpected);
+      t.response.headers.reserve(kHeaderBytesExpected);
       auto space = line.find(' ');
       t.response.version = line.substr(5, space == std::string_view::npos ? 0 : space - 5);
       if (space != std::string_view::npos) t.response.status = std::atoi(line.data() + space + 1);

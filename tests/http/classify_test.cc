@@ -120,8 +120,9 @@ TEST(ResponseHeadersTest, ACopyOwnsItsFields) {
   ResponseHeaders copy = *original;
   original.reset();
   EXPECT_EQ(copy.Find("location"), "/next");
-  EXPECT_EQ(copy[0].name, "Retry-After");
-  EXPECT_EQ(copy[0].value, "3");
+  EXPECT_EQ(copy.size(), 2u);
+  EXPECT_EQ((*copy.begin()).name, "Retry-After");
+  EXPECT_EQ((*copy.begin()).value, "3");
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ struct Request {
 
 // A response's header fields, in the order received, names in the case the
 // server sent them (lower-case on HTTP/2). Kept in one buffer: however many
-// fields a response has, they cost two allocations, and reading them none.
+// fields a response has, they cost one allocation, and reading them none.
 //
 //   std::string_view type = response.headers.Find("Content-Type");
 //   for (const auto& [name, value] : response.headers) { ... }
@@ -73,6 +73,7 @@ class ResponseHeaders {
     std::string_view value;
   };
 
+  // Walks the fields in order.
   class Iterator {
    public:
     using iterator_category = std::forward_iterator_tag;
@@ -82,24 +83,20 @@ class ResponseHeaders {
     using reference = Field;
 
     Iterator() = default;
-    Field operator*() const { return (*headers_)[index_]; }
-    Iterator& operator++() {
-      ++index_;
-      return *this;
-    }
+    Field operator*() const;
+    Iterator& operator++();
     Iterator operator++(int) {
       Iterator before = *this;
-      ++index_;
+      ++*this;
       return before;
     }
     friend bool operator==(const Iterator&, const Iterator&) = default;
 
    private:
     friend class ResponseHeaders;
-    Iterator(const ResponseHeaders* headers, std::size_t index)
-        : headers_(headers), index_(index) {}
-    const ResponseHeaders* headers_ = nullptr;
-    std::size_t index_ = 0;
+    Iterator(const std::string* text, std::size_t at) : text_(text), at_(at) {}
+    const std::string* text_ = nullptr;
+    std::size_t at_ = 0;  // where the current field starts in *text_
   };
 
   ResponseHeaders() = default;
@@ -112,31 +109,19 @@ class ResponseHeaders {
   // The first value of the field `name` (any case), or "" if absent.
   std::string_view Find(std::string_view name) const;
 
-  std::size_t size() const { return spans_.size(); }
-  bool empty() const { return spans_.empty(); }
-  // Field `i`, 0 <= i < size(): views into this object.
-  Field operator[](std::size_t i) const {
-    const Span& s = spans_[i];
-    return {std::string_view(text_).substr(s.at, s.name_size),
-            std::string_view(text_).substr(s.at + s.name_size, s.value_size)};
-  }
-  Iterator begin() const { return {this, 0}; }
-  Iterator end() const { return {this, spans_.size()}; }
+  std::size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  Iterator begin() const { return {&text_, 0}; }
+  Iterator end() const { return {&text_, text_.size()}; }
 
-  // Makes room for `fields` fields of `bytes` bytes in all.
-  void reserve(std::size_t fields, std::size_t bytes) {
-    spans_.reserve(fields);
-    text_.reserve(bytes);
-  }
+  // Makes room for fields of `bytes` bytes in all.
+  void reserve(std::size_t bytes) { text_.reserve(bytes); }
 
  private:
-  struct Span {
-    std::size_t at;  // where the name starts in text_; the value follows it
-    std::size_t name_size;
-    std::size_t value_size;
-  };
+  // Each field: its name's and its value's sizes (two uint32_t), then the
+  // name and the value.
   std::string text_;
-  std::vector<Span> spans_;
+  std::size_t count_ = 0;
 };
 
 struct Response {
