@@ -56,6 +56,8 @@ class ClientTestBase {
       {
         std::lock_guard lock(mu);
         attempts.push_back(record);
+        // Views into the request, valid only during this call: not kept.
+        attempts.back().method = attempts.back().url = {};
       }
       changed.notify_all();
     };

@@ -19,6 +19,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "outbound/circuit/breaker.h"
 #include "outbound/error.h"
@@ -41,8 +42,9 @@ struct TlsSettings {
 struct AttemptRecord {
   int attempt = 1;       // 1 for a request's first attempt
   int resend_count = 0;  // attempts of the call before this one, redirects included
-  std::string method;
-  std::string url;
+  // The request's; valid while the observer runs (copy what you keep).
+  std::string_view method;
+  std::string_view url;
   int status = 0;                  // 0 when there was no response
   std::optional<ErrorKind> error;  // set when there was no response
   std::string error_message;
@@ -95,8 +97,9 @@ struct Settings {
   // client's own FIFO queue). Default 100. Valid: 1 to 10000.
   int max_connections = 100;
 
-  // Called once per attempt as it ends, on the client's event-loop thread.
-  // Must be fast and must not throw. Optional.
+  // Called once per attempt as it ends, on the thread that ended it (the
+  // client's event-loop thread, unless the breaker refused the attempt at
+  // once). Must be fast and must not throw. Optional.
   std::function<void(const AttemptRecord&)> on_attempt;
 
   // Called for each change of the breaker's state, outside its lock.
