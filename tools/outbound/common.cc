@@ -53,8 +53,9 @@ bool ConnectToNetwork::Add(const std::string& spec) {
         address.empty()) {
       return false;
     }
-    routes_[{host, static_cast<std::uint16_t>(port)}] = {address,
-                                                         static_cast<std::uint16_t>(to_port)};
+    Route route{Route::Kind::kEndpoint, address, static_cast<std::uint16_t>(to_port)};
+    std::erase_if(routes_, [&](const Entry& e) { return e.host == host && e.port == port; });
+    routes_.push_back({host, static_cast<std::uint16_t>(port), std::move(route)});
   } catch (...) {
     return false;
   }
@@ -62,9 +63,10 @@ bool ConnectToNetwork::Add(const std::string& spec) {
 }
 
 Route ConnectToNetwork::Resolve(std::string_view host, std::uint16_t port) const {
-  auto it = routes_.find({std::string(host), port});
-  if (it == routes_.end()) return Route{};
-  return Route{Route::Kind::kEndpoint, it->second.first, it->second.second};
+  for (const Entry& e : routes_) {
+    if (e.port == port && e.host == host) return e.route;
+  }
+  return Route{};
 }
 
 std::string OriginOf(const std::string& url) {

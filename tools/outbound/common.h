@@ -3,7 +3,6 @@
 #ifndef OUTBOUND_TOOLS_OUTBOUND_COMMON_H_
 #define OUTBOUND_TOOLS_OUTBOUND_COMMON_H_
 
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,7 +40,13 @@ class ConnectToNetwork final : public Network {
   Route Resolve(std::string_view host, std::uint16_t port) const override;
 
  private:
-  std::map<std::pair<std::string, std::uint16_t>, std::pair<std::string, std::uint16_t>> routes_;
+  struct Entry {
+    std::string host;
+    std::uint16_t port;
+    Route route;
+  };
+  // A few entries, asked on every attempt: a list compared in place.
+  std::vector<Entry> routes_;
 };
 
 // scheme://host:port of an absolute URL, or empty.
