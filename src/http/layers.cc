@@ -6,7 +6,7 @@ namespace outbound::http::internal {
 
 CallState::~CallState() { Disarm(); }
 
-void CallState::SetInterruptTarget(std::weak_ptr<Interruptible> target) {
+void CallState::SetInterruptTarget(const std::weak_ptr<Interruptible>& target) {
   {
     std::lock_guard lock(mu_);
     interrupt_ = target;

@@ -78,7 +78,7 @@ class CallState : public std::enable_shared_from_this<CallState> {
   // Who ends the call when either fires: interrupted once, with kDeadline
   // or kCancelled; at once if that already happened. Each request of the
   // call (a redirect is a new one) sets itself.
-  void SetInterruptTarget(std::weak_ptr<Interruptible> target);
+  void SetInterruptTarget(const std::weak_ptr<Interruptible>& target);
   // Disarms both, once the call is over.
   void Disarm();
   // Ends the call as if the caller cancelled it (the client is going away).
@@ -89,6 +89,9 @@ class CallState : public std::enable_shared_from_this<CallState> {
   bool cancelled() const { return reason_.load() == CutReason::kCancelled; }
   // Attempts made so far by the whole call, redirects included.
   std::atomic<int> attempts{0};
+
+  // The fields below belong to the call's way through the layers: one
+  // request at a time, so one thread at a time touches them.
 
   // The request the call is on; a redirect is a new one.
   std::shared_ptr<const CallRequest> request;

@@ -134,10 +134,9 @@ int RunBench(const std::vector<std::string>& args) {
 
     void StartOne() {
       TimePoint began = clock->Now();
-      client->SendAsync(proto,
-                        [run = this, began](Result<http::Response> result, std::exception_ptr) {
-                          run->Ended(began, result);
-                        });
+      client->SendAsync(
+          proto, [run = this, began](const Result<http::Response>& result,
+                                     const std::exception_ptr&) { run->Ended(began, result); });
     }
 
     void Ended(TimePoint began, const Result<http::Response>& result) {
