@@ -11,7 +11,6 @@ class AttemptSpan final : public AttemptLayer {
       : next_(std::move(next)), clock_(clock) {}
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
-    attempt->started = clock_.Now();
     attempt->Enter(*this);
     next_->Start(attempt);
   }

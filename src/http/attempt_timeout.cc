@@ -9,12 +9,12 @@ namespace {
 class AttemptTimeout final : public AttemptLayer {
  public:
   AttemptTimeout(std::unique_ptr<AttemptLayer> next, Clock& clock, Duration timeout)
-      : clock_(clock), timeout_(timeout), timeouts_(clock), next_(std::move(next)) {}
+      : timeout_(timeout), timeouts_(clock), next_(std::move(next)) {}
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
     // The headers disarm it (Attempt::HeadersArrived), and so does the
     // attempt's end, before anyone above hears of it.
-    attempt->ArmHeaderTimeout(timeouts_, clock_.Now() + timeout_);
+    attempt->ArmHeaderTimeout(timeouts_, attempt->started + timeout_);
     attempt->Enter(*this);
     next_->Start(attempt);
   }
@@ -22,7 +22,6 @@ class AttemptTimeout final : public AttemptLayer {
   void Finish(Attempt& attempt, AttemptOutcome&) override { attempt.HeadersArrived(); }
 
  private:
-  Clock& clock_;
   Duration timeout_;
   // Every attempt's timeout has the same length: one list, in order.
   outbound::internal::TimeoutList timeouts_;

@@ -13,7 +13,7 @@ class BreakerLayer final : public AttemptLayer {
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
     try {
-      auto admitted = breaker_.Allow(clock_.Now());
+      auto admitted = breaker_.Allow(attempt->started);
       if (!admitted) return attempt->Complete(Rejected(admitted.error().retry_after));
       attempt->ticket.emplace(std::move(*admitted));
     } catch (...) {  // the user's breaker policy threw

@@ -1,5 +1,6 @@
 #include "outbound/http/client.h"
 
+#include <array>
 #include <condition_variable>
 #include <mutex>
 #include <vector>
@@ -14,11 +15,20 @@ namespace {
 
 using internal::CallRequest;
 
+// RFC 9110 tchar: visible ASCII but the separators. A table: every call's
+// method and header names go through it.
+constexpr std::array<bool, 256> kTokenChars = [] {
+  std::array<bool, 256> table{};
+  constexpr std::string_view kSeparators = "()<>@,;:\\\"/[]?={}";
+  for (int c = 33; c < 127; ++c)
+    table[c] = kSeparators.find(static_cast<char>(c)) == kSeparators.npos;
+  return table;
+}();
+
 bool IsToken(std::string_view name) {
-  static constexpr std::string_view kSeparators = "()<>@,;:\\\"/[]?={} \t";
   if (name.empty()) return false;
   for (char c : name) {
-    if (c <= 32 || c >= 127 || kSeparators.find(c) != std::string_view::npos) return false;
+    if (!kTokenChars[static_cast<unsigned char>(c)]) return false;
   }
   return true;
 }

@@ -175,7 +175,8 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   // Who hears how the attempt ended, after the layers.
   std::shared_ptr<AttemptOwner> owner;
 
-  // AttemptSpan: when the attempt started, on the client's clock.
+  // When the attempt started, on the client's clock: set by its owner as it
+  // starts it; the layers on the way down take it as their "now".
   TimePoint started{};
   // BreakerLayer: the admission this attempt's result settles.
   std::optional<circuit::Ticket> ticket;

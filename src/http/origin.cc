@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <array>
 #include <memory>
 
 namespace outbound::http::internal {
@@ -66,14 +67,20 @@ Result<ParsedUrl> ParseUrl(const std::string& text) {
   return parsed;
 }
 
+// Characters that cannot change where a request goes: visible ASCII but
+// '#' (a fragment) and '\\' (which some parsers read as '/').
+constexpr std::array<bool, 256> kPlainPathChars = [] {
+  std::array<bool, 256> table{};
+  for (int c = 33; c < 127; ++c) table[c] = c != '#' && c != '\\';
+  return table;
+}();
+
 std::optional<std::string> JoinPlainPath(std::string_view origin, std::string_view target) {
-  // Only characters that cannot change where the request goes: no parser
-  // needed.
   std::string_view path = target;
   if (path.substr(0, origin.size()) == origin) path.remove_prefix(origin.size());
   if (path.size() < 2 || path[0] != '/' || path[1] == '/') return std::nullopt;
   for (char c : path) {
-    if (c <= 32 || c >= 127 || c == '#' || c == '\\') return std::nullopt;
+    if (!kPlainPathChars[static_cast<unsigned char>(c)]) return std::nullopt;
   }
   std::string full;
   full.reserve(origin.size() + path.size());

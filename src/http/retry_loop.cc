@@ -37,6 +37,7 @@ class RetryingRequest final : public AttemptOwner,
       attempt->resend_count = call_->attempts++;
       attempt->call = call_;
       attempt->owner = shared_from_this();
+      attempt->started = options_.clock->Now();
       current_ = attempt;
     }
     next_.Start(attempt);
