@@ -216,6 +216,38 @@ TEST_P(ClientTest, IdleConnectionsCloseWhenTheClientGoes) {
   EXPECT_TRUE(server->WaitFor([](const FakeServer& s) { return s.connections_open() == 0; }));
 }
 
+// A client destroyed with calls in flight ends each of them before it
+// goes: the ones on the wire as cancelled (their streams abandoned), the one
+// waiting to retry with what its last attempt got. Nothing is left armed.
+TEST_P(ClientTest, DestroyingTheClientEndsItsCallsInFlight) {
+  Serve(
+      [](const ServerRequest& r) {
+        if (r.target == "/retry") return Reply::Status(503).Header("Retry-After", "1");
+        if (r.target == "/hang") return Reply::Hang();
+        return Reply::Ok();
+      },
+      GetParam());
+  auto client = MakeClient();
+  // Until its first answer, the client sends one attempt at a time.
+  ASSERT_TRUE(client->Send(Request::Get("/")));
+  auto hung1 = client->SendAsync(Request::Get("/hang"));
+  auto hung2 = client->SendAsync(Request::Get("/hang"));
+  auto waiting = client->SendAsync(Request::Get("/retry"));
+  ASSERT_TRUE(server->WaitFor([](const FakeServer& s) { return s.request_count() == 4; }));
+  ASSERT_TRUE(WaitForAttempts(2));  // the 503: the call now waits on the clock
+  client.reset();
+  for (auto* call : {&hung1, &hung2}) {
+    auto result = call->get();
+    ASSERT_FALSE(result);
+    EXPECT_EQ(result.error().kind(), ErrorKind::kCancelled);
+  }
+  auto last = waiting.get();
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->status, 503);
+  EXPECT_TRUE(server->WaitFor([](const FakeServer& s) { return s.cancelled_requests() == 2; }));
+  EXPECT_EQ(clock.pending_timers(), 0u);
+}
+
 TEST_P(ClientTest, MidBodyFailureCountsAsAFailureAndIsNotRetried) {
   Serve([](const ServerRequest&) { return Reply::ResetAfter(100, std::string(200000, 'x')); },
         GetParam());
