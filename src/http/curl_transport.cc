@@ -3,6 +3,8 @@
 #include <curl/curl.h>
 #include <sys/epoll.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -16,6 +18,14 @@ constexpr std::size_t kStreamsPerConnection = 100;
 
 // What a response's header fields usually take at most: room made at once.
 constexpr std::size_t kHeaderBytesExpected = 512;
+
+// libcurl 7.88 can leave bytes it has already read from a connection
+// unprocessed (a response header block larger than one HTTP/2 frame, met in
+// the tests) until it is called for that connection again; through the
+// socket interface only a new event would call it, and none comes. So while
+// transfers are in flight, connections that saw no event for this long are
+// nudged. (Its own easy loop waits up to a second for the same reason.)
+constexpr auto kNudgeAfter = std::chrono::milliseconds(50);
 
 // Idle transfer slots that keep their easy handle.
 constexpr std::size_t kIdleEasyHandles = 256;
@@ -102,6 +112,7 @@ class CurlTransport final : public AttemptLayer {
       slots_.clear();  // the easy handles, before the multi handle they belonged to
       curl_multi_cleanup(multi_);
       loop_->SetDeadline(this, std::nullopt, nullptr);
+      loop_->SetDeadline(&nudge_key_, std::nullopt, nullptr);
     });
   }
 
@@ -159,6 +170,30 @@ class CurlTransport final : public AttemptLayer {
     t.in_curl = true;
     ++in_flight_;
     curl_multi_add_handle(multi_, t.easy.get());
+    ArmNudge();
+  }
+
+  // See kNudgeAfter. Armed while transfers are in flight; a connection
+  // event in the meantime puts the nudge off.
+  void ArmNudge() {
+    if (nudge_armed_ || in_flight_ == 0) return;
+    nudge_armed_ = true;
+    loop_->SetDeadline(&nudge_key_, SystemClock().Now() + kNudgeAfter, [this] { Nudge(); });
+  }
+
+  void Nudge() {
+    nudge_armed_ = false;
+    if (in_flight_ == 0) return;
+    if (events_ == events_at_nudge_) {
+      std::vector<curl_socket_t> sockets = sockets_;  // an action may change sockets_
+      for (curl_socket_t fd : sockets) {
+        int running = 0;
+        curl_multi_socket_action(multi_, fd, CURL_CSELECT_IN, &running);
+      }
+      Harvest();
+    }
+    events_at_nudge_ = events_;
+    ArmNudge();
   }
 
   // A transfer slot for a new attempt: a free one, or a new one.
@@ -370,10 +405,14 @@ class CurlTransport final : public AttemptLayer {
 
   static int OnSocket(CURL*, curl_socket_t fd, int what, void* user, void*) {
     auto* self = static_cast<CurlTransport*>(user);
+    std::vector<curl_socket_t>& sockets = self->sockets_;
+    auto known = std::find(sockets.begin(), sockets.end(), fd);
     if (what == CURL_POLL_REMOVE) {
+      if (known != sockets.end()) sockets.erase(known);
       self->loop_->Unwatch(fd);
       return 0;
     }
+    if (known == sockets.end()) sockets.push_back(fd);
     std::uint32_t events = 0;
     if (what & CURL_POLL_IN) events |= EPOLLIN;
     if (what & CURL_POLL_OUT) events |= EPOLLOUT;
@@ -383,6 +422,7 @@ class CurlTransport final : public AttemptLayer {
       if (ready & EPOLLOUT) flags |= CURL_CSELECT_OUT;
       if (ready & EPOLLERR) flags |= CURL_CSELECT_ERR;
       int running = 0;
+      ++self->events_;
       curl_multi_socket_action(self->multi_, fd, flags, &running);
       self->Harvest();
     });
@@ -499,6 +539,13 @@ class CurlTransport final : public AttemptLayer {
   Route connect_route_;
   Slist connect_to_;
   std::vector<Slist> retired_connect_to_;
+
+  // The connections curl watches, and the nudge (see kNudgeAfter).
+  std::vector<curl_socket_t> sockets_;
+  std::uint64_t events_ = 0;
+  std::uint64_t events_at_nudge_ = 0;
+  bool nudge_armed_ = false;
+  const char nudge_key_ = 0;  // its address names the nudge's deadline
 
   // Attempts started on other threads, waiting for the loop to take them.
   std::mutex incoming_mu_;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <future>
 #include <vector>
 
 #include "client_test_support.h"
@@ -246,6 +247,29 @@ TEST_P(ClientTest, DestroyingTheClientEndsItsCallsInFlight) {
   EXPECT_EQ(last->status, 503);
   EXPECT_TRUE(server->WaitFor([](const FakeServer& s) { return s.cancelled_requests() == 2; }));
   EXPECT_EQ(clock.pending_timers(), 0u);
+}
+
+// A header block larger than one HTTP/2 frame (HEADERS + CONTINUATION) left
+// libcurl 7.88 holding bytes it had read with no event to go on: the call
+// hung until its attempt timeout. The transport nudges idle connections.
+// The clock never moves here, so no timeout can end these calls.
+TEST_P(ClientTest, ResponsesWithLargeHeadersArrive) {
+  std::atomic<std::size_t> size{0};
+  Serve(
+      [&](const ServerRequest&) {
+        return Reply::Ok("after").Header("X-Large", std::string(size.load(), 'v'));
+      },
+      GetParam());
+  auto client = MakeClient();
+  for (std::size_t n : {1000, 17000, 40000, 64000}) {
+    size = n;
+    auto call = client->SendAsync(Request::Get("/"));
+    ASSERT_EQ(call.wait_for(seconds(20)), std::future_status::ready) << n << " bytes: stalled";
+    auto response = call.get();
+    ASSERT_TRUE(response) << response.error().message();
+    EXPECT_EQ(response->body, "after");
+    EXPECT_EQ(response->header("x-large").size(), n);
+  }
 }
 
 TEST_P(ClientTest, MidBodyFailureCountsAsAFailureAndIsNotRetried) {
