@@ -69,36 +69,44 @@ Route ConnectToNetwork::Resolve(std::string_view host, std::uint16_t port) const
   return Route{};
 }
 
-std::string OriginOf(const std::string& url) {
+namespace {
+
+// The parts of an absolute URL, as curl's URL parser reads it: the port is
+// the scheme's default when none is written. Empty parts if it does not parse.
+struct UrlParts {
+  std::string scheme, host, port, path, query;
+};
+
+UrlParts SplitUrl(const std::string& url) {
+  UrlParts parts;
   CURLU* u = curl_url();
-  std::string origin;
   if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
-    char *scheme = nullptr, *host = nullptr, *port = nullptr;
-    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
-    curl_url_get(u, CURLUPART_HOST, &host, 0);
-    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
-    if (scheme && host && port) origin = std::string(scheme) + "://" + host + ":" + port;
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(port);
+    auto get = [u](CURLUPart part, unsigned flags = 0) {
+      char* value = nullptr;
+      std::string text;
+      if (curl_url_get(u, part, &value, flags) == CURLUE_OK && value != nullptr) text = value;
+      curl_free(value);
+      return text;
+    };
+    parts = {get(CURLUPART_SCHEME), get(CURLUPART_HOST), get(CURLUPART_PORT, CURLU_DEFAULT_PORT),
+             get(CURLUPART_PATH), get(CURLUPART_QUERY)};
   }
   curl_url_cleanup(u);
-  return origin;
+  return parts;
+}
+
+}  // namespace
+
+std::string OriginOf(const std::string& url) {
+  UrlParts parts = SplitUrl(url);
+  if (parts.scheme.empty() || parts.host.empty() || parts.port.empty()) return "";
+  return parts.scheme + "://" + parts.host + ":" + parts.port;
 }
 
 std::string TargetOf(const std::string& url) {
-  CURLU* u = curl_url();
-  std::string target = "/";
-  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
-    char *path = nullptr, *query = nullptr;
-    curl_url_get(u, CURLUPART_PATH, &path, 0);
-    curl_url_get(u, CURLUPART_QUERY, &query, 0);
-    if (path != nullptr) target = path;
-    if (query != nullptr) target += std::string("?") + query;
-    curl_free(path);
-    curl_free(query);
-  }
-  curl_url_cleanup(u);
+  UrlParts parts = SplitUrl(url);
+  std::string target = parts.path.empty() ? "/" : parts.path;
+  if (!parts.query.empty()) target += "?" + parts.query;
   return target;
 }
 
