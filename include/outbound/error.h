@@ -52,6 +52,13 @@ enum class ErrorKind {
   kInvalidRequest,
   // A setting is out of range or missing; returned when building a client.
   kInvalidSettings,
+  // Redirects within the origin went on past the limit (10): the last 3xx
+  // is dropped rather than returned as if it were the answer.
+  kTooManyRedirects,
+  // This process ran out of something it needed to make the attempt (file
+  // descriptors, memory, threads): not the dependency's failure, so the
+  // breaker does not count it and it is not retried.
+  kLocalResource,
 };
 
 // The kind's name in snake case, as it appears in telemetry ("deadline").

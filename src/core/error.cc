@@ -24,6 +24,10 @@ std::string_view ToString(ErrorKind kind) {
       return "invalid_request";
     case ErrorKind::kInvalidSettings:
       return "invalid_settings";
+    case ErrorKind::kTooManyRedirects:
+      return "too_many_redirects";
+    case ErrorKind::kLocalResource:
+      return "local_resource";
   }
   return "unknown";
 }

@@ -39,8 +39,9 @@ variable is reported at once, by name, and the command exits 78.
 
 exit codes:
   0 success    2 usage    3 invalid request    7 connection failed
-  8 invalid response    22 HTTP status >= 400 with --fail    28 deadline
-  42 cancelled    60 untrusted certificate    63 response too large
+  8 invalid response    22 HTTP status >= 400 with --fail    27 out of a local
+  resource (descriptors, memory)    28 deadline    42 cancelled
+  47 too many redirects    60 untrusted certificate    63 response too large
   69 rejected by the circuit breaker    76 another origin    78 bad configuration
 )";
 

@@ -30,6 +30,10 @@ int ExitCodeFor(ErrorKind kind) {
       return kExitInvalidRequest;
     case ErrorKind::kInvalidSettings:
       return kExitConfig;
+    case ErrorKind::kTooManyRedirects:
+      return kExitTooManyRedirects;
+    case ErrorKind::kLocalResource:
+      return kExitLocalResource;
   }
   return 1;
 }

@@ -1,0 +1,24 @@
+// The checks every request passes before anything is dialled: its method
+// and header fields are well formed, and its URL names the client's origin.
+// Internal.
+#ifndef OUTBOUND_SRC_HTTP_REQUEST_CHECK_H_
+#define OUTBOUND_SRC_HTTP_REQUEST_CHECK_H_
+
+#include <string_view>
+
+#include "layers.h"
+#include "origin.h"
+#include "outbound/http/message.h"
+
+namespace outbound::http::internal {
+
+// The request as the layers send it, or why it must not be sent:
+// kInvalidRequest for a malformed method, header or URL, kOriginRefused for
+// a URL on another origin. `origin_text` is `origin.ToString()`. Moves the
+// request's parts out of `request`.
+[[nodiscard]] Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_text,
+                                               Request& request);
+
+}  // namespace outbound::http::internal
+
+#endif  // OUTBOUND_SRC_HTTP_REQUEST_CHECK_H_
