@@ -1,6 +1,7 @@
-// AttemptTimeout: an attempt gets `timeout` from its start to its headers.
-// Time queued in the client's FIFO and dialling count; the body does not
-// (the call's Timeout bounds that).
+// AttemptTimeout: an attempt gets `timeout` from the moment the transport
+// hands it to a connection to its headers. Dialling counts; time queued in
+// the client's own FIFO does not (it is not the dependency's), nor does the
+// body (the call's Timeout bounds both).
 #include "layers.h"
 
 namespace outbound::http::internal {
@@ -12,14 +13,15 @@ class AttemptTimeout final : public AttemptLayer {
       : timeout_(timeout), timeouts_(clock), next_(std::move(next)) {}
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
-    // The headers disarm it (Attempt::HeadersArrived), and so does the
-    // attempt's end, before anyone above hears of it.
-    attempt->ArmHeaderTimeout(timeouts_, attempt->started + timeout_);
+    // Armed when the transport hands the attempt over; the headers disarm
+    // it (Attempt::HeadersArrived), and so does the attempt's end, before
+    // anyone above hears of it.
+    attempt->SetHeaderTimeout(timeouts_, timeout_);
     attempt->Enter(*this);
     next_->Start(attempt);
   }
 
-  void Finish(Attempt& attempt, AttemptOutcome&) override { attempt.HeadersArrived(); }
+  void Finish(Attempt& attempt, AttemptOutcome&) override { attempt.DisarmHeaderTimeout(); }
 
  private:
   Duration timeout_;

@@ -1,5 +1,8 @@
 // The breaker layer: every attempt is one the breaker admits or rejects, and
 // every admitted attempt's result is counted in it, once, as classified.
+#include <array>
+#include <mutex>
+
 #include "layers.h"
 
 namespace outbound::http::internal {
@@ -14,12 +17,16 @@ class BreakerLayer final : public AttemptLayer {
   void Start(const std::shared_ptr<Attempt>& attempt) override {
     try {
       auto admitted = breaker_.Allow(attempt->started);
-      if (!admitted) return attempt->Complete(Rejected(admitted.error().retry_after));
+      if (!admitted) {
+        attempt->Complete(Rejected(admitted.error().retry_after));
+        return;
+      }
       attempt->ticket.emplace(std::move(*admitted));
     } catch (...) {  // the user's breaker policy threw
       AttemptOutcome outcome;
       outcome.thrown = std::current_exception();
-      return attempt->Complete(std::move(outcome));
+      attempt->Complete(std::move(outcome));
+      return;
     }
     attempt->still_admitted = [this] {
       return breaker_.state(clock_.Now()) != circuit::State::kOpen;
@@ -33,7 +40,7 @@ class BreakerLayer final : public AttemptLayer {
     // sent nothing.
     outcome.rejected = !outcome.result && outcome.result.error().kind() == ErrorKind::kRejected;
     try {
-      outcome.classification = Decide(*attempt.call, outcome);
+      outcome.classification = Decide(attempt, outcome);
       attempt.ticket->Settle(outcome.classification->breaker, clock_.Now());
     } catch (...) {
       // The user's classify or policy threw: the slot is freed now (an
@@ -57,26 +64,56 @@ class BreakerLayer final : public AttemptLayer {
   }
 
   // What the client decides itself comes first; Classify decides the rest.
-  Classification Decide(const CallState& call, const AttemptOutcome& outcome) const {
+  Classification Decide(const Attempt& attempt, AttemptOutcome& outcome) {
     using retry::Outcome;
+    constexpr auto kIgnored = circuit::Outcome::kIgnored;
+    constexpr auto kFailure = circuit::Outcome::kFailure;
     if (!outcome.result) {
-      if (call.cancelled()) return {Outcome::kStop, {}, circuit::Outcome::kIgnored};
-      if (call.deadline_passed()) return {Outcome::kStop, {}, circuit::Outcome::kFailure};
-      // The dependency sent its headers and then failed.
-      if (outcome.body_failed) return {Outcome::kStop, {}, circuit::Outcome::kFailure};
-      if (outcome.rejected) return {Outcome::kStop, {}, circuit::Outcome::kIgnored};
-      // Too large is the caller's limit, not the dependency's failure.
-      if (outcome.result.error().kind() == ErrorKind::kResponseTooLarge) {
-        return {Outcome::kStop, {}, circuit::Outcome::kIgnored};
+      ErrorKind kind = outcome.result.error().kind();
+      if (attempt.call->cancelled() || kind == ErrorKind::kCancelled) {
+        return {Outcome::kStop, {}, kIgnored};
       }
+      if (outcome.rejected) return {Outcome::kStop, {}, kIgnored};
+      // This process's own shortage, or the caller's own limit: nothing
+      // about the dependency's health.
+      if (kind == ErrorKind::kLocalResource || kind == ErrorKind::kResponseTooLarge) {
+        return {Outcome::kStop, {}, kIgnored};
+      }
+      // Never handed to a connection: it waited in the client's own queue.
+      if (!attempt.handed_over()) return {Outcome::kStop, {}, kIgnored};
+      if (attempt.call->deadline_passed()) return {Outcome::kStop, {}, kFailure};
+      if (outcome.connection_lost && !FirstLossOf(outcome.connection)) {
+        outcome.collateral = true;
+        return {Outcome::kRetry, {}, kIgnored};
+      }
+      if (outcome.cannot_improve) return {Outcome::kStop, {}, kFailure};
+      // The dependency sent its headers and then failed.
+      if (outcome.body_failed) return {Outcome::kStop, {}, kFailure};
     }
     return classify_(outcome.result);
+  }
+
+  // Whether `connection`'s loss is heard of for the first time: the
+  // attempts it took down with it count once.
+  bool FirstLossOf(std::uint64_t connection) {
+    if (connection == 0) return true;
+    std::lock_guard lock(lost_mu_);
+    for (std::uint64_t seen : lost_) {
+      if (seen == connection) return false;
+    }
+    lost_[next_lost_++ % lost_.size()] = connection;
+    return true;
   }
 
   std::unique_ptr<AttemptLayer> next_;
   circuit::Breaker& breaker_;
   Classify classify_;
   Clock& clock_;
+  // The connections whose loss was counted lately (a few suffice: the
+  // attempts a connection takes down end together).
+  std::mutex lost_mu_;
+  std::array<std::uint64_t, 32> lost_{};
+  std::size_t next_lost_ = 0;
 };
 
 }  // namespace

@@ -36,11 +36,17 @@ struct Client::Impl {
   Settings settings;
   internal::Origin origin;
   std::string origin_text;
+  // "payments:8443": what every error message starts with.
+  std::string dependency;
   retry::Budget budget;
   retry::Retrier retrier;
   circuit::Breaker breaker;
   // Every call's deadline; timeouts of one length, so in order.
   outbound::internal::TimeoutList deadlines;
+  // The client's own event loop: its transfers, and the callbacks of calls
+  // that end inside SendAsync. One per client, so a dependency that keeps
+  // its transport busy cannot delay another client's calls.
+  std::shared_ptr<internal::EventLoop> loop = std::make_shared<internal::EventLoop>();
   std::unique_ptr<internal::CallLayer> calls;  // the whole chain, below the origin check
 
   // Calls in flight, so the destructor can end them before the chain goes.
@@ -69,6 +75,7 @@ struct Client::Impl {
         settings(std::move(s)),
         origin(std::move(o)),
         origin_text(origin.ToString()),
+        dependency(origin.host + ":" + std::to_string(origin.port)),
         budget(settings.retry_budget),
         retrier(retry::Policy{settings.max_attempts,
                               retry::Exponential(settings.backoff_base, settings.backoff_max)},
@@ -84,8 +91,9 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   Impl& c = *impl;
 
   // The call path, bottom to top: the layers of one attempt, then of a call.
-  std::unique_ptr<internal::AttemptLayer> attempt =
-      internal::MakeCurlTransport(c.runtime, c.settings, c.origin, internal::EventLoop::Shared());
+  auto transport = internal::MakeCurlTransport(c.runtime, c.settings, c.origin, c.loop);
+  if (!transport) return tl::unexpected(transport.error());
+  std::unique_ptr<internal::AttemptLayer> attempt = std::move(*transport);
   attempt = internal::MakeAttemptTimeout(std::move(attempt), *c.runtime.clock,
                                          c.settings.attempt_timeout);
   attempt = internal::MakeBreakerLayer(std::move(attempt), c.breaker, c.settings.classify,
@@ -115,13 +123,58 @@ Client::~Client() {
   impl_->idle.wait(lock, [&] { return impl_->live == nullptr; });
 }
 
+namespace {
+
+// The client whose SendAsync runs on this thread now, if any: a call that
+// ends before SendAsync returns has its callback posted to the client's
+// loop instead of run on the caller's stack, where the caller may hold a
+// lock, or be the callback of the call before (a closed loop would recurse).
+thread_local const Client::Impl* t_sending = nullptr;
+
+class SendingScope {
+ public:
+  explicit SendingScope(const Client::Impl* impl) : previous_(t_sending) { t_sending = impl; }
+  ~SendingScope() { t_sending = previous_; }
+  SendingScope(const SendingScope&) = delete;
+  SendingScope& operator=(const SendingScope&) = delete;
+
+ private:
+  const Client::Impl* previous_;
+};
+
+// `error` with the dependency's name in front, so a service with several
+// clients can tell in one log line which dependency failed.
+Error NamedError(const std::string& dependency, const Error& error) {
+  Error named(error.kind(), dependency + ": " + error.message());
+  named.set_attempts(error.attempts());
+  if (error.retry_after()) named.set_retry_after(*error.retry_after());
+  return named;
+}
+
+}  // namespace
+
 void Client::SendAsync(Request request, Callback done) {
-  auto checked = internal::CheckRequest(impl_->origin, impl_->origin_text, request);
-  if (!checked) return done(tl::unexpected(checked.error()), nullptr);
-  Clock& clock = *impl_->runtime.clock;
-  TimePoint deadline = clock.Now() + impl_->settings.timeout;
+  Impl& impl = *impl_;
+  SendingScope sending(&impl);
+  auto refuse = [&](const Error& error) {
+    impl.loop->Post([done = std::move(done), error = NamedError(impl.dependency, error)] {
+      done(tl::unexpected(error), nullptr);
+    });
+  };
+  auto checked = internal::CheckRequest(impl.origin, impl.origin_text, request);
+  if (!checked) return refuse(checked.error());
+  Clock& clock = *impl.runtime.clock;
+  TimePoint now = clock.Now();
+  TimePoint deadline = now + impl.settings.timeout;
   if (request.context.deadline && *request.context.deadline < deadline) {
     deadline = *request.context.deadline;
+  }
+  // Over before it began: nothing is sent.
+  if (request.context.cancel && request.context.cancel->cancelled()) {
+    return refuse(Error(ErrorKind::kCancelled, "the caller cancelled the call: nothing was sent"));
+  }
+  if (deadline <= now) {
+    return refuse(Error(ErrorKind::kDeadline, "the call's deadline had passed: nothing was sent"));
   }
   auto call = std::make_shared<LiveCall>(deadline, request.context.cancel, std::move(done),
                                          std::move(*checked));
@@ -131,13 +184,25 @@ void Client::SendAsync(Request request, Callback done) {
   call->done = [impl = impl_.get(), live = call.get()](internal::CallOutcome&& outcome) {
     live->Disarm();
     live->request.reset();
-    Callback callback = std::move(live->callback);
-    callback(std::move(outcome.result), outcome.thrown);
-    impl->Unlink(*live);
+    if (!outcome.result)
+      outcome.result = tl::unexpected(NamedError(impl->dependency, outcome.result.error()));
+    auto finish = [impl, live, outcome = std::move(outcome)]() mutable {
+      Callback callback = std::move(live->callback);
+      callback(std::move(outcome.result), outcome.thrown);
+      impl->Unlink(*live);
+    };
+    if (t_sending == impl) {
+      // Ended inside SendAsync (a rejection): the caller hears of it later,
+      // from the loop. The call stays alive until then.
+      impl->loop->Post(
+          [held = live->shared_from_this(), finish = std::move(finish)]() mutable { finish(); });
+    } else {
+      finish();
+    }
   };
-  impl_->Link(*call);
-  call->Arm(impl_->deadlines);
-  impl_->calls->Send(call);
+  impl.Link(*call);
+  call->Arm(impl.deadlines);
+  impl.calls->Send(call);
 }
 
 std::future<Result<Response>> Client::SendAsync(Request request) {

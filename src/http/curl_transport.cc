@@ -1,14 +1,21 @@
 #include "curl_transport.h"
 
 #include <curl/curl.h>
+#include <openssl/ssl.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <vector>
+
+#include "curl_tls.h"
 
 namespace outbound::http::internal {
 namespace {
@@ -29,6 +36,13 @@ constexpr auto kNudgeAfter = std::chrono::milliseconds(50);
 
 // Idle transfer slots that keep their easy handle.
 constexpr std::size_t kIdleEasyHandles = 256;
+
+// A response's header section larger than this fails as too large (and is
+// not retried): it is no answer a client should hold in memory.
+constexpr std::size_t kMaxHeaderBytes = 96 * 1024;
+
+// Pooled connections idle this long are closed.
+constexpr auto kIdleConnectionLifetime = std::chrono::seconds(90);
 
 // libcurl's global init, once per process, before any handle.
 void InitCurlOnce() {
@@ -69,35 +83,59 @@ struct Transfer {
   bool in_curl = false;
   std::size_t max_bytes = 0;
   Clock* clock = nullptr;
+  class CurlTransport* owner = nullptr;
   char error[CURL_ERROR_SIZE] = {};
+
+  // What the transfer learned on the way; reset for each use of the slot.
+  int writes = 0;               // times curl was about to write the request
+  bool resend_refused = false;  // curl wanted to write it a second time
+  std::uint64_t connection = 0;
+  int socket_errno = 0;  // why opening a socket failed, if it did
+  std::size_t header_bytes = 0;
+  std::optional<std::uint64_t> content_length;
+  bool transfer_encoding = false;
+  const char* invalid = nullptr;  // why the response is malformed
+  bool headers_too_large = false;
+
+  void Reset() {
+    response = Response{};
+    headers_done = too_large = in_curl = false;
+    error[0] = '\0';
+    writes = 0;
+    resend_refused = false;
+    connection = 0;
+    socket_errno = 0;
+    ResetHead();
+    headers_too_large = false;
+  }
+  // A new header block (after a 1xx) starts from scratch.
+  void ResetHead() {
+    header_bytes = 0;
+    content_length.reset();
+    transfer_encoding = false;
+    invalid = nullptr;
+  }
 };
 
 class CurlTransport final : public AttemptLayer {
  public:
   CurlTransport(const Runtime& runtime, const Settings& settings, const Origin& origin,
-                std::shared_ptr<EventLoop> loop)
+                std::shared_ptr<EventLoop> loop, std::shared_ptr<CurlTls> tls)
       : clock_(*runtime.clock),
         network_(*runtime.network),
         settings_(settings),
         origin_(origin),
         loop_(std::move(loop)),
+        tls_(std::move(tls)),
         https_(origin.scheme == "https") {
     InitCurlOnce();
-    multi_ = curl_multi_init();
-    curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, OnSocket);
-    curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
-    curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, OnTimer);
-    curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
-    curl_multi_setopt(multi_, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
-    curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS,
-                      static_cast<long>(settings.max_connections));
-    curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, 100L);  // idle connections kept
+    multi_ = NewMulti();
     // HTTP/1.1 carries one transfer per connection; HTTP/2 multiplexes up to
     // 100 on one connection. Beyond that, attempts wait in our FIFO, not in
     // curl's queue (which can starve a transfer for a second).
     // Over TLS the protocol is known only once ALPN has spoken: until the
-    // first response, one transfer at a time, or curl would open a
-    // connection for every transfer added before the first handshake ends.
+    // first connection's handshake, one transfer at a time, or curl would
+    // open a connection for every transfer added before it ends.
     max_in_flight_ = https_ ? 1 : static_cast<std::size_t>(settings.max_connections);
   }
 
@@ -106,8 +144,9 @@ class CurlTransport final : public AttemptLayer {
     // multi handle's cleanup closes the pooled connections.
     loop_->RunAndWait([this] {
       stopped_ = true;
+      idle_timer_.Cancel();
       for (auto& t : slots_) {
-        if (t->live) Finish(*t, Fail(ErrorKind::kCancelled, "the client was destroyed"));
+        if (t->live) Finish(*t, Failed(ErrorKind::kCancelled, "the client was destroyed"));
       }
       slots_.clear();  // the easy handles, before the multi handle they belonged to
       curl_multi_cleanup(multi_);
@@ -117,6 +156,11 @@ class CurlTransport final : public AttemptLayer {
   }
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
+    // Cut on its way down: nothing is sent.
+    if (!attempt->Launch()) {
+      attempt->Complete(attempt->CutOutcome());
+      return;
+    }
     bool first;
     {
       std::lock_guard lock(incoming_mu_);
@@ -131,6 +175,25 @@ class CurlTransport final : public AttemptLayer {
   void Finish(Attempt&, AttemptOutcome&) override {}
 
  private:
+  CURLM* NewMulti() {
+    CURLM* multi = curl_multi_init();
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, OnSocket);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, OnTimer);
+    curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+                      static_cast<long>(settings_.max_connections));
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, 100L);  // idle connections kept
+    return multi;
+  }
+
+  static AttemptOutcome Failed(ErrorKind kind, std::string message) {
+    AttemptOutcome outcome;
+    outcome.result = Fail(kind, std::move(message));
+    return outcome;
+  }
+
   // --- On the loop thread from here on ---
 
   void TakeIncoming() {
@@ -150,25 +213,42 @@ class CurlTransport final : public AttemptLayer {
     t.attempt = std::move(attempt);
     t.max_bytes = settings_.max_response_bytes;
     t.clock = &clock_;
-    if (stopped_) return Finish(t, Fail(ErrorKind::kCancelled, "the client was destroyed"));
+    t.owner = this;
+    if (stopped_) return Finish(t, Failed(ErrorKind::kCancelled, "the client was destroyed"));
     t.attempt->SetCanceller([this, id = t.id] { loop_->Post([this, id] { Cut(id); }); });
     Route route = network_.Resolve(origin_.host, origin_.port);
     if (route.kind == Route::Kind::kUnreachable) {
-      return Finish(t,
-                    Fail(ErrorKind::kTransport, origin_.host + ":" + std::to_string(origin_.port) +
-                                                    " is not reachable on this network"));
+      t.attempt->HandedOver(clock_.Now());  // dialled, as far as the dependency is concerned
+      return Finish(
+          t, Failed(ErrorKind::kTransport, origin_.host + ":" + std::to_string(origin_.port) +
+                                               " is not reachable on this network"));
     }
     Prepare(t, route);
-    // Room now: sent at once. The breaker admitted it a moment ago, so
-    // only an attempt that waited in the queue asks it again.
-    if (queue_.empty() && in_flight_ < max_in_flight_ && !starting_ && !stopped_) return Send(t);
+    // Room now: sent at once, unless the breaker opened since it admitted
+    // the attempt (an attempt that ended meanwhile may have opened it).
+    if (queue_.empty() && in_flight_ < max_in_flight_ && !starting_ && !stopped_) {
+      if (!StillAdmitted(t)) return;
+      return Send(t);
+    }
     queue_.push_back(t.id);
     StartQueued();
+  }
+
+  // Whether the attempt's breaker still admits it; if not, it ends as
+  // rejected and nothing is sent.
+  bool StillAdmitted(Transfer& t) {
+    const Attempt& attempt = *t.attempt;
+    if (!attempt.still_admitted || attempt.still_admitted()) return true;
+    Finish(t, Failed(ErrorKind::kRejected,
+                     "the circuit breaker opened before the attempt was sent: nothing was sent"));
+    return false;
   }
 
   void Send(Transfer& t) {
     t.in_curl = true;
     ++in_flight_;
+    idle_timer_.Cancel();
+    t.attempt->HandedOver(clock_.Now());
     curl_multi_add_handle(multi_, t.easy.get());
     ArmNudge();
   }
@@ -194,6 +274,26 @@ class CurlTransport final : public AttemptLayer {
     }
     events_at_nudge_ = events_;
     ArmNudge();
+  }
+
+  // With nothing in flight, the pool's connections are closed once they
+  // have been idle for kIdleConnectionLifetime (curl itself would keep them
+  // until it next looked for one to reuse). Timed on the Runtime's clock.
+  void ArmIdleClose() {
+    if (in_flight_ != 0 || !queue_.empty() || stopped_ || sockets_.empty()) return;
+    std::weak_ptr<const char> alive = alive_;
+    idle_timer_ = clock_.ScheduleAfter(kIdleConnectionLifetime, [loop = loop_, alive, this] {
+      loop->Post([alive, this] {
+        if (alive.lock()) CloseIdleConnections();
+      });
+    });
+  }
+
+  void CloseIdleConnections() {
+    if (in_flight_ != 0 || !queue_.empty() || stopped_) return;
+    curl_multi_cleanup(multi_);  // closes every connection it pooled
+    loop_->SetDeadline(this, std::nullopt, nullptr);
+    multi_ = NewMulti();
   }
 
   // A transfer slot for a new attempt: a free one, or a new one.
@@ -227,9 +327,7 @@ class CurlTransport final : public AttemptLayer {
       t.easy.reset();
       t.headers.reset();
     }
-    t.response = Response{};
-    t.headers_done = t.too_large = t.in_curl = false;
-    t.error[0] = '\0';
+    t.Reset();
     free_slots_.push_back(static_cast<std::uint32_t>(t.id & 0xffffffffu));
   }
 
@@ -242,14 +340,7 @@ class CurlTransport final : public AttemptLayer {
       Transfer* t = Find(queue_.front());
       queue_.pop_front();
       if (t == nullptr) continue;  // cut while queued
-      const Attempt& attempt = *t->attempt;
-      if (attempt.still_admitted && !attempt.still_admitted()) {
-        Finish(*t,
-               Fail(ErrorKind::kRejected,
-                    "the circuit breaker opened before the attempt was sent: nothing was sent"));
-        continue;
-      }
-      Send(*t);
+      if (StillAdmitted(*t)) Send(*t);
     }
     starting_ = false;
   }
@@ -339,67 +430,159 @@ class CurlTransport final : public AttemptLayer {
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_PROXY, "");  // never a proxy, whatever the environment says
     curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(easy, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_IGNORED));
     curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);  // redirects are the client's
     curl_easy_setopt(easy, CURLOPT_MAXAGE_CONN, 90L);    // idle connections kept 90 s
     curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, OnHeaderLine);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, OnBody);
+    // Every write of a request is one the retry layer decided: curl's own
+    // resends (a reused connection found dead, a refused HTTP/2 stream) are
+    // refused here and reported up as a lost connection.
+    curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, OnAboutToWrite);
+    curl_easy_setopt(easy, CURLOPT_PREREQDATA, &t);
+    curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, OnOpenSocket);
+    curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, &t);
     curl_easy_setopt(easy, CURLOPT_HTTP_VERSION,
                      https_ ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
     if (!https_) return;
     curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);  // share a connection rather than open one
-    curl_easy_setopt(easy, CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2);
-    const TlsSettings& tls = *settings_.tls;
-    if (!tls.root_pem.empty()) {
-      curl_blob roots{const_cast<char*>(tls.root_pem.data()), tls.root_pem.size(), CURL_BLOB_COPY};
-      curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &roots);
+    tls_->Apply(easy);
+  }
+
+  static int OnAboutToWrite(void* user, char*, char* local_ip, int remote_port, int local_port) {
+    auto& t = *static_cast<Transfer*>(user);
+    if (++t.writes > 1) {
+      t.resend_refused = true;
+      return CURL_PREREQFUNC_ABORT;
     }
-    if (!tls.client_cert_pem.empty()) {
-      curl_blob cert{const_cast<char*>(tls.client_cert_pem.data()), tls.client_cert_pem.size(),
-                     CURL_BLOB_COPY};
-      curl_blob key{const_cast<char*>(tls.client_key_pem.data()), tls.client_key_pem.size(),
-                    CURL_BLOB_COPY};
-      curl_easy_setopt(easy, CURLOPT_SSLCERT_BLOB, &cert);
-      curl_easy_setopt(easy, CURLOPT_SSLCERTTYPE, "PEM");
-      curl_easy_setopt(easy, CURLOPT_SSLKEY_BLOB, &key);
-      curl_easy_setopt(easy, CURLOPT_SSLKEYTYPE, "PEM");
+    // One connection, named by its local end and the remote port.
+    std::uint64_t name = 1469598103934665603ull;
+    for (const char* c = local_ip; c != nullptr && *c != '\0'; ++c) {
+      name = (name ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
     }
+    t.connection = name ^ (static_cast<std::uint64_t>(local_port) << 16) ^
+                   static_cast<std::uint64_t>(remote_port);
+    if (t.connection == 0) t.connection = 1;
+    t.owner->LearnProtocol(t);
+    return CURL_PREREQFUNC_OK;
+  }
+
+  // Over TLS, the first connection's ALPN says how many transfers may go at
+  // once; the queue moves as soon as curl returns (not from this callback).
+  void LearnProtocol(Transfer& t) {
+    if (!https_ || protocol_known_) return;
+    curl_tlssessioninfo* info = nullptr;
+    if (curl_easy_getinfo(t.easy.get(), CURLINFO_TLS_SSL_PTR, &info) != CURLE_OK ||
+        info == nullptr || info->backend != CURLSSLBACKEND_OPENSSL || info->internals == nullptr) {
+      return;
+    }
+    const unsigned char* alpn = nullptr;
+    unsigned int length = 0;
+    SSL_get0_alpn_selected(static_cast<SSL*>(info->internals), &alpn, &length);
+    protocol_known_ = true;
+    bool h2 = length == 2 && alpn[0] == 'h' && alpn[1] == '2';
+    max_in_flight_ =
+        h2 ? kStreamsPerConnection : static_cast<std::size_t>(settings_.max_connections);
+  }
+
+  static curl_socket_t OnOpenSocket(void* user, curlsocktype, curl_sockaddr* address) {
+    int fd = socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+    if (fd < 0) static_cast<Transfer*>(user)->socket_errno = errno;
+    return fd < 0 ? CURL_SOCKET_BAD : fd;
   }
 
   static size_t OnHeaderLine(char* data, size_t size, size_t n, void* user) {
     auto& t = *static_cast<Transfer*>(user);
     std::string_view line(data, size * n);
+    t.header_bytes += line.size();
+    if (t.header_bytes > kMaxHeaderBytes) {
+      t.headers_too_large = true;
+      return 0;
+    }
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
     if (line.rfind("HTTP/", 0) == 0) {                      // a status line: a new header block
       if (t.response.status != 0) t.response = Response{};  // the last was a 1xx
+      t.ResetHead();
+      t.header_bytes = line.size();
       t.response.headers.reserve(kHeaderBytesExpected);
       auto space = line.find(' ');
       t.response.version = line.substr(5, space == std::string_view::npos ? 0 : space - 5);
-      if (space != std::string_view::npos) t.response.status = std::atoi(line.data() + space + 1);
+      t.response.status = space == std::string_view::npos ? 0 : StatusCode(line.substr(space + 1));
+      if (t.response.status == 0) return Invalid(t, "a malformed status line");
     } else if (line.empty()) {  // the end of a header block
       if (t.response.status >= 200 && !t.headers_done) {
+        if (t.content_length && t.transfer_encoding) {
+          // RFC 9112 §6.3: a sign of request smuggling; the connection could
+          // not be trusted after it.
+          return Invalid(t, "both Content-Length and Transfer-Encoding");
+        }
+        if (t.content_length && *t.content_length > t.max_bytes) {
+          t.too_large = true;  // announced: fail now, read nothing of it
+          return 0;
+        }
+        if (t.content_length) t.response.body.reserve(static_cast<std::size_t>(*t.content_length));
         t.headers_done = true;
         t.response.received_at = t.clock->WallNow();
         t.attempt->HeadersArrived();
       }
     } else if (auto colon = line.find(':'); colon != std::string_view::npos) {
+      std::string_view name = line.substr(0, colon);
       std::string_view value = line.substr(colon + 1);
       while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
         value.remove_prefix(1);
       }
-      t.response.headers.Add(line.substr(0, colon), value);
+      while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
+        value.remove_suffix(1);
+      if (SameHeaderName(name, "Content-Length")) {
+        std::uint64_t length = 0;
+        auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
+        if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
+          return Invalid(t, "a malformed Content-Length");
+        }
+        if (t.content_length && *t.content_length != length) {
+          return Invalid(t, "conflicting Content-Length headers");  // RFC 9112 §6.3
+        }
+        t.content_length = length;
+      } else if (SameHeaderName(name, "Transfer-Encoding")) {
+        t.transfer_encoding = true;
+      }
+      t.response.headers.Add(name, value);
     }
     return size * n;
   }
 
+  // The status code of a status line's rest ("200 OK"): three digits, 100
+  // to 599, then a space or nothing; 0 if it is not one.
+  static int StatusCode(std::string_view rest) {
+    if (rest.size() < 3 || (rest.size() > 3 && rest[3] != ' ')) return 0;
+    int code = 0;
+    for (char c : rest.substr(0, 3)) {
+      if (c < '0' || c > '9') return 0;
+      code = code * 10 + (c - '0');
+    }
+    return code >= 100 && code <= 599 ? code : 0;
+  }
+
+  static size_t Invalid(Transfer& t, const char* why) {
+    t.invalid = why;
+    return 0;  // curl aborts the transfer and does not reuse its connection
+  }
+
   // Counts the body as it arrives: past the limit, the transfer is aborted.
+  // The buffer grows by doubling but never past the limit, so a body near
+  // the limit never holds twice the limit.
   static size_t OnBody(char* data, size_t size, size_t n, void* user) {
     auto& t = *static_cast<Transfer*>(user);
     size_t len = size * n;
-    if (t.response.body.size() + len > t.max_bytes) {
+    std::string& body = t.response.body;
+    if (body.size() + len > t.max_bytes) {
       t.too_large = true;
       return 0;
     }
-    t.response.body.append(data, len);
+    if (body.size() + len > body.capacity()) {
+      body.reserve(std::min(t.max_bytes, std::max(body.capacity() * 2, body.size() + len)));
+    }
+    body.append(data, len);
     return len;
   }
 
@@ -444,7 +627,8 @@ class CurlTransport final : public AttemptLayer {
     return 0;
   }
 
-  // Collects the transfers curl has finished.
+  // Collects the transfers curl has finished, then moves the queue (the
+  // protocol may have become known meanwhile).
   void Harvest() {
     int left = 0;
     while (CURLMsg* msg = curl_multi_info_read(multi_, &left)) {
@@ -453,72 +637,127 @@ class CurlTransport final : public AttemptLayer {
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
       Completed(*static_cast<Transfer*>(priv), msg->data.result);
     }
+    StartQueued();
   }
 
   void Completed(Transfer& t, CURLcode code) {
     if (!t.live || !t.in_curl) return;
-    if (code == CURLE_OK) {
-      if (https_ && !protocol_known_) {
-        protocol_known_ = true;
-        // HTTP/2: one connection's streams. Past that, curl 7.88 opens a new
-        // connection for nearly every transfer it cannot place at once.
-        max_in_flight_ = t.response.version == "2"
-                             ? kStreamsPerConnection
-                             : static_cast<std::size_t>(settings_.max_connections);
-      }
-      return Finish(t, std::move(t.response));
+    if (code == CURLE_OK) return Finish(t, Answered(t));
+    Finish(t, Failure(t, code));
+  }
+
+  // A transfer curl ended well: the response, unless its body fell short
+  // of the length it announced (curl lets an HTTP/2 stream reset with
+  // NO_ERROR pass as a whole body).
+  AttemptOutcome Answered(Transfer& t) const {
+    AttemptOutcome outcome;
+    outcome.connection = t.connection;
+    const Response& response = t.response;
+    bool bodyless =
+        t.attempt->request->method == "HEAD" || response.status == 204 || response.status == 304;
+    if (t.content_length && !bodyless && response.body.size() != *t.content_length) {
+      outcome.body_failed = true;
+      outcome.result =
+          Fail(ErrorKind::kTransport,
+               "the response ended after " + std::to_string(response.body.size()) + " of the " +
+                   std::to_string(*t.content_length) + " bytes its Content-Length announced");
+      return outcome;
     }
+    outcome.result = std::move(t.response);
+    return outcome;
+  }
+
+  // What a failed transfer means, as precisely as curl lets us tell.
+  AttemptOutcome Failure(const Transfer& t, CURLcode code) const {
+    AttemptOutcome outcome;
+    outcome.connection = t.connection;
+    outcome.body_failed = t.headers_done;
     std::string detail = t.error[0] ? t.error : curl_easy_strerror(code);
-    ErrorKind kind = ErrorKind::kTransport;
+    auto fail = [&](ErrorKind kind, std::string message) {
+      outcome.result = Fail(kind, std::move(message));
+      return outcome;
+    };
     if (t.too_large) {
-      kind = ErrorKind::kResponseTooLarge;
-      detail = "the response's body is larger than " +
-               std::to_string(settings_.max_response_bytes) + " bytes";
-    } else if (code == CURLE_PEER_FAILED_VERIFICATION) {
-      kind = ErrorKind::kTlsUntrusted;
-    } else if (code == CURLE_WEIRD_SERVER_REPLY || code == CURLE_UNSUPPORTED_PROTOCOL ||
-               code == CURLE_BAD_CONTENT_ENCODING) {
-      kind = ErrorKind::kInvalidResponse;
+      return fail(ErrorKind::kResponseTooLarge, "the response's body is larger than " +
+                                                    std::to_string(settings_.max_response_bytes) +
+                                                    " bytes");
     }
-    Finish(t, Fail(kind, detail));
+    if (t.headers_too_large ||
+        (code == CURLE_OUT_OF_MEMORY && detail.find("header") != std::string::npos)) {
+      return fail(ErrorKind::kResponseTooLarge, "the response's header section is larger than " +
+                                                    std::to_string(kMaxHeaderBytes) + " bytes");
+    }
+    if (t.invalid != nullptr) {
+      outcome.cannot_improve = true;
+      return fail(ErrorKind::kInvalidResponse, std::string("the response has ") + t.invalid);
+    }
+    if (t.resend_refused) {
+      outcome.connection_lost = true;
+      return fail(ErrorKind::kTransport,
+                  "the connection ended before any response (the server closed it, or refused "
+                  "the stream): the request may have been processed and is not sent again by "
+                  "the transport");
+    }
+    if (t.socket_errno == EMFILE || t.socket_errno == ENFILE || t.socket_errno == ENOBUFS ||
+        t.socket_errno == ENOMEM) {
+      return fail(ErrorKind::kLocalResource, std::string("this process could not open a socket (") +
+                                                 std::strerror(t.socket_errno) +
+                                                 "): not the dependency's failure");
+    }
+    switch (code) {
+      case CURLE_OUT_OF_MEMORY:
+        return fail(ErrorKind::kLocalResource,
+                    "this process ran out of memory: not the dependency's failure");
+      case CURLE_PEER_FAILED_VERIFICATION:
+        return fail(ErrorKind::kTlsUntrusted, detail);
+      case CURLE_WEIRD_SERVER_REPLY:
+      case CURLE_UNSUPPORTED_PROTOCOL:
+      case CURLE_BAD_CONTENT_ENCODING:
+        outcome.cannot_improve = true;
+        return fail(ErrorKind::kInvalidResponse, detail);
+      case CURLE_SSL_CONNECT_ERROR:
+        // A handshake the server refuses for its protocol version or cipher,
+        // or a server that does not speak TLS at all, refuses it again.
+        outcome.cannot_improve = detail.find("version") != std::string::npos ||
+                                 detail.find("cipher") != std::string::npos ||
+                                 detail.find("handshake failure") != std::string::npos;
+        return fail(ErrorKind::kTransport, "TLS handshake failed: " + detail);
+      case CURLE_RECV_ERROR:
+      case CURLE_SEND_ERROR:
+      case CURLE_GOT_NOTHING:
+      case CURLE_HTTP2:
+      case CURLE_PARTIAL_FILE:
+        // The connection ended under the attempt; before its headers, every
+        // other attempt on it ended the same way.
+        outcome.connection_lost = t.connection != 0 && !t.headers_done;
+        return fail(ErrorKind::kTransport, detail);
+      default:
+        return fail(ErrorKind::kTransport, detail);
+    }
   }
 
   // A layer above cut the attempt short: the call's deadline, the caller, or
-  // AttemptTimeout. Removing the handle resets an HTTP/2 stream or closes an
-  // HTTP/1.1 connection, so the server sees the attempt abandoned.
+  // AttemptTimeout. It has been answered already; removing the handle
+  // resets an HTTP/2 stream or closes an HTTP/1.1 connection, so the server
+  // sees the attempt abandoned.
   void Cut(std::uint64_t id) {
     Transfer* t = Find(id);
     if (t == nullptr) return;
-    switch (t->attempt->cut_reason()) {
-      case CutReason::kCancelled:
-        return Finish(*t, Fail(ErrorKind::kCancelled, "the caller cancelled the call"));
-      case CutReason::kAttemptTimeout:
-        return Finish(*t,
-                      Fail(ErrorKind::kDeadline,
-                           "the attempt timed out after " +
-                               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                  settings_.attempt_timeout)
-                                                  .count()) +
-                               "ms (AttemptTimeout)"));
-      default:
-        return Finish(*t, Fail(ErrorKind::kDeadline, "the call's deadline passed"));
-    }
+    Finish(*t, t->attempt->CutOutcome());
   }
 
-  void Finish(Transfer& t, Result<Response>&& result) {
+  void Finish(Transfer& t, AttemptOutcome&& outcome) {
     if (t.in_curl) {
       curl_multi_remove_handle(multi_, t.easy.get());
       --in_flight_;
     }
-    AttemptOutcome outcome;
-    outcome.body_failed = !result && t.headers_done;
-    outcome.result = std::move(result);
     std::shared_ptr<Attempt> attempt = std::move(t.attempt);
     Release(t);
     // The layers above hear of this attempt (its breaker ticket is settled)
     // before the queue moves, so a breaker it opened stops the queued ones.
     attempt->Complete(std::move(outcome));
     StartQueued();
+    ArmIdleClose();
   }
 
   Clock& clock_;
@@ -526,6 +765,7 @@ class CurlTransport final : public AttemptLayer {
   Settings settings_;
   Origin origin_;
   std::shared_ptr<EventLoop> loop_;
+  std::shared_ptr<CurlTls> tls_;
   bool https_;
   CURLM* multi_ = nullptr;
   std::size_t max_in_flight_;
@@ -547,6 +787,10 @@ class CurlTransport final : public AttemptLayer {
   bool nudge_armed_ = false;
   const char nudge_key_ = 0;  // its address names the nudge's deadline
 
+  // Closing idle connections; `alive_` tells a late timer the transport is gone.
+  std::shared_ptr<const char> alive_ = std::make_shared<const char>(0);
+  Timer idle_timer_;
+
   // Attempts started on other threads, waiting for the loop to take them.
   std::mutex incoming_mu_;
   std::vector<std::shared_ptr<Attempt>> incoming_;
@@ -554,10 +798,18 @@ class CurlTransport final : public AttemptLayer {
 
 }  // namespace
 
-std::unique_ptr<AttemptLayer> MakeCurlTransport(const Runtime& runtime, const Settings& settings,
-                                                const Origin& origin,
-                                                std::shared_ptr<EventLoop> loop) {
-  return std::make_unique<CurlTransport>(runtime, settings, origin, std::move(loop));
+Result<std::unique_ptr<AttemptLayer>> MakeCurlTransport(const Runtime& runtime,
+                                                        const Settings& settings,
+                                                        const Origin& origin,
+                                                        std::shared_ptr<EventLoop> loop) {
+  std::shared_ptr<CurlTls> tls;
+  if (settings.tls) {
+    auto made = CurlTls::Create(*settings.tls);
+    if (!made) return tl::unexpected(made.error());
+    tls = std::move(*made);
+  }
+  return std::unique_ptr<AttemptLayer>(
+      std::make_unique<CurlTransport>(runtime, settings, origin, std::move(loop), std::move(tls)));
 }
 
 }  // namespace outbound::http::internal

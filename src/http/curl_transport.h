@@ -1,5 +1,5 @@
 // The bottom layer: attempts as libcurl transfers on a multi handle of the
-// client's own (its connection pool), driven by the shared event loop.
+// client's own (its connection pool), driven by the client's event loop.
 // HTTP/2 with multiplexing over TLS (ALPN h2, then http/1.1); HTTP/1.1 for
 // plain http. No proxy is ever read from the environment. Internal.
 #ifndef OUTBOUND_SRC_HTTP_CURL_TRANSPORT_H_
@@ -14,10 +14,10 @@
 
 namespace outbound::http::internal {
 
-// Builds the transport. kInvalidSettings if libcurl refuses the TLS material.
-std::unique_ptr<AttemptLayer> MakeCurlTransport(const Runtime& runtime, const Settings& settings,
-                                                const Origin& origin,
-                                                std::shared_ptr<EventLoop> loop);
+// Builds the transport. kInvalidSettings if the TLS material is unreadable.
+[[nodiscard]] Result<std::unique_ptr<AttemptLayer>> MakeCurlTransport(
+    const Runtime& runtime, const Settings& settings, const Origin& origin,
+    std::shared_ptr<EventLoop> loop);
 
 }  // namespace outbound::http::internal
 

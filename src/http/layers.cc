@@ -73,10 +73,30 @@ void Attempt::Enter(AttemptLayer& layer) {
   entered_[depth_++] = &layer;
 }
 
-void Attempt::Complete(AttemptOutcome&& outcome) {
+bool Attempt::Complete(AttemptOutcome&& outcome) {
+  if (completed_.exchange(true)) return false;
   while (depth_ > 0) entered_[--depth_]->Finish(*this, outcome);
   std::shared_ptr<AttemptOwner> to = std::move(owner);
   to->AttemptEnded(std::move(outcome));
+  return true;
+}
+
+bool Attempt::Launch() {
+  std::lock_guard lock(mu_);
+  launched_ = true;
+  return cut_.load() == CutReason::kNone;
+}
+
+void Attempt::HandedOver(TimePoint now) {
+  // Under the lock, so a disarm on another thread sees the timeout armed.
+  // (Arming never waits on anything that waits on this lock.)
+  std::lock_guard lock(mu_);
+  if (completed_.load() || cut_.load() != CutReason::kNone) return;
+  handed_over_ = true;
+  call->attempts_sent.fetch_add(1, std::memory_order_relaxed);
+  if (header_timeouts_ == nullptr || headers_arrived_.load()) return;
+  header_timeout_armed_ = true;
+  header_timeouts_->Arm(header_timeout_, now + header_timeout_length_);
 }
 
 void Attempt::SetCanceller(std::function<void()> canceller) {
@@ -91,22 +111,61 @@ void Attempt::SetCanceller(std::function<void()> canceller) {
 
 void Attempt::Cut(CutReason reason) {
   std::function<void()> canceller;
+  bool launched;
   {
     std::lock_guard lock(mu_);
     CutReason expected = CutReason::kNone;
     if (!cut_.compare_exchange_strong(expected, reason)) return;
     canceller = std::move(canceller_);
+    launched = launched_;
   }
+  // The transport lets go of the attempt on its own thread, when it can;
+  // the layers above hear of the cut now.
   if (canceller) canceller();
+  if (launched) Complete(CutOutcome());
 }
 
-void Attempt::ArmHeaderTimeout(outbound::internal::TimeoutList& timeouts, TimePoint deadline) {
+AttemptOutcome Attempt::CutOutcome() const {
+  AttemptOutcome outcome;
+  outcome.body_failed = headers_arrived_.load();
+  switch (cut_.load()) {
+    case CutReason::kCancelled:
+      outcome.result = Fail(ErrorKind::kCancelled, "the caller cancelled the call");
+      break;
+    case CutReason::kAttemptTimeout:
+      outcome.result =
+          Fail(ErrorKind::kDeadline,
+               "no response headers within the attempt timeout (" +
+                   std::to_string(
+                       std::chrono::duration_cast<std::chrono::milliseconds>(header_timeout_length_)
+                           .count()) +
+                   "ms)");
+      break;
+    default:
+      outcome.result = Fail(ErrorKind::kDeadline, "the call's deadline passed");
+      break;
+  }
+  return outcome;
+}
+
+void Attempt::SetHeaderTimeout(outbound::internal::TimeoutList& timeouts, Duration timeout) {
   header_timeouts_ = &timeouts;
-  timeouts.Arm(header_timeout_, deadline);
+  header_timeout_length_ = timeout;
 }
 
 void Attempt::HeadersArrived() {
-  if (header_timeouts_ == nullptr || headers_arrived_.exchange(true)) return;
+  headers_arrived_ = true;
+  DisarmHeaderTimeout();
+}
+
+void Attempt::DisarmHeaderTimeout() {
+  {
+    std::lock_guard lock(mu_);
+    if (!header_timeout_armed_) return;
+    header_timeout_armed_ = false;
+  }
+  // Outside the lock: Cancel waits for an expiry running on another
+  // thread, and that expiry takes the lock (Cut).
   header_timeouts_->Cancel(header_timeout_);
 }
 

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -87,8 +88,10 @@ class CallState : public std::enable_shared_from_this<CallState> {
   TimePoint deadline() const { return deadline_; }
   bool deadline_passed() const { return reason_.load() == CutReason::kDeadline; }
   bool cancelled() const { return reason_.load() == CutReason::kCancelled; }
-  // Attempts made so far by the whole call, redirects included.
+  // Attempts started so far by the whole call, redirects included.
   std::atomic<int> attempts{0};
+  // Attempts handed to a connection so far: what Error::attempts reports.
+  std::atomic<int> attempts_sent{0};
 
   // The fields below belong to the call's way through the layers: one
   // request at a time, so one thread at a time touches them.
@@ -139,6 +142,20 @@ struct AttemptOutcome {
   std::optional<Classification> classification;  // set by the breaker layer
   std::exception_ptr thrown;                     // the user's classify or policy threw
   AttemptRecord record;                          // filled by the attempt span
+
+  // Set by the transport. The connection that carried the attempt (0: it
+  // never had one), and whether the error is that connection's end rather
+  // than this request's own: every attempt on a connection that drops ends
+  // at once, and the breaker counts that as one failure, not one per attempt.
+  std::uint64_t connection = 0;
+  bool connection_lost = false;
+  // The transport knows that sending the request again cannot help (a TLS
+  // protocol refusal, a malformed response): the attempt is not retried.
+  bool cannot_improve = false;
+  // Set by the breaker layer: another attempt already counted this
+  // attempt's connection loss. It is retried at once, outside the budget
+  // and MaxAttempts (a few times per request), if it is safe to repeat.
+  bool collateral = false;
 };
 
 // Who starts attempts and hears how each ended: the retry loop.
@@ -165,7 +182,7 @@ class AttemptLayer;
 class Attempt : public std::enable_shared_from_this<Attempt> {
  public:
   Attempt() = default;
-  ~Attempt() { HeadersArrived(); }
+  ~Attempt() { DisarmHeaderTimeout(); }
 
   // What is sent, shared by every attempt of the request (not copied).
   std::shared_ptr<const CallRequest> request;
@@ -189,8 +206,24 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   // A layer passes the attempt down: its Finish will see the outcome.
   void Enter(AttemptLayer& layer);
   // Ends the attempt: each entered layer's Finish, the lowest first, then
-  // the owner's AttemptEnded. Exactly once per attempt, on any thread.
-  void Complete(AttemptOutcome&& outcome);
+  // the owner's AttemptEnded. The first call wins, on any thread; a later
+  // one (a transport ending an attempt that was cut meanwhile) does nothing
+  // and returns false.
+  bool Complete(AttemptOutcome&& outcome);
+
+  // The transport has the attempt: every layer above has entered. From
+  // here on a cut ends the attempt at once, on the thread that cuts it,
+  // whatever the transport is doing, so a call's deadline answers its
+  // caller even while its transport is busy or stuck. Returns false if the
+  // attempt was cut before: the transport then sends nothing and ends it
+  // with CutOutcome().
+  [[nodiscard]] bool Launch();
+
+  // The transport hands the attempt to a connection: it now counts as sent
+  // (Error::attempts), and the header timeout starts. Time spent in the
+  // client's own queue before this is not the dependency's.
+  void HandedOver(TimePoint now);
+  bool handed_over() const { return handed_over_.load(); }
 
   // Cutting short: the transport says how; layers above say when. Both
   // thread-safe; the canceller runs at most once, at Cut or at SetCanceller
@@ -198,13 +231,18 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   void SetCanceller(std::function<void()> canceller);
   void Cut(CutReason reason);
   CutReason cut_reason() const { return cut_.load(); }
+  // How an attempt cut for `cut_reason()` ends.
+  AttemptOutcome CutOutcome() const;
 
-  // AttemptTimeout: cuts the attempt at `deadline` unless its headers have
-  // arrived. Armed before the attempt starts; `timeouts` outlives it.
-  void ArmHeaderTimeout(outbound::internal::TimeoutList& timeouts, TimePoint deadline);
-  // The response's headers arrived, or the attempt ended: the header
-  // timeout is disarmed. Thread-safe.
+  // AttemptTimeout: cuts the attempt `timeout` after it is handed over
+  // unless its headers have arrived by then. `timeouts` outlives it.
+  void SetHeaderTimeout(outbound::internal::TimeoutList& timeouts, Duration timeout);
+  // The transport: the response's headers arrived. Disarms the header
+  // timeout. Thread-safe.
   void HeadersArrived();
+  bool headers_arrived() const { return headers_arrived_.load(); }
+  // The attempt ended: the header timeout, if armed, is disarmed.
+  void DisarmHeaderTimeout();
 
  private:
   // Room for every attempt layer a client has, with space to grow.
@@ -220,10 +258,15 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
 
   std::mutex mu_;
   std::atomic<CutReason> cut_{CutReason::kNone};
+  std::atomic<bool> completed_{false};
+  bool launched_ = false;  // guarded by mu_
   std::function<void()> canceller_;
   HeaderTimeout header_timeout_{*this};
   outbound::internal::TimeoutList* header_timeouts_ = nullptr;
+  Duration header_timeout_length_{0};
+  bool header_timeout_armed_ = false;  // guarded by mu_
   std::atomic<bool> headers_arrived_{false};
+  std::atomic<bool> handed_over_{false};
 };
 
 class AttemptLayer {

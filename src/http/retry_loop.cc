@@ -13,6 +13,11 @@ namespace {
 // the wait is cut short) up to this size; a larger one is not retried.
 constexpr std::size_t kRetriedBodyLimit = 64 * 1024;
 
+// Attempts taken down by a connection whose loss another attempt already
+// counted are sent again at once, outside the budget and MaxAttempts (as
+// gRPC's transparent retries are), this many times per request at most.
+constexpr int kMaxCollateralRetries = 3;
+
 class RetryingRequest final : public AttemptOwner,
                               public Interruptible,
                               public std::enable_shared_from_this<RetryingRequest> {
@@ -29,8 +34,14 @@ class RetryingRequest final : public AttemptOwner,
   void StartAttempt() {
     auto attempt = std::make_shared<Attempt>();
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       if (finished_) return;
+      if (interrupted_ != CutReason::kNone) {
+        // The deadline or the caller came before this attempt: nothing more
+        // is sent, and the call ends with what the last attempt got.
+        lock.unlock();
+        return FinishInterrupted();
+      }
       waiting_ = false;
       attempt->request = request_;
       attempt->number = ++attempts_;
@@ -43,30 +54,32 @@ class RetryingRequest final : public AttemptOwner,
     next_.Start(attempt);
   }
 
-  // The call's deadline passed or the caller gave up.
+  // The call's deadline passed or the caller gave up: at any moment, before
+  // the first attempt, during one, or between two.
   void Interrupt(CutReason reason) override {
     std::shared_ptr<Attempt> attempt;
+    bool waiting;
     {
       std::lock_guard lock(mu_);
-      if (!waiting_) {
-        attempt = current_;
-      }
+      if (interrupted_ != CutReason::kNone) return;
+      interrupted_ = reason;
+      attempt = current_;
+      waiting = waiting_;
     }
     if (attempt) return attempt->Cut(reason);
     // Waiting between attempts: the call returns what the last attempt got.
-    std::optional<AttemptOutcome> last;
-    {
-      std::lock_guard lock(mu_);
-      last = std::move(last_);
-      last_.reset();
-    }
-    if (last) Finish(std::move(*last));
+    // Not started yet: StartAttempt sees interrupted_ and sends nothing.
+    if (waiting) FinishInterrupted();
   }
 
   void AttemptEnded(AttemptOutcome&& outcome) override {
     std::optional<retry::DecisionKind> decided;
     Duration wait{0};
-    if (!outcome.thrown && !outcome.rejected && outcome.classification) {
+    if (outcome.collateral && !outcome.thrown) {
+      bool again = safe_ && collateral_retries_ < kMaxCollateralRetries;
+      collateral_retries_ += again ? 1 : 0;
+      decided = again ? retry::DecisionKind::kAgain : retry::DecisionKind::kStopped;
+    } else if (!outcome.thrown && !outcome.rejected && outcome.classification) {
       const Classification& c = *outcome.classification;
       retry::Decision d =
           loop_.Done(c.retry, c.retry_after, options_.clock->Now(), options_.random->Uniform());
@@ -87,22 +100,47 @@ class RetryingRequest final : public AttemptOwner,
     }
 
     if (decided != retry::DecisionKind::kAgain) return Finish(std::move(outcome));
+    bool collateral = outcome.collateral;
+    bool interrupted;
     {
       std::lock_guard lock(mu_);
       if (finished_) return;
       waiting_ = true;
       current_.reset();
       last_ = std::move(outcome);
-      // The timer keeps this request alive while it waits.
-      wait_timer_ = options_.clock->ScheduleAfter(
-          wait, [self = shared_from_this()] { self->StartAttempt(); });
+      // An interruption that came while this attempt was ending found no
+      // attempt to cut: the call ends now, not after the wait.
+      interrupted = interrupted_ != CutReason::kNone;
+      if (!interrupted && !collateral) {
+        // The timer keeps this request alive while it waits.
+        wait_timer_ = options_.clock->ScheduleAfter(
+            wait, [self = shared_from_this()] { self->StartAttempt(); });
+      }
     }
-    // The deadline may have passed while we armed the wait.
-    if (call_->deadline_passed()) Interrupt(CutReason::kDeadline);
-    if (call_->cancelled()) Interrupt(CutReason::kCancelled);
+    if (interrupted) return FinishInterrupted();
+    if (collateral) StartAttempt();  // nothing to wait for: the connection is gone
   }
 
  private:
+  // Ends an interrupted call: with the last attempt's outcome if there was
+  // one, or as the interruption says if nothing was sent.
+  void FinishInterrupted() {
+    std::optional<AttemptOutcome> last;
+    CutReason reason;
+    {
+      std::lock_guard lock(mu_);
+      last = std::move(last_);
+      last_.reset();
+      reason = interrupted_;
+    }
+    if (last) return Finish(std::move(*last));
+    AttemptOutcome outcome;
+    outcome.result = reason == CutReason::kCancelled
+                         ? Fail(ErrorKind::kCancelled, "the caller cancelled the call")
+                         : Fail(ErrorKind::kDeadline, "the call's deadline passed");
+    Finish(std::move(outcome));
+  }
+
   void Finish(AttemptOutcome&& outcome) {
     {
       std::lock_guard lock(mu_);
@@ -115,7 +153,7 @@ class RetryingRequest final : public AttemptOwner,
     CallOutcome call_outcome;
     call_outcome.thrown = outcome.thrown;
     call_outcome.result = std::move(outcome.result);
-    if (!call_outcome.result) call_outcome.result.error().set_attempts(call_->attempts.load());
+    if (!call_outcome.result) call_outcome.result.error().set_attempts(call_->attempts_sent.load());
     call_->Complete(std::move(call_outcome));
   }
 
@@ -130,6 +168,8 @@ class RetryingRequest final : public AttemptOwner,
   int attempts_ = 0;
   bool finished_ = false;
   bool waiting_ = false;
+  CutReason interrupted_ = CutReason::kNone;
+  int collateral_retries_ = 0;  // the attempt path's own: one attempt at a time
   std::shared_ptr<Attempt> current_;
   std::optional<AttemptOutcome> last_;  // what the call returns if a wait is cut short
   Timer wait_timer_;
