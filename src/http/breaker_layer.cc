@@ -82,6 +82,7 @@ class BreakerLayer final : public AttemptLayer {
       // Never handed to a connection: it waited in the client's own queue.
       if (!attempt.handed_over()) return {Outcome::kStop, {}, kIgnored};
       if (attempt.call->deadline_passed()) return {Outcome::kStop, {}, kFailure};
+      if (outcome.unprocessed) return {Outcome::kRetry, {}, kIgnored};
       if (outcome.connection_lost && !FirstLossOf(outcome.connection)) {
         outcome.collateral = true;
         return {Outcome::kRetry, {}, kIgnored};

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "curl_tls.h"
@@ -40,6 +41,9 @@ constexpr std::size_t kIdleEasyHandles = 256;
 // A response's header section larger than this fails as too large (and is
 // not retried): it is no answer a client should hold in memory.
 constexpr std::size_t kMaxHeaderBytes = 96 * 1024;
+
+// Connections remembered as having carried a request (see FirstRequestOn).
+constexpr std::size_t kConnectionsRemembered = 4096;
 
 // Pooled connections idle this long are closed.
 constexpr auto kIdleConnectionLifetime = std::chrono::seconds(90);
@@ -90,7 +94,8 @@ struct Transfer {
   int writes = 0;               // times curl was about to write the request
   bool resend_refused = false;  // curl wanted to write it a second time
   std::uint64_t connection = 0;
-  int socket_errno = 0;  // why opening a socket failed, if it did
+  bool fresh_connection = false;  // the first write was its connection's first request
+  int socket_errno = 0;           // why opening a socket failed, if it did
   std::size_t header_bytes = 0;
   std::optional<std::uint64_t> content_length;
   bool transfer_encoding = false;
@@ -104,6 +109,7 @@ struct Transfer {
     writes = 0;
     resend_refused = false;
     connection = 0;
+    fresh_connection = false;
     socket_errno = 0;
     ResetHead();
     headers_too_large = false;
@@ -247,7 +253,6 @@ class CurlTransport final : public AttemptLayer {
   void Send(Transfer& t) {
     t.in_curl = true;
     ++in_flight_;
-    idle_timer_.Cancel();
     t.attempt->HandedOver(clock_.Now());
     curl_multi_add_handle(multi_, t.easy.get());
     ArmNudge();
@@ -278,19 +283,29 @@ class CurlTransport final : public AttemptLayer {
 
   // With nothing in flight, the pool's connections are closed once they
   // have been idle for kIdleConnectionLifetime (curl itself would keep them
-  // until it next looked for one to reuse). Timed on the Runtime's clock.
-  void ArmIdleClose() {
-    if (in_flight_ != 0 || !queue_.empty() || stopped_ || sockets_.empty()) return;
+  // until it next looked for one to reuse). Timed on the Runtime's clock;
+  // one timer, re-armed only when it fires, so a busy client pays nothing.
+  void BecameIdle(TimePoint now) {
+    if (in_flight_ != 0 || !queue_.empty() || stopped_) return;
+    idle_since_ = now;
+    if (!idle_timer_armed_) ArmIdleTimer(idle_since_ + kIdleConnectionLifetime);
+  }
+
+  void ArmIdleTimer(TimePoint when) {
+    idle_timer_armed_ = true;
     std::weak_ptr<const char> alive = alive_;
-    idle_timer_ = clock_.ScheduleAfter(kIdleConnectionLifetime, [loop = loop_, alive, this] {
+    idle_timer_ = clock_.ScheduleAt(when, [loop = loop_, alive, this] {
       loop->Post([alive, this] {
-        if (alive.lock()) CloseIdleConnections();
+        if (alive.lock()) IdleTimerFired();
       });
     });
   }
 
-  void CloseIdleConnections() {
-    if (in_flight_ != 0 || !queue_.empty() || stopped_) return;
+  void IdleTimerFired() {
+    idle_timer_armed_ = false;
+    if (in_flight_ != 0 || !queue_.empty() || stopped_) return;  // armed again when idle
+    TimePoint due = idle_since_ + kIdleConnectionLifetime;
+    if (clock_.Now() < due) return ArmIdleTimer(due);
     curl_multi_cleanup(multi_);  // closes every connection it pooled
     loop_->SetDeadline(this, std::nullopt, nullptr);
     multi_ = NewMulti();
@@ -323,7 +338,9 @@ class CurlTransport final : public AttemptLayer {
   void Release(Transfer& t) {
     t.live = false;
     t.attempt.reset();
-    if (free_slots_.size() >= kIdleEasyHandles) {
+    // curl counts its resends on the handle, across transfers: a handle that
+    // tried one goes, so the next attempt starts from a clean count.
+    if (free_slots_.size() >= kIdleEasyHandles || t.resend_refused) {
       t.easy.reset();
       t.headers.reset();
     }
@@ -463,8 +480,22 @@ class CurlTransport final : public AttemptLayer {
     t.connection = name ^ (static_cast<std::uint64_t>(local_port) << 16) ^
                    static_cast<std::uint64_t>(remote_port);
     if (t.connection == 0) t.connection = 1;
+    t.fresh_connection = t.owner->FirstRequestOn(t.connection);
     t.owner->LearnProtocol(t);
     return CURL_PREREQFUNC_OK;
+  }
+
+  // Whether `connection` carries its first request now. Connections are
+  // remembered a while (a local port reused sooner reads as used: the safe
+  // side, where nothing is resent).
+  bool FirstRequestOn(std::uint64_t connection) {
+    if (!carried_.insert(connection).second) return false;
+    carried_order_.push_back(connection);
+    if (carried_order_.size() > kConnectionsRemembered) {
+      carried_.erase(carried_order_.front());
+      carried_order_.pop_front();
+    }
+    return true;
   }
 
   // Over TLS, the first connection's ALPN says how many transfers may go at
@@ -691,6 +722,13 @@ class CurlTransport final : public AttemptLayer {
       outcome.cannot_improve = true;
       return fail(ErrorKind::kInvalidResponse, std::string("the response has ") + t.invalid);
     }
+    if (t.resend_refused && t.fresh_connection) {
+      // curl resends a request written on a new connection only when the
+      // server refused its stream (REFUSED_STREAM, or above a GOAWAY's last
+      // stream): nothing was processed.
+      outcome.unprocessed = true;
+      return fail(ErrorKind::kTransport, "the server refused the stream without processing it");
+    }
     if (t.resend_refused) {
       outcome.connection_lost = true;
       return fail(ErrorKind::kTransport,
@@ -747,6 +785,7 @@ class CurlTransport final : public AttemptLayer {
   }
 
   void Finish(Transfer& t, AttemptOutcome&& outcome) {
+    TimePoint now = clock_.Now();  // before the caller hears: idle from here
     if (t.in_curl) {
       curl_multi_remove_handle(multi_, t.easy.get());
       --in_flight_;
@@ -757,7 +796,7 @@ class CurlTransport final : public AttemptLayer {
     // before the queue moves, so a breaker it opened stops the queued ones.
     attempt->Complete(std::move(outcome));
     StartQueued();
-    ArmIdleClose();
+    BecameIdle(now);
   }
 
   Clock& clock_;
@@ -787,9 +826,15 @@ class CurlTransport final : public AttemptLayer {
   bool nudge_armed_ = false;
   const char nudge_key_ = 0;  // its address names the nudge's deadline
 
+  // The connections that carried a request, newest last.
+  std::unordered_set<std::uint64_t> carried_;
+  std::deque<std::uint64_t> carried_order_;
+
   // Closing idle connections; `alive_` tells a late timer the transport is gone.
   std::shared_ptr<const char> alive_ = std::make_shared<const char>(0);
   Timer idle_timer_;
+  bool idle_timer_armed_ = false;
+  TimePoint idle_since_{};
 
   // Attempts started on other threads, waiting for the loop to take them.
   std::mutex incoming_mu_;

@@ -149,6 +149,10 @@ struct AttemptOutcome {
   // at once, and the breaker counts that as one failure, not one per attempt.
   std::uint64_t connection = 0;
   bool connection_lost = false;
+  // The server refused the request without processing it (an HTTP/2
+  // stream refused on a connection that carried nothing before it): it is
+  // retried whatever its method, and is not the dependency's failure.
+  bool unprocessed = false;
   // The transport knows that sending the request again cannot help (a TLS
   // protocol refusal, a malformed response): the attempt is not retried.
   bool cannot_improve = false;

@@ -86,7 +86,10 @@ class RetryingRequest final : public AttemptOwner,
       decided = d.kind;
       wait = d.wait;
       bool body_too_big = outcome.result && outcome.result->body.size() > kRetriedBodyLimit;
-      if (d.kind == retry::DecisionKind::kAgain && (!safe_ || body_too_big)) {
+      // An unprocessed request may go again whatever its method: the server
+      // said it did not act on it.
+      bool may_repeat = safe_ || (outcome.unprocessed && request_->replayable);
+      if (d.kind == retry::DecisionKind::kAgain && (!may_repeat || body_too_big)) {
         decided = retry::DecisionKind::kStopped;
       }
     } else {
@@ -100,7 +103,9 @@ class RetryingRequest final : public AttemptOwner,
     }
 
     if (decided != retry::DecisionKind::kAgain) return Finish(std::move(outcome));
-    bool collateral = outcome.collateral;
+    // A request the server did not process, or one a lost connection took
+    // down with others, goes again at once: there is nothing to wait out.
+    bool at_once = outcome.collateral || outcome.unprocessed;
     bool interrupted;
     {
       std::lock_guard lock(mu_);
@@ -111,14 +116,14 @@ class RetryingRequest final : public AttemptOwner,
       // An interruption that came while this attempt was ending found no
       // attempt to cut: the call ends now, not after the wait.
       interrupted = interrupted_ != CutReason::kNone;
-      if (!interrupted && !collateral) {
+      if (!interrupted && !at_once) {
         // The timer keeps this request alive while it waits.
         wait_timer_ = options_.clock->ScheduleAfter(
             wait, [self = shared_from_this()] { self->StartAttempt(); });
       }
     }
     if (interrupted) return FinishInterrupted();
-    if (collateral) StartAttempt();  // nothing to wait for: the connection is gone
+    if (at_once) StartAttempt();
   }
 
  private:
