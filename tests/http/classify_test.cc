@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "client_test_support.h"
+#include "outbound/http/client.h"
 #include "outbound/http/settings.h"
 
 namespace outbound::http {
@@ -202,6 +204,40 @@ TEST(ParseRetryAfterTest, IgnoresMalformedDates) {
   EXPECT_FALSE(ParseRetryAfter(std::string_view("5\0", 2), now));
   EXPECT_FALSE(ParseRetryAfter("1 2", now));
 }
+
+// Over a real client: a wait a server asks for that no call makes ends the
+// call with the response as it came, after one request.
+class RetryAfterOverTheWireTest : public ClientTestBase,
+                                  public ::testing::TestWithParam<Protocol> {};
+
+TEST_P(RetryAfterOverTheWireTest, AFarFutureOrHugeRetryAfterReturnsThe503AfterOneRequest) {
+  std::string retry_after;
+  Serve(
+      [&](const testing::ServerRequest&) {
+        return testing::Reply::Status(503).Header("Retry-After", retry_after);
+      },
+      GetParam());
+  auto client = MakeClient();
+  const std::vector<std::string> values = {"Fri, 31 Dec 9999 23:59:59 GMT",
+                                           "Fri Dec 31 23:59:59 9999", "99999999999999999999"};
+  for (const std::string& value : values) {
+    retry_after = value;
+    auto response = client->Send(Request::Get("/charges/1"));
+    ASSERT_TRUE(response) << value << ": " << response.error().message();
+    EXPECT_EQ(response->status, 503);
+    EXPECT_EQ(response->header("Retry-After"), value);
+  }
+  EXPECT_EQ(server->request_count(), values.size());
+  for (const AttemptRecord& attempt : Attempts()) {
+    EXPECT_EQ(attempt.decision, retry::DecisionKind::kRetryAfterTooLong);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, RetryAfterOverTheWireTest,
+                         ::testing::Values(Protocol::kHttp2, Protocol::kHttp11),
+                         [](const auto& param_info) {
+                           return param_info.param == Protocol::kHttp2 ? "http2" : "http1";
+                         });
 
 TEST(FindHeaderTest, IsCaseInsensitive) {
   Headers headers = {{"Content-Type", "a"}, {"retry-after", "3"}};
