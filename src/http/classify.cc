@@ -225,6 +225,7 @@ std::optional<Duration> ParseRetryAfter(std::string_view value,
   if (!date) return std::nullopt;
   // Both within a few hundred billion seconds of 1970: no overflow.
   std::int64_t ahead = *date - now_s;
+  if (ahead <= 0) return Duration::zero();  // past: now_rest only takes away
   if (ahead > kMaxSeconds) return kMaxRetryAfter;
   Duration wait = seconds(ahead) - std::chrono::nanoseconds(now_rest);
   if (wait <= Duration::zero()) return Duration::zero();

@@ -125,6 +125,9 @@ TEST(ParseRetryAfterTest, APastDateIsNoWait) {
   EXPECT_EQ(ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now), seconds(0));
   EXPECT_EQ(ParseRetryAfter("Thu, 01 Jan 1970 00:00:00 GMT", now), seconds(0));
   EXPECT_EQ(ParseRetryAfter("Mon, 01 Jan 0001 00:00:00 GMT", now), seconds(0));
+  // Further in the past than a time point reaches (1677): still no overflow.
+  EXPECT_EQ(ParseRetryAfter("Sun Nov  6 08:49:37 1497", now), seconds(0));
+  EXPECT_EQ(ParseRetryAfter("Sat, 01 Jan 0000 00:00:00 GMT", now), seconds(0));
   EXPECT_EQ(ParseRetryAfter("Wed, 31 Dec 2025 23:59:59 GMT", now), seconds(0));
   EXPECT_EQ(ParseRetryAfter("Thu, 01 Jan 2026 00:00:00 GMT", now), seconds(0));
 }
