@@ -1,7 +1,8 @@
 // Redirects: a 3xx with a Location on the client's origin is followed, up to
 // 10, each as a request of its own with attempts of its own. One to another
-// origin goes back to the caller as it came.
-#include <curl/curl.h>
+// origin, or one whose Location holds user info, goes back to the caller as
+// it came; the 11th within the origin fails the call as too many redirects.
+#include <string>
 
 #include "layers.h"
 
@@ -14,25 +15,10 @@ bool IsRedirect(int status) {
   return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
 }
 
-// `location` resolved against `base` (it may be relative).
-std::optional<std::string> Resolve(const std::string& base, std::string_view location) {
-  CURLU* url = curl_url();
-  std::optional<std::string> resolved;
-  std::string loc(location);
-  if (curl_url_set(url, CURLUPART_URL, base.c_str(), 0) == CURLUE_OK &&
-      curl_url_set(url, CURLUPART_URL, loc.c_str(), 0) == CURLUE_OK) {
-    char* full = nullptr;
-    if (curl_url_get(url, CURLUPART_URL, &full, 0) == CURLUE_OK) resolved = full;
-    curl_free(full);
-  }
-  curl_url_cleanup(url);
-  return resolved;
-}
-
 class Redirects final : public CallLayer {
  public:
   Redirects(std::unique_ptr<CallLayer> next, Origin origin)
-      : next_(std::move(next)), origin_(std::move(origin)) {}
+      : next_(std::move(next)), origin_(std::move(origin)), origin_text_(origin_.ToString()) {}
 
   void Send(const std::shared_ptr<CallState>& call) override {
     call->Enter(*this);
@@ -42,6 +28,15 @@ class Redirects final : public CallLayer {
   bool Finish(CallState& call, CallOutcome& outcome) override {
     std::shared_ptr<CallRequest> next = NextRequest(call, outcome);
     if (!next) return true;
+    if (call.redirects >= kMaxRedirects) {
+      // A loop, or a chain too long to be one the dependency meant: the
+      // last 3xx is not the answer, so it is not returned as one.
+      outcome.result = Fail(ErrorKind::kTooManyRedirects, "outbound: more than " +
+                                                              std::to_string(kMaxRedirects) +
+                                                              " redirects within " + origin_text_);
+      outcome.result.error().set_attempts(call.attempts.load());
+      return true;
+    }
     ++call.redirects;
     call.request = std::move(next);
     Send(call.shared_from_this());
@@ -53,16 +48,21 @@ class Redirects final : public CallLayer {
   std::shared_ptr<CallRequest> NextRequest(const CallState& call,
                                            const CallOutcome& outcome) const {
     if (outcome.thrown || !outcome.result || !IsRedirect(outcome.result->status)) return nullptr;
-    if (call.redirects >= kMaxRedirects) return nullptr;
     std::string_view location = outcome.result->header("Location");
+    while (!location.empty() && (location.front() == ' ' || location.front() == '\t')) {
+      location.remove_prefix(1);
+    }
+    while (!location.empty() && (location.back() == ' ' || location.back() == '\t')) {
+      location.remove_suffix(1);
+    }
     if (location.empty()) return nullptr;
     const CallRequest& request = *call.request;
-    std::optional<std::string> target = Resolve(request.url, location);
-    if (!target) return nullptr;
-    auto parsed = ParseUrl(*target);
-    if (!parsed || !(parsed->origin == origin_)) return nullptr;  // another origin: the caller's
+    auto target = ResolveReference(request.url, location);
+    // Malformed, another origin, or credentials the server chose (which
+    // would turn into an Authorization header): the caller's to handle.
+    if (!target || target->has_user_info || !(target->origin == origin_)) return nullptr;
     auto next = std::make_shared<CallRequest>(request);
-    next->url = parsed->full;
+    next->url = std::move(target->full);
     int status = outcome.result->status;
     // As browsers and net/http do: 303, and 301/302 after a POST, become a
     // GET without a body; 307 and 308 repeat the request as it was.
@@ -78,6 +78,7 @@ class Redirects final : public CallLayer {
 
   std::unique_ptr<CallLayer> next_;
   Origin origin_;
+  std::string origin_text_;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "request_check.h"
 
 #include <array>
+#include <cstdio>
 
 namespace outbound::http::internal {
 namespace {
@@ -16,12 +17,89 @@ constexpr std::array<bool, 256> kTokenChars = [] {
   return table;
 }();
 
+// RFC 9110 5.5 field-content: visible ASCII, SP, HTAB and obs-text (0x80 to
+// 0xFF, which the RFC keeps for old values and receivers treat as opaque).
+// Every other control character is refused: CR, LF and NUL would split or
+// end the field, and the rest are sent raw on HTTP/1.1 but dropped with
+// their field on HTTP/2, so a value means one thing on both or is refused.
+constexpr std::array<bool, 256> kValueChars = [] {
+  std::array<bool, 256> table{};
+  for (int c = 0; c < 256; ++c) table[c] = c == '\t' || (c >= 0x20 && c != 0x7f);
+  return table;
+}();
+
 bool IsToken(std::string_view name) {
   if (name.empty()) return false;
   for (char c : name) {
     if (!kTokenChars[static_cast<unsigned char>(c)]) return false;
   }
   return true;
+}
+
+bool StartsWithName(std::string_view name, std::string_view prefix) {
+  return name.size() >= prefix.size() && SameHeaderName(name.substr(0, prefix.size()), prefix);
+}
+
+// Why the caller must not set header `name`, or null if it may. These are
+// the fields the client writes itself from the origin, method and body, or
+// that manage the connection, which is the client's: set by hand they could
+// address another virtual host, frame the body twice (request smuggling),
+// or change the connection under other calls. HTTP/2 forbids the
+// connection-specific ones outright (RFC 9113 8.2.2).
+const char* ReservedBecause(std::string_view name) {
+  if (!name.empty() && name.front() == ':') {
+    return "it is an HTTP/2 pseudo-header, which the client writes from the method and URL";
+  }
+  if (SameHeaderName(name, "Host")) return "the client writes it from its origin";
+  if (SameHeaderName(name, "Content-Length")) return "the client writes it from the body";
+  if (SameHeaderName(name, "Transfer-Encoding")) return "the client frames the body itself";
+  if (SameHeaderName(name, "Connection") || SameHeaderName(name, "Keep-Alive") ||
+      SameHeaderName(name, "Upgrade") || SameHeaderName(name, "TE") ||
+      SameHeaderName(name, "HTTP2-Settings")) {
+    return "it manages the connection, which is the client's";
+  }
+  if (StartsWithName(name, "Proxy-")) return "it is meant for a proxy, and the client uses none";
+  return nullptr;
+}
+
+// Leading and trailing SP and HTAB are not part of a field value (RFC 9110
+// 5.5): an HTTP/1.1 server strips them and HTTP/2 forbids them. Trimming
+// them sends what the server would have read, on both protocols; a value
+// of whitespace alone is sent empty.
+void TrimWhitespace(std::string& value) {
+  std::size_t end = value.find_last_not_of(" \t");
+  if (end == std::string::npos) return value.clear();
+  value.erase(end + 1);
+  value.erase(0, value.find_first_not_of(" \t"));
+}
+
+std::string Hex(unsigned char c) {
+  char text[8];
+  std::snprintf(text, sizeof text, "0x%02x", c);
+  return text;
+}
+
+Result<void> CheckHeader(std::string_view name, std::string& value) {
+  if (const char* why = ReservedBecause(name)) {
+    return Fail(ErrorKind::kInvalidRequest,
+                "header \"" + std::string(name) + "\" cannot be set by hand: " + why);
+  }
+  if (!IsToken(name)) {
+    return Fail(ErrorKind::kInvalidRequest,
+                "header name \"" + std::string(name) + "\" is not a token");
+  }
+  for (char c : value) {
+    if (!kValueChars[static_cast<unsigned char>(c)]) {
+      return Fail(ErrorKind::kInvalidRequest, "the value of header \"" + std::string(name) +
+                                                  "\" holds the control character " +
+                                                  Hex(static_cast<unsigned char>(c)));
+    }
+  }
+  if (!value.empty() && (value.front() == ' ' || value.front() == '\t' || value.back() == ' ' ||
+                         value.back() == '\t')) {
+    TrimWhitespace(value);
+  }
+  return {};
 }
 
 }  // namespace
@@ -33,25 +111,19 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
   if (!IsToken(request.method)) {
     return Fail(ErrorKind::kInvalidRequest, "\"" + request.method + "\" is not an HTTP method");
   }
-  for (const auto& [name, value] : request.headers) {
-    if (!IsToken(name)) {
-      return Fail(ErrorKind::kInvalidRequest, "header name \"" + name + "\" is not a token");
-    }
-    if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
-      return Fail(ErrorKind::kInvalidRequest,
-                  "the value of header " + name + " holds a CR, LF or NUL");
-    }
+  for (auto& [name, value] : request.headers) {
+    if (auto checked = CheckHeader(name, value); !checked) return tl::unexpected(checked.error());
   }
   std::optional<std::string> full = JoinPlainPath(origin_text, request.url);
   if (!full) {
     auto url = ResolveTarget(origin, origin_text, request.url);
     if (!url) return tl::unexpected(url.error());
+    if (url->has_user_info) {
+      return Fail(ErrorKind::kInvalidRequest, "a request URL must not hold user info");
+    }
     if (!(url->origin == origin)) {
       return Fail(ErrorKind::kOriginRefused, "outbound: request to " + url->origin.ToString() +
                                                  " on a client for " + std::string(origin_text));
-    }
-    if (url->has_user_info) {
-      return Fail(ErrorKind::kInvalidRequest, "a request URL must not hold user info");
     }
     full = std::move(url->full);
   }

@@ -13,9 +13,13 @@
 namespace outbound::http::internal {
 
 // The request as the layers send it, or why it must not be sent:
-// kInvalidRequest for a malformed method, header or URL, kOriginRefused for
-// a URL on another origin. `origin_text` is `origin.ToString()`. Moves the
-// request's parts out of `request`.
+// kInvalidRequest for a malformed method, header or URL, a header the client
+// writes itself (Host, Content-Length, Transfer-Encoding, Connection,
+// Keep-Alive, Upgrade, TE, HTTP2-Settings, Proxy-*, pseudo-headers), a
+// control character in a value, or user info in the URL; kOriginRefused for
+// a URL on another origin. Whitespace around a header value is trimmed (RFC
+// 9110 5.5). `origin_text` is `origin.ToString()`. Moves the request's
+// parts out of `request`.
 [[nodiscard]] Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_text,
                                                Request& request);
 

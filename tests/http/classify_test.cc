@@ -4,7 +4,12 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "client_test_support.h"
+#include "outbound/http/client.h"
+#include "outbound/http/settings.h"
 
 namespace outbound::http {
 namespace {
@@ -88,6 +93,154 @@ TEST(ParseRetryAfterTest, IgnoresMalformedAndHostileValues) {
   // A huge number does not overflow: it is just very long.
   EXPECT_GE(*ParseRetryAfter("99999999999999999999999999", now), std::chrono::hours(24));
 }
+
+// The calendar time `text` ("2026-01-01 00:00:00") names, for `now`.
+std::chrono::system_clock::time_point At(int y, unsigned m, unsigned d, int h = 0, int min = 0,
+                                         int s = 0) {
+  return std::chrono::sys_days(std::chrono::year(y) / m / d) + std::chrono::hours(h) +
+         std::chrono::minutes(min) + std::chrono::seconds(s);
+}
+
+TEST(ParseRetryAfterTest, ReadsTheThreeHttpDateFormats) {
+  auto now = At(2015, 10, 21, 7);
+  // IMF-fixdate, and the two obsolete forms a recipient must still accept.
+  EXPECT_EQ(ParseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT", now), seconds(28 * 60));
+  EXPECT_EQ(ParseRetryAfter("Wednesday, 21-Oct-15 07:28:00 GMT", now), seconds(28 * 60));
+  EXPECT_EQ(ParseRetryAfter("Wed Oct 21 07:28:00 2015", now), seconds(28 * 60));
+  EXPECT_EQ(ParseRetryAfter("Wed Oct  1 07:28:00 2015", At(2015, 10, 1, 7)), seconds(28 * 60));
+  EXPECT_EQ(ParseRetryAfter("Thu, 29 Feb 2024 00:00:01 GMT", At(2024, 2, 29)), seconds(1));
+}
+
+TEST(ParseRetryAfterTest, ReadsATwoDigitYearAsTheLatestNotMoreThan50YearsAhead) {
+  auto now = At(2026, 1, 1);
+  EXPECT_EQ(ParseRetryAfter("Thursday, 01-Jan-26 00:00:09 GMT", now), seconds(9));
+  // 2094 would be more than 50 years ahead: 1994, in the past.
+  EXPECT_EQ(ParseRetryAfter("Sunday, 06-Nov-94 08:49:37 GMT", now), seconds(0));
+  // 2076 is not: a wait of 50 years, longer than any a call makes.
+  EXPECT_EQ(ParseRetryAfter("Friday, 01-Jan-76 00:00:00 GMT", now), kMaxRetryAfter);
+}
+
+TEST(ParseRetryAfterTest, APastDateIsNoWait) {
+  auto now = At(2026, 1, 1);
+  EXPECT_EQ(ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now), seconds(0));
+  EXPECT_EQ(ParseRetryAfter("Thu, 01 Jan 1970 00:00:00 GMT", now), seconds(0));
+  EXPECT_EQ(ParseRetryAfter("Mon, 01 Jan 0001 00:00:00 GMT", now), seconds(0));
+  // Further in the past than a time point reaches (1677): still no overflow.
+  EXPECT_EQ(ParseRetryAfter("Sun Nov  6 08:49:37 1497", now), seconds(0));
+  EXPECT_EQ(ParseRetryAfter("Sat, 01 Jan 0000 00:00:00 GMT", now), seconds(0));
+  EXPECT_EQ(ParseRetryAfter("Wed, 31 Dec 2025 23:59:59 GMT", now), seconds(0));
+  EXPECT_EQ(ParseRetryAfter("Thu, 01 Jan 2026 00:00:00 GMT", now), seconds(0));
+}
+
+TEST(ParseRetryAfterTest, AFarFutureDateIsTheLongestWaitWithoutOverflow) {
+  using Time = std::chrono::system_clock::time_point;
+  // Dates past what a system_clock time point holds (2262), read from any
+  // `now` that one holds.
+  for (Time now : {At(2026, 1, 1), Time{}, Time::min(), Time::max()}) {
+    for (const char* date : {"Fri, 31 Dec 9999 23:59:59 GMT", "Mon, 01 Jan 2300 00:00:00 GMT",
+                             "Fri Dec 31 23:59:59 9999"}) {
+      EXPECT_EQ(ParseRetryAfter(date, now), kMaxRetryAfter) << date;
+    }
+  }
+  EXPECT_EQ(ParseRetryAfter("Sat, 01 Jan 2028 00:00:00 GMT", At(2026, 1, 1)), kMaxRetryAfter);
+  EXPECT_EQ(ParseRetryAfter("Thu, 31 Dec 2026 00:00:00 GMT", At(2026, 1, 1)),
+            std::chrono::hours(24 * 364));
+}
+
+TEST(ParseRetryAfterTest, AFarFutureDateOrHugeDelayOutlastsTheLongestBackoff) {
+  Settings defaults = DefaultSettings();
+  for (const char* value : {"Fri, 31 Dec 9999 23:59:59 GMT", "99999999999999999999"}) {
+    Classification c = DefaultClassify(Status(503, {{"Retry-After", value}}));
+    EXPECT_EQ(c.retry, Outcome::kRetry);
+    EXPECT_GT(c.retry_after, defaults.backoff_max) << value;  // so the call ends with the 503
+  }
+}
+
+TEST(ParseRetryAfterTest, HugeDelaysAreTheLongestWait) {
+  auto now = At(2026, 1, 1);
+  EXPECT_EQ(ParseRetryAfter("99999999999999999999", now), kMaxRetryAfter);
+  EXPECT_EQ(ParseRetryAfter("9223372036854775808", now), kMaxRetryAfter);
+  EXPECT_EQ(ParseRetryAfter("31536000", now), kMaxRetryAfter);
+  EXPECT_EQ(ParseRetryAfter("0000000000000000000000000000000000000000001", now), seconds(1));
+}
+
+TEST(ParseRetryAfterTest, IgnoresMalformedDates) {
+  auto now = At(2015, 10, 21, 7);
+  for (const char* value : {
+           "Wed, 21 Oct 2015 07:28:00 gmt",        // HTTP-date is case-sensitive
+           "wed, 21 Oct 2015 07:28:00 GMT",        //
+           "Wed, 21 oct 2015 07:28:00 GMT",        //
+           "Wed, 21 Oct 2015 07:28:00 UTC",        // GMT only
+           "Wed, 21 Oct 2015 07:28:00",            //
+           "Wed, 21 Oct 2015 07:28:00 GMT x",      // trailing text
+           "Wed,21 Oct 2015 07:28:00 GMT",         // spaces are exact
+           "Wed, 21  Oct 2015 07:28:00 GMT",       //
+           "Wed, 1 Oct 2015 07:28:00 GMT",         // two-digit day
+           "Wed, 32 Oct 2015 07:28:00 GMT",        // no such day
+           "Sun, 29 Feb 2015 07:28:00 GMT",        // not a leap year
+           "Wed, 31 Apr 2015 07:28:00 GMT",        //
+           "Wed, 00 Oct 2015 07:28:00 GMT",        //
+           "Wed, 21 Oct 2015 24:00:00 GMT",        // no such time
+           "Wed, 21 Oct 2015 07:60:00 GMT",        //
+           "Wed, 21 Oct 2015 07:28:61 GMT",        //
+           "Wed, 21 Oct 15 07:28:00 GMT",          // four-digit year
+           "Wed, 21 Oct 20155 07:28:00 GMT",       //
+           "Wed, 21 Oct -015 07:28:00 GMT",        //
+           "Xyz, 21 Oct 2015 07:28:00 GMT",        // no such day name
+           "Wed, 21 Okt 2015 07:28:00 GMT",        // no such month
+           "Wed, 21 Oct 2015 7:28:00 GMT",         // two-digit hour
+           "Wed, +1 Oct 2015 07:28:00 GMT",        //
+           "Wed 21 Oct 2015 07:28:00 GMT",         //
+           "Wed, 21-Oct-15 07:28:00 GMT",          // RFC 850 takes the full day name
+           "Wednesday, 21-Oct-2015 07:28:00 GMT",  //
+           "Wed Oct 21 07:28:00 15",               // asctime: four-digit year
+           "Wed Oct 21 07:28:00 2015 GMT",         //
+           "Wed Oct 1 07:28:00 2015",              // asctime pads the day with a space
+           "2015-10-21T07:28:00Z",                 //
+           "+5",                                   //
+           "5 ",                                   // (trimmed, so read: see below)
+       }) {
+    if (std::string_view(value) == "5 ") continue;
+    EXPECT_FALSE(ParseRetryAfter(value, now)) << value;
+  }
+  EXPECT_EQ(ParseRetryAfter("5 ", now), seconds(5));
+  EXPECT_FALSE(ParseRetryAfter(std::string_view("5\0", 2), now));
+  EXPECT_FALSE(ParseRetryAfter("1 2", now));
+}
+
+// Over a real client: a wait a server asks for that no call makes ends the
+// call with the response as it came, after one request.
+class RetryAfterOverTheWireTest : public ClientTestBase,
+                                  public ::testing::TestWithParam<Protocol> {};
+
+TEST_P(RetryAfterOverTheWireTest, AFarFutureOrHugeRetryAfterReturnsThe503AfterOneRequest) {
+  std::string retry_after;
+  Serve(
+      [&](const testing::ServerRequest&) {
+        return testing::Reply::Status(503).Header("Retry-After", retry_after);
+      },
+      GetParam());
+  auto client = MakeClient();
+  const std::vector<std::string> values = {"Fri, 31 Dec 9999 23:59:59 GMT",
+                                           "Fri Dec 31 23:59:59 9999", "99999999999999999999"};
+  for (const std::string& value : values) {
+    retry_after = value;
+    auto response = client->Send(Request::Get("/charges/1"));
+    ASSERT_TRUE(response) << value << ": " << response.error().message();
+    EXPECT_EQ(response->status, 503);
+    EXPECT_EQ(response->header("Retry-After"), value);
+  }
+  EXPECT_EQ(server->request_count(), values.size());
+  for (const AttemptRecord& attempt : Attempts()) {
+    EXPECT_EQ(attempt.decision, retry::DecisionKind::kRetryAfterTooLong);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, RetryAfterOverTheWireTest,
+                         ::testing::Values(Protocol::kHttp2, Protocol::kHttp11),
+                         [](const auto& param_info) {
+                           return param_info.param == Protocol::kHttp2 ? "http2" : "http1";
+                         });
 
 TEST(FindHeaderTest, IsCaseInsensitive) {
   Headers headers = {{"Content-Type", "a"}, {"retry-after", "3"}};

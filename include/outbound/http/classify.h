@@ -58,8 +58,25 @@ using Classify = std::function<Classification(const Result<Response>& result)>;
 // It reads only the status and headers, never the body.
 Classification DefaultClassify(const Result<Response>& result);
 
-// A Retry-After value as a wait from `now`: delay-seconds, or an HTTP-date
-// (clamped at 0). Empty for a malformed value.
+// The longest wait ParseRetryAfter reports: 365 days. Any longer wait a
+// server asks for (delay-seconds past 64 bits, a date in year 9999) is
+// reported as this one, which is longer than any BackoffMax worth setting,
+// so the retry loop ends the call with the response as it came; and it can
+// be added to any time point a clock reads without overflow.
+inline constexpr Duration kMaxRetryAfter = std::chrono::hours(24 * 365);
+
+// A Retry-After value (RFC 9110 10.2.3) as a wait from `now`, at most
+// kMaxRetryAfter:
+//  - delay-seconds: one or more digits, nothing else ("120");
+//  - an HTTP-date in any of the three forms a recipient must accept (RFC
+//    9110 5.6.7): IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT", and the
+//    obsolete "Sunday, 06-Nov-94 08:49:37 GMT" (its year the latest one
+//    not more than 50 years after `now`) and "Sun Nov  6 08:49:37 1994".
+//    Case-sensitive, as the RFC says. A date in the past is a wait of 0.
+// Whitespace around the value is ignored. Empty for anything else
+// (negative, fractional, "+5", another date format), which the caller
+// ignores. Every date a 4-digit year can write, and every `now`, is read
+// without overflow.
 std::optional<Duration> ParseRetryAfter(std::string_view value,
                                         std::chrono::system_clock::time_point now);
 
