@@ -48,17 +48,20 @@ struct Client::Impl {
   // its transport busy cannot delay another client's calls.
   std::shared_ptr<internal::EventLoop> loop = std::make_shared<internal::EventLoop>();
   std::unique_ptr<internal::CallLayer> calls;  // the whole chain, below the origin check
+  internal::ConnectionPool* pool = nullptr;    // the transport's, inside `calls`
 
   // Calls in flight, so the destructor can end them before the chain goes.
   std::mutex mu;
   std::condition_variable idle;
   LiveCall* live = nullptr;  // a list, newest first
+  std::atomic<int> live_count{0};
 
   void Link(LiveCall& call) {
     std::lock_guard lock(mu);
     call.next = live;
     if (live != nullptr) live->prev = &call;
     live = &call;
+    live_count.fetch_add(1, std::memory_order_relaxed);
   }
 
   // Called last on a call: once the lock is released, the destructor may
@@ -67,6 +70,8 @@ struct Client::Impl {
     std::lock_guard lock(mu);
     (call.prev != nullptr ? call.prev->next : live) = call.next;
     if (call.next != nullptr) call.next->prev = call.prev;
+    live_count.fetch_sub(1, std::memory_order_relaxed);
+    if (live == nullptr) pool->ClientIdle(runtime.clock->Now());
     idle.notify_all();
   }
 
@@ -91,7 +96,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   Impl& c = *impl;
 
   // The call path, bottom to top: the layers of one attempt, then of a call.
-  auto transport = internal::MakeCurlTransport(c.runtime, c.settings, c.origin, c.loop);
+  auto transport = internal::MakeCurlTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool);
   if (!transport) return tl::unexpected(transport.error());
   std::unique_ptr<internal::AttemptLayer> attempt = std::move(*transport);
   attempt = internal::MakeAttemptTimeout(std::move(attempt), *c.runtime.clock,
@@ -103,6 +108,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
       std::move(attempt), {&c.retrier, c.runtime.clock, c.runtime.random, c.settings.on_attempt});
   call = internal::MakeRedirects(std::move(call), c.origin);
   c.calls = std::move(call);
+  c.pool->CountCallsWith(c.live_count);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 

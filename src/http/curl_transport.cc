@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -123,7 +124,7 @@ struct Transfer {
   }
 };
 
-class CurlTransport final : public AttemptLayer {
+class CurlTransport final : public AttemptLayer, public ConnectionPool {
  public:
   CurlTransport(const Runtime& runtime, const Settings& settings, const Origin& origin,
                 std::shared_ptr<EventLoop> loop, std::shared_ptr<CurlTls> tls)
@@ -215,6 +216,10 @@ class CurlTransport final : public AttemptLayer {
   }
 
   void Begin(std::shared_ptr<Attempt> attempt) {
+    if (idle_since_.exchange(kBusy, std::memory_order_relaxed) != kBusy) {
+      idle_timer_.Cancel();  // busy again: a test counting timers sees only the call's
+      idle_timer_armed_.store(false);
+    }
     Transfer& t = Acquire();
     t.attempt = std::move(attempt);
     t.max_bytes = settings_.max_response_bytes;
@@ -281,18 +286,28 @@ class CurlTransport final : public AttemptLayer {
     ArmNudge();
   }
 
-  // With nothing in flight, the pool's connections are closed once they
+  // With no call in flight, the pool's connections are closed once they
   // have been idle for kIdleConnectionLifetime (curl itself would keep them
   // until it next looked for one to reuse). Timed on the Runtime's clock;
-  // one timer, re-armed only when it fires, so a busy client pays nothing.
-  void BecameIdle(TimePoint now) {
-    if (in_flight_ != 0 || !queue_.empty() || stopped_) return;
-    idle_since_ = now;
-    if (!idle_timer_armed_) ArmIdleTimer(idle_since_ + kIdleConnectionLifetime);
+  // one timer, re-armed only when it fires, so a busy client pays nothing,
+  // and armed only while the client has no call (a test between attempts
+  // sees only the call's own timers).
+  void CountCallsWith(const std::atomic<int>& live_calls) override { live_calls_ = &live_calls; }
+
+  void ClientIdle(TimePoint since) override {
+    idle_since_.store(since.time_since_epoch().count());
+    if (!idle_timer_armed_.exchange(true)) {
+      loop_->Post([this, since] { ArmIdleTimer(since + kIdleConnectionLifetime); });
+    }
   }
 
   void ArmIdleTimer(TimePoint when) {
-    idle_timer_armed_ = true;
+    // A call began meanwhile: armed again when it ends. (A test waiting
+    // for a call's own timers never sees this one.)
+    if (stopped_ || live_calls_->load() > 0) {
+      idle_timer_armed_.store(false);
+      return;
+    }
     std::weak_ptr<const char> alive = alive_;
     idle_timer_ = clock_.ScheduleAt(when, [loop = loop_, alive, this] {
       loop->Post([alive, this] {
@@ -302,10 +317,16 @@ class CurlTransport final : public AttemptLayer {
   }
 
   void IdleTimerFired() {
-    idle_timer_armed_ = false;
-    if (in_flight_ != 0 || !queue_.empty() || stopped_) return;  // armed again when idle
-    TimePoint due = idle_since_ + kIdleConnectionLifetime;
-    if (clock_.Now() < due) return ArmIdleTimer(due);
+    // Disarmed before `idle_since_` is read: a ClientIdle in between arms
+    // the timer again itself.
+    idle_timer_armed_.store(false);
+    std::int64_t since = idle_since_.load();
+    if (since == kBusy || stopped_ || live_calls_->load() > 0) return;  // armed again when idle
+    TimePoint due = TimePoint(Duration(since)) + kIdleConnectionLifetime;
+    if (clock_.Now() < due) {
+      if (!idle_timer_armed_.exchange(true)) ArmIdleTimer(due);
+      return;
+    }
     curl_multi_cleanup(multi_);  // closes every connection it pooled
     loop_->SetDeadline(this, std::nullopt, nullptr);
     multi_ = NewMulti();
@@ -785,7 +806,6 @@ class CurlTransport final : public AttemptLayer {
   }
 
   void Finish(Transfer& t, AttemptOutcome&& outcome) {
-    TimePoint now = clock_.Now();  // before the caller hears: idle from here
     if (t.in_curl) {
       curl_multi_remove_handle(multi_, t.easy.get());
       --in_flight_;
@@ -796,7 +816,6 @@ class CurlTransport final : public AttemptLayer {
     // before the queue moves, so a breaker it opened stops the queued ones.
     attempt->Complete(std::move(outcome));
     StartQueued();
-    BecameIdle(now);
   }
 
   Clock& clock_;
@@ -833,8 +852,11 @@ class CurlTransport final : public AttemptLayer {
   // Closing idle connections; `alive_` tells a late timer the transport is gone.
   std::shared_ptr<const char> alive_ = std::make_shared<const char>(0);
   Timer idle_timer_;
-  bool idle_timer_armed_ = false;
-  TimePoint idle_since_{};
+  std::atomic<bool> idle_timer_armed_{false};
+  // Since when the client has had no call (its clock's count), or kBusy.
+  static constexpr std::int64_t kBusy = -1;
+  std::atomic<std::int64_t> idle_since_{kBusy};
+  const std::atomic<int>* live_calls_ = nullptr;
 
   // Attempts started on other threads, waiting for the loop to take them.
   std::mutex incoming_mu_;
@@ -846,15 +868,18 @@ class CurlTransport final : public AttemptLayer {
 Result<std::unique_ptr<AttemptLayer>> MakeCurlTransport(const Runtime& runtime,
                                                         const Settings& settings,
                                                         const Origin& origin,
-                                                        std::shared_ptr<EventLoop> loop) {
+                                                        std::shared_ptr<EventLoop> loop,
+                                                        ConnectionPool** pool) {
   std::shared_ptr<CurlTls> tls;
   if (settings.tls) {
     auto made = CurlTls::Create(*settings.tls);
     if (!made) return tl::unexpected(made.error());
     tls = std::move(*made);
   }
-  return std::unique_ptr<AttemptLayer>(
-      std::make_unique<CurlTransport>(runtime, settings, origin, std::move(loop), std::move(tls)));
+  auto transport =
+      std::make_unique<CurlTransport>(runtime, settings, origin, std::move(loop), std::move(tls));
+  *pool = transport.get();
+  return std::unique_ptr<AttemptLayer>(std::move(transport));
 }
 
 }  // namespace outbound::http::internal

@@ -15,9 +15,11 @@
 namespace outbound::http::internal {
 
 // Builds the transport. kInvalidSettings if the TLS material is unreadable.
+// `pool` is set to the transport's connection pool, which lives as long as
+// the transport.
 [[nodiscard]] Result<std::unique_ptr<AttemptLayer>> MakeCurlTransport(
     const Runtime& runtime, const Settings& settings, const Origin& origin,
-    std::shared_ptr<EventLoop> loop);
+    std::shared_ptr<EventLoop> loop, ConnectionPool** pool);
 
 }  // namespace outbound::http::internal
 

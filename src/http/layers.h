@@ -298,6 +298,20 @@ class CallLayer {
   virtual bool Finish(CallState& call, CallOutcome& outcome) = 0;
 };
 
+// A transport whose pooled connections outlive attempts: told when the
+// client has no call in flight, so it can close them once they have been
+// idle long enough. Thread-safe.
+class ConnectionPool {
+ public:
+  // `live_calls` counts the client's calls in flight; it outlives the pool.
+  virtual void CountCallsWith(const std::atomic<int>& live_calls) = 0;
+  // The client's last call ended at `since`.
+  virtual void ClientIdle(TimePoint since) = 0;
+
+ protected:
+  ~ConnectionPool() = default;
+};
+
 // The layers, each in a file of its name. Bottom to top:
 
 // Fails the attempt with kDeadline if its headers have not arrived within

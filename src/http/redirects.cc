@@ -31,9 +31,9 @@ class Redirects final : public CallLayer {
     if (call.redirects >= kMaxRedirects) {
       // A loop, or a chain too long to be one the dependency meant: the
       // last 3xx is not the answer, so it is not returned as one.
-      outcome.result = Fail(ErrorKind::kTooManyRedirects, "outbound: more than " +
-                                                              std::to_string(kMaxRedirects) +
-                                                              " redirects within " + origin_text_);
+      outcome.result =
+          Fail(ErrorKind::kTooManyRedirects,
+               "more than " + std::to_string(kMaxRedirects) + " redirects within " + origin_text_);
       outcome.result.error().set_attempts(call.attempts.load());
       return true;
     }

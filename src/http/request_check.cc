@@ -122,7 +122,7 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
       return Fail(ErrorKind::kInvalidRequest, "a request URL must not hold user info");
     }
     if (!(url->origin == origin)) {
-      return Fail(ErrorKind::kOriginRefused, "outbound: request to " + url->origin.ToString() +
+      return Fail(ErrorKind::kOriginRefused, "a request to " + url->origin.ToString() +
                                                  " on a client for " + std::string(origin_text));
     }
     full = std::move(url->full);

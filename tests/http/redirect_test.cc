@@ -160,7 +160,7 @@ TEST_P(RedirectTest, ARedirectLoopFailsAsTooManyRedirectsAfterTheEleventh) {
   ASSERT_FALSE(response);
   EXPECT_EQ(response.error().kind(), ErrorKind::kTooManyRedirects);
   EXPECT_EQ(response.error().message(),
-            "outbound: more than 10 redirects within https://payments:8443");
+            "payments:8443: more than 10 redirects within https://payments:8443");
   EXPECT_EQ(response.error().attempts(), 11);
   EXPECT_EQ(server->request_count(), 11u);
   EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
