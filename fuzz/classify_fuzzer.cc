@@ -55,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } else {
     long long status = FuzzFields::ParseInteger(first).value_or(0);
     result->status = static_cast<int>(std::clamp<long long>(status, std::numeric_limits<int>::min(),
-                                                           std::numeric_limits<int>::max()));
+                                                            std::numeric_limits<int>::max()));
   }
   long long received = std::clamp(fields.NextInteger(kDefault), kEarliest, kLatest);
   if (result) {

@@ -84,7 +84,8 @@ class FuzzFields {
 
 // Ends the run, as a crash libFuzzer records, when a property is false.
 [[noreturn]] inline void PropertyFailed(const char* property, const char* file, int line) {
-  std::fprintf(stderr, "%s:%d: fuzz property failed: %s\n", file, line, property);
+  // "ERROR:" so that libFuzzer's fork mode passes the line on from its jobs.
+  std::fprintf(stderr, "%s:%d: ERROR: fuzz property failed: %s\n", file, line, property);
   std::abort();
 }
 

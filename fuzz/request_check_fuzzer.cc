@@ -70,9 +70,8 @@ bool HasControlByte(std::string_view value) {
 // A header the caller must not set: the transport writes it from the URL
 // and the body, or it is hop-by-hop.
 bool IsReservedHeader(std::string_view name) {
-  constexpr std::string_view kReserved[] = {"Host",    "Content-Length", "Transfer-Encoding",
-                                            "Connection", "Upgrade",     "TE",
-                                            "Keep-Alive"};
+  constexpr std::string_view kReserved[] = {
+      "Host", "Content-Length", "Transfer-Encoding", "Connection", "Upgrade", "TE", "Keep-Alive"};
   for (std::string_view reserved : kReserved) {
     if (SameIgnoringCase(name, reserved)) return true;
   }

@@ -111,8 +111,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using outbound::Duration;
   FuzzFields fields(data, size);
   std::string value = fields.Next();
-  long long now_seconds =
-      std::clamp(fields.NextInteger(kDefaultNow), kEarliestNow, kLatestNow);
+  long long now_seconds = std::clamp(fields.NextInteger(kDefaultNow), kEarliestNow, kLatestNow);
   std::chrono::system_clock::time_point now{seconds(now_seconds)};
 
   std::optional<Duration> wait = outbound::http::ParseRetryAfter(value, now);
