@@ -34,24 +34,19 @@ constexpr long long kEarliest = -2208988800;  // 1900-01-01
 constexpr long long kLatest = 7258118400;     // 2200-01-01
 constexpr long long kDefault = 1795996800;    // 2026-11-30
 
-}  // namespace
-}  // namespace outbound::fuzz
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace outbound::fuzz;  // NOLINT(google-build-using-namespace): one function
-  using outbound::Duration;
-  using outbound::ErrorKind;
-  using outbound::http::Response;
+// Runs one input and checks every property on it.
+void CheckOne(const std::uint8_t* data, std::size_t size) {
+  using http::Response;
   FuzzFields fields(data, size);
   std::string first = fields.Next();
   constexpr std::string_view kErrorPrefix = "error ";
 
-  outbound::Result<Response> result = Response{};
+  Result<Response> result = Response{};
   if (std::string_view(first).substr(0, kErrorPrefix.size()) == kErrorPrefix) {
     std::string_view number = std::string_view(first).substr(kErrorPrefix.size());
     long long n = FuzzFields::ParseInteger(number).value_or(0) % kErrorKinds;
     auto kind = static_cast<ErrorKind>(n < 0 ? n + kErrorKinds : n);
-    result = outbound::Fail(kind, "fuzzed");
+    result = Fail(kind, "fuzzed");
   } else {
     long long status = FuzzFields::ParseInteger(first).value_or(0);
     result->status = static_cast<int>(std::clamp<long long>(status, std::numeric_limits<int>::min(),
@@ -66,15 +61,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
 
-  outbound::http::Classification decision = outbound::http::DefaultClassify(result);
+  http::Classification decision = http::DefaultClassify(result);
   FUZZ_CHECK(decision.retry_after >= Duration::zero());
   if (decision.retry_after > Duration::zero()) {
-    FUZZ_CHECK(decision.retry == outbound::retry::Outcome::kRetry);
+    FUZZ_CHECK(decision.retry == retry::Outcome::kRetry);
   }
   if (result && result->status >= 200 && result->status <= 299) {
-    FUZZ_CHECK(decision.retry == outbound::retry::Outcome::kSuccess);
-    FUZZ_CHECK(decision.breaker == outbound::circuit::Outcome::kSuccess);
+    FUZZ_CHECK(decision.retry == retry::Outcome::kSuccess);
+    FUZZ_CHECK(decision.breaker == circuit::Outcome::kSuccess);
   }
-  if (!result) FUZZ_CHECK(decision.retry != outbound::retry::Outcome::kSuccess);
+  if (!result) FUZZ_CHECK(decision.retry != retry::Outcome::kSuccess);
+}
+
+}  // namespace
+}  // namespace outbound::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  outbound::fuzz::CheckOne(data, size);
   return 0;
 }

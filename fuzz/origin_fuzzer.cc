@@ -56,11 +56,8 @@ Origin ClientOrigin(const std::string& base_url) {
   return Origin{"https", "payments", 8443};
 }
 
-}  // namespace
-}  // namespace outbound::fuzz
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace outbound::fuzz;  // NOLINT(google-build-using-namespace): one function
+// Runs one input and checks every property on it.
+void CheckOne(const std::uint8_t* data, std::size_t size) {
   FuzzFields fields(data, size);
   std::string base_url = fields.Next();
   std::string target = fields.Next();
@@ -83,5 +80,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(full.has_value());
     FUZZ_CHECK(full->origin == origin);
   }
+}
+
+}  // namespace
+}  // namespace outbound::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  outbound::fuzz::CheckOne(data, size);
   return 0;
 }

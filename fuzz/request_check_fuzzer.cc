@@ -91,15 +91,12 @@ Origin ClientOrigin(const std::string& base_url) {
   return Origin{"https", "payments", 8443};
 }
 
-}  // namespace
-}  // namespace outbound::fuzz
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace outbound::fuzz;  // NOLINT(google-build-using-namespace): one function
+// Runs one input and checks every property on it.
+void CheckOne(const std::uint8_t* data, std::size_t size) {
   FuzzFields fields(data, size);
   const Origin origin = ClientOrigin(fields.Next());
   const std::string origin_text = origin.ToString();
-  outbound::http::Request request;
+  http::Request request;
   request.method = fields.Next();
   request.url = fields.Next();
   for (int i = 0; i < kMaxHeaders && !fields.done(); ++i) {
@@ -107,8 +104,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     request.headers.emplace_back(std::move(name), fields.Next());
   }
 
-  auto checked = outbound::http::internal::CheckRequest(origin, origin_text, request);
-  if (!checked) return 0;
+  auto checked = http::internal::CheckRequest(origin, origin_text, request);
+  if (!checked) return;
   FUZZ_CHECK(IsToken(checked->method));
   for (const auto& [name, value] : checked->headers) {
     FUZZ_CHECK(IsToken(name));
@@ -119,5 +116,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(url.has_value());
   FUZZ_CHECK(SameOrigin(url->origin, origin));
   FUZZ_CHECK(!url->has_user_info);
+}
+
+}  // namespace
+}  // namespace outbound::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  outbound::fuzz::CheckOne(data, size);
   return 0;
 }

@@ -103,18 +103,14 @@ std::optional<long long> ImfFixdate(std::string_view text) {
          *minute * 60LL + *second;
 }
 
-}  // namespace
-}  // namespace outbound::fuzz
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace outbound::fuzz;  // NOLINT(google-build-using-namespace): one function
-  using outbound::Duration;
+// Runs one input and checks every property on it.
+void CheckOne(const std::uint8_t* data, std::size_t size) {
   FuzzFields fields(data, size);
   std::string value = fields.Next();
   long long now_seconds = std::clamp(fields.NextInteger(kDefaultNow), kEarliestNow, kLatestNow);
   std::chrono::system_clock::time_point now{seconds(now_seconds)};
 
-  std::optional<Duration> wait = outbound::http::ParseRetryAfter(value, now);
+  std::optional<Duration> wait = http::ParseRetryAfter(value, now);
   if (wait) FUZZ_CHECK(*wait >= Duration::zero());
 
   std::string_view trimmed = Trim(value);
@@ -141,5 +137,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       FUZZ_CHECK(std::chrono::duration_cast<seconds>(*wait).count() <= ahead);
     }
   }
+}
+
+}  // namespace
+}  // namespace outbound::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  outbound::fuzz::CheckOne(data, size);
   return 0;
 }
