@@ -8,12 +8,12 @@
 //   - a returned wait is never negative;
 //   - delay-seconds (digits only, after SP/HTAB are trimmed) of N ≤ 86400
 //     gives exactly N s, and of a larger N at least a day;
-//   - a well-formed IMF-fixdate (right weekday, real calendar date, years
-//     1970-9999) is always understood; it gives 0 when not after `now`, the
-//     exact difference when at most a day after, and otherwise a wait of at
-//     least a day and at most the difference. The date is computed here
-//     independently, in whole seconds, so an overflow inside the parser shows
-//     as a wrong answer even in a build without UBSan.
+//   - a well-formed IMF-fixdate (right weekday, real calendar date) from
+//     1970 on is always understood; any understood one gives 0 when not
+//     after `now`, the exact difference when at most a day after, and
+//     otherwise a wait of at least a day and at most the difference. The
+//     date is computed here independently, in whole seconds, so an overflow
+//     inside the parser shows as a wrong answer even without UBSan.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -123,7 +123,9 @@ void CheckOne(const std::uint8_t* data, std::size_t size) {
     }
   }
 
-  if (auto date = ImfFixdate(trimmed); date && *date >= 0) {
+  if (auto date = ImfFixdate(trimmed); date && (wait || *date >= 0)) {
+    // Before 1970 a date may be refused (libcurl reads none before 1583):
+    // it would be in the past, and a refused Retry-After waits no more.
     FUZZ_CHECK(wait.has_value());
     // Whole seconds: no overflow for any date in 0000-9999.
     long long ahead = *date - now_seconds;
