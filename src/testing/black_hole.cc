@@ -23,7 +23,8 @@ sockaddr_in Loopback(std::uint16_t port) {
 }
 
 tl::unexpected<Error> SystemFailure(const char* what) {
-  return Fail(ErrorKind::kTransport, std::string("BlackHole: ") + what + ": " + std::strerror(errno));
+  return Fail(ErrorKind::kTransport,
+              std::string("BlackHole: ") + what + ": " + std::strerror(errno));
 }
 
 }  // namespace

@@ -7,11 +7,12 @@
 // a TLS h2 connection (Reply::Frames, Reply::Flood) after its preface and
 // SETTINGS exchange:
 //
-//   using namespace testing::h2;
-//   auto server = FakeServer::Start({.tls = tls, .handler = [](const ServerRequest&) {
+//   namespace h2 = testing::h2;
+//   auto server = testing::FakeServer::Start({.tls = tls, .handler = [](const auto&) {
 //     // The response's headers, then empty DATA frames until the client leaves.
-//     return Reply::Flood(Data(kThisStream, ""), 0,
-//                         {Headers(kThisStream, {{":status", "200"}}, false, true)});
+//     return testing::Reply::Flood(
+//         h2::Data(h2::kThisStream, ""), /*count=*/0,
+//         {h2::Headers(h2::kThisStream, {{":status", "200"}}, false, true)});
 //   }});
 //
 // Header fields are encoded with HPACK's "literal without indexing, new
