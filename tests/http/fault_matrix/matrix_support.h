@@ -212,6 +212,14 @@ class MatrixTest : public ::testing::Test {
     settled_ = std::chrono::steady_clock::now();
   }
 
+  // Waits until the server has received `n` requests in all: a hung
+  // attempt's timeout must not be reached before its request is on the wire.
+  void WaitForRequests(std::size_t n) {
+    ASSERT_TRUE(
+        server->WaitFor([n](const FakeServer& s) { return s.request_count() >= n; }, kSafetyNet))
+        << "the server never received request " << n;
+  }
+
   // Moves the clock to the call's deadline (`timeout` from its start).
   void AdvanceToDeadline(Duration timeout = std::chrono::seconds(10)) {
     clock.AdvanceTo(start_ + timeout);

@@ -15,8 +15,10 @@ TEST_P(TimingMatrix, HeadersNeverSentEndAtTheAttemptTimeoutThenTheDeadline) {
   Serve([](const ServerRequest&) { return Reply::Hang(); });
   StartClient();
   Begin(Request::Get("/"));
+  WaitForRequests(1);
   WaitThenAdvance(5s);
   WaitThenAdvance(50ms);
+  WaitForRequests(2);
   WaitThenAdvance(4950ms);
   ExpectEnds({.error = ErrorKind::kDeadline,
               .attempts = 2,
@@ -25,12 +27,20 @@ TEST_P(TimingMatrix, HeadersNeverSentEndAtTheAttemptTimeoutThenTheDeadline) {
               .took = 10s});
 }
 
-// A body at 1 B/s: AttemptTimeout ends with the headers, so the Timeout
-// bounds the body. Each second the server sends a byte; at 10 s the call
-// ends, exactly, not before. A body failing mid-read: not retried, Failure.
+// AttemptTimeout ends with the headers; the test cannot see the moment the
+// client has them, so the two rows below set AttemptTimeout to the Timeout:
+// whenever the headers arrived, only the call's deadline can end the call.
+Settings BodyBoundByTheTimeout(Settings settings) {
+  settings.attempt_timeout = settings.timeout;
+  return settings;
+}
+
+// A body at 1 B/s: the Timeout bounds the body. Each second the server
+// sends a byte; at 10 s the call ends, exactly, not before. A body failing
+// mid-read: not retried, Failure.
 TEST_P(TimingMatrix, ABodyTrickledAtOneBytePerSecondEndsAtTheDeadline) {
   Serve([](const ServerRequest&) { return Reply::Trickle(std::string(100, 'x'), 1, 1s); });
-  StartClient();
+  StartClient(BodyBoundByTheTimeout(PaymentsSettings()));
   Begin(Request::Get("/"));
   for (int second = 1; second < 10; ++second) WaitThenAdvance(1s);
   EXPECT_FALSE(CallDone()) << "ended before its deadline";
@@ -42,8 +52,9 @@ TEST_P(TimingMatrix, ABodyTrickledAtOneBytePerSecondEndsAtTheDeadline) {
 // ends at its deadline.
 TEST_P(TimingMatrix, ABodyThatStallsShortOfItsLengthEndsAtTheDeadline) {
   Serve([](const ServerRequest&) { return Reply::Stall(5, "0123456789"); });
-  StartClient();
+  StartClient(BodyBoundByTheTimeout(PaymentsSettings()));
   Begin(Request::Get("/"));
+  WaitForRequests(1);
   WaitThenAdvance(10s);
   ExpectEnds({.error = ErrorKind::kDeadline, .attempts = 1, .breaker_failures = 1, .took = 10s});
 }
