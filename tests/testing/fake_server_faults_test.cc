@@ -184,6 +184,25 @@ TEST_F(FakeServerFramesTest, AFloodWritesItsFramesAfterTheFirstOnes) {
   curl.join();
 }
 
+// Broken answers reach a client over TLS whole: curl decides about each at
+// once (refusing most; 7.88 takes two Content-Lengths over HTTP/1.1)
+// rather than wait for more.
+TEST_F(FakeServerFramesTest, BrokenAnswersReachCurlOverTls) {
+  ServerTls tls{ca.IssueServer({"payments"})};
+  for (const char* protocol : {"--http1.1", "--http2"}) {
+    for (Reply reply : {Reply::Ok("x").StatusLine(""), Reply::Ok("x").StatusLine("2000"),
+                        Reply::Ok("x").StatusLine("HTTP/1.1 2000 OK"),
+                        Reply::Ok("0123456789")
+                            .Header("Content-Length", "5")
+                            .Header("Content-Length", "10")
+                            .HeadersAsGiven()}) {
+      auto server = Serve(reply, tls);
+      CommandResult result = Curl(*server, std::string(protocol) + " --max-time 5");
+      EXPECT_NE(result.exit_code, 28) << protocol << ": curl waited for more";
+    }
+  }
+}
+
 TEST_F(FakeServerFramesTest, CiphersLimitWhatTheServerAccepts) {
   ServerTls tls{ca.IssueServer({"payments"})};
   tls.max_version = 0x0303;  // TLS 1.2

@@ -50,7 +50,7 @@ using testing::ServerRequest;
 inline constexpr std::chrono::milliseconds kAnswerBound{50};
 // Safety nets for a broken row, never tolerances: a row that passes waits
 // for events, not for these.
-inline constexpr std::chrono::seconds kSafetyNet{5};
+inline constexpr std::chrono::seconds kSafetyNet{3};
 
 enum class Protocol { kHttp2, kHttp11 };
 
