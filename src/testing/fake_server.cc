@@ -57,9 +57,35 @@ Reply Cut(Reply::Behaviour behaviour, std::size_t body_bytes, std::string body) 
 }
 }  // namespace
 
+Reply Reply::ResetConnection() {
+  Reply reply;
+  reply.behaviour = Behaviour::kResetConnection;
+  return reply;
+}
+
 Reply Reply::ResetAfter(std::size_t body_bytes, std::string body) {
   Reply reply = Cut(Behaviour::kResetMidBody, body_bytes, std::move(body));
   reply.rst_code = 2;  // INTERNAL_ERROR
+  return reply;
+}
+
+Reply Reply::ResetAfterHeaders(std::string body) { return ResetAfter(0, std::move(body)); }
+
+Reply Reply::Stall(std::size_t body_bytes, std::string body) {
+  return Cut(Behaviour::kStall, body_bytes, std::move(body));
+}
+
+Reply Reply::Frames(std::vector<h2::Frame> frames) {
+  Reply reply;
+  reply.behaviour = Behaviour::kFrames;
+  reply.frames = std::move(frames);
+  return reply;
+}
+
+Reply Reply::Flood(h2::Frame frame, std::size_t count, std::vector<h2::Frame> first) {
+  Reply reply = Frames(std::move(first));
+  reply.flood = std::move(frame);
+  reply.flood_count = count;
   return reply;
 }
 
@@ -125,6 +151,9 @@ Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const ServerTls& tls,
   SSL_CTX* native = context->native_handle();
   if (tls.min_version != 0 && tls.min_version < TLS1_2_VERSION) {
     SSL_CTX_set_security_level(native, 0);  // OpenSSL 3 refuses TLS < 1.2 above level 0
+  }
+  if (!tls.ciphers.empty() && SSL_CTX_set_cipher_list(native, tls.ciphers.c_str()) != 1) {
+    return Fail(ErrorKind::kInvalidSettings, "FakeServer: no cipher in \"" + tls.ciphers + "\"");
   }
   if (tls.min_version != 0) SSL_CTX_set_min_proto_version(native, tls.min_version);
   if (tls.max_version != 0) SSL_CTX_set_max_proto_version(native, tls.max_version);
@@ -247,6 +276,11 @@ int FakeServer::connections_opened() const { return impl_->Read(&Impl::opened); 
 int FakeServer::connections_open() const { return impl_->Read(&Impl::open); }
 
 int FakeServer::streams_reset_by_client() const { return impl_->Read(&Impl::client_resets); }
+
+std::uint64_t FakeServer::raw_frames_written() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->raw_frames;
+}
 
 bool FakeServer::WaitFor(const std::function<bool(const FakeServer&)>& done,
                          std::chrono::milliseconds real_limit) const {

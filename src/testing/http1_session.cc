@@ -65,48 +65,64 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
 
   void Act(const Reply& reply) {
     using B = Reply::Behaviour;
+    using F = Reply::Framing;
     // A scripted failure is the server's doing, not a client giving up.
     if (reply.behaviour != B::kRespond && reply.behaviour != B::kHang &&
-        reply.behaviour != B::kTrickle) {
+        reply.behaviour != B::kTrickle && reply.behaviour != B::kStall) {
       awaiting_reply_ = false;
     }
+    std::string partial = reply.body.substr(0, reply.cut_after);
     switch (reply.behaviour) {
       case B::kRespond:
         return Respond(reply);
       case B::kHang:
         return WatchForClose();
       case B::kCloseBeforeHeaders:
+      case B::kFrames:  // HTTP/2 only
         return Close();
       case B::kResetBeforeHeaders:
+      case B::kResetConnection:
         return Reset();
       case B::kResetMidBody:
-        return WriteRaw(Head(reply, reply.body.size()) + reply.body.substr(0, reply.cut_after),
-                        [this] { Reset(); });
+        return WriteRaw(Head(reply, reply.framing) + partial, [this] { Reset(); });
       case B::kShortBody:
-        return WriteRaw(Head(reply, reply.body.size()) + reply.body.substr(0, reply.cut_after),
-                        [this] { Close(); });
+        return WriteRaw(Head(reply, reply.framing) + partial, [this] { Close(); });
+      case B::kStall:
+        return WriteRaw(Head(reply, reply.framing) + partial, [this] { WatchForClose(); });
       case B::kTruncateChunked: {
-        std::string out = Head(reply, std::nullopt);
-        if (reply.cut_after > 0) {
-          char size[32];
-          std::snprintf(size, sizeof size, "%zx\r\n", reply.cut_after);
-          out += size + reply.body.substr(0, reply.cut_after) + "\r\n";
-        }
+        std::string out = Head(reply, F::kUnannounced);
+        if (reply.cut_after > 0) out += Chunk(partial);
         return WriteRaw(std::move(out), [this] { Close(); });  // no last chunk
       }
       case B::kTrickle:
-        return WriteRaw(Head(reply, reply.body.size()), [this, reply] { Trickle(reply, 0); });
+        return WriteRaw(Head(reply, reply.framing), [this, reply] { Trickle(reply, 0); });
     }
   }
 
   void Respond(const Reply& reply) {
-    // Beast refuses fields over 64 KiB; a scripted header bomb is written
-    // as the bytes it is.
+    // Beast refuses fields over 64 KiB and writes only well-formed
+    // messages; a header bomb or a broken head is written as the bytes it is.
     bool oversized = std::any_of(reply.headers.begin(), reply.headers.end(), [](const auto& h) {
       return h.first.size() + h.second.size() > 60 * 1024;
     });
-    if (oversized) {
-      return WriteRaw(Head(reply, reply.body.size()) + reply.body, [this] { Answered({}); });
+    bool broken = reply.status_line || reply.announced_length ||
+                  reply.framing != Reply::Framing::kContentLength;
+    if (oversized || broken) {
+      std::string out = Head(reply, reply.framing);
+      if (reply.framing == Reply::Framing::kUnannounced) {
+        if (!reply.body.empty()) out += Chunk(reply.body);
+        out += "0\r\n\r\n";
+      } else {
+        out += reply.body;
+      }
+      bool http09 = reply.status_line && reply.status_line->empty();
+      return WriteRaw(std::move(out), [this, http09] {
+        if (http09) {
+          awaiting_reply_ = false;
+          return Close();  // the close is what ends an HTTP/0.9 answer
+        }
+        Answered({});
+      });
     }
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(reply.status), 11);
@@ -129,16 +145,35 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
     }
   }
 
-  // The status line and headers, as a broken server would write them;
-  // `content_length` empty means chunked.
-  static std::string Head(const Reply& reply, std::optional<std::size_t> content_length) {
-    std::string out = "HTTP/1.1 " + std::to_string(reply.status) + " " +
-                      std::string(http::obsolete_reason(static_cast<http::status>(reply.status))) +
-                      "\r\n";
+  // The status line and headers, as a broken server would write them, the
+  // body's length told as `framing` says.
+  static std::string Head(const Reply& reply, Reply::Framing framing) {
+    if (reply.status_line && reply.status_line->empty()) return "";  // HTTP/0.9
+    std::string out =
+        reply.status_line
+            ? *reply.status_line
+            : "HTTP/1.1 " + std::to_string(reply.status) + " " +
+                  std::string(http::obsolete_reason(static_cast<http::status>(reply.status)));
+    out += "\r\n";
     for (const auto& [name, value] : reply.headers) out += name + ": " + value + "\r\n";
-    out += content_length ? "Content-Length: " + std::to_string(*content_length) + "\r\n"
-                          : std::string("Transfer-Encoding: chunked\r\n");
+    switch (framing) {
+      case Reply::Framing::kContentLength:
+        out += "Content-Length: " +
+               std::to_string(reply.announced_length.value_or(reply.body.size())) + "\r\n";
+        break;
+      case Reply::Framing::kUnannounced:
+        out += "Transfer-Encoding: chunked\r\n";
+        break;
+      case Reply::Framing::kAsGiven:
+        break;
+    }
     return out + "\r\n";
+  }
+
+  static std::string Chunk(const std::string& bytes) {
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
+    return size + bytes + "\r\n";
   }
 
   void WriteRaw(std::string bytes, std::function<void()> then) {

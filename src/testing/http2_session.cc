@@ -3,6 +3,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <map>
 
@@ -37,13 +38,15 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
   }
 
   void Start() override {
-    nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100}};
+    nghttp2_settings_entry settings[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, server_.options.max_concurrent_streams}};
     nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, 1);
     Flush();
     Read();
   }
 
   void Shutdown() override {
+    if (raw_mode_) return End();
     nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);  // GOAWAY
     closing_ = true;
     Flush();
@@ -163,6 +166,11 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
       case B::kCloseBeforeHeaders:
         stream.answered = true;
         return End();
+      case B::kResetConnection:
+        stream.answered = true;
+        return End(/*reset=*/true);
+      case B::kFrames:
+        return StartRaw(id, reply);
       case B::kResetBeforeHeaders:
         stream.answered = true;
         nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, reply.rst_code);
@@ -178,9 +186,15 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
       storage.push_back(std::move(name));
       storage.push_back(std::move(value));
     };
-    add(":status", std::to_string(reply.status));
+    if (!reply.status_line) {
+      add(":status", std::to_string(reply.status));
+    } else if (!reply.status_line->empty()) {
+      add(":status", *reply.status_line);
+    }
     for (const auto& [name, value] : reply.headers) add(name, value);
-    add("content-length", std::to_string(reply.body.size()));
+    if (reply.framing == Reply::Framing::kContentLength) {
+      add("content-length", std::to_string(reply.announced_length.value_or(reply.body.size())));
+    }
     for (std::size_t i = 0; i < storage.size(); i += 2) {
       nva.push_back({reinterpret_cast<uint8_t*>(storage[i].data()),
                      reinterpret_cast<uint8_t*>(storage[i + 1].data()), storage[i].size(),
@@ -207,8 +221,10 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     // Cut short: ResetMidBody and TruncateChunked then reset the stream;
     // ShortBody ends it cleanly, short of its content-length.
     bool resets = reply.behaviour == B::kResetMidBody || reply.behaviour == B::kTruncateChunked;
-    bool cut = resets || reply.behaviour == B::kShortBody;
+    bool stalls = reply.behaviour == B::kStall;
+    bool cut = resets || stalls || reply.behaviour == B::kShortBody;
     std::size_t end = cut ? reply.cut_after : reply.body.size();
+    if (stalls && stream.offset == end) return NGHTTP2_ERR_DEFERRED;  // and never resumed
     if (resets && stream.offset == end) {
       stream.answered = true;
       asio::post(self.server_.io, [weak = self.weak_from_this(), id, code = reply.rst_code] {
@@ -234,7 +250,7 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     std::size_t n = std::min(length, end - stream.offset);
     std::memcpy(buf, reply.body.data() + stream.offset, n);
     stream.offset += n;
-    if (stream.offset == end && !resets) {
+    if (stream.offset == end && !resets && !stalls) {
       *flags |= NGHTTP2_DATA_FLAG_EOF;
       stream.answered = true;
     }
@@ -245,6 +261,7 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     stream_->async_read_some(
         asio::buffer(input_), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
           if (ec) return self->End();
+          if (self->raw_mode_) return self->Read();  // the test's frames own the connection
           ssize_t rv = nghttp2_session_mem_recv(
               self->session_, reinterpret_cast<const uint8_t*>(self->input_.data()), n);
           if (rv < 0) return self->End();
@@ -264,26 +281,62 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
       out.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
       if (out.size() >= 64 * 1024) break;
     }
+    std::uint64_t raw_frames = 0;
+    if (raw_mode_) raw_frames = TakeRaw(out);
     if (out.empty()) {
+      if (raw_mode_) return;  // the script is done: wait for the client to leave
       bool done = !nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_);
       if (done || (closing_ && streams_.empty())) End();
       return;
     }
     writing_ = true;
     auto buffer = std::make_shared<std::string>(std::move(out));
-    asio::async_write(*stream_, asio::buffer(*buffer),
-                      [self = shared_from_this(), buffer](boost::system::error_code ec, size_t) {
-                        self->writing_ = false;
-                        if (ec) return self->End();
-                        self->Flush();
-                      });
+    asio::async_write(
+        *stream_, asio::buffer(*buffer),
+        [self = shared_from_this(), buffer, raw_frames](boost::system::error_code ec, size_t) {
+          self->writing_ = false;
+          if (ec) return self->End();
+          if (raw_frames > 0) self->server_.Record([&] { self->server_.raw_frames += raw_frames; });
+          self->Flush();
+        });
+  }
+
+  // Hands the connection to the reply's raw frames: nghttp2 writes what it
+  // has queued and is then fed nothing more.
+  void StartRaw(int32_t id, const Reply& reply) {
+    streams_[id].answered = true;
+    raw_mode_ = true;
+    auto encode = [id](h2::Frame frame) {
+      if (frame.stream_id == h2::kThisStream) frame.stream_id = static_cast<std::uint32_t>(id);
+      return frame.Encode();
+    };
+    for (const h2::Frame& frame : reply.frames) raw_first_ += encode(frame);
+    raw_first_count_ = reply.frames.size();
+    if (reply.flood) {
+      raw_flood_ = encode(*reply.flood);
+      raw_flood_left_ = reply.flood_count == 0 ? SIZE_MAX : reply.flood_count;
+    }
+  }
+
+  // Appends the next raw frames to `out`, up to about 64 KiB; how many.
+  std::uint64_t TakeRaw(std::string& out) {
+    std::uint64_t frames = raw_first_count_;
+    out += raw_first_;
+    raw_first_.clear();
+    raw_first_count_ = 0;
+    while (raw_flood_left_ > 0 && out.size() < 64 * 1024) {
+      out += raw_flood_;
+      if (raw_flood_left_ != SIZE_MAX) --raw_flood_left_;
+      ++frames;
+    }
+    return frames;
   }
 
   // The connection is over: streams still unanswered were abandoned.
-  void End() {
+  void End(bool reset = false) {
     if (ended_) return;
     ended_ = true;
-    stream_->Close();
+    reset ? stream_->Reset() : stream_->Close();
     int abandoned = 0;
     for (auto& [id, stream] : streams_) {
       stream.timer.Cancel();
@@ -307,6 +360,12 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
   bool writing_ = false;
   bool closing_ = false;
   bool ended_ = false;
+  // Reply::Frames and Reply::Flood: what is left to write raw.
+  bool raw_mode_ = false;
+  std::string raw_first_;
+  std::size_t raw_first_count_ = 0;
+  std::string raw_flood_;
+  std::size_t raw_flood_left_ = 0;
 };
 
 }  // namespace

@@ -52,4 +52,12 @@ bool ManualClock::WaitForTimers(std::size_t n, std::chrono::milliseconds real_li
   return changed_.wait_for(lock, real_limit, [&] { return queue_.size() >= n; });
 }
 
+bool ManualClock::WaitForTimerBy(TimePoint when, std::chrono::milliseconds real_limit) {
+  std::unique_lock lock(mu_);
+  return changed_.wait_for(lock, real_limit, [&] {
+    std::optional<TimePoint> next = queue_.Next();
+    return next && *next <= when;
+  });
+}
+
 }  // namespace outbound::testing

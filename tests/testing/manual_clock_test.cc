@@ -131,6 +131,19 @@ TEST(ManualClockTest, WaitForTimersGivesUpWhenNothingIsScheduled) {
   EXPECT_FALSE(clock.WaitForTimers(1, milliseconds(1)));
 }
 
+// A wait of a known length has begun when a timer is due by then, whatever
+// later timers (a call's deadline) are pending too.
+TEST(ManualClockTest, WaitForTimerBySeesAWaitOfAKnownLength) {
+  ManualClock clock;
+  Timer deadline = clock.ScheduleAfter(std::chrono::seconds(10), [] {});
+  EXPECT_FALSE(clock.WaitForTimerBy(clock.Now() + std::chrono::milliseconds(50),
+                                    std::chrono::milliseconds(1)));
+  Timer backoff;
+  std::thread waiter([&] { backoff = clock.ScheduleAfter(std::chrono::milliseconds(50), [] {}); });
+  EXPECT_TRUE(clock.WaitForTimerBy(clock.Now() + std::chrono::milliseconds(50)));
+  waiter.join();
+}
+
 TEST(ManualClockTest, ConcurrentScheduleAndAdvanceFireEveryTimerOnce) {
   ManualClock clock;
   std::atomic<int> fired{0};

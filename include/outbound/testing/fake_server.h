@@ -3,8 +3,10 @@
 // A scripted dependency on loopback: a real HTTP/1.1 and HTTP/2 server
 // (Boost.Beast parses HTTP/1.1, nghttp2 runs HTTP/2, OpenSSL does TLS with
 // ALPN) whose handler answers each request with a response or a scripted
-// misbehaviour: hang, close, reset, truncate, trickle, lie about the length,
-// refuse a stream, GOAWAY.
+// misbehaviour: hang, close, reset (the stream or the connection, before the
+// headers, after them or mid-body), truncate, stall, trickle, lie about the
+// length, break the status line or the framing, refuse a stream, GOAWAY, or
+// hand the connection to raw HTTP/2 frames of the test's own (h2_frame.h).
 //
 //   testing::TestCA ca;
 //   auto server = testing::FakeServer::Start({
@@ -37,6 +39,7 @@
 
 #include "outbound/clock.h"
 #include "outbound/error.h"
+#include "outbound/testing/h2_frame.h"
 #include "outbound/testing/test_ca.h"
 
 namespace outbound::testing {
@@ -57,7 +60,8 @@ struct ServerRequest {
   std::string header(std::string_view name) const;
 };
 
-// What the server does with one request. Build one with the factories.
+// What the server does with one request. Build one with the factories;
+// the chained setters below adjust what is written.
 struct Reply {
   enum class Behaviour {
     kRespond,             // send status, headers and body
@@ -68,18 +72,52 @@ struct Reply {
     kTruncateChunked,     // HTTP/1.1 chunked: `cut_after` bytes, then close with no last chunk
     kShortBody,           // Content-Length of the whole body, only `cut_after` bytes sent
     kTrickle,             // the body `trickle_bytes` at a time, every `trickle_every`
+    kResetConnection,     // reset the whole connection with a TCP RST, on either protocol
+    kStall,               // headers and `cut_after` body bytes, then nothing; the connection stays
+    kFrames,              // HTTP/2: `frames`, then `flood` `flood_count` times, written raw
+  };
+
+  // How the body's length is told (RFC 9112 §6, RFC 9113 §8.1).
+  enum class Framing {
+    kContentLength,  // Content-Length: the body's size, or `announced_length`
+    kUnannounced,    // HTTP/1.1: chunked; HTTP/2: no content-length, END_STREAM ends it
+    kAsGiven,        // no framing header added: the headers given are all there is
   };
 
   static Reply Status(int status, std::string body = "");
   static Reply Ok(std::string body = "") { return Status(200, std::move(body)); }
   static Reply Hang();
+  // Reads the request whole, then closes the connection without a byte of
+  // answer (HTTP/2: the whole connection, with no GOAWAY).
   static Reply Close();
-  // HTTP/2 RST_STREAM codes: 7 REFUSED_STREAM (default), 2 INTERNAL_ERROR, 8 CANCEL.
+  // Reads the request whole, then resets: HTTP/1.1 with a TCP RST; HTTP/2
+  // with RST_STREAM `rst_code`: 7 REFUSED_STREAM (default), 2 INTERNAL_ERROR,
+  // 8 CANCEL, 0 NO_ERROR.
   static Reply Reset(std::uint32_t rst_code = 7);
+  // Reads the request whole, then resets the connection with a TCP RST, on
+  // either protocol (HTTP/2: no GOAWAY, no RST_STREAM).
+  static Reply ResetConnection();
+  // The headers (announcing the body's length), then a reset as Reset does
+  // before any body byte. Code 2 INTERNAL_ERROR unless ResetCode says.
+  static Reply ResetAfterHeaders(std::string body = "partial");
+  // The headers, `body_bytes` of `body`, then a reset as above.
   static Reply ResetAfter(std::size_t body_bytes, std::string body);
   static Reply TruncateChunked(std::size_t body_bytes, std::string body);
   static Reply ShortBody(std::size_t body_bytes, std::string body);
+  // The headers announcing `body`'s length (or AnnounceLength's), its first
+  // `body_bytes`, then nothing more: neither the rest, nor an end, nor a close.
+  static Reply Stall(std::size_t body_bytes, std::string body);
   static Reply Trickle(std::string body, std::size_t bytes, Duration every);
+
+  // HTTP/2 only: the server hands the connection over to the test. It
+  // writes `frames` as they are, then leaves the stream unanswered; from
+  // then on it reads and discards what the client sends (a flood's
+  // acknowledgements included) until the client closes. Frames for
+  // h2::kThisStream go on the request's stream. On HTTP/1.1: Close().
+  static Reply Frames(std::vector<h2::Frame> frames);
+  // As Frames(first), then `frame` written `count` times over (0: until the
+  // client closes the connection), as fast as the client reads them.
+  static Reply Flood(h2::Frame frame, std::size_t count = 0, std::vector<h2::Frame> first = {});
 
   Reply& Header(std::string name, std::string value) {
     headers.emplace_back(std::move(name), std::move(value));
@@ -88,6 +126,38 @@ struct Reply {
   // Waits `d` on the server's clock before sending anything.
   Reply& DelayHeaders(Duration d) {
     header_delay = d;
+    return *this;
+  }
+  // The RST_STREAM code of a reset (HTTP/2); HTTP/1.1 always resets the TCP
+  // connection.
+  Reply& ResetCode(std::uint32_t code) {
+    rst_code = code;
+    return *this;
+  }
+  // Announces `n` bytes in Content-Length, whatever the body's size.
+  Reply& AnnounceLength(std::uint64_t n) {
+    announced_length = n;
+    return *this;
+  }
+  // Sends the body without announcing its length (HTTP/1.1: chunked).
+  Reply& Unannounced() {
+    framing = Framing::kUnannounced;
+    return *this;
+  }
+  // Adds no Content-Length or Transfer-Encoding: the headers given say what
+  // they say (two Content-Lengths, Transfer-Encoding with Content-Length...)
+  // and the body is written as given (on HTTP/1.1, chunk it yourself).
+  // HTTP/1.1 keeps the connection open afterwards, as if the answer were fine.
+  Reply& HeadersAsGiven() {
+    framing = Framing::kAsGiven;
+    return *this;
+  }
+  // Replaces the status line. HTTP/1.1: `line` is written instead of
+  // "HTTP/1.1 200 OK" ("HTTP/1.1 2000 OK"); an empty `line` sends neither a
+  // status line nor headers, only the body and a close, as HTTP/0.9 did.
+  // HTTP/2: `line` is the :status value as given ("2000"); empty: no :status.
+  Reply& StatusLine(std::string line) {
+    status_line = std::move(line);
     return *this;
   }
 
@@ -100,6 +170,12 @@ struct Reply {
   std::uint32_t rst_code = 7;
   std::size_t trickle_bytes = 1;
   Duration trickle_every{0};
+  Framing framing = Framing::kContentLength;
+  std::optional<std::uint64_t> announced_length;
+  std::optional<std::string> status_line;
+  std::vector<h2::Frame> frames;
+  std::optional<h2::Frame> flood;
+  std::size_t flood_count = 0;
 };
 
 using Handler = std::function<Reply(const ServerRequest&)>;
@@ -118,6 +194,10 @@ struct ServerTls {
   int max_version = 0;
   // ALPN protocols offered, in order of preference.
   std::vector<std::string> alpn = {"h2", "http/1.1"};
+  // The TLS 1.2 (and older) cipher suites allowed, in OpenSSL's syntax; empty
+  // means OpenSSL's default. With max_version TLS 1.2,
+  // "ECDHE-ECDSA-AES128-SHA" serves a cipher RFC 9113 Appendix A bans for h2.
+  std::string ciphers;
 };
 
 class FakeServer {
@@ -134,6 +214,9 @@ class FakeServer {
     // exclude the last `goaway_unprocessed` streams, which are then left
     // unanswered, as a server does that did not process them.
     int goaway_unprocessed = 0;
+    // HTTP/2: the SETTINGS_MAX_CONCURRENT_STREAMS the server advertises;
+    // streams over it are refused (RST_STREAM REFUSED_STREAM), as nghttp2 does.
+    std::uint32_t max_concurrent_streams = 100;
   };
 
   // Listens on 127.0.0.1, on a port of the OS's choosing.
@@ -156,6 +239,9 @@ class FakeServer {
   int connections_open() const;
   // HTTP/2 RST_STREAM frames the client sent.
   int streams_reset_by_client() const;
+  // Frames written raw for Reply::Frames and Reply::Flood, on every
+  // connection: how a test knows a flood is under way.
+  std::uint64_t raw_frames_written() const;
 
   // Blocks until `done()` is true, checked after every event the server
   // records; gives up after `real_limit` (a safety net, not a tolerance).

@@ -54,6 +54,13 @@ class ManualClock final : public Clock {
   bool WaitForTimers(std::size_t n,
                      std::chrono::milliseconds real_limit = std::chrono::seconds(10));
 
+  // Blocks until a pending timer is due at or before `when`: how a test
+  // knows that a wait of a known length has begun (a backoff of 50 ms is a
+  // timer due by Now() + 50ms), whatever other, later timers are pending.
+  // Gives up after `real_limit` of real time and returns false.
+  bool WaitForTimerBy(TimePoint when,
+                      std::chrono::milliseconds real_limit = std::chrono::seconds(10));
+
  private:
   mutable std::mutex mu_;
   std::condition_variable changed_;
