@@ -19,10 +19,12 @@
 //   --lose-how=close|reset      close: FIN without GOAWAY; reset: TCP RST
 //   --drop-post                 a POST is read whole, recorded, then its
 //                               connection is lost without an answer
-//   --lifetime=MIN:MAX          each connection ends after a random number
-//   --reset-percent=P           of streams in [MIN, MAX]: P % of them lost
-//                               (TCP RST, streams open), the others closed
-//                               gracefully (GOAWAY, open streams finish)
+//   --lifetime=MIN:MAX          each connection is closed gracefully (GOAWAY,
+//                               open streams finish) after a random number
+//                               of streams in [MIN, MAX]
+//   --reset-percent=P           P % of connections are lost instead (TCP
+//                               RST, streams open) after a random number of
+//                               streams in [1, MIN] (needs --lifetime)
 //   --seed=S                    the random source's seed (1)
 //
 // "stats" on stdin prints: sessions (connections accepted), open (connections
@@ -94,6 +96,7 @@ server.on('session', (session) => {
     const [min, max] = lifetime;
     session.lifetime = min + Math.floor(random() * (max - min + 1));
     session.abrupt = random() * 100 < resetPercent;
+    if (session.abrupt) session.lifetime = 1 + Math.floor(random() * min);
   }
   session.on('error', () => {});
 });

@@ -5,6 +5,7 @@
 // twice (issue 10, cases 1 and 2; issue 11, case 1).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <future>
 #include <string>
 #include <vector>
@@ -28,7 +29,9 @@ class NodeHttp2Test : public PeerTestBase, public ::testing::Test {
         *client, calls, 64, [](int) { return Request::Get("/"); },
         std::chrono::seconds(calls / 50 + 30));
     nlohmann::json stats = peer->Stats();
-    SCOPED_TRACE(report.Summary() + "; " + log->Summary() + "; server " + stats.dump());
+    std::string figures = report.Summary() + "; " + log->Summary() + "; server " + stats.dump();
+    std::printf("%s\n", figures.c_str());
+    SCOPED_TRACE(figures);
     EXPECT_EQ(report.calls, calls);
     EXPECT_EQ(report.failed(), 0);
     EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
@@ -65,7 +68,9 @@ TEST_F(NodeHttp2Test, EveryStreamRefusedCostsTheServerAtMost1Point2StreamsPerCal
   constexpr int kCalls = 100;
   LoadReport report = RunInFlight(*client, kCalls, 8, [](int) { return Request::Get("/"); });
   nlohmann::json stats = peer->Stats();
-  SCOPED_TRACE(report.Summary() + "; " + log->Summary() + "; server " + stats.dump());
+  std::string figures = report.Summary() + "; " + log->Summary() + "; server " + stats.dump();
+  std::printf("%s\n", figures.c_str());
+  SCOPED_TRACE(figures);
   EXPECT_EQ(report.calls, kCalls);
   EXPECT_EQ(report.ok, 0);
   EXPECT_LE(stats["streams"].get<double>() / kCalls, 1.2);
@@ -80,7 +85,9 @@ TEST_F(NodeHttp2Test, SomeStreamsRefusedCallsSucceedAndTheBreakerStaysClosed) {
   constexpr int kCalls = 1000;
   LoadReport report = RunInFlight(*client, kCalls, 16, [](int) { return Request::Get("/"); });
   nlohmann::json stats = peer->Stats();
-  SCOPED_TRACE(report.Summary() + "; " + log->Summary() + "; server " + stats.dump());
+  std::string figures = report.Summary() + "; " + log->Summary() + "; server " + stats.dump();
+  std::printf("%s\n", figures.c_str());
+  SCOPED_TRACE(figures);
   EXPECT_EQ(report.calls, kCalls);
   EXPECT_EQ(report.failed(), 0);
   EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
@@ -89,23 +96,29 @@ TEST_F(NodeHttp2Test, SomeStreamsRefusedCallsSucceedAndTheBreakerStaysClosed) {
 }
 
 // A refused stream was not processed, so even a POST without an
-// Idempotency-Key is retried on another stream — and each body is
-// processed exactly once.
+// Idempotency-Key is retried on another stream — as an attempt the client
+// records — and each body is processed exactly once.
 TEST_F(NodeHttp2Test, RefusedPostsAreRetriedAndEachBodyIsProcessedOnce) {
-  StartPeer("h2_server.js", {"--refuse-every=2"});
+  StartPeer("h2_server.js", {"--refuse-every=5"});
   auto client = MakeClient(PaymentsSettings());
-  constexpr int kCalls = 50;
+  constexpr int kCalls = 100;
   LoadReport report = RunInFlight(*client, kCalls, 4, [](int i) {
     return Request::Post("/charges", "charge-" + std::to_string(i));
   });
   nlohmann::json stats = peer->Stats();
-  SCOPED_TRACE(report.Summary() + "; " + log->Summary() + "; server " + stats.dump());
+  std::string figures = report.Summary() + "; " + log->Summary() + "; server " + stats.dump();
+  std::printf("%s\n", figures.c_str());
+  SCOPED_TRACE(figures);
   EXPECT_EQ(report.failed(), 0);
+  EXPECT_EQ(log->attempts(), stats["streams"].get<int>());
+  int processed_once = 0;
   for (int i = 0; i < kCalls; ++i) {
     std::string body = "charge-" + std::to_string(i);
-    ASSERT_TRUE(stats["bodies"].contains(body)) << body << " never processed";
-    EXPECT_EQ(stats["bodies"][body]["received"].get<int>(), 1) << body;
+    if (stats["bodies"].contains(body) && stats["bodies"][body]["received"].get<int>() == 1) {
+      ++processed_once;
+    }
   }
+  EXPECT_EQ(processed_once, kCalls);
 }
 
 // A warm call, then 10 slow calls on the same HTTP/2 connection; the
@@ -130,7 +143,9 @@ class ConnectionLossTest : public NodeHttp2Test, public ::testing::WithParamInte
     report.Add(warm);
     for (auto& call : slow) report.Add(call.get());
     nlohmann::json stats = peer->Stats();
-    SCOPED_TRACE(report.Summary() + "; " + log->Summary() + "; server " + stats.dump());
+    std::string figures = report.Summary() + "; " + log->Summary() + "; server " + stats.dump();
+    std::printf("%s\n", figures.c_str());
+    SCOPED_TRACE(figures);
     ASSERT_EQ(stats["lost"].get<int>(), 1);  // the fault happened
     EXPECT_EQ(report.ok, 11);
     EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);

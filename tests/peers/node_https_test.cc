@@ -7,6 +7,7 @@
 // saw (issue 11, case 1).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "peer_test_support.h"
@@ -59,7 +60,9 @@ TEST_P(NodeHttpsTest, GetDroppedOnAReusedConnectionIsResentOnlyAsARecordedAttemp
   LoadReport report;
   for (int i = 0; i < 6; ++i) report.Add(client->Send(Request::Get("/")));
   nlohmann::json stats = peer->Stats();
-  SCOPED_TRACE(report.Summary() + "; " + log->Summary() + "; server " + stats.dump());
+  std::string figures = report.Summary() + "; " + log->Summary() + "; server " + stats.dump();
+  std::printf("%s\n", figures.c_str());
+  SCOPED_TRACE(figures);
   EXPECT_EQ(report.ok, 6);
   EXPECT_GT(stats["dropped"].get<int>(), 0);
   EXPECT_EQ(stats["requests"].get<int>(), log->attempts());

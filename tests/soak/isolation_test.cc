@@ -29,6 +29,9 @@ constexpr Duration kFewMs = milliseconds(5);
 // How late a call may end after its deadline, whatever its transport does.
 constexpr Duration kDeadlineGrace = milliseconds(50);
 constexpr int kCalls = 300;
+// The hostile client's Timeout: long enough for the healthy calls to be
+// measured while its call is in flight.
+constexpr Duration kHostileTimeout = seconds(2);
 
 class IsolationTest : public ::testing::TestWithParam<const char*> {
  protected:
@@ -43,11 +46,11 @@ class IsolationTest : public ::testing::TestWithParam<const char*> {
     network.Add("payments", 8443, "127.0.0.1", healthy_server->port());
   }
 
-  std::unique_ptr<http::Client> ClientOf(const std::string& name) {
+  std::unique_ptr<http::Client> ClientOf(const std::string& name, Duration timeout) {
     http::Settings s = http::DefaultSettings();
     s.base_url = "https://" + name + ":8443";
     s.tls = http::TlsSettings{.root_pem = ca.pem()};
-    s.timeout = seconds(1);
+    s.timeout = timeout;
     auto client = http::Client::Create(runtime, std::move(s));
     if (!client) throw std::runtime_error(client.error().message());
     return std::move(*client);
@@ -75,7 +78,7 @@ class IsolationTest : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(IsolationTest, AHostileDependencyDelaysNeitherItsDeadlineNorAnotherClient) {
-  auto healthy = ClientOf("payments");
+  auto healthy = ClientOf("payments", seconds(1));
   P99(*healthy, 50);  // warm: connection made, code paged in
   Duration alone = P99(*healthy, kCalls);
 
@@ -84,12 +87,12 @@ TEST_P(IsolationTest, AHostileDependencyDelaysNeitherItsDeadlineNorAnotherClient
   NodePeer hostile_peer("hostile_h2.js",
                         files.Args({std::string("--mode=") + GetParam(), "--flood-ms=5000"}));
   network.Add("hostile", 8443, "127.0.0.1", hostile_peer.port());
-  auto hostile = ClientOf("hostile");
+  auto hostile = ClientOf("hostile", kHostileTimeout);
 
   // Shared: the client's destructor may end the call after this scope.
   auto ended = std::make_shared<std::promise<TimePoint>>();
   auto hostile_end = ended->get_future();
-  TimePoint deadline = SystemClock().Now() + seconds(1);  // the client's Timeout
+  TimePoint deadline = SystemClock().Now() + kHostileTimeout;
   hostile->SendAsync(http::Request::Get("/"), [ended](Result<http::Response>, std::exception_ptr) {
     ended->set_value(SystemClock().Now());
   });
