@@ -62,8 +62,8 @@ server.on('request', (req, res) => {
     if (drop && index > 1 && dropMethods.includes(req.method)) {
       stats.dropped++;
       if (record) record.dropped++;
-      const tcp = tcpByPort.get(port);
-      if (drop === 'reset') tcp.resetAndDestroy();
+      const tcp = tcpByPort.get(port) || req.socket;
+      if (drop === 'reset' && tcp !== req.socket) tcp.resetAndDestroy();
       else tcp.destroy();
       return;
     }

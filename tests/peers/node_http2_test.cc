@@ -49,9 +49,9 @@ TEST_F(NodeHttp2Test, SixtyFourInFlightOnAStockServerLong) {
   SixtyFourInFlight(30000, 1 << 30, {});
 }
 
-// SETTINGS_MAX_CONCURRENT_STREAMS = 16: nghttp2 in Node refuses the streams
-// over it that a client sends before it has read the server's SETTINGS; four
-// connections carry 64.
+// SETTINGS_MAX_CONCURRENT_STREAMS = 16: four connections carry 64 (more
+// calls wait in the client's queue); neither a stream over the limit that
+// the server refuses nor a full connection is a reason for yet another.
 TEST_F(NodeHttp2Test, SixtyFourInFlightWithAStreamLimitOf16) {
   SixtyFourInFlight(3000, 16, {"--max-concurrent-streams=16"});
 }

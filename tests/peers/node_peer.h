@@ -63,6 +63,8 @@ class NodePeer {
   NodePeer& operator=(const NodePeer&) = delete;
 
   std::uint16_t port() const { return port_; }
+  // The child's process id (gone once the NodePeer is).
+  pid_t pid() const { return pid_; }
 
   // The script's counts now (see the script's header for the fields).
   // Throws std::runtime_error if the script does not answer in 10 s.

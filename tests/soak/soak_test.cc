@@ -56,18 +56,27 @@ class SoakTest : public PeerTestBase, public ::testing::Test {
     for (auto& thread : threads) thread.join();
   }
 
-  // This process's descriptors, not counting its live connections to the
-  // peer (a pool of changing size is no leak): the peer counts those. Read
-  // once the count has held still, or after 3 s.
-  int DescriptorsBesideConnections() {
-    int last = -1;
+  // `count()` once it has held still for 100 ms, or after 3 s: connections
+  // and threads take a moment to go once their work is done.
+  template <typename Count>
+  static int Settled(Count count) {
+    int last = count();
     for (int i = 0; i < 30; ++i) {
-      int now = testing::OpenDescriptors() - peer->Stats()["open"].get<int>();
+      SleepUntil(SystemClock(), SystemClock().Now() + std::chrono::milliseconds(100));
+      int now = count();
       if (now == last) return now;
       last = now;
-      SleepUntil(SystemClock(), SystemClock().Now() + std::chrono::milliseconds(100));
     }
     return last;
+  }
+
+  // This process's descriptors, not counting its live connections to the
+  // peer (a pool of changing size is no leak): the peer counts those.
+  int DescriptorsBesideConnections() {
+    return Settled([&] { return testing::OpenDescriptors() - peer->Stats()["open"].get<int>(); });
+  }
+  static int Threads() {
+    return Settled([] { return testing::Threads(); });
   }
 
   void Soak(int calls, bool check_rss) {
@@ -79,7 +88,7 @@ class SoakTest : public PeerTestBase, public ::testing::Test {
     int warmup = std::max(calls / 20, 1000);
     Run(*client, 0, warmup, 0);
     int descriptors = DescriptorsBesideConnections();
-    int threads = testing::Threads();
+    int threads = Threads();
 
     Run(*client, warmup, calls, check_rss ? calls / 100 : 0);
     nlohmann::json stats = peer->Stats();
@@ -95,7 +104,7 @@ class SoakTest : public PeerTestBase, public ::testing::Test {
     EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
     EXPECT_LE(stats["streams"].get<double>() / calls, 1.2);
     EXPECT_EQ(DescriptorsBesideConnections(), descriptors);
-    EXPECT_EQ(testing::Threads(), threads);
+    EXPECT_EQ(Threads(), threads);
     if (check_rss) {
       std::sort(rss.begin(), rss.end());
       std::vector<long> second_half;
