@@ -99,8 +99,10 @@ class SoakTest : public PeerTestBase, public ::testing::Test {
     SCOPED_TRACE(figures);
 
     EXPECT_EQ(report.calls, calls);
-    // A call fails only when every attempt meets a fault: rare.
-    EXPECT_LE(report.failed(), calls / 1000);
+    // Not the bound, a guard of this test's: a call fails only when
+    // each of its attempts meets a fault, which is rare (today's client,
+    // breaker aside: 14 of 20 000).
+    EXPECT_LE(report.failed(), calls / 200);
     EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
     EXPECT_LE(stats["streams"].get<double>() / calls, 1.2);
     EXPECT_EQ(DescriptorsBesideConnections(), descriptors);
