@@ -1,0 +1,77 @@
+// A stock Node HTTP/1.1 server over TLS (https.createServer, keep-alive as
+// Node does by default) that can drop a request on a reused connection: it
+// reads the request whole, records it, then closes or resets the connection
+// without answering. That is the moment a client cannot know whether the
+// request was processed, so a request not safe to repeat must not be sent
+// again.
+//
+//   node h1_server.js --cert=chain.pem --key=key.pem [options]
+//
+// Answers with 200 and a 100-byte body. Options:
+//   --drop=close|reset     drop requests that are not the first on their
+//   --drop-methods=M,M     connection, of these methods (POST): close sends
+//                          FIN, reset sends TCP RST; off by default
+//
+// "stats" on stdin prints: connections, requests, answered, dropped, and
+// bodies ({body: {received, answered, dropped}}) for requests with a body.
+'use strict';
+const fs = require('node:fs');
+const https = require('node:https');
+const {parseArgs, serveControl, ignoreSocketErrors} = require('./peer_common.js');
+
+const args = parseArgs(process.argv.slice(2));
+const body = Buffer.alloc(100, 'x');
+const drop = args.drop || '';
+const dropMethods = (args['drop-methods'] || 'POST').split(',');
+
+const stats = {connections: 0, requests: 0, answered: 0, dropped: 0, bodies: {}};
+
+const server = https.createServer({cert: fs.readFileSync(args.cert), key: fs.readFileSync(args.key)});
+
+// The TCP socket under each TLS connection, found by the client's port, and
+// how many requests each connection has carried.
+const tcpByPort = new Map();
+const requestsByPort = new Map();
+server.on('connection', (tcp) => {
+  const port = tcp.remotePort;
+  stats.connections++;
+  tcpByPort.set(port, tcp);
+  requestsByPort.set(port, 0);
+  tcp.on('close', () => {
+    tcpByPort.delete(port);
+    requestsByPort.delete(port);
+  });
+  ignoreSocketErrors(tcp);
+});
+server.on('tlsClientError', () => {});
+
+server.on('request', (req, res) => {
+  const port = req.socket.remotePort;
+  const index = (requestsByPort.get(port) || 0) + 1;
+  requestsByPort.set(port, index);
+  stats.requests++;
+  const chunks = [];
+  req.on('data', (chunk) => chunks.push(chunk));
+  req.on('end', () => {
+    const text = Buffer.concat(chunks).toString();
+    let record = null;
+    if (text.length > 0) {
+      record = stats.bodies[text] || (stats.bodies[text] = {received: 0, answered: 0, dropped: 0});
+      record.received++;
+    }
+    if (drop && index > 1 && dropMethods.includes(req.method)) {
+      stats.dropped++;
+      if (record) record.dropped++;
+      const tcp = tcpByPort.get(port) || req.socket;
+      if (drop === 'reset' && tcp !== req.socket) tcp.resetAndDestroy();
+      else tcp.destroy();
+      return;
+    }
+    stats.answered++;
+    if (record) record.answered++;
+    res.writeHead(200, {'content-length': body.length});
+    res.end(body);
+  });
+});
+
+server.listen(0, '127.0.0.1', () => serveControl(server.address().port, () => stats));

@@ -1,0 +1,175 @@
+// A stock Node http2 server (http2.createSecureServer: TLS, ALPN h2), with
+// the faults a real deployment produces switched on by flags. Everything on
+// the wire is Node's and nghttp2's own; the script only decides when to
+// answer, refuse a stream or drop a connection.
+//
+//   node h2_server.js --cert=chain.pem --key=key.pem [options]
+//
+// Answers every request with 200 and a body of --body-bytes (100) bytes.
+// Options (all off by default):
+//   --max-concurrent-streams=N  SETTINGS_MAX_CONCURRENT_STREAMS we advertise
+//   --delay-ms=D                /slow always, and --delay-percent of the
+//   --delay-percent=P           other streams, are answered D ms late
+//   --refuse-every=N            every Nth stream (server-wide; 1 = all) is
+//   --refuse-percent=P          refused, or P % at random: RST_STREAM
+//                               REFUSED_STREAM before reading it
+//   --lose-after-streams=N      a connection is lost (see --lose-how) once
+//   --lose-delay-ms=D           its Nth stream has arrived, D ms later, with
+//   --lose-connections=M        its streams open; at most M connections
+//   --lose-how=close|reset      close: FIN without GOAWAY; reset: TCP RST
+//   --drop-post                 a POST is read whole, recorded, then its
+//                               connection is lost without an answer
+//   --lifetime=MIN:MAX          each connection is closed gracefully (GOAWAY,
+//                               open streams finish) after a random number
+//                               of streams in [MIN, MAX]
+//   --reset-percent=P           P % of connections are lost instead (TCP
+//                               RST, streams open) after a random number of
+//                               streams in [1, MIN] (needs --lifetime)
+//   --seed=S                    the random source's seed (1)
+//
+// "stats" on stdin prints: sessions (connections accepted), open (connections
+// open now), streams (handed
+// to the script; streams nghttp2 refuses on its own above
+// SETTINGS_MAX_CONCURRENT_STREAMS never reach it), refused, answered,
+// delayed, lost, closed (gracefully), max_open (most streams open at once
+// on one connection), bodies ({body: {received, answered, dropped}}).
+'use strict';
+const fs = require('node:fs');
+const http2 = require('node:http2');
+const {parseArgs, numberArg, seededRandom, serveControl, ignoreSocketErrors} =
+    require('./peer_common.js');
+
+const args = parseArgs(process.argv.slice(2));
+const body = Buffer.alloc(numberArg(args, 'body-bytes', 100), 'x');
+const delayMs = numberArg(args, 'delay-ms', 0);
+const delayPercent = numberArg(args, 'delay-percent', 0);
+const refuseEvery = numberArg(args, 'refuse-every', 0);
+const refusePercent = numberArg(args, 'refuse-percent', 0);
+const loseAfterStreams = numberArg(args, 'lose-after-streams', 0);
+const loseDelayMs = numberArg(args, 'lose-delay-ms', 0);
+const loseConnections = numberArg(args, 'lose-connections', Infinity);
+const loseHow = args['lose-how'] || 'close';
+const dropPost = args['drop-post'] === 'true';
+const lifetime = args.lifetime ? args.lifetime.split(':').map(Number) : null;
+const resetPercent = numberArg(args, 'reset-percent', 0);
+const random = seededRandom(numberArg(args, 'seed', 1));
+
+const settings = {};
+if (args['max-concurrent-streams'] !== undefined) {
+  settings.maxConcurrentStreams = numberArg(args, 'max-concurrent-streams');
+}
+
+const stats = {sessions: 0, open: 0, streams: 0, refused: 0, answered: 0, delayed: 0, lost: 0, closed: 0,
+               max_open: 0, bodies: {}};
+
+const server = http2.createSecureServer(
+    {cert: fs.readFileSync(args.cert), key: fs.readFileSync(args.key), settings});
+
+// session.socket is a proxy that refuses destroy(); a lost connection is
+// made on the TCP socket underneath, found by the client's port.
+const tcpByPort = new Map();
+server.on('connection', (tcp) => {
+  const port = tcp.remotePort;
+  tcpByPort.set(port, tcp);
+  tcp.on('close', () => tcpByPort.delete(port));
+  ignoreSocketErrors(tcp);
+});
+
+// Drops a connection as a crash or a load balancer would: no GOAWAY.
+function lose(session) {
+  if (session.lost || session.destroyed) return;
+  session.lost = true;
+  stats.lost++;
+  const tcp = tcpByPort.get(session.socket.remotePort);
+  if (!tcp) return session.destroy();
+  if (loseHow === 'reset') tcp.resetAndDestroy();
+  else tcp.destroy();
+}
+
+server.on('session', (session) => {
+  stats.sessions++;
+  stats.open++;
+  session.on('close', () => stats.open--);
+  session.streamCount = 0;
+  session.open = 0;
+  if (lifetime) {
+    const [min, max] = lifetime;
+    session.lifetime = min + Math.floor(random() * (max - min + 1));
+    session.abrupt = random() * 100 < resetPercent;
+    if (session.abrupt) session.lifetime = 1 + Math.floor(random() * min);
+  }
+  session.on('error', () => {});
+});
+
+function answer(stream) {
+  if (stream.destroyed || stream.closed) return;
+  stream.respond({':status': 200, 'content-length': body.length});
+  stream.end(body);
+  stats.answered++;
+}
+
+server.on('stream', (stream, headers) => {
+  const session = stream.session;
+  stats.streams++;
+  session.streamCount++;
+  stream.on('error', () => {});
+
+  // What happens to the connection once this stream has arrived.
+  if (loseAfterStreams > 0 && session.streamCount === loseAfterStreams &&
+      stats.lost < loseConnections) {
+    setTimeout(() => lose(session), loseDelayMs);
+  }
+  if (lifetime && session.streamCount === session.lifetime) {
+    if (session.abrupt) {
+      setImmediate(() => lose(session));
+    } else {
+      stats.closed++;
+      session.close();
+    }
+  }
+
+  // A refusal comes before anything of the request is read: nothing processed.
+  const refuse = (refuseEvery > 0 && stats.streams % refuseEvery === 0) ||
+                 (refusePercent > 0 && random() * 100 < refusePercent);
+  if (refuse) {
+    stats.refused++;
+    stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+    return;
+  }
+
+  session.open++;
+  stats.max_open = Math.max(stats.max_open, session.open);
+  stream.on('close', () => session.open--);
+
+  const method = headers[':method'];
+  const path = headers[':path'];
+  const chunks = [];
+  stream.on('data', (chunk) => chunks.push(chunk));
+  stream.on('end', () => {
+    let record = null;
+    if (method === 'POST') {
+      const text = Buffer.concat(chunks).toString();
+      record = stats.bodies[text] || (stats.bodies[text] = {received: 0, answered: 0, dropped: 0});
+      record.received++;
+      if (dropPost) {
+        record.dropped++;
+        lose(session);
+        return;
+      }
+    }
+    const delayed = path === '/slow' ? delayMs > 0 :
+                                       delayPercent > 0 && random() * 100 < delayPercent;
+    const finish = () => {
+      if (record && !stream.destroyed) record.answered++;
+      answer(stream);
+    };
+    if (delayed) {
+      stats.delayed++;
+      setTimeout(finish, delayMs);
+    } else {
+      finish();
+    }
+  });
+});
+
+server.listen(0, '127.0.0.1', () => serveControl(server.address().port, () => stats));

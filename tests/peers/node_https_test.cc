@@ -1,0 +1,74 @@
+// The client against Node 20's own HTTP/1.1 server over TLS
+// (tests/peers/h1_server.js), keep-alive as Node does it. The server reads a
+// request on a reused connection whole, then closes or resets the
+// connection without answering: the client cannot know whether it was
+// processed. A request not safe to repeat is written at most once, and every
+// write of a request is an attempt the retry layer decided and on_attempt
+// saw (issue 11, case 1).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "peer_test_support.h"
+
+namespace outbound::peers {
+namespace {
+
+using http::Request;
+
+class NodeHttpsTest : public PeerTestBase, public ::testing::TestWithParam<const char*> {
+ protected:
+  std::unique_ptr<http::Client> DroppingServerAndClient(const std::string& methods) {
+    StartPeer("h1_server.js", {std::string("--drop=") + GetParam(), "--drop-methods=" + methods});
+    http::Settings settings = PaymentsSettings();
+    // Every dropped request is a failure: the wire is under test, not the breaker.
+    settings.breaker_policy = NeverTrips();
+    return MakeClient(settings);
+  }
+};
+
+// A warm GET leaves a kept-alive connection in the pool; the POST then goes
+// on it and is dropped. Six times: each body reaches the server at most
+// once, and a call the server never answered fails with a transport error.
+TEST_P(NodeHttpsTest, PostDroppedOnAReusedConnectionIsNotSentAgain) {
+  auto client = DroppingServerAndClient("POST");
+  for (int i = 0; i < 6; ++i) {
+    auto warm = client->Send(Request::Get("/warm"));
+    ASSERT_TRUE(warm && warm->status == 200);
+    std::string body = "charge-" + std::to_string(i);
+    auto response = client->Send(Request::Post("/charges", body));
+    nlohmann::json stats = peer->Stats();
+    nlohmann::json record = stats["bodies"][body];
+    SCOPED_TRACE(body + "; " + log->Summary() + "; server " + stats.dump());
+    EXPECT_EQ(record["received"].get<int>(), 1);
+    if (record["answered"].get<int>() == 0) {
+      ASSERT_FALSE(response) << "status " << response->status << " for a request never answered";
+      EXPECT_EQ(response.error().kind(), ErrorKind::kTransport) << response.error().message();
+    }
+  }
+  // The scenario happened: POSTs went on reused connections and were dropped.
+  EXPECT_GT(peer->Stats()["dropped"].get<int>(), 0);
+}
+
+// A GET is safe to repeat, so it may be sent again — but only as an attempt
+// the retry layer decided: the server sees exactly the attempts on_attempt
+// saw (libcurl's own silent resend doubles them today), and every call
+// succeeds on a fresh connection.
+TEST_P(NodeHttpsTest, GetDroppedOnAReusedConnectionIsResentOnlyAsARecordedAttempt) {
+  auto client = DroppingServerAndClient("GET");
+  LoadReport report;
+  for (int i = 0; i < 6; ++i) report.Add(client->Send(Request::Get("/")));
+  nlohmann::json stats = peer->Stats();
+  std::string figures = report.Summary() + "; " + log->Summary() + "; server " + stats.dump();
+  std::printf("%s\n", figures.c_str());
+  SCOPED_TRACE(figures);
+  EXPECT_EQ(report.ok, 6);
+  EXPECT_GT(stats["dropped"].get<int>(), 0);
+  EXPECT_EQ(stats["requests"].get<int>(), log->attempts());
+}
+
+INSTANTIATE_TEST_SUITE_P(Peers, NodeHttpsTest, ::testing::Values("close", "reset"), PeerParamName);
+
+}  // namespace
+}  // namespace outbound::peers

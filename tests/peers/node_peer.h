@@ -1,0 +1,87 @@
+// A server nobody here wrote, run for one test: `node <script> args...` as a
+// child process (the scripts are beside this file). The script prints the
+// port it listens on; the test reads counts from it over the same control
+// channel (its stdin and stdout, never the wire under test).
+//
+//   testing::TestCA ca;
+//   PeerFiles files(ca.IssueServer({"payments"}));
+//   NodePeer peer("h2_server.js", files.Args({"--refuse-every=2"}));
+//   network.Add("payments", 8443, "127.0.0.1", peer.port());
+//   ...
+//   EXPECT_LE(peer.Stats()["streams"].get<int>(), 12);
+//
+// Node is required: when `node` is not on PATH (or $OUTBOUND_NODE), the
+// constructor throws, so the test fails loudly rather than skipping. On
+// Debian, Node comes from the package `nodejs` (these scripts need 18 or
+// later; they are written against 20).
+//
+// The destructor kills and reaps the child and closes the channel: no
+// process or descriptor outlives the object. If the test process dies
+// instead, the child sees its stdin end and exits on its own.
+//
+// Not thread-safe: one thread uses a NodePeer.
+#ifndef OUTBOUND_TESTS_PEERS_NODE_PEER_H_
+#define OUTBOUND_TESTS_PEERS_NODE_PEER_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "outbound/testing/test_ca.h"
+
+namespace outbound::peers {
+
+// A server certificate written to files for a script: removed, with their
+// directory, when the object goes.
+class PeerFiles {
+ public:
+  explicit PeerFiles(const testing::Certificate& certificate);
+  ~PeerFiles();
+  PeerFiles(const PeerFiles&) = delete;
+  PeerFiles& operator=(const PeerFiles&) = delete;
+
+  // `--cert=... --key=...` followed by `more`.
+  std::vector<std::string> Args(std::vector<std::string> more = {}) const;
+
+ private:
+  std::string dir_;
+  std::string cert_file_;
+  std::string key_file_;
+};
+
+class NodePeer {
+ public:
+  // Starts `node <tests/peers>/<script> args...` and waits (10 s at most)
+  // for the port it prints. Throws std::runtime_error when node cannot be
+  // found or started, or the script exits or prints no port.
+  NodePeer(const std::string& script, const std::vector<std::string>& args);
+  ~NodePeer();
+  NodePeer(const NodePeer&) = delete;
+  NodePeer& operator=(const NodePeer&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  // The child's process id (gone once the NodePeer is).
+  pid_t pid() const { return pid_; }
+
+  // The script's counts now (see the script's header for the fields).
+  // Throws std::runtime_error if the script does not answer in 10 s.
+  nlohmann::json Stats();
+
+ private:
+  // Kills and reaps the child, closes the channel. Idempotent.
+  void Stop();
+  // One line from the child, without its newline.
+  std::string ReadLine();
+
+  pid_t pid_ = -1;
+  int channel_ = -1;  // our end of a socket pair: the child's stdin and stdout
+  std::string buffered_;
+  std::uint16_t port_ = 0;
+};
+
+}  // namespace outbound::peers
+
+#endif  // OUTBOUND_TESTS_PEERS_NODE_PEER_H_

@@ -1,0 +1,67 @@
+// What every peer script shares: its command line, a seeded random source,
+// and the control channel to the test that started it.
+//
+// The control channel is the process's own stdin and stdout, never the wire
+// under test, so asking for counts changes none of them:
+//   - once listening, the peer prints one line: {"port": 41234}
+//   - for each line "stats" read on stdin it prints one JSON line of counts;
+//   - when stdin ends (the test destroyed its handle, or died) the peer exits,
+//     so a crashed test never leaves a server behind.
+'use strict';
+
+// --name=value arguments as {name: value}; a bare --name is "true".
+function parseArgs(argv) {
+  const args = {};
+  for (const arg of argv) {
+    const m = /^--([^=]+)(?:=(.*))?$/.exec(arg);
+    if (!m) throw new Error(`bad argument ${arg}: expected --name=value`);
+    args[m[1]] = m[2] === undefined ? 'true' : m[2];
+  }
+  return args;
+}
+
+// A number argument, or `fallback` when absent.
+function numberArg(args, name, fallback) {
+  if (args[name] === undefined) return fallback;
+  const n = Number(args[name]);
+  if (!Number.isFinite(n)) throw new Error(`--${name} must be a number`);
+  return n;
+}
+
+// mulberry32: a small seeded generator, so a failing run can be repeated
+// with the same --seed.
+function seededRandom(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// Prints the port, then answers "stats" lines with stats() as JSON.
+function serveControl(port, stats) {
+  process.stdout.write(JSON.stringify({port}) + '\n');
+  let pending = '';
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', (chunk) => {
+    pending += chunk;
+    let newline;
+    while ((newline = pending.indexOf('\n')) >= 0) {
+      const line = pending.slice(0, newline).trim();
+      pending = pending.slice(newline + 1);
+      if (line === 'stats') process.stdout.write(JSON.stringify(stats()) + '\n');
+    }
+  });
+  process.stdin.on('end', () => process.exit(0));
+}
+
+// A write error on a socket the peer is tearing down is expected; anything
+// else is a bug in the script and ends it loudly.
+function ignoreSocketErrors(emitter) {
+  emitter.on('error', () => {});
+}
+
+module.exports = {parseArgs, numberArg, seededRandom, serveControl, ignoreSocketErrors};
