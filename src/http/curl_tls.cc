@@ -70,6 +70,10 @@ CURLcode CurlTls::OnSslContext(CURL*, void* ssl_ctx, void* self) {
   // libcurl sets a key-log callback when SSLKEYLOGFILE is in the
   // environment; a library must not write session secrets anywhere.
   SSL_CTX_set_keylog_callback(ctx, nullptr);
+  // The versions are the client's: TLS 1.2 up to the newest, whatever a
+  // configuration file made the default.
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_max_proto_version(ctx, 0);
   // Whatever libcurl loaded (its compiled-in CA path, OpenSSL's defaults),
   // the given roots replace it: only they are trusted.
   if (tls.roots_ != nullptr) SSL_CTX_set1_cert_store(ctx, StoreOf(tls.roots_));

@@ -1,21 +1,35 @@
 #include "outbound/testing/network_map.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace outbound::testing {
+namespace {
+
+// Host names compare without regard to case (RFC 3986 §3.2.2).
+std::string Lower(std::string_view host) {
+  std::string lower(host);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower;
+}
+
+}  // namespace
 
 void NetworkMap::Add(const std::string& host, std::uint16_t port, const std::string& address,
                      std::uint16_t to_port) {
   std::lock_guard lock(mu_);
-  routes_[{host, port}] = {address, to_port};
+  routes_[{Lower(host), port}] = {address, to_port};
 }
 
 void NetworkMap::Remove(const std::string& host, std::uint16_t port) {
   std::lock_guard lock(mu_);
-  routes_.erase({host, port});
+  routes_.erase({Lower(host), port});
 }
 
 Route NetworkMap::Resolve(std::string_view host, std::uint16_t port) const {
   std::lock_guard lock(mu_);
-  auto it = routes_.find({std::string(host), port});
+  auto it = routes_.find({Lower(host), port});
   if (it == routes_.end()) return Route{Route::Kind::kUnreachable, "", 0};
   return Route{Route::Kind::kEndpoint, it->second.first, it->second.second};
 }

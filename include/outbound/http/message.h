@@ -35,8 +35,12 @@ struct Request {
   // An absolute URL on the client's origin, or a path ("/charges/1") that
   // the client joins onto its origin.
   std::string url;
-  // Names and values are sent as given; a CR, LF or NUL in either fails the
-  // call with kInvalidRequest before anything is sent.
+  // Sent as given, but for the space and tabs around a value (trimmed, RFC
+  // 9110 §5.5). The call fails with kInvalidRequest, before anything is
+  // dialled, for a name that is not a token, a value holding a control
+  // character (0x00-0x1F but HTAB, or 0x7F), and the headers the client
+  // writes itself: Host, Content-Length, Transfer-Encoding, Connection,
+  // Keep-Alive, Upgrade, TE, HTTP2-Settings, Proxy-* and pseudo-headers.
   Headers headers;
   std::string body;
   // False for a body the caller cannot produce twice (read from a stream it
