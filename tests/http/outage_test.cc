@@ -167,6 +167,12 @@ TEST_F(OutageTest, AttemptTimeoutRunsFromHandOverAndQueuedAttemptsAreNotFailures
 // Case 5: this process out of file descriptors is not the dependency's
 // failure: its own kind, not retried, not counted by the breaker.
 TEST_F(OutageTest, RunningOutOfDescriptorsIsThisProcesssFailureNotTheDependencys) {
+#if defined(__SANITIZE_ADDRESS__)
+  // UBSan's vptr check probes memory through a pipe of its own; with no
+  // descriptor left it reports every virtual call as invalid. The normal
+  // build and TSan run this case.
+  GTEST_SKIP() << "not meaningful under ASan/UBSan: the sanitizer needs descriptors";
+#endif
   Serve([](const ServerRequest&) { return Reply::Ok(); });
   Settings settings = PaymentsSettings();
   settings.breaker_policy.trip = [](const circuit::Counts& c) { return c.failures >= 1; };
