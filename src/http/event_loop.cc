@@ -10,14 +10,6 @@
 
 namespace outbound::http::internal {
 
-std::shared_ptr<EventLoop> EventLoop::Shared() {
-  // Started on first use and kept for the life of the process (never
-  // destroyed, so no client outlives it at exit): one thread however many
-  // clients come and go.
-  static auto* loop = new std::shared_ptr<EventLoop>(std::make_shared<EventLoop>());
-  return *loop;
-}
-
 EventLoop::EventLoop() {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

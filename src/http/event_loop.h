@@ -1,7 +1,7 @@
-// The one thread that drives every client's transfers: an epoll loop that
-// runs libcurl's multi socket interface for each client, and whatever is
-// posted to it. Shared by all clients, so threads do not grow with clients
-// or calls. Internal.
+// The thread that drives one client's transfers: an epoll loop that runs
+// that client's libcurl multi socket interface, and whatever is posted to
+// it. One per client, so a dependency that keeps its transport busy cannot
+// delay another client's calls; threads never grow with calls. Internal.
 #ifndef OUTBOUND_SRC_HTTP_EVENT_LOOP_H_
 #define OUTBOUND_SRC_HTTP_EVENT_LOOP_H_
 
@@ -21,9 +21,6 @@ namespace outbound::http::internal {
 
 class EventLoop {
  public:
-  // The process's loop, started on first use, kept until the process ends.
-  static std::shared_ptr<EventLoop> Shared();
-
   EventLoop();
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;

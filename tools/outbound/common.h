@@ -18,19 +18,19 @@ namespace outbound::tool {
 // Exit codes, like curl's where curl has one.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUsage = 2;
-inline constexpr int kExitInvalidRequest = 3;   // curl: URL malformed
-inline constexpr int kExitTransport = 7;        // curl: failed to connect
-inline constexpr int kExitInvalidResponse = 8;  // curl: weird server reply
-inline constexpr int kExitHttpError = 22;       // curl --fail: status >= 400
-inline constexpr int kExitLocalResource = 27;   // curl: out of memory
-inline constexpr int kExitDeadline = 28;        // curl: operation timed out
-inline constexpr int kExitCancelled = 42;       // curl: aborted by callback
-inline constexpr int kExitTlsUntrusted = 60;    // curl: peer certificate not trusted
-inline constexpr int kExitTooLarge = 63;        // curl: maximum file size exceeded
-inline constexpr int kExitTooManyRedirects = 47; // curl: too many redirects
-inline constexpr int kExitRejected = 69;        // EX_UNAVAILABLE: the breaker is open
-inline constexpr int kExitOriginRefused = 76;   // EX_PROTOCOL: another origin
-inline constexpr int kExitConfig = 78;          // EX_CONFIG: bad settings
+inline constexpr int kExitInvalidRequest = 3;     // curl: URL malformed
+inline constexpr int kExitTransport = 7;          // curl: failed to connect
+inline constexpr int kExitInvalidResponse = 8;    // curl: weird server reply
+inline constexpr int kExitHttpError = 22;         // curl --fail: status >= 400
+inline constexpr int kExitLocalResource = 27;     // curl: out of memory
+inline constexpr int kExitDeadline = 28;          // curl: operation timed out
+inline constexpr int kExitCancelled = 42;         // curl: aborted by callback
+inline constexpr int kExitTlsUntrusted = 60;      // curl: peer certificate not trusted
+inline constexpr int kExitTooLarge = 63;          // curl: maximum file size exceeded
+inline constexpr int kExitTooManyRedirects = 47;  // curl: too many redirects
+inline constexpr int kExitRejected = 69;          // EX_UNAVAILABLE: the breaker is open
+inline constexpr int kExitOriginRefused = 76;     // EX_PROTOCOL: another origin
+inline constexpr int kExitConfig = 78;            // EX_CONFIG: bad settings
 
 int ExitCodeFor(ErrorKind kind);
 
