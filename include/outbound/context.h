@@ -1,7 +1,8 @@
 // outbound/context.h
 //
-// What one call carries besides its request: a deadline and a way for the
-// caller to give up. (Trace context and baggage join it with telemetry.)
+// What one call carries besides its request: a deadline, a way for the
+// caller to give up, and the caller's trace context and baggage, which
+// every attempt passes on to the dependency (`traceparent`, `baggage`).
 //
 //   CancelSource cancel;
 //   Context ctx{.deadline = clock.Now() + 2s, .cancel = cancel.token()};
@@ -17,6 +18,8 @@
 #include <vector>
 
 #include "outbound/clock.h"
+#include "outbound/telemetry/propagation.h"
+#include "outbound/telemetry/trace.h"
 
 namespace outbound {
 
@@ -57,6 +60,11 @@ struct Context {
   std::optional<TimePoint> deadline;
   // From a CancelSource; null means the caller never cancels.
   std::shared_ptr<internal::CancelState> cancel;
+  // The caller's span (e.g. its server span for the request being served):
+  // every attempt's span is its child. Invalid (the default): a new trace.
+  telemetry::SpanContext trace;
+  // Passed on to the dependency in each attempt's `baggage` header.
+  telemetry::Baggage baggage;
 };
 
 }  // namespace outbound

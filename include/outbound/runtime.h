@@ -1,9 +1,10 @@
 // outbound/runtime.h
 //
 // What a client takes from its process: the clock every wait runs on, the
-// network names are dialled through, and the randomness behind jitter. The
-// defaults are the process's own; a test swaps in a ManualClock and a
-// NetworkMap. Everything a Runtime points to must outlive the clients built
+// network names are dialled through, the randomness behind jitter, and the
+// telemetry it reports through (none by default). The defaults are the
+// process's own; a test swaps in a ManualClock, a NetworkMap and an
+// InMemoryTelemetry. Everything a Runtime points to must outlive the clients built
 // with it.
 //
 //   testing::ManualClock clock;
@@ -16,6 +17,7 @@
 #include "outbound/clock.h"
 #include "outbound/network.h"
 #include "outbound/random.h"
+#include "outbound/telemetry/telemetry.h"
 
 namespace outbound {
 
@@ -23,6 +25,7 @@ struct Runtime {
   Clock* clock = &SystemClock();
   const Network* network = &OsNetwork();
   Random* random = &DefaultRandom();
+  telemetry::Telemetry telemetry;
 };
 
 }  // namespace outbound

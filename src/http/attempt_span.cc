@@ -1,5 +1,7 @@
-// The attempt span: one record per attempt, rejected ones included, with
-// its duration on the client's clock. Telemetry's client span goes here.
+// The attempt span: one record, one CLIENT span and one duration data point
+// per attempt, rejected ones included, timed on the client's clock. The span
+// starts above the breaker, so a rejection has its span too, and ends when
+// the attempt's body has been read.
 #include "layers.h"
 
 namespace outbound::http::internal {
@@ -7,10 +9,11 @@ namespace {
 
 class AttemptSpan final : public AttemptLayer {
  public:
-  AttemptSpan(std::unique_ptr<AttemptLayer> next, Clock& clock)
-      : next_(std::move(next)), clock_(clock) {}
+  AttemptSpan(std::unique_ptr<AttemptLayer> next, Clock& clock, const ClientTelemetry& telemetry)
+      : next_(std::move(next)), clock_(clock), telemetry_(telemetry) {}
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
+    telemetry_.AttemptStarted(*attempt);
     attempt->Enter(*this);
     next_->Start(attempt);
   }
@@ -20,23 +23,29 @@ class AttemptSpan final : public AttemptLayer {
     record.attempt = attempt.number;
     record.resend_count = attempt.resend_count;
     record.duration = clock_.Now() - attempt.started;
+    const telemetry::SpanContext& trace = attempt.trace_context();
+    record.trace_id = trace.trace_id;
+    record.span_id = trace.span_id;
     if (outcome.result) {
       record.status = outcome.result->status;
     } else {
       record.error = outcome.result.error().kind();
       record.error_message = outcome.result.error().message();
     }
+    telemetry_.AttemptEnded(attempt, outcome);
   }
 
  private:
   std::unique_ptr<AttemptLayer> next_;
   Clock& clock_;
+  const ClientTelemetry& telemetry_;
 };
 
 }  // namespace
 
-std::unique_ptr<AttemptLayer> MakeAttemptSpan(std::unique_ptr<AttemptLayer> next, Clock& clock) {
-  return std::make_unique<AttemptSpan>(std::move(next), clock);
+std::unique_ptr<AttemptLayer> MakeAttemptSpan(std::unique_ptr<AttemptLayer> next, Clock& clock,
+                                              const ClientTelemetry& telemetry) {
+  return std::make_unique<AttemptSpan>(std::move(next), clock, telemetry);
 }
 
 }  // namespace outbound::http::internal

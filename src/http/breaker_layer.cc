@@ -11,13 +11,19 @@ namespace {
 class BreakerLayer final : public AttemptLayer {
  public:
   BreakerLayer(std::unique_ptr<AttemptLayer> next, circuit::Breaker& breaker, Classify classify,
-               Clock& clock)
-      : next_(std::move(next)), breaker_(breaker), classify_(std::move(classify)), clock_(clock) {}
+               Clock& clock, const ClientTelemetry& telemetry)
+      : next_(std::move(next)),
+        breaker_(breaker),
+        classify_(std::move(classify)),
+        clock_(clock),
+        telemetry_(telemetry) {}
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
     try {
+      CauseScope cause(&attempt->trace_context());
       auto admitted = breaker_.Allow(attempt->started);
       if (!admitted) {
+        telemetry_.BreakerCounted("rejected");
         attempt->Complete(Rejected(admitted.error().retry_after));
         return;
       }
@@ -41,6 +47,9 @@ class BreakerLayer final : public AttemptLayer {
     outcome.rejected = !outcome.result && outcome.result.error().kind() == ErrorKind::kRejected;
     try {
       outcome.classification = Decide(attempt, outcome);
+      telemetry_.BreakerCounted(
+          outcome.rejected ? "rejected" : circuit::ToString(outcome.classification->breaker));
+      CauseScope cause(&attempt.trace_context());
       attempt.ticket->Settle(outcome.classification->breaker, clock_.Now());
     } catch (...) {
       // The user's classify or policy threw: the slot is freed now (an
@@ -110,6 +119,7 @@ class BreakerLayer final : public AttemptLayer {
   circuit::Breaker& breaker_;
   Classify classify_;
   Clock& clock_;
+  const ClientTelemetry& telemetry_;
   // The connections whose loss was counted lately (a few suffice: the
   // attempts a connection takes down end together).
   std::mutex lost_mu_;
@@ -121,8 +131,9 @@ class BreakerLayer final : public AttemptLayer {
 
 std::unique_ptr<AttemptLayer> MakeBreakerLayer(std::unique_ptr<AttemptLayer> next,
                                                circuit::Breaker& breaker, Classify classify,
-                                               Clock& clock) {
-  return std::make_unique<BreakerLayer>(std::move(next), breaker, std::move(classify), clock);
+                                               Clock& clock, const ClientTelemetry& telemetry) {
+  return std::make_unique<BreakerLayer>(std::move(next), breaker, std::move(classify), clock,
+                                        telemetry);
 }
 
 }  // namespace outbound::http::internal

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <vector>
 
+#include "client_telemetry.h"
 #include "curl_transport.h"
 #include "event_loop.h"
 #include "layers.h"
@@ -41,6 +42,8 @@ struct Client::Impl {
   retry::Budget budget;
   retry::Retrier retrier;
   circuit::Breaker breaker;
+  // After the breaker and budget its gauges read, so it goes first.
+  internal::ClientTelemetry telemetry;
   // Every call's deadline; timeouts of one length, so in order.
   outbound::internal::TimeoutList deadlines;
   // The client's own event loop: its transfers, and the callbacks of calls
@@ -85,8 +88,25 @@ struct Client::Impl {
         retrier(retry::Policy{settings.max_attempts,
                               retry::Exponential(settings.backoff_base, settings.backoff_max)},
                 budget),
-        breaker(settings.breaker, settings.breaker_policy, settings.on_breaker_transition),
-        deadlines(*runtime.clock) {}
+        breaker(settings.breaker, settings.breaker_policy,
+                [this](const circuit::Transition& transition) { Transitioned(transition); }),
+        telemetry(runtime.telemetry, origin, *runtime.clock),
+        deadlines(*runtime.clock) {
+    telemetry.Observe(breaker, budget);
+  }
+
+  void Transitioned(const circuit::Transition& transition) {
+    telemetry.BreakerTransition(transition, internal::CauseScope::current());
+    for (const auto& observer : settings.observers) observer->OnBreakerTransition(transition);
+  }
+
+  // Each attempt's record, for the observers; null when there are none.
+  std::function<void(const AttemptRecord&)> AttemptObservers() {
+    if (settings.observers.empty()) return nullptr;
+    return [this](const AttemptRecord& record) {
+      for (const auto& observer : settings.observers) observer->OnAttempt(record);
+    };
+  }
 };
 
 Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings settings) {
@@ -102,10 +122,11 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   attempt = internal::MakeAttemptTimeout(std::move(attempt), *c.runtime.clock,
                                          c.settings.attempt_timeout);
   attempt = internal::MakeBreakerLayer(std::move(attempt), c.breaker, c.settings.classify,
-                                       *c.runtime.clock);
-  attempt = internal::MakeAttemptSpan(std::move(attempt), *c.runtime.clock);
+                                       *c.runtime.clock, c.telemetry);
+  attempt = internal::MakeAttemptSpan(std::move(attempt), *c.runtime.clock, c.telemetry);
   std::unique_ptr<internal::CallLayer> call = internal::MakeRetryLoop(
-      std::move(attempt), {&c.retrier, c.runtime.clock, c.runtime.random, c.settings.on_attempt});
+      std::move(attempt),
+      {&c.retrier, c.runtime.clock, c.runtime.random, c.AttemptObservers(), &c.telemetry});
   call = internal::MakeRedirects(std::move(call), c.origin);
   c.calls = std::move(call);
   c.pool->CountCallsWith(c.live_count);
@@ -184,6 +205,10 @@ void Client::SendAsync(Request request, Callback done) {
   }
   auto call = std::make_shared<LiveCall>(deadline, request.context.cancel, std::move(done),
                                          std::move(*checked));
+  call->parent = std::move(request.context.trace);
+  if (!request.context.baggage.empty()) {
+    call->baggage = telemetry::FormatBaggage(request.context.baggage);
+  }
   // Shares the call's ownership: a cycle, broken when the call ends.
   call->request = std::shared_ptr<const CallRequest>(call, &call->first_request);
   // The layers hold the call until this runs: a plain pointer is enough.

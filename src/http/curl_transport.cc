@@ -404,7 +404,9 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
     const std::string& method = request.method;
     const std::string& body = request.body;
     bool has_body = !body.empty() || method == "POST" || method == "PUT" || method == "PATCH";
-    bool plain_get = method == "GET" && !has_body && request.headers.empty();
+    const Headers& trace_headers = t.attempt->trace_headers;
+    bool plain_get =
+        method == "GET" && !has_body && request.headers.empty() && trace_headers.empty();
     if (plain_get && t.plain_get) return;  // the handle is set for this already
     t.plain_get = plain_get;
 
@@ -422,7 +424,17 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
     }
     curl_slist* headers = nullptr;
     bool has_expect = false, has_content_type = false;
+    auto replaced = [&](const std::string& name) {
+      for (const auto& trace_header : trace_headers) {
+        if (SameHeaderName(name, trace_header.first)) return true;
+      }
+      return false;
+    };
+    for (const auto& [name, value] : trace_headers) {
+      headers = curl_slist_append(headers, (name + ": " + value).c_str());
+    }
     for (const auto& [name, value] : request.headers) {
+      if (!trace_headers.empty() && replaced(name)) continue;
       std::string line = value.empty() ? name + ";" : name + ": " + value;
       headers = curl_slist_append(headers, line.c_str());
       has_expect |= SameHeaderName(name, "Expect");

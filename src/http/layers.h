@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 
+#include "client_telemetry.h"
 #include "origin.h"
 #include "outbound/circuit/breaker.h"
 #include "outbound/context.h"
@@ -28,6 +29,7 @@
 #include "outbound/internal/timeout_list.h"
 #include "outbound/random.h"
 #include "outbound/retry/retrier.h"
+#include "outbound/telemetry/telemetry.h"
 
 namespace outbound::http::internal {
 
@@ -102,6 +104,11 @@ class CallState : public std::enable_shared_from_this<CallState> {
   std::function<void(CallOutcome&&)> done;
   // Redirects: the redirects followed so far.
   int redirects = 0;
+
+  // The caller's trace context (invalid when none): each attempt's span is
+  // its child. And the caller's baggage as a header value ("" when none).
+  telemetry::SpanContext parent;
+  std::string baggage;
 
   // A layer passes the call's request down: its Finish will see the outcome.
   void Enter(CallLayer& layer);
@@ -206,6 +213,16 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   // the attempt is failed as rejected and nothing is sent. Set by the
   // breaker layer; empty means always.
   std::function<bool()> still_admitted;
+  // AttemptSpan: the attempt's span while it is recorded (null when tracing
+  // is off), and the trace context headers the transport sends with it
+  // (`traceparent`, `tracestate`, `baggage`), each in place of the request's
+  // own header of that name.
+  std::unique_ptr<telemetry::Span> span;
+  Headers trace_headers;
+  // The trace context this attempt runs in: its span's, or the caller's.
+  const telemetry::SpanContext& trace_context() const {
+    return span != nullptr ? span->context() : call->parent;
+  }
 
   // A layer passes the attempt down: its Finish will see the outcome.
   void Enter(AttemptLayer& layer);
@@ -325,18 +342,21 @@ std::unique_ptr<AttemptLayer> MakeAttemptTimeout(std::unique_ptr<AttemptLayer> n
 // `classify`) and settles the breaker's ticket with it.
 std::unique_ptr<AttemptLayer> MakeBreakerLayer(std::unique_ptr<AttemptLayer> next,
                                                circuit::Breaker& breaker, Classify classify,
-                                               Clock& clock);
+                                               Clock& clock, const ClientTelemetry& telemetry);
 
-// Times each attempt and fills its record (the seam telemetry's client span
-// will use).
-std::unique_ptr<AttemptLayer> MakeAttemptSpan(std::unique_ptr<AttemptLayer> next, Clock& clock);
+// Times each attempt and fills its record; records its span and metrics
+// through `telemetry`, which outlives the layer.
+std::unique_ptr<AttemptLayer> MakeAttemptSpan(std::unique_ptr<AttemptLayer> next, Clock& clock,
+                                              const ClientTelemetry& telemetry);
 
 // The attempts of one request: retried while safe, allowed and worth it.
 struct RetryLoopOptions {
   const retry::Retrier* retrier;
   Clock* clock;
   Random* random;
+  // Told of every attempt's record as the loop decides what follows it.
   std::function<void(const AttemptRecord&)> on_attempt;
+  const ClientTelemetry* telemetry;
 };
 std::unique_ptr<CallLayer> MakeRetryLoop(std::unique_ptr<AttemptLayer> next,
                                          RetryLoopOptions options);

@@ -95,6 +95,7 @@ class RetryingRequest final : public AttemptOwner,
     } else {
       decided = retry::DecisionKind::kStopped;  // a rejection is never retried at once
     }
+    if (decided) options_.telemetry->RetryDecided(*decided);
     if (options_.on_attempt) {
       outcome.record.decision = decided;
       outcome.record.method = request_->method;

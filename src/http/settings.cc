@@ -105,6 +105,10 @@ Result<void> Validate(const Settings& s) {
   if (!s.classify) problems.push_back("Settings.classify must be set");
   if (!s.breaker_policy.trip) problems.push_back("Settings.breaker_policy.trip must be set");
   if (!s.breaker_policy.probe) problems.push_back("Settings.breaker_policy.probe must be set");
+  for (std::size_t i = 0; i < s.observers.size(); ++i) {
+    if (!s.observers[i])
+      problems.push_back("Settings.observers[" + std::to_string(i) + "] is null");
+  }
 
   if (problems.empty()) return {};
   std::string message;
@@ -113,6 +117,38 @@ Result<void> Validate(const Settings& s) {
     message += problem;
   }
   return Fail(ErrorKind::kInvalidSettings, message);
+}
+
+namespace {
+
+class AttemptFunction final : public Observer {
+ public:
+  explicit AttemptFunction(std::function<void(const AttemptRecord&)> fn) : fn_(std::move(fn)) {}
+  void OnAttempt(const AttemptRecord& record) override { fn_(record); }
+
+ private:
+  std::function<void(const AttemptRecord&)> fn_;
+};
+
+class TransitionFunction final : public Observer {
+ public:
+  explicit TransitionFunction(std::function<void(const circuit::Transition&)> fn)
+      : fn_(std::move(fn)) {}
+  void OnBreakerTransition(const circuit::Transition& transition) override { fn_(transition); }
+
+ private:
+  std::function<void(const circuit::Transition&)> fn_;
+};
+
+}  // namespace
+
+std::shared_ptr<Observer> ObserveAttempts(std::function<void(const AttemptRecord&)> on_attempt) {
+  return std::make_shared<AttemptFunction>(std::move(on_attempt));
+}
+
+std::shared_ptr<Observer> ObserveTransitions(
+    std::function<void(const circuit::Transition&)> on_transition) {
+  return std::make_shared<TransitionFunction>(std::move(on_transition));
 }
 
 }  // namespace outbound::http

@@ -52,7 +52,7 @@ class ClientTestBase {
     Settings s = DefaultSettings();
     s.base_url = "https://payments:8443";
     s.tls = TlsSettings{.root_pem = ca.pem()};
-    s.on_attempt = [this](const AttemptRecord& record) {
+    s.observers.push_back(ObserveAttempts([this](const AttemptRecord& record) {
       {
         std::lock_guard lock(mu);
         attempts.push_back(record);
@@ -60,11 +60,11 @@ class ClientTestBase {
         attempts.back().method = attempts.back().url = {};
       }
       changed.notify_all();
-    };
-    s.on_breaker_transition = [this](const circuit::Transition& t) {
+    }));
+    s.observers.push_back(ObserveTransitions([this](const circuit::Transition& t) {
       std::lock_guard lock(mu);
       transitions.push_back(t);
-    };
+    }));
     return s;
   }
 

@@ -21,14 +21,12 @@ class RedirectTest : public ClientTestBase, public ::testing::TestWithParam<Prot
   // only while the observer runs).
   std::unique_ptr<Client> MakeRecordingClient() {
     Settings settings = PaymentsSettings();
-    auto record = settings.on_attempt;
-    settings.on_attempt = [this, record](const AttemptRecord& r) {
-      {
-        std::lock_guard lock(mu);
-        attempt_urls.emplace_back(r.url);
-      }
-      record(r);
-    };
+    // First, so a URL is kept before the base's observer wakes a waiting test.
+    settings.observers.insert(settings.observers.begin(),
+                              ObserveAttempts([this](const AttemptRecord& r) {
+                                std::lock_guard lock(mu);
+                                attempt_urls.emplace_back(r.url);
+                              }));
     return MakeClient(std::move(settings));
   }
 

@@ -166,11 +166,12 @@ class PeerTestBase {
     http::Settings s = http::DefaultSettings();
     s.base_url = "https://payments:8443";
     s.tls = http::TlsSettings{.root_pem = ca.pem()};
-    s.on_attempt = [log = log](const http::AttemptRecord& record) { log->Add(record); };
-    s.on_breaker_transition = [this](const circuit::Transition& t) {
+    s.observers.push_back(http::ObserveAttempts(
+        [log = log](const http::AttemptRecord& record) { log->Add(record); }));
+    s.observers.push_back(http::ObserveTransitions([this](const circuit::Transition& t) {
       std::lock_guard lock(mu);
       transitions.push_back(t);
-    };
+    }));
     return s;
   }
 

@@ -164,8 +164,10 @@ int RunBench(const std::vector<std::string>& args) {
       if (last) all_done.notify_all();
     }
   } run;
-  settings->on_attempt = [&run](const http::AttemptRecord&) { ++run.attempts; };
-  settings->on_breaker_transition = [&run](const circuit::Transition&) { ++run.transitions; };
+  settings->observers.push_back(
+      http::ObserveAttempts([&run](const http::AttemptRecord&) { ++run.attempts; }));
+  settings->observers.push_back(
+      http::ObserveTransitions([&run](const circuit::Transition&) { ++run.transitions; }));
   run.client = MakeClient(*settings, network);
   if (!run.client) return kExitConfig;
   // A path on the client's origin, as a program would send it.

@@ -112,7 +112,7 @@ int RunCall(const std::vector<std::string>& args) {
   if (!settings) return kExitConfig;
   std::mutex mu;
   nlohmann::json attempts = nlohmann::json::array();
-  settings->on_attempt = [&](const http::AttemptRecord& r) {
+  settings->observers.push_back(http::ObserveAttempts([&](const http::AttemptRecord& r) {
     std::lock_guard lock(mu);
     std::string outcome = r.error ? std::string(ToString(*r.error)) : std::to_string(r.status);
     std::string decision = r.decision ? std::string(retry::ToString(*r.decision)) : "";
@@ -129,7 +129,7 @@ int RunCall(const std::vector<std::string>& args) {
          {"error", r.error ? nlohmann::json(ToString(*r.error)) : nullptr},
          {"duration_ms", std::chrono::duration<double, std::milli>(r.duration).count()},
          {"decision", decision}});
-  };
+  }));
 
   std::unique_ptr<http::Client> client = MakeClient(*settings, network);
   if (!client) return kExitConfig;

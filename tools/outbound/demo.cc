@@ -356,14 +356,15 @@ int RunDemo(const std::vector<std::string>& args) {
   naive_settings.breaker_policy.trip = [](const circuit::Counts&) { return false; };
 
   http::Settings resilient_settings = base;
-  resilient_settings.on_attempt = [&](const http::AttemptRecord& r) {
+  resilient_settings.observers.push_back(http::ObserveAttempts([&](const http::AttemptRecord& r) {
     std::lock_guard lock(resilient.mu);
     if (r.decision) ++resilient.decisions[std::string(retry::ToString(*r.decision))];
-  };
-  resilient_settings.on_breaker_transition = [&](const circuit::Transition& t) {
-    std::lock_guard lock(resilient.mu);
-    resilient.transitions.emplace_back(Seconds(t.at - start).count(), t);
-  };
+  }));
+  resilient_settings.observers.push_back(
+      http::ObserveTransitions([&](const circuit::Transition& t) {
+        std::lock_guard lock(resilient.mu);
+        resilient.transitions.emplace_back(Seconds(t.at - start).count(), t);
+      }));
   auto made_naive = http::Client::Create(runtime, naive_settings);
   auto made_resilient = http::Client::Create(runtime, resilient_settings);
   if (!made_naive || !made_resilient) {

@@ -44,7 +44,7 @@ class Client {
 
   // Ends calls still in flight with kCancelled and closes the pooled
   // connections, idle ones included. Must not run on a callback of this
-  // client (classify, on_attempt).
+  // client (classify, an observer).
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;

@@ -17,14 +17,17 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "outbound/circuit/breaker.h"
 #include "outbound/error.h"
 #include "outbound/http/classify.h"
 #include "outbound/retry/budget.h"
+#include "outbound/telemetry/trace.h"
 
 namespace outbound::http {
 
@@ -50,7 +53,31 @@ struct AttemptRecord {
   std::string error_message;
   Duration duration{0};                         // on the client's clock
   std::optional<retry::DecisionKind> decision;  // what the retry loop did next
+  // The trace the attempt ran in: its span's ids when tracing is on, else
+  // the caller's context (invalid when the caller passed none). Ties the
+  // record to the caller's request in a log.
+  telemetry::TraceId trace_id;
+  telemetry::SpanId span_id;
 };
+
+// Hears how each attempt ended and each change of the breaker's state.
+// A client takes several (a `-v` printer, a test, the program's own
+// metrics), each told in the order given. Calls come on the thread that
+// ended the attempt or caused the transition (the client's event-loop
+// thread, a timer's, or the caller's when the breaker refused at once);
+// they must be fast and must not throw. Transitions arrive one at a time,
+// in order, outside the breaker's lock.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void OnAttempt(const AttemptRecord& record) { (void)record; }
+  virtual void OnBreakerTransition(const circuit::Transition& transition) { (void)transition; }
+};
+
+// An Observer of attempts only, or of transitions only, from a function.
+std::shared_ptr<Observer> ObserveAttempts(std::function<void(const AttemptRecord&)> on_attempt);
+std::shared_ptr<Observer> ObserveTransitions(
+    std::function<void(const circuit::Transition&)> on_transition);
 
 struct Settings {
   // The dependency: its scheme, host and port are the only origin the
@@ -97,13 +124,10 @@ struct Settings {
   // client's own FIFO queue). Default 100. Valid: 1 to 10000.
   int max_connections = 100;
 
-  // Called once per attempt as it ends, on the thread that ended it (the
-  // client's event-loop thread, unless the breaker refused the attempt at
-  // once). Must be fast and must not throw. Optional.
-  std::function<void(const AttemptRecord&)> on_attempt;
-
-  // Called for each change of the breaker's state, outside its lock.
-  std::function<void(const circuit::Transition&)> on_breaker_transition;
+  // Told of every attempt and every change of the breaker's state, in
+  // this order. Tracing, metrics and logs do not need one: they go through
+  // the Runtime's telemetry. Optional; none may be null.
+  std::vector<std::shared_ptr<Observer>> observers;
 };
 
 // The defaults; base_url is empty, which CheckBaseUrl rejects.

@@ -161,14 +161,14 @@ class MatrixTest : public ::testing::Test {
     Settings s = DefaultSettings();
     s.base_url = "https://payments:8443";
     s.tls = TlsSettings{.root_pem = ca.pem()};
-    s.on_attempt = [this](const AttemptRecord& record) {
+    s.observers.push_back(ObserveAttempts([this](const AttemptRecord& record) {
       {
         std::lock_guard lock(mu_);
         attempts_.push_back(record);
         attempts_.back().method = attempts_.back().url = {};  // views: not kept
       }
       changed_.notify_all();
-    };
+    }));
     s.breaker.open_for = std::chrono::hours(1);
     auto trip = s.breaker_policy.trip;
     s.breaker_policy.trip = [this, trip](const circuit::Counts& counts) {

@@ -1,0 +1,53 @@
+// outbound/telemetry/propagation.h
+//
+// W3C Trace Context (`traceparent`, `tracestate`) and W3C Baggage, as
+// they travel in HTTP headers and gRPC metadata. The client injects them
+// into every attempt; a server (or a test's fake dependency) extracts them.
+//
+//   auto parent = telemetry::ParseTraceparent(request.header("traceparent"));
+#ifndef OUTBOUND_TELEMETRY_PROPAGATION_H_
+#define OUTBOUND_TELEMETRY_PROPAGATION_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "outbound/telemetry/trace.h"
+
+namespace outbound::telemetry {
+
+// "00-<trace id>-<span id>-<flags>". `context` must be valid.
+std::string FormatTraceparent(const SpanContext& context);
+
+// The context a `traceparent` value (and its `tracestate`) carries; none
+// for a malformed value, a zero id, or version ff. Versions above 00 are
+// read as 00 (their extra fields ignored), as the spec asks.
+std::optional<SpanContext> ParseTraceparent(std::string_view traceparent,
+                                            std::string_view tracestate = {});
+
+// One baggage member: a key, a value, and properties (";"-separated) as text.
+struct BaggageEntry {
+  std::string key;
+  std::string value;
+  std::string properties;
+  friend bool operator==(const BaggageEntry&, const BaggageEntry&) = default;
+};
+
+// What a call carries to its dependency besides its trace context.
+using Baggage = std::vector<BaggageEntry>;
+
+// The value of a `baggage` header: values percent-encoded, members joined
+// with ",". Members whose key is not a token are left out.
+std::string FormatBaggage(const Baggage& baggage);
+
+// The members of a `baggage` header value, values percent-decoded;
+// malformed members are skipped.
+Baggage ParseBaggage(std::string_view header);
+
+// The value under `key`, or null.
+const std::string* FindBaggage(const Baggage& baggage, std::string_view key);
+
+}  // namespace outbound::telemetry
+
+#endif  // OUTBOUND_TELEMETRY_PROPAGATION_H_

@@ -1,0 +1,274 @@
+#include "client_telemetry.h"
+
+#include <array>
+#include <cctype>
+
+#include "layers.h"
+#include "origin.h"
+#include "outbound/telemetry/propagation.h"
+
+namespace outbound::http::internal {
+namespace {
+
+using telemetry::KeyValue;
+
+thread_local const telemetry::SpanContext* t_cause = nullptr;
+
+// A method as an attribute: the known ones as they are, anything else
+// "_OTHER", so a custom method cannot grow a metric's series without bound.
+std::string_view MethodAttribute(std::string_view method) {
+  static constexpr std::array<std::string_view, 9> kKnown = {
+      "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+  for (std::string_view known : kKnown) {
+    if (method == known) return known;
+  }
+  return "_OTHER";
+}
+
+bool SameIgnoringCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool CarriesCredential(std::string_view key) {
+  static constexpr std::array<std::string_view, 16> kKeys = {"AWSAccessKeyId",
+                                                             "Signature",
+                                                             "sig",
+                                                             "X-Goog-Signature",
+                                                             "X-Amz-Signature",
+                                                             "X-Amz-Credential",
+                                                             "X-Amz-Security-Token",
+                                                             "token",
+                                                             "access_token",
+                                                             "id_token",
+                                                             "api_key",
+                                                             "apikey",
+                                                             "key",
+                                                             "password",
+                                                             "secret",
+                                                             "client_secret"};
+  for (std::string_view k : kKeys) {
+    if (SameIgnoringCase(key, k)) return true;
+  }
+  return false;
+}
+
+// What an attempt failed with, as error.type: the client's error kind, or
+// the status code of an error response.
+std::string ErrorType(const AttemptOutcome& outcome) {
+  if (!outcome.result) return std::string(ToString(outcome.result.error().kind()));
+  if (outcome.result->status >= 400) return std::to_string(outcome.result->status);
+  return {};
+}
+
+}  // namespace
+
+std::string RedactedUrl(std::string_view url) {
+  std::size_t query = url.find('?');
+  if (query == std::string_view::npos) return std::string(url);
+  std::string out(url.substr(0, query + 1));
+  std::string_view rest = url.substr(query + 1);
+  std::string_view fragment;
+  if (std::size_t hash = rest.find('#'); hash != std::string_view::npos) {
+    fragment = rest.substr(hash);
+    rest = rest.substr(0, hash);
+  }
+  bool first = true;
+  while (true) {
+    std::size_t amp = rest.find('&');
+    std::string_view pair = rest.substr(0, amp);
+    if (!first) out += '&';
+    first = false;
+    std::size_t eq = pair.find('=');
+    if (eq != std::string_view::npos && CarriesCredential(pair.substr(0, eq))) {
+      out += pair.substr(0, eq + 1);
+      out += "REDACTED";
+    } else {
+      out += pair;
+    }
+    if (amp == std::string_view::npos) break;
+    rest = rest.substr(amp + 1);
+  }
+  out += fragment;
+  return out;
+}
+
+CauseScope::CauseScope(const telemetry::SpanContext* cause) : previous_(t_cause) {
+  t_cause = cause;
+}
+CauseScope::~CauseScope() { t_cause = previous_; }
+const telemetry::SpanContext* CauseScope::current() { return t_cause; }
+
+ClientTelemetry::ClientTelemetry(const telemetry::Telemetry& telemetry, const Origin& origin,
+                                 Clock& clock)
+    : telemetry_(telemetry),
+      clock_(clock),
+      meters_(telemetry.meters),
+      host_(origin.host),
+      port_(origin.port),
+      scheme_(origin.scheme) {
+  if (meters_ == nullptr) return;
+  duration_ = meters_->CreateHistogram(
+      {kScope, "http.client.request.duration", "s", "Duration of HTTP client requests."},
+      telemetry::kDurationBuckets);
+  body_size_ = meters_->CreateHistogram(
+      {kScope, "http.client.request.body.size", "By", "Size of HTTP client request bodies."},
+      telemetry::kDefaultBuckets);
+  transitions_ = meters_->CreateCounter({kScope, "outbound.circuit.transitions", "{transition}",
+                                         "Changes of a circuit breaker's state, by new state."});
+  calls_ = meters_->CreateCounter({kScope, "outbound.circuit.calls", "{call}",
+                                   "Attempts a circuit breaker counted, by outcome."});
+  decisions_ = meters_->CreateCounter({kScope, "outbound.retry.decisions", "{decision}",
+                                       "What the retry loop decided after each attempt."});
+  // Every state's transition series exists from the start, at 0, so that
+  // Prometheus's increase() sees the first opening as an increase.
+  for (circuit::State state :
+       {circuit::State::kClosed, circuit::State::kOpen, circuit::State::kHalfOpen}) {
+    const KeyValue attributes[] = {
+        {"server.address", host_}, {"server.port", port_}, {"state", circuit::ToString(state)}};
+    transitions_->Add(0, attributes);
+  }
+}
+
+ClientTelemetry::~ClientTelemetry() = default;
+
+void ClientTelemetry::Observe(circuit::Breaker& breaker, const retry::Budget& budget) {
+  if (meters_ == nullptr) return;
+  state_gauge_ = meters_->AddObservableGauge(
+      {kScope, "outbound.circuit.state", "{breaker}", "Circuit breakers in each state."},
+      [this, &breaker](telemetry::Observations& out) {
+        circuit::State now = breaker.state(clock_.Now());
+        for (circuit::State state :
+             {circuit::State::kClosed, circuit::State::kOpen, circuit::State::kHalfOpen}) {
+          const KeyValue attributes[] = {{"server.address", host_},
+                                         {"server.port", port_},
+                                         {"state", circuit::ToString(state)}};
+          out.Observe(state == now ? 1 : 0, attributes);
+        }
+      });
+  tokens_gauge_ = meters_->AddObservableGauge(
+      {kScope, "outbound.retry.budget.tokens", "{token}",
+       "Tokens left in a client's retry budget; retries stop at half."},
+      [this, &budget](telemetry::Observations& out) {
+        const KeyValue attributes[] = {{"server.address", host_}, {"server.port", port_}};
+        out.Observe(budget.tokens(), attributes);
+      });
+}
+
+void ClientTelemetry::AttemptStarted(Attempt& attempt) const {
+  const CallState& call = *attempt.call;
+  const CallRequest& request = *attempt.request;
+  const telemetry::SpanContext* context = &call.parent;
+  if (telemetry_.tracer != nullptr) {
+    telemetry::SpanStart start{.scope = kScope,
+                               .name = MethodAttribute(request.method),
+                               .kind = telemetry::SpanKind::kClient,
+                               .parent = &call.parent,
+                               .start = attempt.started};
+    attempt.span = telemetry_.tracer->StartSpan(start);
+    telemetry::Span& span = *attempt.span;
+    span.SetAttribute({"http.request.method", MethodAttribute(request.method)});
+    span.SetAttribute({"url.full", RedactedUrl(request.url)});
+    span.SetAttribute({"server.address", host_});
+    span.SetAttribute({"server.port", port_});
+    if (attempt.resend_count > 0) {
+      span.SetAttribute({"http.request.resend_count", std::int64_t{attempt.resend_count}});
+    }
+    context = &span.context();
+  }
+  attempt.trace_headers.clear();
+  if (context->valid()) {
+    attempt.trace_headers.emplace_back("traceparent", telemetry::FormatTraceparent(*context));
+    if (!context->trace_state.empty()) {
+      attempt.trace_headers.emplace_back("tracestate", context->trace_state);
+    }
+  }
+  if (!call.baggage.empty()) attempt.trace_headers.emplace_back("baggage", call.baggage);
+}
+
+void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome) const {
+  if (attempt.span == nullptr && meters_ == nullptr) return;
+  TimePoint now = clock_.Now();
+  std::string error_type = ErrorType(outcome);
+  int status = outcome.result ? outcome.result->status : 0;
+  std::string_view version = outcome.result ? std::string_view(outcome.result->version) : "";
+  if (attempt.span != nullptr) {
+    telemetry::Span& span = *attempt.span;
+    if (status != 0) span.SetAttribute({"http.response.status_code", std::int64_t{status}});
+    if (!version.empty()) span.SetAttribute({"network.protocol.version", version});
+    if (outcome.unprocessed) span.SetAttribute({"outbound.attempt.unprocessed", true});
+    if (!error_type.empty()) {
+      span.SetAttribute({"error.type", error_type});
+      span.SetStatus(telemetry::StatusCode::kError,
+                     outcome.result ? std::string_view() : outcome.result.error().message());
+    }
+    span.End(now);
+    attempt.span.reset();
+  }
+  if (meters_ == nullptr) return;
+  std::array<KeyValue, 7> attributes;
+  std::size_t n = 0;
+  attributes[n++] = {"http.request.method", MethodAttribute(attempt.request->method)};
+  attributes[n++] = {"server.address", host_};
+  attributes[n++] = {"server.port", port_};
+  attributes[n++] = {"url.scheme", scheme_};
+  if (status != 0) attributes[n++] = {"http.response.status_code", std::int64_t{status}};
+  if (!version.empty()) attributes[n++] = {"network.protocol.version", version};
+  if (!error_type.empty()) attributes[n++] = {"error.type", error_type};
+  std::span<const KeyValue> used(attributes.data(), n);
+  duration_->Record(std::chrono::duration<double>(now - attempt.started).count(), used);
+  body_size_->Record(static_cast<double>(attempt.request->body.size()), used);
+}
+
+void ClientTelemetry::BreakerCounted(std::string_view outcome) const {
+  if (meters_ == nullptr) return;
+  const KeyValue attributes[] = {
+      {"server.address", host_}, {"server.port", port_}, {"outcome", outcome}};
+  calls_->Add(1, attributes);
+}
+
+void ClientTelemetry::RetryDecided(retry::DecisionKind decision) const {
+  if (meters_ == nullptr) return;
+  const KeyValue attributes[] = {
+      {"server.address", host_}, {"server.port", port_}, {"decision", retry::ToString(decision)}};
+  decisions_->Add(1, attributes);
+}
+
+void ClientTelemetry::BreakerTransition(const circuit::Transition& transition,
+                                        const telemetry::SpanContext* cause) const {
+  if (meters_ != nullptr) {
+    const KeyValue attributes[] = {{"server.address", host_},
+                                   {"server.port", port_},
+                                   {"state", circuit::ToString(transition.to)}};
+    transitions_->Add(1, attributes);
+  }
+  if (telemetry_.logger == nullptr) return;
+  telemetry::LogRecord record;
+  record.scope = kScope;
+  record.at = transition.at;
+  record.severity = transition.to == circuit::State::kOpen ? telemetry::Severity::kWarn
+                                                           : telemetry::Severity::kInfo;
+  record.body = "circuit breaker " + std::string(circuit::ToString(transition.to));
+  const circuit::Counts& counts = transition.counts;
+  const KeyValue attributes[] = {
+      {"server.address", host_},
+      {"server.port", port_},
+      {"outbound.circuit.previous_state", circuit::ToString(transition.from)},
+      {"outbound.circuit.successes", std::int64_t{counts.successes}},
+      {"outbound.circuit.failures", std::int64_t{counts.failures}},
+      {"outbound.circuit.consecutive_successes", std::int64_t{counts.consecutive_successes}},
+      {"outbound.circuit.consecutive_failures", std::int64_t{counts.consecutive_failures}},
+      {"outbound.circuit.timed_out", std::int64_t{counts.timed_out}},
+  };
+  record.attributes = telemetry::Own(attributes);
+  if (cause != nullptr) record.trace = *cause;
+  telemetry_.logger->Emit(std::move(record));
+}
+
+}  // namespace outbound::http::internal

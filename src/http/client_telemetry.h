@@ -1,0 +1,91 @@
+// What a client reports through the Runtime's telemetry: a CLIENT span per
+// attempt with its trace context put on the wire, the HTTP client metrics,
+// the library's own instruments (breaker state, transitions, calls; retry
+// decisions; budget tokens), and a log record per breaker transition. Each
+// signal costs nothing when its provider is not set. Internal.
+#ifndef OUTBOUND_SRC_HTTP_CLIENT_TELEMETRY_H_
+#define OUTBOUND_SRC_HTTP_CLIENT_TELEMETRY_H_
+
+#include <memory>
+#include <string>
+
+#include "outbound/circuit/breaker.h"
+#include "outbound/retry/budget.h"
+#include "outbound/retry/retrier.h"
+#include "outbound/telemetry/telemetry.h"
+
+namespace outbound::http::internal {
+
+class Attempt;
+struct AttemptOutcome;
+struct Origin;
+
+// The instrumentation scope of everything the HTTP client records.
+inline constexpr std::string_view kScope = "outbound.http";
+
+class ClientTelemetry {
+ public:
+  ClientTelemetry(const telemetry::Telemetry& telemetry, const Origin& origin, Clock& clock);
+  ~ClientTelemetry();
+  ClientTelemetry(const ClientTelemetry&) = delete;
+  ClientTelemetry& operator=(const ClientTelemetry&) = delete;
+
+  // Registers the gauges that read `breaker` and `budget` at collection.
+  // Both outlive this object.
+  void Observe(circuit::Breaker& breaker, const retry::Budget& budget);
+
+  // An attempt begins: its span starts (a child of the caller's context),
+  // and the trace context headers it carries are set.
+  void AttemptStarted(Attempt& attempt) const;
+  // It ended, with `outcome` filled by the layers below: its span ends and
+  // its metrics are recorded.
+  void AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome) const;
+
+  // The breaker counted an attempt (or rejected one: "rejected").
+  void BreakerCounted(std::string_view outcome) const;
+  // The retry loop decided what follows an attempt.
+  void RetryDecided(retry::DecisionKind decision) const;
+  // The breaker changed state, caused by the call whose trace is `cause`
+  // (null when none).
+  void BreakerTransition(const circuit::Transition& transition,
+                         const telemetry::SpanContext* cause) const;
+
+  bool recording_metrics() const { return meters_ != nullptr; }
+
+ private:
+  const telemetry::Telemetry telemetry_;
+  Clock& clock_;
+  telemetry::MeterProvider* meters_;
+  std::string host_;
+  std::int64_t port_;
+  std::string scheme_;
+  std::shared_ptr<telemetry::Histogram> duration_;
+  std::shared_ptr<telemetry::Histogram> body_size_;
+  std::shared_ptr<telemetry::Counter> transitions_;
+  std::shared_ptr<telemetry::Counter> calls_;
+  std::shared_ptr<telemetry::Counter> decisions_;
+  std::unique_ptr<telemetry::GaugeRegistration> state_gauge_;
+  std::unique_ptr<telemetry::GaugeRegistration> tokens_gauge_;
+};
+
+// The trace context of the call whose breaker step runs on this thread now,
+// for the log record of a transition it causes. Set by the breaker layer.
+class CauseScope {
+ public:
+  explicit CauseScope(const telemetry::SpanContext* cause);
+  ~CauseScope();
+  CauseScope(const CauseScope&) = delete;
+  CauseScope& operator=(const CauseScope&) = delete;
+  static const telemetry::SpanContext* current();
+
+ private:
+  const telemetry::SpanContext* previous_;
+};
+
+// `url` as a span may show it: values of query parameters that commonly
+// carry credentials (signatures, tokens, keys) replaced by "REDACTED".
+std::string RedactedUrl(std::string_view url);
+
+}  // namespace outbound::http::internal
+
+#endif  // OUTBOUND_SRC_HTTP_CLIENT_TELEMETRY_H_

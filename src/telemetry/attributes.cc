@@ -1,0 +1,51 @@
+#include "outbound/telemetry/attributes.h"
+
+#include <cstdio>
+
+namespace outbound::telemetry {
+
+Value Own(const ValueView& value) {
+  return std::visit(
+      [](const auto& v) -> Value {
+        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string_view>) {
+          return std::string(v);
+        } else {
+          return v;
+        }
+      },
+      value);
+}
+
+Attribute Own(const KeyValue& attribute) {
+  return Attribute{std::string(attribute.key), Own(attribute.value)};
+}
+
+Attributes Own(std::span<const KeyValue> attributes) {
+  Attributes owned;
+  owned.reserve(attributes.size());
+  for (const KeyValue& attribute : attributes) owned.push_back(Own(attribute));
+  return owned;
+}
+
+const Value* Find(const Attributes& attributes, std::string_view key) {
+  for (const Attribute& attribute : attributes) {
+    if (attribute.key == key) return &attribute.value;
+  }
+  return nullptr;
+}
+
+std::string ToString(const Value& value) {
+  struct Visitor {
+    std::string operator()(bool v) const { return v ? "true" : "false"; }
+    std::string operator()(std::int64_t v) const { return std::to_string(v); }
+    std::string operator()(double v) const {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.17g", v);
+      return text;
+    }
+    std::string operator()(const std::string& v) const { return v; }
+  };
+  return std::visit(Visitor{}, value);
+}
+
+}  // namespace outbound::telemetry

@@ -1,0 +1,159 @@
+#include "outbound/telemetry/propagation.h"
+
+#include <cstdio>
+
+namespace outbound::telemetry {
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;  // upper case is not allowed in traceparent
+}
+
+// Lower-case hex of exactly 2 * N digits into `bytes`.
+template <std::size_t N>
+bool ParseHex(std::string_view text, std::array<std::uint8_t, N>& bytes) {
+  if (text.size() != 2 * N) return false;
+  for (std::size_t i = 0; i < N; ++i) {
+    int high = HexValue(text[2 * i]);
+    int low = HexValue(text[2 * i + 1]);
+    if (high < 0 || low < 0) return false;
+    bytes[i] = static_cast<std::uint8_t>(high * 16 + low);
+  }
+  return true;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// RFC 9110 token characters.
+bool IsToken(std::string_view s) {
+  if (s.empty()) return false;
+  for (unsigned char c : s) {
+    bool ok =
+        (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+        std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Baggage values: printable ASCII except space, '"', ',', ';', '\\' and
+// '%' are sent as is; everything else percent-encoded.
+bool KeepInValue(unsigned char c) {
+  return c > 0x20 && c < 0x7f && c != '"' && c != ',' && c != ';' && c != '\\' && c != '%';
+}
+
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      auto digit = [](char c) {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+      };
+      int high = digit(s[i + 1]);
+      int low = digit(s[i + 2]);
+      if (high >= 0 && low >= 0) {
+        out.push_back(static_cast<char>(high * 16 + low));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatTraceparent(const SpanContext& context) {
+  return "00-" + context.trace_id.Hex() + "-" + context.span_id.Hex() +
+         (context.sampled ? "-01" : "-00");
+}
+
+std::optional<SpanContext> ParseTraceparent(std::string_view traceparent,
+                                            std::string_view tracestate) {
+  traceparent = Trim(traceparent);
+  // version "-" trace-id "-" parent-id "-" flags: 2 + 1 + 32 + 1 + 16 + 1 + 2.
+  if (traceparent.size() < 55) return std::nullopt;
+  std::array<std::uint8_t, 1> version{};
+  std::array<std::uint8_t, 1> flags{};
+  SpanContext context;
+  if (!ParseHex(traceparent.substr(0, 2), version) || version[0] == 0xff) return std::nullopt;
+  if (traceparent[2] != '-' || traceparent[35] != '-' || traceparent[52] != '-')
+    return std::nullopt;
+  if (!ParseHex(traceparent.substr(3, 32), context.trace_id.bytes)) return std::nullopt;
+  if (!ParseHex(traceparent.substr(36, 16), context.span_id.bytes)) return std::nullopt;
+  if (!ParseHex(traceparent.substr(53, 2), flags)) return std::nullopt;
+  // Version 00 has exactly these fields; a later version may add more after a "-".
+  if (version[0] == 0 ? traceparent.size() != 55
+                      : traceparent.size() > 55 && traceparent[55] != '-') {
+    return std::nullopt;
+  }
+  if (!context.valid()) return std::nullopt;
+  context.sampled = (flags[0] & 1) != 0;
+  context.trace_state = std::string(Trim(tracestate));
+  return context;
+}
+
+std::string FormatBaggage(const Baggage& baggage) {
+  std::string header;
+  for (const BaggageEntry& entry : baggage) {
+    if (!IsToken(entry.key)) continue;
+    if (!header.empty()) header += ',';
+    header += entry.key;
+    header += '=';
+    for (unsigned char c : entry.value) {
+      if (KeepInValue(c)) {
+        header.push_back(static_cast<char>(c));
+      } else {
+        char encoded[4];
+        std::snprintf(encoded, sizeof encoded, "%%%02X", c);
+        header += encoded;
+      }
+    }
+    if (!entry.properties.empty()) {
+      header += ';';
+      header += entry.properties;
+    }
+  }
+  return header;
+}
+
+Baggage ParseBaggage(std::string_view header) {
+  Baggage baggage;
+  while (!header.empty()) {
+    std::size_t comma = header.find(',');
+    std::string_view member = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
+    std::size_t semicolon = member.find(';');
+    std::string_view pair = member.substr(0, semicolon);
+    std::size_t equals = pair.find('=');
+    if (equals == std::string_view::npos) continue;
+    std::string_view key = Trim(pair.substr(0, equals));
+    if (!IsToken(key)) continue;
+    BaggageEntry entry{std::string(key), PercentDecode(Trim(pair.substr(equals + 1))), ""};
+    if (semicolon != std::string_view::npos) {
+      entry.properties = std::string(Trim(member.substr(semicolon + 1)));
+    }
+    baggage.push_back(std::move(entry));
+  }
+  return baggage;
+}
+
+const std::string* FindBaggage(const Baggage& baggage, std::string_view key) {
+  for (const BaggageEntry& entry : baggage) {
+    if (entry.key == key) return &entry.value;
+  }
+  return nullptr;
+}
+
+}  // namespace outbound::telemetry

@@ -1,0 +1,149 @@
+#include "outbound/telemetry/trace.h"
+
+#include <algorithm>
+
+#include "outbound/telemetry/log.h"
+
+namespace outbound::telemetry {
+namespace {
+
+template <std::size_t N>
+bool AnyNonZero(const std::array<std::uint8_t, N>& bytes) {
+  return std::any_of(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b != 0; });
+}
+
+template <std::size_t N>
+std::string ToHex(const std::array<std::uint8_t, N>& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex(2 * N, '0');
+  for (std::size_t i = 0; i < N; ++i) {
+    hex[2 * i] = kDigits[bytes[i] >> 4];
+    hex[2 * i + 1] = kDigits[bytes[i] & 0xf];
+  }
+  return hex;
+}
+
+// Random bytes, 16 bits per draw (Uniform gives at least 53 good bits),
+// drawn again in the unlikely case they are all zero.
+template <std::size_t N>
+std::array<std::uint8_t, N> RandomBytes(Random& random) {
+  std::array<std::uint8_t, N> bytes{};
+  do {
+    for (std::size_t i = 0; i < N; i += 2) {
+      auto bits = static_cast<std::uint32_t>(random.Uniform() * 65536.0) & 0xffffu;
+      bytes[i] = static_cast<std::uint8_t>(bits >> 8);
+      bytes[i + 1] = static_cast<std::uint8_t>(bits);
+    }
+  } while (!AnyNonZero(bytes));
+  return bytes;
+}
+
+class RecordingSpan final : public Span {
+ public:
+  RecordingSpan(SpanProcessor& processor, const SpanStart& start, Random& random)
+      : processor_(processor) {
+    data_.scope = start.scope;
+    data_.name = start.name;
+    data_.kind = start.kind;
+    data_.start = start.start;
+    if (start.parent != nullptr && start.parent->valid()) {
+      data_.context.trace_id = start.parent->trace_id;
+      data_.context.trace_state = start.parent->trace_state;
+      data_.parent_span_id = start.parent->span_id;
+    } else {
+      data_.context.trace_id = NewTraceId(random);
+    }
+    data_.context.span_id = NewSpanId(random);
+  }
+  ~RecordingSpan() override { End(data_.start); }
+
+  const SpanContext& context() const override { return data_.context; }
+  void SetAttribute(const KeyValue& attribute) override {
+    for (Attribute& existing : data_.attributes) {
+      if (existing.key == attribute.key) {
+        existing.value = Own(attribute.value);
+        return;
+      }
+    }
+    data_.attributes.push_back(Own(attribute));
+  }
+  void AddEvent(std::string_view name, TimePoint at,
+                std::span<const KeyValue> attributes) override {
+    data_.events.push_back(SpanEvent{std::string(name), at, Own(attributes)});
+  }
+  void SetStatus(StatusCode code, std::string_view description) override {
+    data_.status = code;
+    data_.status_description = code == StatusCode::kError ? std::string(description) : "";
+  }
+  void End(TimePoint at) override {
+    if (ended_) return;
+    ended_ = true;
+    data_.end = at;
+    processor_.OnEnd(std::move(data_));
+  }
+
+ private:
+  SpanProcessor& processor_;
+  SpanData data_;
+  bool ended_ = false;
+};
+
+}  // namespace
+
+bool TraceId::valid() const { return AnyNonZero(bytes); }
+std::string TraceId::Hex() const { return ToHex(bytes); }
+bool SpanId::valid() const { return AnyNonZero(bytes); }
+std::string SpanId::Hex() const { return ToHex(bytes); }
+
+TraceId NewTraceId(Random& random) { return TraceId{RandomBytes<16>(random)}; }
+SpanId NewSpanId(Random& random) { return SpanId{RandomBytes<8>(random)}; }
+
+std::unique_ptr<Span> RecordingTracer::StartSpan(const SpanStart& start) {
+  return std::make_unique<RecordingSpan>(processor_, start, random_);
+}
+
+std::string_view ToString(SpanKind kind) {
+  switch (kind) {
+    case SpanKind::kInternal:
+      return "INTERNAL";
+    case SpanKind::kServer:
+      return "SERVER";
+    case SpanKind::kClient:
+      return "CLIENT";
+    case SpanKind::kProducer:
+      return "PRODUCER";
+    case SpanKind::kConsumer:
+      return "CONSUMER";
+  }
+  return "INTERNAL";
+}
+
+std::string_view ToString(StatusCode code) {
+  switch (code) {
+    case StatusCode::kUnset:
+      return "UNSET";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kError:
+      return "ERROR";
+  }
+  return "UNSET";
+}
+
+std::string_view ToString(Severity severity) {
+  switch (severity) {
+    case Severity::kTrace:
+      return "TRACE";
+    case Severity::kDebug:
+      return "DEBUG";
+    case Severity::kInfo:
+      return "INFO";
+    case Severity::kWarn:
+      return "WARN";
+    case Severity::kError:
+      return "ERROR";
+  }
+  return "INFO";
+}
+
+}  // namespace outbound::telemetry

@@ -1,0 +1,113 @@
+#include "outbound/telemetry/metric_store.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace outbound::telemetry {
+namespace {
+
+const DataPoint* PointWith(const MetricData& metric, std::string_view key, std::string_view value) {
+  for (const DataPoint& point : metric.points) {
+    const Value* found = Find(point.attributes, key);
+    if (found != nullptr && *found == Value(std::string(value))) return &point;
+  }
+  return nullptr;
+}
+
+TEST(MetricStoreTest, ACounterSumsPerAttributeSetWhateverTheAttributeOrder) {
+  MetricStore store;
+  auto counter = store.CreateCounter({"s", "c", "{x}", ""});
+  const KeyValue ab[] = {{"a", "1"}, {"b", std::int64_t{2}}};
+  const KeyValue ba[] = {{"b", std::int64_t{2}}, {"a", "1"}};
+  const KeyValue other[] = {{"a", "2"}, {"b", std::int64_t{2}}};
+  counter->Add(1, ab);
+  counter->Add(2, ba);
+  counter->Add(5, other);
+  counter->Add(-3, other);  // a counter never goes down
+  auto metrics = store.Collect();
+  ASSERT_EQ(metrics.size(), 1u);
+  EXPECT_EQ(metrics[0].kind, InstrumentKind::kCounter);
+  ASSERT_EQ(metrics[0].points.size(), 2u);
+  EXPECT_EQ(PointWith(metrics[0], "a", "1")->value, 3);
+  EXPECT_EQ(PointWith(metrics[0], "a", "2")->value, 5);
+  EXPECT_EQ(metrics[0].points[0].attributes[0].key, "a");  // sorted by key
+}
+
+TEST(MetricStoreTest, TheSameNameTwiceIsTheSameInstrument) {
+  MetricStore store;
+  auto first = store.CreateCounter({"s", "c", "", ""});
+  auto second = store.CreateCounter({"s", "c", "", ""});
+  first->Add(1, {});
+  second->Add(1, {});
+  auto metrics = store.Collect();
+  ASSERT_EQ(metrics.size(), 1u);
+  EXPECT_EQ(metrics[0].points[0].value, 2);
+}
+
+TEST(MetricStoreTest, AHistogramCountsEachValueInTheBucketOfItsUpperBound) {
+  MetricStore store;
+  const double bounds[] = {1, 2, 5};
+  auto histogram = store.CreateHistogram({"s", "h", "s", ""}, bounds);
+  for (double v : {0.5, 1.0, 1.5, 5.0, 7.0}) histogram->Record(v, {});
+  auto metrics = store.Collect();
+  ASSERT_EQ(metrics[0].points.size(), 1u);
+  const DataPoint& p = metrics[0].points[0];
+  EXPECT_EQ(p.bucket_counts,
+            (std::vector<std::uint64_t>{2, 1, 1, 1}));  // (..1] (1..2] (2..5] (5..)
+  EXPECT_EQ(p.count, 5u);
+  EXPECT_EQ(p.sum, 15.0);
+  EXPECT_EQ(metrics[0].boundaries, (std::vector<double>{1, 2, 5}));
+}
+
+TEST(MetricStoreTest, GaugesAreReadAtCollectionAndAddUpAcrossCallbacks) {
+  MetricStore store;
+  int reads = 0;
+  auto one = store.AddObservableGauge({"s", "g", "", ""}, [&](Observations& out) {
+    ++reads;
+    const KeyValue closed[] = {{"state", "closed"}};
+    out.Observe(1, closed);
+  });
+  auto two = store.AddObservableGauge({"s", "g", "", ""}, [](Observations& out) {
+    const KeyValue closed[] = {{"state", "closed"}};
+    const KeyValue open[] = {{"state", "open"}};
+    out.Observe(1, closed);
+    out.Observe(0, open);
+  });
+  EXPECT_EQ(reads, 0);  // nothing read before a collection
+  auto metrics = store.Collect();
+  EXPECT_EQ(reads, 1);
+  EXPECT_EQ(PointWith(metrics[0], "state", "closed")->value, 2);
+  EXPECT_EQ(PointWith(metrics[0], "state", "open")->value, 0);
+  two.reset();  // unregistered
+  metrics = store.Collect();
+  EXPECT_EQ(PointWith(metrics[0], "state", "closed")->value, 1);
+  EXPECT_EQ(PointWith(metrics[0], "state", "open"), nullptr);
+}
+
+TEST(MetricStoreTest, ConcurrentAddsAreAllCounted) {
+  MetricStore store;
+  auto counter = store.CreateCounter({"s", "c", "", ""});
+  auto histogram = store.CreateHistogram({"s", "h", "", ""}, kDurationBuckets);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      const KeyValue attributes[] = {{"thread", std::int64_t{t % 2}}};
+      for (int i = 0; i < 10000; ++i) {
+        counter->Add(1, attributes);
+        histogram->Record(0.01, attributes);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  auto metrics = store.Collect();
+  double total = 0;
+  for (const DataPoint& p : metrics[0].points) total += p.value;
+  EXPECT_EQ(total, 80000);
+  std::uint64_t count = 0;
+  for (const DataPoint& p : metrics[1].points) count += p.count;
+  EXPECT_EQ(count, 80000u);
+}
+
+}  // namespace
+}  // namespace outbound::telemetry

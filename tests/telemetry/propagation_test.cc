@@ -1,0 +1,72 @@
+#include "outbound/telemetry/propagation.h"
+
+#include <gtest/gtest.h>
+
+namespace outbound::telemetry {
+namespace {
+
+constexpr std::string_view kExample = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+TEST(TraceparentTest, ReadsTheSpecsExampleAndWritesItBack) {
+  auto context = ParseTraceparent(kExample, "congo=t61rcWkgMzE");
+  ASSERT_TRUE(context);
+  EXPECT_EQ(context->trace_id.Hex(), "0af7651916cd43dd8448eb211c80319c");
+  EXPECT_EQ(context->span_id.Hex(), "b7ad6b7169203331");
+  EXPECT_TRUE(context->sampled);
+  EXPECT_EQ(context->trace_state, "congo=t61rcWkgMzE");
+  EXPECT_EQ(FormatTraceparent(*context), kExample);
+}
+
+TEST(TraceparentTest, KeepsTheSampledFlag) {
+  auto context = ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00");
+  ASSERT_TRUE(context);
+  EXPECT_FALSE(context->sampled);
+  EXPECT_EQ(FormatTraceparent(*context), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00");
+}
+
+TEST(TraceparentTest, RefusesWhatTheSpecRefuses) {
+  for (std::string_view bad : {
+           "",
+           "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331",       // no flags
+           "00-00000000000000000000000000000000-b7ad6b7169203331-01",    // zero trace id
+           "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",    // zero span id
+           "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",    // version ff
+           "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",    // upper case
+           "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-x",  // v00 has no more
+           "00_0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+           "0g-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+       }) {
+    EXPECT_FALSE(ParseTraceparent(bad)) << bad;
+  }
+}
+
+TEST(TraceparentTest, ReadsALaterVersionAsVersionZero) {
+  auto context =
+      ParseTraceparent("01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-what-comes");
+  ASSERT_TRUE(context);
+  EXPECT_EQ(FormatTraceparent(*context), kExample);
+}
+
+TEST(BaggageTest, RoundTripsValuesThatNeedEncoding) {
+  Baggage baggage = {{"tenant", "acme corp", ""},
+                     {"path", "a,b;c=d%e\"f\\", ""},
+                     {"unicode", "caf\xc3\xa9", ""},
+                     {"with", "props", "ttl=30"}};
+  std::string header = FormatBaggage(baggage);
+  EXPECT_EQ(header,
+            "tenant=acme%20corp,path=a%2Cb%3Bc=d%25e%22f%5C,unicode=caf%C3%A9,with=props;ttl=30");
+  EXPECT_EQ(ParseBaggage(header), baggage);
+}
+
+TEST(BaggageTest, SkipsMalformedMembersAndKeysThatAreNotTokens) {
+  Baggage parsed = ParseBaggage(" a = 1 , novalue, bad key=2, =3 ,b=2");
+  ASSERT_EQ(parsed.size(), 2u);
+  EXPECT_EQ(parsed[0], (BaggageEntry{"a", "1", ""}));
+  EXPECT_EQ(parsed[1], (BaggageEntry{"b", "2", ""}));
+  EXPECT_EQ(FormatBaggage({{"bad key", "x", ""}, {"ok", "y", ""}}), "ok=y");
+  EXPECT_EQ(*FindBaggage(parsed, "b"), "2");
+  EXPECT_EQ(FindBaggage(parsed, "c"), nullptr);
+}
+
+}  // namespace
+}  // namespace outbound::telemetry
