@@ -16,7 +16,7 @@ def load_lines(path):
 
 
 side = load_lines(os.path.join(work, "side.jsonl"))
-clients = ["raw", "outbound", "h2load"]
+clients = ["raw", "outbound", "telemetry", "h2load"]
 median = {}
 for who in clients:
     runs = [r["result"] for r in side if r["client"] == who]
@@ -47,7 +47,8 @@ samples = soak["rss_kb_samples"]
 quarter = max(1, len(samples) // 4)
 first, last = statistics.mean(samples[:quarter]), statistics.mean(samples[-quarter:])
 cg = json.load(open(os.path.join(work, "callgrind.json")))
-per_call = {who: (cg[who][1] - cg[who][0]) / (cg["large"] - cg["small"]) for who in ("raw", "outbound")}
+per_call = {who: (cg[who][1] - cg[who][0]) / (cg["large"] - cg["small"])
+            for who in ("raw", "outbound", "telemetry")}
 micro = json.load(open(os.path.join(work, "micro.json")))
 micro_rows = {}
 for b in micro["benchmarks"]:
@@ -55,7 +56,7 @@ for b in micro["benchmarks"]:
         name = b.get("run_name", b["name"])
         micro_rows[name] = {"ns": b["cpu_time"], "allocs_per_op": b.get("allocs/op", 0.0)}
 
-o, r, h = median["outbound"], median["raw"], median["h2load"]
+o, r, h, t = median["outbound"], median["raw"], median["h2load"], median["telemetry"]
 
 
 def ratio(a, b):
@@ -69,6 +70,10 @@ ratios = {
     "throughput_outbound_over_h2load": ratio(o["calls_per_second"], h["calls_per_second"]),
     "cpu_outbound_over_h2load": ratio(o["cpu_us_per_call"], h["cpu_us_per_call"]),
     "throughput_raw_over_h2load": ratio(r["calls_per_second"], h["calls_per_second"]),
+    # Telemetry on (a span per attempt, every metric, a Prometheus exposer) over off.
+    "throughput_telemetry_over_outbound": ratio(t["calls_per_second"], o["calls_per_second"]),
+    "cpu_telemetry_over_outbound": ratio(t["cpu_us_per_call"], o["cpu_us_per_call"]),
+    "instructions_telemetry_over_outbound": ratio(per_call["telemetry"], per_call["outbound"]),
 }
 results = {
     "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -96,6 +101,10 @@ print(f"{'instructions/call':28}{per_call['raw']:>14.0f}{per_call['outbound']:>1
 print()
 print(f"outbound / raw libcurl: throughput {ratios['throughput_outbound_over_raw']:.2f}x, "
       f"CPU {ratios['cpu_outbound_over_raw']:.2f}x, instructions {ratios['instructions_outbound_over_raw']:.2f}x")
+print(f"telemetry on / off: throughput {ratios['throughput_telemetry_over_outbound']:.2f}x, "
+      f"CPU {ratios['cpu_telemetry_over_outbound']:.2f}x, "
+      f"instructions {ratios['instructions_telemetry_over_outbound']:.3f}x "
+      f"({per_call['telemetry']:.0f} per call)")
 print(f"outbound / h2load: throughput {ratios['throughput_outbound_over_h2load']:.2f}x, "
       f"CPU {ratios['cpu_outbound_over_h2load']:.2f}x (raw libcurl / h2load: {ratios['throughput_raw_over_h2load']:.2f}x)")
 r1, o1 = median_h1["raw"], median_h1["outbound"]

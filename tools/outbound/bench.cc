@@ -17,6 +17,8 @@
 #include "commands.h"
 #include "common.h"
 #include "outbound/http/client.h"
+#include "outbound/telemetry/metric_store.h"
+#include "outbound/telemetry/prometheus.h"
 
 namespace outbound::tool {
 namespace {
@@ -36,10 +38,20 @@ options:
   --connect-to H:P:A:P    dial ADDR:PORT for HOST:PORT
   --json FILE             also write the figures as JSON ("-" for stdout)
   --rss-every K           sample this process's RSS every K calls (in the JSON)
+  --telemetry             record a span per attempt (counted, then dropped) and
+                          every metric, served to Prometheus on a loopback port:
+                          what telemetry costs
 
 prints: calls/s, latency p50/p90/p99/max, errors by kind, attempts per call,
 breaker transitions, CPU time per call (user+sys of this process), peak RSS.
 )";
+
+// Spans as a tracing backend would receive them, counted and let go.
+class CountingProcessor final : public telemetry::SpanProcessor {
+ public:
+  void OnEnd(telemetry::SpanData&&) override { spans.fetch_add(1, std::memory_order_relaxed); }
+  std::atomic<long> spans{0};
+};
 
 double CpuSeconds() {
   rusage usage{};
@@ -72,6 +84,7 @@ int RunBench(const std::vector<std::string>& args) {
   ConnectToNetwork network;
   std::string url, json_path;
   long rss_every = 0;
+  bool with_telemetry = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     bool has_value = i + 1 < args.size();
@@ -93,6 +106,8 @@ int RunBench(const std::vector<std::string>& args) {
       } else if (a == "--connect-to" && has_value) {
         if (!network.Add(args[++i]))
           return Usage("bench", "--connect-to needs HOST:PORT:ADDR:PORT");
+      } else if (a == "--telemetry") {
+        with_telemetry = true;
       } else if (a == "--rss-every" && has_value) {
         rss_every = std::stol(args[++i]);
       } else if (a == "--json" && has_value) {
@@ -168,7 +183,21 @@ int RunBench(const std::vector<std::string>& args) {
       http::ObserveAttempts([&run](const http::AttemptRecord&) { ++run.attempts; }));
   settings->observers.push_back(
       http::ObserveTransitions([&run](const circuit::Transition&) { ++run.transitions; }));
-  run.client = MakeClient(*settings, network);
+  CountingProcessor spans;
+  telemetry::RecordingTracer tracer(DefaultRandom(), spans);
+  telemetry::MetricStore metrics;
+  std::unique_ptr<telemetry::PrometheusExposer> exposer;
+  telemetry::Telemetry reporting;
+  if (with_telemetry) {
+    auto started = telemetry::PrometheusExposer::Start(metrics, "127.0.0.1:0");
+    if (!started) {
+      std::cerr << "outbound: " << started.error().message() << "\n";
+      return kExitConfig;
+    }
+    exposer = std::move(*started);
+    reporting = {.tracer = &tracer, .meters = &metrics};
+  }
+  run.client = MakeClient(*settings, network, reporting);
   if (!run.client) return kExitConfig;
   // A path on the client's origin, as a program would send it.
   proto.url = TargetOf(url);
@@ -213,6 +242,8 @@ int RunBench(const std::vector<std::string>& args) {
        {{"p50", pct(0.50)}, {"p90", pct(0.90)}, {"p99", pct(0.99)}, {"max", latencies_ms.back()}}},
       {"attempts_per_call", static_cast<double>(attempts) / static_cast<double>(n)},
       {"breaker_transitions", transitions},
+      {"telemetry", with_telemetry},
+      {"spans", spans.spans.load()},
       {"cpu_seconds", cpu},
       {"cpu_us_per_call", cpu * 1e6 / static_cast<double>(n)},
       {"peak_rss_kb", PeakRssKb()},

@@ -123,9 +123,11 @@ bool AddHeader(http::Request& request, const std::string& line) {
   return true;
 }
 
-std::unique_ptr<http::Client> MakeClient(const http::Settings& settings, const Network& network) {
+std::unique_ptr<http::Client> MakeClient(const http::Settings& settings, const Network& network,
+                                         const telemetry::Telemetry& telemetry) {
   Runtime runtime;
   runtime.network = &network;
+  runtime.telemetry = telemetry;
   auto client = http::Client::Create(runtime, settings);
   if (!client) {
     std::cerr << "outbound: " << client.error().message() << "\n";

@@ -62,7 +62,10 @@ bool AddHeader(http::Request& request, const std::string& line);
 
 // A client with `settings` dialling through `network`; on failure prints
 // why to stderr and returns null (the caller exits 78).
-std::unique_ptr<http::Client> MakeClient(const http::Settings& settings, const Network& network);
+// The client, on the process's clock, `network` and `telemetry` (none by
+// default); the error printed and null when the settings are bad.
+std::unique_ptr<http::Client> MakeClient(const http::Settings& settings, const Network& network,
+                                         const telemetry::Telemetry& telemetry = {});
 
 // Settings for `base_url` from the OUTBOUND_* variables; on bad ones, prints
 // every one to stderr and returns nothing (the caller exits 78).
