@@ -746,7 +746,13 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
                                                     std::to_string(settings_.max_response_bytes) +
                                                     " bytes");
     }
-    if (t.headers_too_large ||
+    // libcurl's own bounds on a header section end the transfer as "out of
+    // memory" (HTTP/1.1: a field over its buffer) or as its nghttp2
+    // callback failing (HTTP/2) before the headers are complete.
+    bool curl_header_bound = !t.headers_done && t.connection != 0 &&
+                             (code == CURLE_OUT_OF_MEMORY ||
+                              detail.find("callback function failed") != std::string::npos);
+    if (t.headers_too_large || curl_header_bound ||
         (code == CURLE_OUT_OF_MEMORY && detail.find("header") != std::string::npos)) {
       return fail(ErrorKind::kResponseTooLarge, "the response's header section is larger than " +
                                                     std::to_string(kMaxHeaderBytes) + " bytes");
@@ -754,6 +760,16 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
     if (t.invalid != nullptr) {
       outcome.cannot_improve = true;
       return fail(ErrorKind::kInvalidResponse, std::string("the response has ") + t.invalid);
+    }
+    if (code == CURLE_HTTP2_STREAM && !t.headers_done &&
+        detail.find("PROTOCOL_ERROR") != std::string::npos) {
+      // libcurl's nghttp2 refused the response's header section (a status
+      // that is not three digits, conflicting Content-Lengths, a
+      // connection-specific field), or the server said our request broke
+      // the protocol. Either way the same request gets the same answer.
+      outcome.cannot_improve = true;
+      return fail(ErrorKind::kInvalidResponse,
+                  "the response broke the HTTP/2 protocol on its stream (PROTOCOL_ERROR)");
     }
     if (t.resend_refused && t.fresh_connection) {
       // curl resends a request written on a new connection only when the

@@ -267,7 +267,8 @@ class MatrixTest : public ::testing::Test {
         EXPECT_EQ(result->status, want.status);
       }
     }
-    EXPECT_EQ(AttemptCount() - attempts_before_, want.attempts) << "attempts seen by on_attempt";
+    EXPECT_EQ(AttemptCount() - attempts_before_, want.attempts)
+        << "attempts seen by the observer: " << DescribeAttempts();
     if (want.server_saw >= 0) {
       EXPECT_EQ(server ? static_cast<int>(server->request_count()) : 0, want.server_saw)
           << "requests the server received";
@@ -281,6 +282,17 @@ class MatrixTest : public ::testing::Test {
   }
 
   // Attempt records so far.
+  // "503; transport: <message>; ..." for a failure message.
+  std::string DescribeAttempts() {
+    std::string text;
+    for (const AttemptRecord& record : Attempts()) {
+      if (!text.empty()) text += "; ";
+      text += record.error ? std::string(ToString(*record.error)) + ": " + record.error_message
+                           : std::to_string(record.status);
+    }
+    return text;
+  }
+
   std::vector<AttemptRecord> Attempts() {
     std::lock_guard lock(mu_);
     return attempts_;
