@@ -60,11 +60,15 @@ bool CarriesCredential(std::string_view key) {
 }
 
 // What an attempt failed with, as error.type: the client's error kind, or
-// the status code of an error response.
-std::string ErrorType(const AttemptOutcome& outcome) {
-  if (!outcome.result) return std::string(ToString(outcome.result.error().kind()));
-  if (outcome.result->status >= 400) return std::to_string(outcome.result->status);
-  return {};
+// the status code of an error response (written into `digits`); empty for
+// a success. Allocates nothing.
+std::string_view ErrorType(const AttemptOutcome& outcome, std::array<char, 8>& digits) {
+  if (!outcome.result) return ToString(outcome.result.error().kind());
+  int status = outcome.result->status;
+  if (status < 400 || status > 999) return {};
+  digits = {static_cast<char>('0' + status / 100), static_cast<char>('0' + status / 10 % 10),
+            static_cast<char>('0' + status % 10)};
+  return std::string_view(digits.data(), 3);
 }
 
 }  // namespace
@@ -195,7 +199,8 @@ void ClientTelemetry::AttemptStarted(Attempt& attempt) const {
 void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome) const {
   if (attempt.span == nullptr && meters_ == nullptr) return;
   TimePoint now = clock_.Now();
-  std::string error_type = ErrorType(outcome);
+  std::array<char, 8> digits{};
+  std::string_view error_type = ErrorType(outcome, digits);
   int status = outcome.result ? outcome.result->status : 0;
   std::string_view version = outcome.result ? std::string_view(outcome.result->version) : "";
   if (attempt.span != nullptr) {
