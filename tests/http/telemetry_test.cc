@@ -287,6 +287,25 @@ TEST_F(TelemetryH2Test, CredentialsInTheQueryAreNotInTheSpan) {
             Str("https://payments:8443/files?id=7&X-Amz-Signature=REDACTED&sig=REDACTED&page=2"));
 }
 
+// Nothing global: a second Runtime's telemetry sees none of this client's
+// spans, points or records.
+TEST_F(TelemetryH2Test, AnotherRuntimesTelemetrySeesNothingOfThisClient) {
+  Serve([](const ServerRequest&) { return Reply::Status(500); });
+  testing::InMemoryTelemetry elsewhere(random);
+  Runtime other = runtime;
+  other.telemetry = elsewhere.telemetry();
+  auto unrelated = Client::Create(other, PaymentsSettings());
+  ASSERT_TRUE(unrelated);
+  auto client = MakeClient();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(client->Send(Request::Get("/")));
+  EXPECT_EQ(recorded.Spans().size(), 5u);
+  EXPECT_EQ(recorded.Logs().size(), 1u);
+  EXPECT_TRUE(elsewhere.Spans().empty());
+  EXPECT_TRUE(elsewhere.Logs().empty());
+  EXPECT_EQ(elsewhere.Value("outbound.circuit.calls", {{"outcome", "failure"}}), 0);
+  EXPECT_EQ(elsewhere.Value("outbound.circuit.state", {{"state", "closed"}}), 1);  // its own client
+}
+
 // Without telemetry nothing is recorded, and the caller's own context still
 // reaches the dependency (the trace is not broken by a client that does not
 // record).
