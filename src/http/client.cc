@@ -85,7 +85,8 @@ struct Client::Impl {
         retrier(retry::Policy{settings.max_attempts,
                               retry::Exponential(settings.backoff_base, settings.backoff_max)},
                 budget),
-        breaker(settings.breaker, settings.breaker_policy, settings.on_breaker_transition),
+        breaker(settings.breaker, settings.breaker_policy, settings.on_breaker_transition,
+                runtime.random),
         deadlines(*runtime.clock) {}
 };
 
