@@ -31,6 +31,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "commands.h"
@@ -235,11 +236,13 @@ std::string Svg(const Side& naive, const Side& resilient, double run_seconds, do
         << R"(" fill="#555">no new requests</text>)"
         << "\n";
   }
+  // A dashed vertical line at `t`, labelled to its left or right.
   auto marker = [&](double t, const char* color, const std::string& label, double y0, double y1,
-                    double label_y) {
+                    bool label_left) {
     svg << R"(<line x1=")" << x_of(t) << R"(" y1=")" << y0 << R"(" x2=")" << x_of(t) << R"(" y2=")"
         << y1 << R"(" stroke=")" << color << R"(" stroke-width="1.5" stroke-dasharray="4 3"/>)"
-        << R"(<text x=")" << x_of(t) + 4 << R"(" y=")" << label_y << R"(" fill=")" << color
+        << R"(<text x=")" << x_of(t) + (label_left ? -4 : 4) << R"(" y=")" << y0 + 10
+        << R"(" fill=")" << color << R"(" text-anchor=")" << (label_left ? "end" : "start")
         << R"(">)" << label << "</text>\n";
   };
   auto panel_of = [&](const Side& side, int row) {
@@ -290,10 +293,9 @@ std::string Svg(const Side& naive, const Side& resilient, double run_seconds, do
     }
     svg << R"(<text x=")" << width - right + 6 << R"(" y=")" << y_of(kSlots, kSlots * 1.2) + 4
         << R"(" fill="#8e44ad">)" << kSlots << " slots</text>\n";
-    marker(healed_at, "#1b7a1b", "dependency healed", base - height - 8, base,
-           base - height + (row == 0 ? 4 : 4));
+    marker(healed_at, "#1b7a1b", "dependency healed", base - height - 8, base, true);
     if (row == 1 && closed_at) {
-      marker(*closed_at, "#333333", "breaker closed", base - height - 8, base, base - height + 18);
+      marker(*closed_at, "#333333", "breaker closed", base - height + 8, base, false);
     }
   };
   panel_of(naive, 0);
@@ -506,7 +508,10 @@ int RunDemo(const std::vector<std::string>& args) {
   };
 
   // The load: the same requests, at the same instants, to both services;
-  // every other one needs the dependency.
+  // each needs the dependency or not as a fair coin says, from a fixed seed
+  // (a strict alternation would let a service with one free slot serve
+  // every other request and turn away every call).
+  std::mt19937 mix(20240906);
   bool tty = isatty(STDOUT_FILENO) != 0;
   const Duration interval = std::chrono::duration_cast<Duration>(Seconds(1.0 / rps));
   std::size_t n = 0;
@@ -538,10 +543,11 @@ int RunDemo(const std::vector<std::string>& args) {
     double at = Seconds(when - start).count();
     if (at >= run_seconds) break;
     SleepUntil(clock, when);
+    bool needs_dependency = (mix() & 1) != 0;
     for (Side* side : {&naive, &resilient}) {
       finish_own_work(*side, clock.Now());
       side->slot_samples.emplace_back(at, side->slots.load());
-      arrive(*side, at, n % 2 == 0);
+      arrive(*side, at, needs_dependency);
     }
     ++n;
     int second = static_cast<int>(at);
