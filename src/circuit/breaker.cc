@@ -253,8 +253,8 @@ void Breaker::CountResult(Outcome outcome) {
 }
 
 Duration Breaker::NextOpenInterval() {
-  // Doubling from initial_open_for, capped at open_for; the cap is reached
-  // long before the shift could overflow.
+  // Doubling from initial_open_for, capped at open_for: the loop stops at
+  // the cap, so nothing overflows.
   Duration nominal = config_.initial_open_for;
   for (int i = 1; i < opens_in_a_row_ && nominal < config_.open_for; ++i) nominal *= 2;
   nominal = std::min(nominal, config_.open_for);
@@ -268,7 +268,7 @@ Duration Breaker::NextOpenInterval() {
 void Breaker::Enter(State to, TimePoint now) {
   Duration interval = Duration::zero();
   if (to == State::kOpen) {
-    ++opens_in_a_row_;
+    opens_in_a_row_ = std::min(opens_in_a_row_ + 1, 64);  // doubling hits any cap by then
     interval = NextOpenInterval();
   }
   if (observer_) pending_.push_back(Transition{state_, to, counts_, now, interval});
