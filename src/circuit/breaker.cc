@@ -51,6 +51,16 @@ Result<void> CheckWindow(int window) { return CheckCount(window); }
 Result<void> CheckProbes(int probes) { return CheckCount(probes); }
 Result<void> CheckOpenFor(Duration open_for) { return CheckPositive(open_for); }
 Result<void> CheckProbeTimeout(Duration probe_timeout) { return CheckPositive(probe_timeout); }
+Result<void> CheckInitialOpenFor(Duration initial_open_for) {
+  return CheckPositive(initial_open_for);
+}
+Result<void> CheckCallsPerProbe(int calls_per_probe) { return CheckCount(calls_per_probe); }
+Result<void> CheckSlowCall(Duration slow_call) {
+  if (slow_call < Duration::zero()) {
+    return Fail(ErrorKind::kInvalidSettings, "must be zero (off) or positive");
+  }
+  return {};
+}
 
 Policy DefaultPolicy() {
   return Policy{
@@ -98,11 +108,17 @@ void Ticket::Settle(Outcome outcome, TimePoint now) {
 
 // --- Breaker ---
 
-Breaker::Breaker(Config config, Policy policy, Observer observer)
-    : config_{std::clamp(config.window, 1, kMaxCount), std::clamp(config.probes, 1, kMaxCount),
-              config.open_for, config.probe_timeout},
+Breaker::Breaker(Config config, Policy policy, Observer observer, Random* random)
+    : config_{.window = std::clamp(config.window, 1, kMaxCount),
+              .probes = std::clamp(config.probes, 1, kMaxCount),
+              .open_for = config.open_for,
+              .probe_timeout = config.probe_timeout,
+              .initial_open_for = std::min(config.initial_open_for, config.open_for),
+              .calls_per_probe = std::clamp(config.calls_per_probe, 1, kMaxCount),
+              .slow_call = config.slow_call},
       policy_(std::move(policy)),
       observer_(std::move(observer)),
+      random_(random != nullptr ? random : &DefaultRandom()),
       window_(static_cast<std::size_t>(config_.window), Outcome::kIgnored),
       slots_(static_cast<std::size_t>(config_.probes)) {}
 
@@ -134,7 +150,8 @@ tl::expected<Ticket, Rejection> Breaker::Allow(TimePoint now) {
       case State::kClosed:
         return Ticket(this, generation_, -1, 0);
       case State::kOpen:
-        return tl::unexpected(Rejection{opened_at_ + config_.open_for - now});
+        ++rejected_;
+        return tl::unexpected(Rejection{opened_at_ + open_interval_ - now});
       case State::kHalfOpen:
         break;
     }
@@ -190,7 +207,9 @@ void Breaker::Release(const Ticket& ticket) {
 }
 
 void Breaker::Advance(TimePoint now) {
-  if (state_ == State::kOpen && now >= opened_at_ + config_.open_for) {
+  if (state_ == State::kOpen &&
+      (now >= opened_at_ + open_interval_ ||
+       (rejected_ >= config_.calls_per_probe && now >= opened_at_ + config_.initial_open_for))) {
     Enter(State::kHalfOpen, now);
   }
   if (state_ != State::kHalfOpen) return;
@@ -233,14 +252,35 @@ void Breaker::CountResult(Outcome outcome) {
   }
 }
 
+Duration Breaker::NextOpenInterval() {
+  // Doubling from initial_open_for, capped at open_for: the loop stops at
+  // the cap, so nothing overflows.
+  Duration nominal = config_.initial_open_for;
+  for (int i = 1; i < opens_in_a_row_ && nominal < config_.open_for; ++i) nominal *= 2;
+  nominal = std::min(nominal, config_.open_for);
+  // Jitter upwards only, so the interval is never shorter than its nominal
+  // length: that length is the least time between two probing rounds.
+  Duration spread = std::min(nominal / 2, config_.open_for - nominal);
+  double u = std::clamp(random_->Uniform(), 0.0, 1.0);
+  return nominal + std::chrono::duration_cast<Duration>(spread * u);
+}
+
 void Breaker::Enter(State to, TimePoint now) {
-  if (observer_) pending_.push_back(Transition{state_, to, counts_, now});
+  Duration interval = Duration::zero();
+  if (to == State::kOpen) {
+    opens_in_a_row_ = std::min(opens_in_a_row_ + 1, 64);  // doubling hits any cap by then
+    interval = NextOpenInterval();
+  }
+  if (observer_) pending_.push_back(Transition{state_, to, counts_, now, interval});
   state_ = to;
   ++generation_;  // tickets of the state left no longer count
   if (to == State::kOpen) {
     opened_at_ = now;
+    open_interval_ = interval;
+    rejected_ = 0;
     return;  // the open state keeps the counts that opened it
   }
+  if (to == State::kClosed) opens_in_a_row_ = 0;
   counts_ = Counts{};
   window_next_ = 0;
   window_size_ = 0;

@@ -44,6 +44,14 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
   s.breaker.probe_timeout =
       r.Get(name("BREAKER_PROBE_TIMEOUT"), duration, std::optional(d.breaker.probe_timeout),
             Checking(circuit::CheckProbeTimeout));
+  s.breaker.initial_open_for =
+      r.Get(name("BREAKER_INITIAL_OPEN_FOR"), duration, std::optional(d.breaker.initial_open_for),
+            Checking(circuit::CheckInitialOpenFor));
+  s.breaker.calls_per_probe =
+      r.Get(name("BREAKER_CALLS_PER_PROBE"), integer, std::optional(d.breaker.calls_per_probe),
+            Checking(circuit::CheckCallsPerProbe));
+  s.breaker.slow_call = r.Get(name("BREAKER_SLOW_CALL"), duration,
+                              std::optional(d.breaker.slow_call), Checking(circuit::CheckSlowCall));
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }

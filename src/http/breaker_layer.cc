@@ -1,5 +1,10 @@
 // The breaker layer: every attempt is one the breaker admits or rejects, and
 // every admitted attempt's result is counted in it, once, as classified.
+// With the breaker's slow-call rule on, an attempt whose headers have not
+// arrived `slow_call` after it was sent is counted as a failure then, so a
+// hung dependency opens the breaker (or fails a probe) long before the
+// attempt times out; the attempt itself goes on, and its result is not
+// counted again.
 #include <array>
 #include <mutex>
 
@@ -8,11 +13,12 @@
 namespace outbound::http::internal {
 namespace {
 
-class BreakerLayer final : public AttemptLayer {
+class BreakerLayer final : public AttemptLayer, public SlowWatcher {
  public:
   BreakerLayer(std::unique_ptr<AttemptLayer> next, circuit::Breaker& breaker, Classify classify,
                Clock& clock, const ClientTelemetry& telemetry)
-      : next_(std::move(next)),
+      : slow_timeouts_(clock),
+        next_(std::move(next)),
         breaker_(breaker),
         classify_(std::move(classify)),
         clock_(clock),
@@ -37,18 +43,36 @@ class BreakerLayer final : public AttemptLayer {
     attempt->still_admitted = [this] {
       return breaker_.state(clock_.Now()) != circuit::State::kOpen;
     };
+    Duration slow_call = breaker_.config().slow_call;
+    if (slow_call > Duration::zero()) attempt->SetSlowTimer(slow_timeouts_, slow_call, *this);
     attempt->Enter(*this);
     next_->Start(attempt);
   }
 
+  void Slow(Attempt& attempt) override {
+    if (!attempt.ticket || attempt.ticket->settled()) return;
+    try {
+      telemetry_.BreakerCounted(circuit::ToString(circuit::Outcome::kFailure));
+      CauseScope cause(&attempt.trace_context());
+      attempt.ticket->Settle(circuit::Outcome::kFailure, clock_.Now());
+    } catch (...) {  // the user's policy threw: Finish hands it to the caller
+      attempt.slow_thrown = std::current_exception();
+    }
+  }
+
   void Finish(Attempt& attempt, AttemptOutcome& outcome) override {
+    // From here on the slow-call rule leaves the ticket alone.
+    attempt.DisarmSlowTimer();
     // The breaker opened while the attempt waited to be sent: the transport
     // sent nothing.
     outcome.rejected = !outcome.result && outcome.result.error().kind() == ErrorKind::kRejected;
     try {
+      if (attempt.slow_thrown) std::rethrow_exception(attempt.slow_thrown);
       outcome.classification = Decide(attempt, outcome);
-      telemetry_.BreakerCounted(
-          outcome.rejected ? "rejected" : circuit::ToString(outcome.classification->breaker));
+      if (!attempt.ticket->settled()) {  // else the slow-call rule counted it
+        telemetry_.BreakerCounted(
+            outcome.rejected ? "rejected" : circuit::ToString(outcome.classification->breaker));
+      }
       CauseScope cause(&attempt.trace_context());
       attempt.ticket->Settle(outcome.classification->breaker, clock_.Now());
     } catch (...) {
@@ -115,6 +139,9 @@ class BreakerLayer final : public AttemptLayer {
     return true;
   }
 
+  // Every attempt's slow-call timer has the same length: one list, in
+  // order. Declared before next_ so the attempts below go first.
+  outbound::internal::TimeoutList slow_timeouts_;
   std::unique_ptr<AttemptLayer> next_;
   circuit::Breaker& breaker_;
   Classify classify_;

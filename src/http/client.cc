@@ -88,8 +88,10 @@ struct Client::Impl {
         retrier(retry::Policy{settings.max_attempts,
                               retry::Exponential(settings.backoff_base, settings.backoff_max)},
                 budget),
-        breaker(settings.breaker, settings.breaker_policy,
-                [this](const circuit::Transition& transition) { Transitioned(transition); }),
+        breaker(
+            settings.breaker, settings.breaker_policy,
+            [this](const circuit::Transition& transition) { Transitioned(transition); },
+            runtime.random),
         telemetry(runtime.telemetry, origin, *runtime.clock),
         deadlines(*runtime.clock) {
     telemetry.Observe(breaker, budget);

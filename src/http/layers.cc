@@ -94,7 +94,12 @@ void Attempt::HandedOver(TimePoint now) {
   if (completed_.load() || cut_.load() != CutReason::kNone) return;
   handed_over_ = true;
   call->attempts_sent.fetch_add(1, std::memory_order_relaxed);
-  if (header_timeouts_ == nullptr || headers_arrived_.load()) return;
+  if (headers_arrived_.load()) return;
+  if (slow_timeouts_ != nullptr) {
+    slow_timer_armed_ = true;
+    slow_timeouts_->Arm(slow_timer_, now + slow_after_);
+  }
+  if (header_timeouts_ == nullptr) return;
   header_timeout_armed_ = true;
   header_timeouts_->Arm(header_timeout_, now + header_timeout_length_);
 }
@@ -156,6 +161,28 @@ void Attempt::SetHeaderTimeout(outbound::internal::TimeoutList& timeouts, Durati
 void Attempt::HeadersArrived() {
   headers_arrived_ = true;
   DisarmHeaderTimeout();
+  DisarmSlowTimer();
+}
+
+void Attempt::SetSlowTimer(outbound::internal::TimeoutList& timeouts, Duration after,
+                           SlowWatcher& watcher) {
+  slow_timeouts_ = &timeouts;
+  slow_after_ = after;
+  slow_watcher_ = &watcher;
+}
+
+void Attempt::DisarmSlowTimer() {
+  {
+    std::lock_guard lock(mu_);
+    if (!slow_timer_armed_) return;
+    slow_timer_armed_ = false;
+  }
+  // Outside the lock, as for the header timeout.
+  slow_timeouts_->Cancel(slow_timer_);
+}
+
+void Attempt::SlowTimer::Expired() {
+  if (auto live = attempt.weak_from_this().lock()) attempt.slow_watcher_->Slow(*live);
 }
 
 void Attempt::DisarmHeaderTimeout() {

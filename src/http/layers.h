@@ -179,6 +179,18 @@ class AttemptOwner {
 };
 
 class AttemptLayer;
+class Attempt;
+
+// Told when an attempt has waited too long for its headers (the breaker
+// layer's slow-call rule). Outlives the attempts it watches.
+class SlowWatcher {
+ public:
+  // On the clock's thread, while the attempt is alive.
+  virtual void Slow(Attempt& attempt) = 0;
+
+ protected:
+  ~SlowWatcher() = default;
+};
 
 // One attempt: one request sent; one response or error back.
 //
@@ -193,7 +205,10 @@ class AttemptLayer;
 class Attempt : public std::enable_shared_from_this<Attempt> {
  public:
   Attempt() = default;
-  ~Attempt() { DisarmHeaderTimeout(); }
+  ~Attempt() {
+    DisarmHeaderTimeout();
+    DisarmSlowTimer();
+  }
 
   // What is sent, shared by every attempt of the request (not copied).
   std::shared_ptr<const CallRequest> request;
@@ -206,8 +221,10 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   // When the attempt started, on the client's clock: set by its owner as it
   // starts it; the layers on the way down take it as their "now".
   TimePoint started{};
-  // BreakerLayer: the admission this attempt's result settles.
+  // BreakerLayer: the admission this attempt's result settles, and what
+  // the breaker's policy threw when the slow-call rule settled it early.
   std::optional<circuit::Ticket> ticket;
+  std::exception_ptr slow_thrown;
   // Asked by a transport before it sends an attempt that waited in its
   // queue: false when the breaker that admitted it has opened meanwhile, so
   // the attempt is failed as rejected and nothing is sent. Set by the
@@ -265,6 +282,14 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   // The attempt ended: the header timeout, if armed, is disarmed.
   void DisarmHeaderTimeout();
 
+  // BreakerLayer: tells `watcher` if the headers have not arrived `after`
+  // the attempt is handed over. The headers, the attempt's end and
+  // DisarmSlowTimer disarm it; once DisarmSlowTimer returns, Slow is not
+  // running and never will. `timeouts` and `watcher` outlive the attempt.
+  void SetSlowTimer(outbound::internal::TimeoutList& timeouts, Duration after,
+                    SlowWatcher& watcher);
+  void DisarmSlowTimer();
+
  private:
   // Room for every attempt layer a client has, with space to grow.
   static constexpr std::size_t kMaxLayers = 8;
@@ -286,6 +311,17 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   outbound::internal::TimeoutList* header_timeouts_ = nullptr;
   Duration header_timeout_length_{0};
   bool header_timeout_armed_ = false;  // guarded by mu_
+
+  struct SlowTimer final : outbound::internal::TimeoutList::Entry {
+    explicit SlowTimer(Attempt& a) : attempt(a) {}
+    void Expired() override;
+    Attempt& attempt;
+  };
+  SlowTimer slow_timer_{*this};
+  outbound::internal::TimeoutList* slow_timeouts_ = nullptr;
+  Duration slow_after_{0};
+  SlowWatcher* slow_watcher_ = nullptr;
+  bool slow_timer_armed_ = false;  // guarded by mu_
   std::atomic<bool> headers_arrived_{false};
   std::atomic<bool> handed_over_{false};
 };

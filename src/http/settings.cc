@@ -87,6 +87,9 @@ Result<void> Validate(const Settings& s) {
   check("breaker.probes", circuit::CheckProbes(s.breaker.probes));
   check("breaker.open_for", circuit::CheckOpenFor(s.breaker.open_for));
   check("breaker.probe_timeout", circuit::CheckProbeTimeout(s.breaker.probe_timeout));
+  check("breaker.initial_open_for", circuit::CheckInitialOpenFor(s.breaker.initial_open_for));
+  check("breaker.calls_per_probe", circuit::CheckCallsPerProbe(s.breaker.calls_per_probe));
+  check("breaker.slow_call", circuit::CheckSlowCall(s.breaker.slow_call));
   check("max_response_bytes", CheckMaxResponseBytes(s.max_response_bytes));
   check("max_connections", CheckMaxConnections(s.max_connections));
 

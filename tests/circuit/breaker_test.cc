@@ -10,7 +10,20 @@
 namespace outbound::circuit {
 namespace {
 
+using std::chrono::milliseconds;
 using std::chrono::seconds;
+
+// One open interval every time: the first is already the ceiling.
+const Config kSteady{.initial_open_for = seconds(10)};
+
+class FixedRandom final : public Random {
+ public:
+  explicit FixedRandom(double value) : value_(value) {}
+  double Uniform() override { return value_; }
+
+ private:
+  double value_;
+};
 
 class BreakerTest : public ::testing::Test {
  protected:
@@ -44,6 +57,16 @@ TEST(BreakerChecksTest, AcceptExactlyTheDocumentedRanges) {
   EXPECT_FALSE(CheckOpenFor(Duration::zero()));
   EXPECT_TRUE(CheckOpenFor(seconds(1)));
   EXPECT_FALSE(CheckProbeTimeout(-seconds(1)));
+  EXPECT_FALSE(CheckInitialOpenFor(Duration::zero()));
+  EXPECT_TRUE(CheckInitialOpenFor(milliseconds(1)));
+  EXPECT_FALSE(CheckCallsPerProbe(0));
+  EXPECT_TRUE(CheckCallsPerProbe(1));
+  EXPECT_TRUE(CheckCallsPerProbe(kMaxCount));
+  EXPECT_FALSE(CheckCallsPerProbe(kMaxCount + 1));
+  EXPECT_TRUE(CheckSlowCall(Duration::zero()));  // off
+  EXPECT_TRUE(CheckSlowCall(milliseconds(250)));
+  EXPECT_FALSE(CheckSlowCall(-milliseconds(1)));
+  EXPECT_EQ(CheckSlowCall(-milliseconds(1)).error().message(), "must be zero (off) or positive");
   EXPECT_EQ(CheckWindow(0).error().message(), "must be from 1 to 10000, not 0");
 }
 
@@ -99,7 +122,7 @@ TEST_F(BreakerTest, WindowSlides) {
 }
 
 TEST_F(BreakerTest, OpenRejectsWithShrinkingRetryAfter) {
-  Breaker breaker(Config{}, DefaultPolicy());
+  Breaker breaker(kSteady, DefaultPolicy());
   Fail(breaker, 5);
   auto first = breaker.Allow(clock.Now());
   ASSERT_FALSE(first);
@@ -111,7 +134,7 @@ TEST_F(BreakerTest, OpenRejectsWithShrinkingRetryAfter) {
 }
 
 TEST_F(BreakerTest, StateShowsHalfOpenAsSoonAsOpenForPassesWithNoCall) {
-  Breaker breaker(Config{}, DefaultPolicy(), Record());
+  Breaker breaker(kSteady, DefaultPolicy(), Record());
   Fail(breaker, 5);
   clock.Advance(seconds(10) - Duration(1));
   EXPECT_EQ(breaker.state(clock.Now()), State::kOpen);
@@ -139,7 +162,7 @@ TEST_F(BreakerTest, HalfOpenAdmitsAtMostProbesAtOnce) {
 }
 
 TEST_F(BreakerTest, FailedProbeReopens) {
-  Breaker breaker(Config{}, DefaultPolicy(), Record());
+  Breaker breaker(kSteady, DefaultPolicy(), Record());
   Fail(breaker, 5);
   clock.Advance(seconds(10));
   Succeed(breaker, 2);

@@ -41,7 +41,10 @@ TEST(ResolverTest, ReadsEveryVariable) {
                       {"P_BREAKER_WINDOW", "50"},
                       {"P_BREAKER_PROBES", "2"},
                       {"P_BREAKER_OPEN_FOR", "30s"},
-                      {"P_BREAKER_PROBE_TIMEOUT", "4s"}}));
+                      {"P_BREAKER_PROBE_TIMEOUT", "4s"},
+                      {"P_BREAKER_INITIAL_OPEN_FOR", "200ms"},
+                      {"P_BREAKER_CALLS_PER_PROBE", "100"},
+                      {"P_BREAKER_SLOW_CALL", "1s"}}));
   http::Settings s = ReadHttpSettings(r, "P_", http::DefaultSettings());
   ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
   EXPECT_EQ(s.timeout, seconds(3));
@@ -55,13 +58,17 @@ TEST(ResolverTest, ReadsEveryVariable) {
   EXPECT_EQ(s.breaker.probes, 2);
   EXPECT_EQ(s.breaker.open_for, seconds(30));
   EXPECT_EQ(s.breaker.probe_timeout, seconds(4));
+  EXPECT_EQ(s.breaker.initial_open_for, milliseconds(200));
+  EXPECT_EQ(s.breaker.calls_per_probe, 100);
+  EXPECT_EQ(s.breaker.slow_call, seconds(1));
 }
 
 TEST(ResolverTest, ReportsEveryBadVariableTogetherByName) {
   Resolver r(FromMap({{"OUTBOUND_TIMEOUT", "soon"},
                       {"OUTBOUND_MAX_ATTEMPTS", "0"},
                       {"OUTBOUND_RETRY_BUDGET_MAX_TOKENS", "2"},
-                      {"OUTBOUND_BREAKER_OPEN_FOR", "0s"}}));
+                      {"OUTBOUND_BREAKER_OPEN_FOR", "0s"},
+                      {"OUTBOUND_BREAKER_CALLS_PER_PROBE", "0"}}));
   (void)ReadHttpSettings(r, "OUTBOUND_", http::DefaultSettings());
   auto done = r.Finish();
   ASSERT_FALSE(done);
@@ -69,7 +76,8 @@ TEST(ResolverTest, ReportsEveryBadVariableTogetherByName) {
             "OUTBOUND_TIMEOUT: \"soon\" is not a duration such as 250ms, 10s or 1m30s; "
             "OUTBOUND_MAX_ATTEMPTS: must be 1 or more; "
             "OUTBOUND_RETRY_BUDGET_MAX_TOKENS: must be from 3 to 1000, not 2; "
-            "OUTBOUND_BREAKER_OPEN_FOR: must be positive");
+            "OUTBOUND_BREAKER_OPEN_FOR: must be positive; "
+            "OUTBOUND_BREAKER_CALLS_PER_PROBE: must be from 1 to 10000, not 0");
 }
 
 TEST(ResolverTest, RequiredVariableMustBeSetAndFilesMustExist) {

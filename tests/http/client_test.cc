@@ -56,7 +56,7 @@ TEST_P(ClientTest, Retries503AfterItsRetryAfter) {
   EXPECT_EQ(records[1].decision, retry::DecisionKind::kSuccess);
 }
 
-TEST_P(ClientTest, BreakerOpensRejectsWithoutSendingAndClosesAfterOpenFor) {
+TEST_P(ClientTest, BreakerOpensRejectsWithoutSendingAndClosesAfterItsOpenInterval) {
   std::atomic<bool> healthy{false};
   Serve(
       [&](const ServerRequest&) {
@@ -72,11 +72,13 @@ TEST_P(ClientTest, BreakerOpensRejectsWithoutSendingAndClosesAfterOpenFor) {
   auto rejected = client->Send(Request::Get("/"));
   ASSERT_FALSE(rejected);
   EXPECT_EQ(rejected.error().kind(), ErrorKind::kRejected);
-  EXPECT_EQ(rejected.error().retry_after(), seconds(10));
+  // The first open interval: 500ms, and a quarter more for the jitter's
+  // one half.
+  EXPECT_EQ(rejected.error().retry_after(), milliseconds(625));
   EXPECT_EQ(server->request_count(), 5u);  // the sixth was never sent
 
   healthy = true;
-  clock.Advance(seconds(10));  // OpenFor
+  clock.Advance(milliseconds(625));
   EXPECT_EQ(client->breaker_state(), circuit::State::kHalfOpen);
   for (int i = 0; i < 3; ++i) {
     auto response = client->Send(Request::Get("/"));
@@ -88,6 +90,7 @@ TEST_P(ClientTest, BreakerOpensRejectsWithoutSendingAndClosesAfterOpenFor) {
   ASSERT_EQ(t.size(), 3u);
   EXPECT_EQ(t[0].to, circuit::State::kOpen);
   EXPECT_EQ(t[0].counts.consecutive_failures, 5);
+  EXPECT_EQ(t[0].open_for, milliseconds(625));
   EXPECT_EQ(t[1].to, circuit::State::kHalfOpen);
   EXPECT_EQ(t[2].to, circuit::State::kClosed);
 }
@@ -552,6 +555,49 @@ TEST_F(ClientH2Test, AttemptsQueuedWhenTheBreakerOpensAreNotSent) {
     EXPECT_EQ(queued.error().kind(), ErrorKind::kRejected);
   }
   EXPECT_EQ(server->request_count(), 1u);
+}
+
+TEST_F(ClientH2Test, SlowCallRuleOpensTheBreakerOnAHangLongBeforeTheAttemptTimeout) {
+  Serve([](const ServerRequest&) { return Reply::Hang(); });
+  Settings settings = PaymentsSettings();
+  settings.breaker.slow_call = milliseconds(250);
+  auto client = MakeClient(settings);
+  TimePoint start = clock.Now();
+  std::vector<std::future<Result<Response>>> calls;
+  for (int i = 0; i < 5; ++i) calls.push_back(client->SendAsync(Request::Get("/")));
+  ASSERT_TRUE(server->WaitFor([](const FakeServer& s) { return s.request_count() == 5; }));
+  ASSERT_TRUE(clock.WaitForTimers(3));  // deadlines, attempt timeouts, slow calls
+  clock.Advance(milliseconds(249));
+  EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
+  clock.Advance(milliseconds(1));
+  EXPECT_EQ(client->breaker_state(), circuit::State::kOpen);
+  auto t = Transitions();
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].at - start, milliseconds(250));
+  EXPECT_EQ(t[0].counts.consecutive_failures, 5);
+  // The hung attempts themselves still wait for their timeout...
+  for (auto& call : calls)
+    EXPECT_EQ(call.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  // ...but the next call fails at once, and nothing is sent.
+  auto rejected = client->Send(Request::Get("/"));
+  ASSERT_FALSE(rejected);
+  EXPECT_EQ(rejected.error().kind(), ErrorKind::kRejected);
+  EXPECT_EQ(server->request_count(), 5u);
+
+  // A probe that hangs fails at the slow-call mark too, and the breaker
+  // reopens for twice as long.
+  clock.Advance(milliseconds(625));
+  auto probe = client->SendAsync(Request::Get("/"));
+  ASSERT_TRUE(server->WaitFor([](const FakeServer& s) { return s.request_count() == 6; }));
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + milliseconds(250)));
+  clock.Advance(milliseconds(250));
+  EXPECT_EQ(client->breaker_state(), circuit::State::kOpen);
+  t = Transitions();
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[1].to, circuit::State::kHalfOpen);
+  EXPECT_EQ(t[2].from, circuit::State::kHalfOpen);
+  EXPECT_EQ(t[2].to, circuit::State::kOpen);
+  EXPECT_EQ(t[2].open_for, milliseconds(1250));
 }
 
 TEST_F(ClientH2Test, ManyCallsInFlightOnOneConnection) {

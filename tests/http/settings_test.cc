@@ -22,6 +22,9 @@ TEST(SettingsTest, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(s.breaker.probes, 1);
   EXPECT_EQ(s.breaker.open_for, seconds(10));
   EXPECT_EQ(s.breaker.probe_timeout, seconds(10));
+  EXPECT_EQ(s.breaker.initial_open_for, std::chrono::milliseconds(500));
+  EXPECT_EQ(s.breaker.calls_per_probe, 50);
+  EXPECT_EQ(s.breaker.slow_call, Duration::zero());  // off
   EXPECT_TRUE(s.classify);
   EXPECT_TRUE(s.breaker_policy.trip && s.breaker_policy.probe);
   EXPECT_TRUE(s.base_url.empty());
@@ -73,6 +76,9 @@ TEST(ValidateTest, NamesEveryBadFieldInOneError) {
   s.backoff_max = seconds(1);
   s.retry_budget.max_tokens = 2;
   s.breaker.window = 0;
+  s.breaker.initial_open_for = Duration::zero();
+  s.breaker.calls_per_probe = 0;
+  s.breaker.slow_call = -seconds(1);
   s.classify = nullptr;
   s.breaker_policy.probe = nullptr;
   auto result = Validate(s);
@@ -84,8 +90,11 @@ TEST(ValidateTest, NamesEveryBadFieldInOneError) {
         "Settings.max_attempts: must be 1 or more", "Settings.timeout: must be positive",
         "Settings.backoff_max must be at least Settings.backoff_base",
         "Settings.retry_budget.max_tokens: must be from 3 to 1000",
-        "Settings.breaker.window: must be from 1 to 10000", "Settings.classify must be set",
-        "Settings.breaker_policy.probe must be set"}) {
+        "Settings.breaker.window: must be from 1 to 10000",
+        "Settings.breaker.initial_open_for: must be positive",
+        "Settings.breaker.calls_per_probe: must be from 1 to 10000",
+        "Settings.breaker.slow_call: must be zero (off) or positive",
+        "Settings.classify must be set", "Settings.breaker_policy.probe must be set"}) {
     EXPECT_NE(m.find(expected), std::string::npos) << expected << "\nin: " << m;
   }
 }

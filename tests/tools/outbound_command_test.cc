@@ -103,29 +103,102 @@ TEST_F(OutboundCallTest, ErrorKindsHaveTheirExitCodes) {
   EXPECT_EQ(RunCommand(kOutbound + " call --help").exit_code, 0);
 }
 
-TEST(OutboundDemoTest, ShortRunShowsTheResilientClientsBehaviour) {
+// The short run CI makes tells the same story as the default 30 s one: the
+// checks are relations between the two services (ratios and orderings),
+// not absolute times. One run, so every check is in one test.
+TEST(OutboundDemoTest, ShortRunShowsWhatTheBreakerIsFor) {
   TempDir dir;
   std::string json = dir.Write("demo.json", "");
   std::string svg = dir.Write("demo.svg", "");
   CommandResult result =
-      RunCommand(kOutbound + " demo --seconds 6 --rps 200 --json " + json + " --svg " + svg);
+      RunCommand(kOutbound + " demo --seconds 6 --json " + json + " --svg " + svg);
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("success rate"), std::string::npos);
+  const std::string& out = result.output;
   auto report = nlohmann::json::parse(RunCommand("cat " + json).output);
-  const auto& naive = report["clients"]["naive"]["phases"]["503 storm"];
-  const auto& outbound = report["clients"]["outbound"]["phases"]["503 storm"];
-  EXPECT_GT(naive["calls"].get<int>(), 50);
-  // Retries paced by Retry-After inside the budget win calls back in the storm...
-  EXPECT_GT(outbound["success_rate"].get<double>(), naive["success_rate"].get<double>());
-  // ...without multiplying the dependency's load.
-  EXPECT_LE(outbound["attempts_per_call"].get<double>(), 1.5);
-  // The hang opens the breaker, and recovery closes it.
-  std::vector<std::string> to;
-  for (const auto& t : report["clients"]["outbound"]["transitions"]) to.push_back(t["to"]);
-  EXPECT_NE(std::find(to.begin(), to.end(), "open"), to.end());
-  EXPECT_NE(std::find(to.begin(), to.end(), "closed"), to.end());
-  EXPECT_GT(report["clients"]["outbound"]["all"]["rejected"].get<int>(), 0);
-  EXPECT_NE(RunCommand("head -c 4 " + svg).output.find("<svg"), std::string::npos);
+  const auto& naive = report["clients"]["naive"];
+  const auto& outbound = report["clients"]["outbound"];
+  auto phase = [](const nlohmann::json& side, const char* name) -> const nlohmann::json& {
+    return side["phases"][name];
+  };
+  auto number = [](const nlohmann::json& v) { return v.get<double>(); };
+
+  {
+    SCOPED_TRACE("the table leads with what a service owner cares about");
+    std::size_t other = out.find("your service's other requests still served");
+    std::size_t waited = out.find("callers waited");
+    std::size_t load = out.find("load on the sick dependency");
+    std::size_t success = out.find("dependency calls made that succeeded");
+    ASSERT_NE(other, std::string::npos) << out;
+    EXPECT_LT(other, waited);
+    EXPECT_LT(waited, load);
+    EXPECT_LT(load, success);
+  }
+  {
+    SCOPED_TRACE("outbound's service keeps serving its other requests through the hang");
+    EXPECT_GE(number(outbound["all"]["other_served"]), 0.95) << out;
+    EXPECT_GE(number(phase(outbound, "hanging")["other_served"]), 0.95) << out;
+    for (const char* name : {"healthy", "503 storm", "hanging", "healthy again"}) {
+      EXPECT_GE(number(phase(outbound, name)["other_served"]),
+                number(phase(naive, name)["other_served"]))
+          << name;
+    }
+    // The naive service's hung calls take every slot: it turns away its
+    // other requests too.
+    EXPECT_LT(number(phase(naive, "hanging")["other_served"]),
+              number(phase(outbound, "hanging")["other_served"]));
+    EXPECT_EQ(phase(naive, "hanging")["slots_max"], report["slots"]);
+    EXPECT_LT(phase(outbound, "hanging")["slots_max"].get<int>(), report["slots"].get<int>());
+  }
+  {
+    SCOPED_TRACE("outbound's callers wait less on failures");
+    EXPECT_LT(number(outbound["all"]["time_to_fail_p50_ms"]),
+              number(naive["all"]["time_to_fail_p50_ms"]));
+    EXPECT_LT(number(outbound["all"]["caller_seconds_waited_on_failures"]),
+              number(naive["all"]["caller_seconds_waited_on_failures"]));
+  }
+  {
+    SCOPED_TRACE("the hung dependency gets at most one attempt in twenty calls");
+    const auto& hanging = phase(outbound, "hanging");
+    EXPECT_GT(hanging["calls"].get<int>(), 100);
+    EXPECT_LE(number(hanging["attempts_per_call"]), 0.05) << out;
+    EXPECT_GT(hanging["rejected_by_breaker"].get<int>(), 0);
+  }
+  {
+    SCOPED_TRACE("the breaker closes within 1 s (of the 30 s run) of the dependency healing");
+    const double scale = number(report["seconds"]) / 30;
+    ASSERT_FALSE(outbound["closed_after_heal_seconds"].is_null()) << out;
+    EXPECT_GE(number(outbound["closed_after_heal_seconds"]), 0);
+    EXPECT_LE(number(outbound["closed_after_heal_seconds"]), 1.0 * scale) << out;
+    // Most of the phase's calls succeed: the breaker closed early in it (a
+    // loaded CI machine runs the demo late, so no tighter than this).
+    EXPECT_GT(number(phase(outbound, "healthy again")["call_success_rate"]), 0.8);
+  }
+  {
+    SCOPED_TRACE("retries win calls back in the storm without multiplying the load");
+    EXPECT_GT(phase(naive, "503 storm")["calls"].get<int>(), 50);
+    EXPECT_GT(number(phase(outbound, "503 storm")["call_success_rate"]),
+              number(phase(naive, "503 storm")["call_success_rate"]));
+    EXPECT_LE(number(phase(outbound, "503 storm")["attempts_per_call"]), 1.5);
+  }
+  {
+    SCOPED_TRACE("the timeline renders to an image");
+    std::string png = dir.Write("demo.png", "");
+    CommandResult render = RunCommand("rsvg-convert -o " + png + " " + svg + " 2>&1");
+    ASSERT_EQ(render.exit_code, 0) << render.output;
+    // A PNG of the SVG's size: the signature, then IHDR's width and height.
+    std::string header =
+        RunCommand("head -c 24 " + png + " | od -An -tx1 -v | tr -d ' \\n'").output;
+    EXPECT_EQ(header.substr(0, 16), "89504e470d0a1a0a") << header;
+    EXPECT_EQ(header.substr(32, 16), "000003e800000262") << header;  // 1000 x 610
+    // Drawn on: a rendered timeline compresses far worse than a blank page.
+    EXPECT_GT(std::stol(RunCommand("stat -c %s " + png).output), 20000);
+    std::string text = RunCommand("cat " + svg).output;
+    for (const char* label : {"requests served/s, both kinds, by when they ended",
+                              "attempts/s arriving at the dependency", "dependency healed",
+                              "breaker closed", "slots in use"}) {
+      EXPECT_NE(text.find(label), std::string::npos) << label;
+    }
+  }
 }
 
 }  // namespace

@@ -1,28 +1,37 @@
-// `outbound demo`: an embedded flaky dependency (the test kit's FakeServer,
-// over TLS with its own TestCA, no network needed) called at a steady rate by
-// two clients side by side: a naive one (one attempt, no breaker, a plain
-// timeout) and outbound's default client. The dependency follows a script:
+// `outbound demo`: what a circuit breaker is for, measured. An embedded
+// flaky dependency (the test kit's FakeServer, over TLS with its own TestCA,
+// no network needed) is called by two services side by side, each with a
+// fixed number of slots (its workers) serving the same steady mix of
+// requests: half need the dependency, half do not. One service calls the
+// dependency through a naive client (one attempt, no breaker, a plain
+// timeout), the other through outbound's client. The dependency follows a
+// script:
 //
 //   healthy 20% | 503 storm 20%: 1 request in 10 answered 503, Retry-After: 1
 //   (one backend of ten is down) | hanging 40%: no answer at all, longer than
 //   any timeout | healthy again 20%
 //
-// Everything is measured, nothing fixed: success rates, latencies, the
-// attempts the dependency received per call, the breaker's transitions and
-// the retry decisions. --seconds compresses the script and the clients'
-// durations together (Timeout, AttemptTimeout, backoff, OpenFor), so a short
-// run tells the same story as the default 30 s one.
+// A request that finds every slot busy is turned away at once, as a server
+// whose workers are all taken would. Everything is measured, nothing fixed:
+// per phase, the requests each service served (both kinds), how long its
+// callers waited on failed calls, the attempts the dependency received per
+// call, the slots in use, the breaker's transitions and the retry
+// decisions. --seconds compresses the script, the clients' durations, the
+// services' own work and the gap between requests together, so a short run
+// tells the same story as the default 30 s one.
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <deque>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "commands.h"
@@ -44,18 +53,32 @@ constexpr const char* kHelp =
 
 Starts an embedded dependency on loopback (TLS, a certificate from a CA made
 for this run) that is healthy, then answers one request in ten with 503 and
-Retry-After: 1, then hangs, then is healthy again; and calls it at a steady
-rate through two clients at once: a naive one (one attempt, no breaker, the
-same overall timeout) and outbound's default client. Prints a live progress
-line, then a side-by-side table, and writes an SVG timeline.
+Retry-After: 1, then hangs, then is healthy again. Two services, each with 64
+slots, serve the same steady stream of requests, half of which call the
+dependency: one through a naive client (one attempt, no breaker, the same
+overall timeout), one through outbound's client (its defaults, plus the
+breaker's slow-call rule at 250 ms). A request that finds every slot busy is
+turned away. Prints a live progress line, then a side-by-side table, and
+writes an SVG timeline.
 
 options:
-  --seconds N   length of the run (default 30); the script and the clients'
-                durations are scaled by N/30, so short runs show the same story
-  --rps R       calls per second, for each client (default 200)
+  --seconds N   length of the run (default 30); the script, the clients'
+                durations and the services' own work are scaled by N/30, and
+                the request rate by 30/N, so short runs show the same story
+  --rps R       requests per second to each service, half of them calling
+                the dependency (default 200 at 30 s, scaled as above)
   --svg FILE    where to write the timeline (default outbound-demo.svg)
   --json FILE   where to write the raw series and summary
 )";
+
+// Each service's capacity: requests it serves at once.
+constexpr int kSlots = 64;
+// How long a request that does not need the dependency takes, at 30 s.
+constexpr Duration kOwnWork = milliseconds(10);
+// The slow-call rule outbound's client is given, at 30 s: a healthy answer
+// here takes a few milliseconds, so a quarter second without headers is a
+// hang, not a slow day.
+constexpr Duration kSlowCall = milliseconds(250);
 
 enum Phase { kHealthy, kStorm, kHanging, kRecovered };
 constexpr const char* kPhaseNames[] = {"healthy", "503 storm", "hanging", "healthy again"};
@@ -69,22 +92,27 @@ Phase PhaseAt(double fraction) {
   return kHealthy;
 }
 
-struct CallRecord {
-  double start = 0;  // seconds since the run began
-  double latency = 0;
-  bool ok = false;
+// One request to a service, as its caller saw it.
+struct RequestRecord {
+  double at = 0;     // arrival, seconds since the run began
+  double ended = 0;  // when its caller had the answer
+  bool needs_dependency = false;
+  bool admitted = false;  // a slot was free
+  bool ok = false;        // served: admitted and, if it called the dependency, that call worked
   std::optional<ErrorKind> error;
 };
 
-// What one client did, as seen by the caller and by the dependency.
+// What one service did, as seen by its callers and by the dependency.
 struct Side {
   std::string name;
   std::unique_ptr<http::Client> client;
   std::mutex mu;
-  std::vector<CallRecord> calls;
-  std::atomic<int> in_flight{0};
-  std::vector<double> attempt_times;        // when the dependency got each attempt
-  int attempts_in_phase[4] = {0, 0, 0, 0};  // counted by the dependency
+  std::vector<RequestRecord> requests;
+  std::atomic<int> slots{0};                         // in use
+  std::atomic<int> in_flight{0};                     // dependency calls not yet answered
+  std::deque<TimePoint> own_work_ends;               // requests without the dependency, in order
+  std::vector<double> attempt_times;                 // when the dependency got each attempt
+  std::vector<std::pair<double, int>> slot_samples;  // (time, slots in use)
   std::map<std::string, int> decisions;
   std::vector<std::pair<double, circuit::Transition>> transitions;
 };
@@ -96,52 +124,64 @@ double Percentile(std::vector<double> values, double p) {
   return values[std::min(index, values.size() - 1)];
 }
 
-struct Summary {
-  double success_rate = 0;
-  double prompt_success_rate = 0;  // answered OK within the prompt limit
-  double p50_ms = 0, p99_ms = 0, max_ms = 0;
-  double failure_p50_ms = 0;  // how long a failed call kept its caller
-  double attempts_per_call = 0;
-  int calls = 0;
-  int rejected = 0;
-};
+double Ratio(int a, int b) { return b > 0 ? static_cast<double>(a) / b : 0; }
 
-// The calls that started in [from, to) seconds, and `sent` attempts that
-// reached the dependency in that time.
-Summary Summarize(const std::vector<CallRecord>& calls, double from, double to, int sent,
-                  double prompt_seconds) {
-  Summary s;
-  std::vector<double> latencies, failure_latencies;
-  int ok = 0, prompt = 0;
-  for (const CallRecord& c : calls) {
-    if (c.start < from || c.start >= to) continue;
-    ++s.calls;
-    ok += c.ok ? 1 : 0;
-    prompt += c.ok && c.latency <= prompt_seconds ? 1 : 0;
-    s.rejected += c.error == ErrorKind::kRejected ? 1 : 0;
-    latencies.push_back(c.latency * 1000);
-    if (!c.ok) failure_latencies.push_back(c.latency * 1000);
+// The requests that arrived in [from, to) seconds, the attempts that reached
+// the dependency then, and the slots in use then.
+nlohmann::json Summarize(const Side& side, double from, double to) {
+  int other = 0, other_served = 0, dependency = 0, dependency_served = 0, calls = 0, calls_ok = 0,
+      turned_away = 0, rejected = 0, attempts = 0;
+  std::vector<double> failure_ms, call_ms;
+  double waited_on_failures = 0;
+  for (const RequestRecord& r : side.requests) {
+    if (r.at < from || r.at >= to) continue;
+    turned_away += r.admitted ? 0 : 1;
+    if (!r.needs_dependency) {
+      ++other;
+      other_served += r.ok ? 1 : 0;
+      continue;
+    }
+    ++dependency;
+    dependency_served += r.ok ? 1 : 0;
+    if (!r.admitted) continue;
+    ++calls;
+    calls_ok += r.ok ? 1 : 0;
+    rejected += r.error == ErrorKind::kRejected ? 1 : 0;
+    double ms = (r.ended - r.at) * 1000;
+    call_ms.push_back(ms);
+    if (!r.ok) {
+      failure_ms.push_back(ms);
+      waited_on_failures += ms / 1000;
+    }
   }
-  s.failure_p50_ms = Percentile(failure_latencies, 0.50);
-  s.success_rate = s.calls ? static_cast<double>(ok) / s.calls : 0;
-  s.prompt_success_rate = s.calls ? static_cast<double>(prompt) / s.calls : 0;
-  s.p50_ms = Percentile(latencies, 0.50);
-  s.p99_ms = Percentile(latencies, 0.99);
-  s.max_ms = latencies.empty() ? 0 : *std::max_element(latencies.begin(), latencies.end());
-  s.attempts_per_call = s.calls ? static_cast<double>(sent) / s.calls : 0;
-  return s;
-}
-
-nlohmann::json ToJson(const Summary& s) {
-  return {{"calls", s.calls},
-          {"success_rate", s.success_rate},
-          {"p50_ms", s.p50_ms},
-          {"p99_ms", s.p99_ms},
-          {"max_ms", s.max_ms},
-          {"attempts_per_call", s.attempts_per_call},
-          {"rejected", s.rejected},
-          {"prompt_success_rate", s.prompt_success_rate},
-          {"failure_p50_ms", s.failure_p50_ms}};
+  for (double t : side.attempt_times) attempts += t >= from && t < to ? 1 : 0;
+  double slot_sum = 0;
+  int slot_count = 0, slot_max = 0;
+  for (const auto& [t, n] : side.slot_samples) {
+    if (t < from || t >= to) continue;
+    slot_sum += n;
+    ++slot_count;
+    slot_max = std::max(slot_max, n);
+  }
+  return {{"other_requests", other},
+          {"other_served", Ratio(other_served, other)},
+          {"dependency_requests", dependency},
+          {"dependency_served", Ratio(dependency_served, dependency)},
+          {"calls", calls},
+          {"call_success_rate", Ratio(calls_ok, calls)},
+          {"turned_away", turned_away},
+          {"rejected_by_breaker", rejected},
+          {"failed_calls", static_cast<int>(failure_ms.size())},
+          {"time_to_fail_p50_ms", Percentile(failure_ms, 0.50)},
+          {"time_to_fail_p99_ms", Percentile(failure_ms, 0.99)},
+          {"caller_seconds_waited_on_failures", waited_on_failures},
+          {"call_p50_ms", Percentile(call_ms, 0.50)},
+          {"call_p99_ms", Percentile(call_ms, 0.99)},
+          {"attempts_at_dependency", attempts},
+          {"attempts_per_call", Ratio(attempts, calls)},
+          {"attempts_per_second", attempts / std::max(1e-9, to - from)},
+          {"slots_mean", slot_count > 0 ? slot_sum / slot_count : 0},
+          {"slots_max", slot_max}};
 }
 
 std::string Percent(double x) {
@@ -154,26 +194,34 @@ std::string Fixed(double x, int digits) {
   out << std::fixed << std::setprecision(digits) << x;
   return out.str();
 }
+std::string Millis(double ms) {
+  if (ms >= 1000) return Fixed(ms / 1000, 1) + " s";
+  return Fixed(ms, ms < 10 ? 1 : 0) + " ms";
+}
 
-// The timeline, in 60 buckets: for each client, calls, successes and
-// attempts at the dependency (per second); the phases as bands; the
-// breaker's state as a band drawn from its transitions.
-std::string Svg(const Side& naive, const Side& resilient, double run_seconds, int rps) {
-  constexpr int kBuckets = 60;
-  const double bucket = run_seconds / kBuckets;
-  const int width = 960, panel = 200, left = 90, right = 20, top = 40;
+// The timeline, in 60 buckets per run length. For each service: requests
+// arriving, requests served and dependency calls succeeded (by when they
+// ended), attempts arriving at the dependency, and slots in use; the
+// phases as bands; where the dependency healed and where the breaker closed;
+// the breaker's state as a band drawn from its transitions.
+std::string Svg(const Side& naive, const Side& resilient, double run_seconds, double end_seconds,
+                int rps, double healed_at, std::optional<double> closed_at) {
+  const double bucket = run_seconds / 60;
+  const auto buckets = static_cast<std::size_t>(std::ceil(end_seconds / bucket));
+  const int width = 1000, panel = 220, left = 90, right = 60, top = 40;
   const double plot_width = width - left - right;
-  auto x_of = [&](double t) { return left + t / run_seconds * plot_width; };
-  const double y_max = rps * 1.5;
+  auto x_of = [&](double t) { return left + t / end_seconds * plot_width; };
+  const double y_max = rps * 1.2;
   std::ostringstream svg;
   svg << R"(<svg xmlns="http://www.w3.org/2000/svg" width=")" << width << R"(" height=")"
-      << top + 2 * panel + 110 << R"(" font-family="sans-serif" font-size="12">)"
+      << top + 2 * panel + 130 << R"(" font-family="sans-serif" font-size="12">)"
       << "\n";
   svg << R"(<rect width="100%" height="100%" fill="white"/>)"
       << "\n";
   svg << R"(<text x=")" << left << R"(" y="24" font-size="15" font-weight="bold">)"
-      << "outbound demo: one flaky dependency, two clients, " << rps << " calls/s each, "
-      << Fixed(run_seconds, 0) << " s</text>\n";
+      << "outbound demo: two services with " << kSlots << " slots each, " << rps
+      << " requests/s, half calling one flaky dependency, " << Fixed(run_seconds, 0)
+      << " s</text>\n";
   const char* phase_fill[] = {"#eef7ee", "#fdf0e0", "#fbe3e3", "#eef7ee"};
   for (int p = 0; p < 4; ++p) {
     double x0 = x_of(kPhaseStart[p] * run_seconds);
@@ -183,41 +231,71 @@ std::string Svg(const Side& naive, const Side& resilient, double run_seconds, in
         << R"(<text x=")" << x0 + 4 << R"(" y=")" << top + 14 << R"(" fill="#555">)"
         << kPhaseNames[p] << "</text>\n";
   }
+  if (end_seconds > run_seconds) {
+    svg << R"(<text x=")" << x_of(run_seconds) + 4 << R"(" y=")" << top + 14
+        << R"(" fill="#555">no new requests</text>)"
+        << "\n";
+  }
+  // A dashed vertical line at `t`, labelled to its left or right.
+  auto marker = [&](double t, const char* color, const std::string& label, double y0, double y1,
+                    bool label_left) {
+    svg << R"(<line x1=")" << x_of(t) << R"(" y1=")" << y0 << R"(" x2=")" << x_of(t) << R"(" y2=")"
+        << y1 << R"(" stroke=")" << color << R"(" stroke-width="1.5" stroke-dasharray="4 3"/>)"
+        << R"(<text x=")" << x_of(t) + (label_left ? -4 : 4) << R"(" y=")" << y0 + 10
+        << R"(" fill=")" << color << R"(" text-anchor=")" << (label_left ? "end" : "start")
+        << R"(">)" << label << "</text>\n";
+  };
   auto panel_of = [&](const Side& side, int row) {
     double base = top + (row + 1) * panel - 10;
     double height = panel - 40;
-    std::vector<double> calls(kBuckets), ok(kBuckets), sent(kBuckets);
-    for (const CallRecord& c : side.calls) {
-      auto b = static_cast<std::size_t>(c.start / bucket);
-      if (b >= calls.size()) continue;
-      calls[b] += 1 / bucket;
-      ok[b] += c.ok ? 1 / bucket : 0;
-    }
-    for (double t : side.attempt_times) {
+    std::vector<double> arriving(buckets), served(buckets), succeeded(buckets), sent(buckets),
+        slots(buckets), samples(buckets);
+    auto add = [&](std::vector<double>& series, double t, double v) {
       auto b = static_cast<std::size_t>(t / bucket);
-      if (b < sent.size()) sent[b] += 1 / bucket;
+      if (b < series.size()) series[b] += v;
+    };
+    for (const RequestRecord& r : side.requests) {
+      add(arriving, r.at, 1 / bucket);
+      if (r.ok) add(served, r.ended, 1 / bucket);
+      if (r.ok && r.needs_dependency) add(succeeded, r.ended, 1 / bucket);
     }
-    auto y_of = [&](double v) { return base - std::min(1.0, v / y_max) * height; };
-    auto line = [&](const std::vector<double>& values, const char* color, const char* extra) {
+    for (double t : side.attempt_times) add(sent, t, 1 / bucket);
+    for (const auto& [t, n] : side.slot_samples) {
+      add(slots, t, n);
+      add(samples, t, 1);
+    }
+    for (std::size_t b = 0; b < buckets; ++b) slots[b] = samples[b] > 0 ? slots[b] / samples[b] : 0;
+    auto y_of = [&](double v, double max) { return base - std::min(1.0, v / max) * height; };
+    auto line = [&](const std::vector<double>& values, double max, const char* color,
+                    const char* extra) {
       svg << R"(<polyline fill="none" stroke=")" << color << R"(" stroke-width="2" )" << extra
           << R"( points=")";
       for (std::size_t b = 0; b < values.size(); ++b) {
-        svg << x_of((static_cast<double>(b) + 0.5) * bucket) << "," << y_of(values[b]) << " ";
+        svg << x_of((static_cast<double>(b) + 0.5) * bucket) << "," << y_of(values[b], max) << " ";
       }
       svg << R"("/>)"
           << "\n";
     };
-    line(calls, "#777777", R"(stroke-dasharray="5 3")");
-    line(sent, "#c03030", "");
-    line(ok, "#2a8a2a", "");
+    line(arriving, y_max, "#777777", R"(stroke-dasharray="5 3")");
+    line(slots, kSlots * 1.2, "#8e44ad", R"(stroke-dasharray="2 2")");
+    line(sent, y_max, "#c03030", "");
+    line(served, y_max, "#2a8a2a", "");
+    line(succeeded, y_max, "#1f5fbf", "");
     svg << R"(<text x="8" y=")" << base - height / 2 << R"(" font-weight="bold">)" << side.name
         << "</text>\n";
-    for (double v : {0.0, static_cast<double>(rps)}) {
-      svg << R"(<text x=")" << left - 6 << R"(" y=")" << y_of(v) + 4
+    for (double v : {0.0, static_cast<double>(rps) / 2, static_cast<double>(rps)}) {
+      svg << R"(<text x=")" << left - 6 << R"(" y=")" << y_of(v, y_max) + 4
           << R"(" text-anchor="end" fill="#555">)" << v << "/s</text>";
-      svg << R"(<line x1=")" << left << R"(" y1=")" << y_of(v) << R"(" x2=")" << width - right
-          << R"(" y2=")" << y_of(v) << R"(" stroke=")" << (v == 0 ? "#999" : "#ddd") << R"("/>)"
+      svg << R"(<line x1=")" << left << R"(" y1=")" << y_of(v, y_max) << R"(" x2=")"
+          << width - right << R"(" y2=")" << y_of(v, y_max) << R"(" stroke=")"
+          << (v == 0 ? "#999" : "#ddd") << R"("/>)"
           << "\n";
+    }
+    svg << R"(<text x=")" << width - right + 6 << R"(" y=")" << y_of(kSlots, kSlots * 1.2) + 4
+        << R"(" fill="#8e44ad">)" << kSlots << " slots</text>\n";
+    marker(healed_at, "#1b7a1b", "dependency healed", base - height - 8, base, true);
+    if (row == 1 && closed_at) {
+      marker(*closed_at, "#333333", "breaker closed", base - height + 8, base, false);
     }
   };
   panel_of(naive, 0);
@@ -234,15 +312,15 @@ std::string Svg(const Side& naive, const Side& resilient, double run_seconds, in
         << R"("/>)";
   };
   for (const auto& [at, t] : resilient.transitions) {
-    segment(std::min(at, run_seconds));
-    from = std::min(at, run_seconds);
+    segment(std::min(at, end_seconds));
+    from = std::min(at, end_seconds);
     state = static_cast<int>(t.to);
   }
-  segment(run_seconds);
+  segment(end_seconds);
   svg << "\n"
       << R"(<text x="8" y=")" << band + 11 << R"(">breaker</text>)"
       << "\n";
-  for (int tick = 0; tick <= 10; ++tick) {
+  for (int tick = 0; tick * run_seconds / 10 <= end_seconds + 1e-9; ++tick) {
     double t = run_seconds * tick / 10;
     svg << R"(<text x=")" << x_of(t) << R"(" y=")" << band + 32
         << R"(" text-anchor="middle" fill="#555">)" << Fixed(t, t < 10 ? 1 : 0) << "s</text>";
@@ -250,8 +328,14 @@ std::string Svg(const Side& naive, const Side& resilient, double run_seconds, in
   double legend = band + 56;
   svg << "\n"
       << R"(<text x=")" << left << R"(" y=")" << legend << R"(">)"
-      << R"(<tspan fill="#777">- - calls/s</tspan>   <tspan fill="#2a8a2a">successes/s</tspan>   )"
-      << R"(<tspan fill="#c03030">attempts/s at the dependency</tspan>   )"
+      << R"(<tspan fill="#2a8a2a">requests served/s, both kinds, by when they ended</tspan>   )"
+      << R"(<tspan fill="#1f5fbf">of which dependency calls that succeeded</tspan>   )"
+      << R"(<tspan fill="#777">- - requests arriving/s</tspan></text>)"
+      << "\n"
+      << R"(<text x=")" << left << R"(" y=")" << legend + 18 << R"(">)"
+      << R"(<tspan fill="#c03030">attempts/s arriving at the dependency</tspan>   )"
+      << R"(<tspan fill="#8e44ad">· · slots in use (right scale, of )" << kSlots
+      << R"()</tspan>   )"
       << R"(breaker: <tspan fill="#4caf50">closed</tspan> <tspan fill="#e53935">open</tspan> )"
       << R"(<tspan fill="#c9a000">half-open</tspan></text>)"
       << "\n</svg>\n";
@@ -262,7 +346,7 @@ std::string Svg(const Side& naive, const Side& resilient, double run_seconds, in
 
 int RunDemo(const std::vector<std::string>& args) {
   double run_seconds = 30;
-  int rps = 200;
+  std::optional<int> rps_option;
   std::string svg_path = "outbound-demo.svg", json_path;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -274,7 +358,7 @@ int RunDemo(const std::vector<std::string>& args) {
       } else if (a == "--seconds" && has_value) {
         run_seconds = std::stod(args[++i]);
       } else if (a == "--rps" && has_value) {
-        rps = std::stoi(args[++i]);
+        rps_option = std::stoi(args[++i]);
       } else if (a == "--svg" && has_value) {
         svg_path = args[++i];
       } else if (a == "--json" && has_value) {
@@ -286,14 +370,15 @@ int RunDemo(const std::vector<std::string>& args) {
       return Usage("demo", a + " needs a number");
     }
   }
-  if (run_seconds < 3 || run_seconds > 3600 || rps < 1 || rps > 5000) {
-    return Usage("demo", "--seconds must be 3 to 3600 and --rps 1 to 5000");
+  if (run_seconds < 3 || run_seconds > 3600 ||
+      (rps_option && (*rps_option < 2 || *rps_option > 5000))) {
+    return Usage("demo", "--seconds must be 3 to 3600 and --rps 2 to 5000");
   }
   const double scale = run_seconds / 30;
+  const int rps = rps_option.value_or(std::max(2, static_cast<int>(std::lround(200 / scale))));
   auto scaled = [&](Duration d) {
     return Duration(static_cast<Duration::rep>(static_cast<double>(d.count()) * scale));
   };
-  const int seconds = static_cast<int>(std::ceil(run_seconds));
   Clock& clock = SystemClock();
 
   Side naive, resilient;
@@ -311,9 +396,7 @@ int RunDemo(const std::vector<std::string>& args) {
     Phase phase = PhaseAt(elapsed / run_seconds);
     {
       std::lock_guard lock(server_mu);
-      Side& side = is_naive ? naive : resilient;
-      side.attempt_times.push_back(elapsed);
-      ++side.attempts_in_phase[phase];
+      (is_naive ? naive : resilient).attempt_times.push_back(elapsed);
     }
     switch (phase) {
       case kStorm:
@@ -348,6 +431,7 @@ int RunDemo(const std::vector<std::string>& args) {
   base.backoff_base = scaled(base.backoff_base);
   base.backoff_max = scaled(base.backoff_max);
   base.breaker.open_for = scaled(base.breaker.open_for);
+  base.breaker.initial_open_for = scaled(base.breaker.initial_open_for);
   base.breaker.probe_timeout = scaled(base.breaker.probe_timeout);
 
   http::Settings naive_settings = base;
@@ -356,6 +440,7 @@ int RunDemo(const std::vector<std::string>& args) {
   naive_settings.breaker_policy.trip = [](const circuit::Counts&) { return false; };
 
   http::Settings resilient_settings = base;
+  resilient_settings.breaker.slow_call = scaled(kSlowCall);
   resilient_settings.observers.push_back(http::ObserveAttempts([&](const http::AttemptRecord& r) {
     std::lock_guard lock(resilient.mu);
     if (r.decision) ++resilient.decisions[std::string(retry::ToString(*r.decision))];
@@ -375,65 +460,108 @@ int RunDemo(const std::vector<std::string>& args) {
   naive.client = std::move(*made_naive);
   resilient.client = std::move(*made_resilient);
 
-  auto call = [&](Side& side, double at) {
+  const Duration own_work = scaled(kOwnWork);
+  // A request arrives at a service: served in a free slot, or turned away.
+  auto arrive = [&](Side& side, double at, bool needs_dependency) {
+    RequestRecord record;
+    record.at = at;
+    record.needs_dependency = needs_dependency;
+    record.ended = at;
+    if (side.slots.load() >= kSlots) {  // only this thread takes slots
+      std::lock_guard lock(side.mu);
+      side.requests.push_back(record);
+      return;
+    }
+    ++side.slots;
+    record.admitted = true;
+    if (!needs_dependency) {
+      record.ok = true;
+      record.ended = at + Seconds(own_work).count();
+      side.own_work_ends.push_back(start +
+                                   std::chrono::duration_cast<Duration>(Seconds(record.ended)));
+      std::lock_guard lock(side.mu);
+      side.requests.push_back(record);
+      return;
+    }
     ++side.in_flight;
     http::Request request = http::Request::Get("/charges/42");
     request.Header("X-Client", side.name == "naive" ? "naive" : "outbound");
-    TimePoint began = clock.Now();
     side.client->SendAsync(
         std::move(request),
-        [&side, at, began, &clock](Result<http::Response> result, std::exception_ptr) {
-          CallRecord record;
-          record.start = at;
-          record.latency = Seconds(clock.Now() - began).count();
+        [&side, record, start, &clock](Result<http::Response> result, std::exception_ptr) mutable {
+          record.ended = Seconds(clock.Now() - start).count();
           record.ok = result && result->status >= 200 && result->status < 300;
           if (!result) record.error = result.error().kind();
           {
             std::lock_guard lock(side.mu);
-            side.calls.push_back(record);
+            side.requests.push_back(record);
           }
+          --side.slots;
           --side.in_flight;
         });
   };
+  // Requests without the dependency that are done free their slots.
+  auto finish_own_work = [&](Side& side, TimePoint now) {
+    while (!side.own_work_ends.empty() && side.own_work_ends.front() <= now) {
+      side.own_work_ends.pop_front();
+      --side.slots;
+    }
+  };
 
-  // The load: the same calls, at the same instants, through both clients.
+  // The load: the same requests, at the same instants, to both services;
+  // each needs the dependency or not as a fair coin says, from a fixed seed
+  // (a strict alternation would let a service with one free slot serve
+  // every other request and turn away every call).
+  std::mt19937 mix(20240906);
   bool tty = isatty(STDOUT_FILENO) != 0;
   const Duration interval = std::chrono::duration_cast<Duration>(Seconds(1.0 / rps));
   std::size_t n = 0;
   int last_report = -1;
+  auto progress = [&](double at) {
+    auto line = [&](Side& side) {
+      std::lock_guard lock(side.mu);
+      int other = 0, served = 0;
+      for (const RequestRecord& r : side.requests) {
+        if (r.needs_dependency) continue;
+        ++other;
+        served += r.ok ? 1 : 0;
+      }
+      return side.name + " served " + Percent(Ratio(served, other)) + " of other requests, " +
+             std::to_string(side.slots.load()) + " slots busy";
+    };
+    std::string status = "[" + std::string(kPhaseNames[PhaseAt(at / run_seconds)]) + "] " +
+                         Fixed(at, 0) + "s  " + line(naive) + " | " + line(resilient) +
+                         ", breaker " +
+                         std::string(circuit::ToString(resilient.client->breaker_state()));
+    if (tty) {
+      std::cout << "\r\033[K" << status << std::flush;
+    } else {
+      std::cout << status << "\n";
+    }
+  };
   for (;;) {
     TimePoint when = start + interval * static_cast<Duration::rep>(n);
     double at = Seconds(when - start).count();
     if (at >= run_seconds) break;
     SleepUntil(clock, when);
-    call(naive, at);
-    call(resilient, at);
+    bool needs_dependency = (mix() & 1) != 0;
+    for (Side* side : {&naive, &resilient}) {
+      finish_own_work(*side, clock.Now());
+      side->slot_samples.emplace_back(at, side->slots.load());
+      arrive(*side, at, needs_dependency);
+    }
     ++n;
     int second = static_cast<int>(at);
     if (second != last_report) {
       last_report = second;
-      auto line = [&](Side& side) {
-        std::lock_guard lock(side.mu);
-        int ok = 0;
-        for (const CallRecord& c : side.calls) ok += c.ok ? 1 : 0;
-        return side.name + " " + std::to_string(ok) + "/" + std::to_string(side.calls.size()) +
-               " ok";
-      };
-      std::string status = "[" + std::string(kPhaseNames[PhaseAt(at / run_seconds)]) + "] " +
-                           Fixed(at, 0) + "s  " + line(naive) + " | " + line(resilient) +
-                           ", breaker " +
-                           std::string(circuit::ToString(resilient.client->breaker_state()));
-      if (tty) {
-        std::cout << "\r\033[K" << status << std::flush;
-      } else {
-        std::cout << status << "\n";
-      }
+      progress(at);
     }
   }
   // Every call ends within its Timeout; wait for the last ones.
   while (naive.in_flight > 0 || resilient.in_flight > 0) {
     SleepUntil(clock, clock.Now() + milliseconds(20));
   }
+  double end_seconds = std::max(run_seconds, Seconds(clock.Now() - start).count());
   if (tty) std::cout << "\n";
   naive.client.reset();
   resilient.client.reset();
@@ -444,109 +572,143 @@ int RunDemo(const std::vector<std::string>& args) {
     return std::pair{kPhaseStart[p] * run_seconds,
                      (p < 3 ? kPhaseStart[p + 1] : 1.0) * run_seconds};
   };
-  // A caller rarely waits long: an answer after a second (scaled) is as
-  // good as none to most of them.
-  const double prompt_seconds = scale;
+  const double healed_at = kPhaseStart[kRecovered] * run_seconds;
   nlohmann::json report;
   report["seconds"] = run_seconds;
-  report["prompt_seconds"] = prompt_seconds;
   report["rps"] = rps;
-  std::cout << "\n"
-            << std::left << std::setw(34) << "" << std::setw(14) << "naive"
-            << "outbound\n";
-  auto row = [&](const std::string& label, const std::string& a, const std::string& b) {
-    std::cout << "  " << std::left << std::setw(32) << label << std::setw(14) << a << b << "\n";
-  };
+  report["slots"] = kSlots;
+  report["healed_at_seconds"] = healed_at;
+  report["slow_call_ms"] = Seconds(scaled(kSlowCall)).count() * 1000;
   for (Side* side : {&naive, &resilient}) {
     std::lock_guard lock(side->mu);
     nlohmann::json j;
-    int sent = 0;
-    for (int p = 0; p < 4; ++p) sent += side->attempts_in_phase[p];
-    j["all"] = ToJson(Summarize(side->calls, 0, run_seconds, sent, prompt_seconds));
+    j["all"] = Summarize(*side, 0, run_seconds);
     for (int p = 0; p < 4; ++p) {
       auto [from, to] = phase_bounds(p);
-      j["phases"][kPhaseNames[p]] =
-          ToJson(Summarize(side->calls, from, to, side->attempts_in_phase[p], prompt_seconds));
+      j["phases"][kPhaseNames[p]] = Summarize(*side, from, to);
     }
-    std::vector<int> calls_per_second(static_cast<std::size_t>(seconds));
-    std::vector<int> ok_per_second(calls_per_second.size());
-    std::vector<int> sent_per_second(calls_per_second.size());
-    for (const CallRecord& c : side->calls) {
-      auto t = static_cast<std::size_t>(c.start);
-      if (t >= calls_per_second.size()) continue;
-      ++calls_per_second[t];
-      ok_per_second[t] += c.ok;
+    const auto seconds = static_cast<std::size_t>(std::ceil(end_seconds));
+    std::vector<int> arriving(seconds), served(seconds), succeeded(seconds), sent(seconds);
+    for (const RequestRecord& r : side->requests) {
+      if (static_cast<std::size_t>(r.at) < seconds) ++arriving[static_cast<std::size_t>(r.at)];
+      auto e = static_cast<std::size_t>(r.ended);
+      if (r.ok && e < seconds) {
+        ++served[e];
+        succeeded[e] += r.needs_dependency ? 1 : 0;
+      }
     }
     for (double at : side->attempt_times) {
-      auto t = static_cast<std::size_t>(at);
-      if (t < sent_per_second.size()) ++sent_per_second[t];
+      if (static_cast<std::size_t>(at) < seconds) ++sent[static_cast<std::size_t>(at)];
     }
-    j["calls_per_second"] = calls_per_second;
-    j["successes_per_second"] = ok_per_second;
-    j["attempts_at_dependency_per_second"] = sent_per_second;
+    j["requests_arriving_per_second"] = arriving;
+    j["requests_served_per_second_by_end"] = served;
+    j["dependency_successes_per_second_by_end"] = succeeded;
+    j["attempts_at_dependency_per_second"] = sent;
     report["clients"][side->name] = j;
   }
+  std::optional<double> closed_at, opened_at;
+  int reopened = 0;
   {
     std::lock_guard lock(resilient.mu);
     nlohmann::json transitions = nlohmann::json::array();
     for (const auto& [at, t] : resilient.transitions) {
       transitions.push_back({{"at_seconds", at},
                              {"from", circuit::ToString(t.from)},
-                             {"to", circuit::ToString(t.to)}});
+                             {"to", circuit::ToString(t.to)},
+                             {"open_for_ms", Seconds(t.open_for).count() * 1000}});
+      if (t.to == circuit::State::kOpen && t.from == circuit::State::kClosed && !opened_at)
+        opened_at = at;
+      if (t.to == circuit::State::kOpen && t.from == circuit::State::kHalfOpen) ++reopened;
+      if (t.to == circuit::State::kClosed && at >= healed_at && !closed_at) closed_at = at;
     }
     report["clients"]["outbound"]["transitions"] = transitions;
     report["clients"]["outbound"]["retry_decisions"] = resilient.decisions;
   }
+  report["clients"]["outbound"]["closed_after_heal_seconds"] =
+      closed_at ? nlohmann::json(*closed_at - healed_at) : nlohmann::json(nullptr);
+
   const auto& nj = report["clients"]["naive"];
   const auto& oj = report["clients"]["outbound"];
-  auto both = [&](const std::string& label, const char* key, auto format) {
-    row(label, format(nj["all"][key].template get<double>()),
-        format(oj["all"][key].template get<double>()));
+  std::cout << "\n"
+            << std::left << std::setw(48) << "" << std::setw(16) << "naive"
+            << "outbound\n";
+  auto row = [&](const std::string& label, const std::string& a, const std::string& b) {
+    std::cout << "  " << std::left << std::setw(46) << label << std::setw(16) << a << b << "\n";
   };
-  auto ms = [](double v) { return Fixed(v, v < 10 ? 1 : 0) + " ms"; };
-  both("success rate", "success_rate", Percent);
+  auto by_phase = [&](const char* key, auto format, int first = 0, int last = 3) {
+    for (int p = first; p <= last; ++p) {
+      row(std::string("  ") + kPhaseNames[p], format(nj["phases"][kPhaseNames[p]][key]),
+          format(oj["phases"][kPhaseNames[p]][key]));
+    }
+  };
+  auto pct = [](const nlohmann::json& v) { return Percent(v.get<double>()); };
+  auto ms = [](const nlohmann::json& v) { return Millis(v.get<double>()); };
+  auto ratio = [](const nlohmann::json& v) { return Fixed(v.get<double>(), 3); };
+  auto slots = [&](const std::string& phase) {
+    return [phase](const nlohmann::json& side) {
+      const auto& p = side["phases"][phase];
+      return Fixed(p["slots_mean"].get<double>(), 0) + " / " +
+             std::to_string(p["slots_max"].get<int>());
+    };
+  };
+  row("your service's other requests still served", pct(nj["all"]["other_served"]),
+      pct(oj["all"]["other_served"]));
+  by_phase("other_served", pct);
+  row("callers waited on failed dependency calls", "", "");
+  row("  p50", ms(nj["all"]["time_to_fail_p50_ms"]), ms(oj["all"]["time_to_fail_p50_ms"]));
+  row("  p99", ms(nj["all"]["time_to_fail_p99_ms"]), ms(oj["all"]["time_to_fail_p99_ms"]));
+  row("  caller-seconds in all",
+      Fixed(nj["all"]["caller_seconds_waited_on_failures"].get<double>(), 0),
+      Fixed(oj["all"]["caller_seconds_waited_on_failures"].get<double>(), 0));
+  const char* hanging = kPhaseNames[kHanging];
+  row("load on the sick dependency (while hanging)", "", "");
+  row("  attempts per call", ratio(nj["phases"][hanging]["attempts_per_call"]),
+      ratio(oj["phases"][hanging]["attempts_per_call"]));
+  row("  attempts per second", Fixed(nj["phases"][hanging]["attempts_per_second"].get<double>(), 1),
+      Fixed(oj["phases"][hanging]["attempts_per_second"].get<double>(), 1));
+  row("requests needing the dependency served", pct(nj["all"]["dependency_served"]),
+      pct(oj["all"]["dependency_served"]));
+  by_phase("dependency_served", pct);
+  row("dependency calls made that succeeded", pct(nj["all"]["call_success_rate"]),
+      pct(oj["all"]["call_success_rate"]));
+  by_phase("call_success_rate", pct);
+  row("attempts at the dependency per call made", ratio(nj["all"]["attempts_per_call"]),
+      ratio(oj["all"]["attempts_per_call"]));
+  by_phase("attempts_per_call", ratio);
+  row("slots in use, mean / max of " + std::to_string(kSlots), "", "");
   for (int p = 0; p < 4; ++p) {
-    row(std::string("  during ") + kPhaseNames[p],
-        Percent(nj["phases"][kPhaseNames[p]]["success_rate"].get<double>()),
-        Percent(oj["phases"][kPhaseNames[p]]["success_rate"].get<double>()));
+    row(std::string("  ") + kPhaseNames[p], slots(kPhaseNames[p])(nj), slots(kPhaseNames[p])(oj));
   }
-  both("answered OK within " + Fixed(prompt_seconds, prompt_seconds < 1 ? 1 : 0) + " s",
-       "prompt_success_rate", Percent);
-  for (int p = 1; p < 4; ++p) {
-    row(std::string("  during ") + kPhaseNames[p],
-        Percent(nj["phases"][kPhaseNames[p]]["prompt_success_rate"].get<double>()),
-        Percent(oj["phases"][kPhaseNames[p]]["prompt_success_rate"].get<double>()));
+  row("requests turned away (every slot busy)", std::to_string(nj["all"]["turned_away"].get<int>()),
+      std::to_string(oj["all"]["turned_away"].get<int>()));
+  row("calls failed fast by the breaker",
+      std::to_string(nj["all"]["rejected_by_breaker"].get<int>()),
+      std::to_string(oj["all"]["rejected_by_breaker"].get<int>()));
+  std::string breaker = "never opened";
+  if (opened_at) {
+    breaker = "opened at " + Fixed(*opened_at, 1) + "s, reopened " + std::to_string(reopened) +
+              "x after failed probes";
   }
-  both("p50 latency", "p50_ms", ms);
-  both("p99 latency", "p99_ms", ms);
-  both("max latency", "max_ms", ms);
-  both("failed calls: p50 time to fail", "failure_p50_ms", ms);
-  both("attempts at dependency / call", "attempts_per_call", [](double v) { return Fixed(v, 2); });
-  for (int p = 1; p < 3; ++p) {
-    row(std::string("  during ") + kPhaseNames[p],
-        Fixed(nj["phases"][kPhaseNames[p]]["attempts_per_call"].get<double>(), 2),
-        Fixed(oj["phases"][kPhaseNames[p]]["attempts_per_call"].get<double>(), 2));
-  }
-  row("failed fast by the breaker", std::to_string(nj["all"]["rejected"].get<int>()),
-      std::to_string(oj["all"]["rejected"].get<int>()));
-  std::string transitions;
-  for (const auto& t : oj["transitions"]) {
-    transitions += std::string(transitions.empty() ? "" : ", ") + t["to"].get<std::string>() +
-                   " at " + Fixed(t["at_seconds"].get<double>(), 1) + "s";
-  }
-  row("breaker transitions", "(no breaker)", transitions.empty() ? "none" : transitions);
+  row("breaker", "(no breaker)", breaker);
+  row("  closed after the dependency healed", "",
+      closed_at ? Fixed(*closed_at - healed_at, 2) + " s (at " + Fixed(*closed_at, 1) + "s)"
+                : "not closed");
   std::string decisions;
   for (const auto& [kind, count] : oj["retry_decisions"].items()) {
     decisions +=
         std::string(decisions.empty() ? "" : ", ") + kind + " " + std::to_string(count.get<int>());
   }
   row("retry decisions", "(no retries)", decisions);
+  std::cout << "\noutbound's client: default settings, plus breaker.slow_call "
+            << Millis(Seconds(scaled(kSlowCall)).count() * 1000) << "; both with Timeout "
+            << Millis(Seconds(base.timeout).count() * 1000) << ".\n";
 
   {
     std::lock_guard a(naive.mu), b(resilient.mu);
-    std::ofstream(svg_path) << Svg(naive, resilient, run_seconds, rps);
+    std::ofstream(svg_path) << Svg(naive, resilient, run_seconds, end_seconds, rps, healed_at,
+                                   closed_at);
   }
-  std::cout << "\ntimeline: " << svg_path << "\n";
+  std::cout << "timeline: " << svg_path << "\n";
   if (!json_path.empty()) {
     std::ofstream(json_path) << report.dump(2) << "\n";
     std::cout << "series: " << json_path << "\n";

@@ -13,10 +13,21 @@
 //
 // States: closed admits everything and counts results over a sliding window
 // of the last `window` results; when `Policy::trip` says so it opens. Open
-// rejects everything for `open_for`, then is half-open: it admits at most
-// `probes` attempts at a time, and `Policy::probe` decides after each probe
-// result whether to close, reopen, or keep probing. A probe that is not
+// rejects everything for its open interval, then is half-open: it admits at
+// most `probes` attempts at a time, and `Policy::probe` decides after each
+// probe result whether to close, reopen, or keep probing. A probe that is not
 // settled within `probe_timeout` counts as timed out and frees its slot.
+//
+// The open interval starts short and grows while probes keep failing: the
+// first is `initial_open_for`, each reopen doubles it, `open_for` caps it,
+// and closing starts the sequence again. Each interval is drawn at random
+// between its nominal length and half as much again (never past
+// `open_for`), so breakers that opened together do not probe together. A
+// busy breaker probes sooner: once it has turned away `calls_per_probe`
+// attempts, and at least `initial_open_for` after it opened. So a
+// dependency that heals is found within about `calls_per_probe` calls however
+// long it was down, while probes stay one in `calls_per_probe` calls of the
+// dependency's load; a breaker with few calls waits out the growing interval.
 //
 // Results of tickets admitted in an earlier state are not counted: a slow
 // success from before the breaker opened says nothing about now.
@@ -39,6 +50,7 @@
 
 #include "outbound/clock.h"
 #include "outbound/error.h"
+#include "outbound/random.h"
 
 namespace outbound::circuit {
 
@@ -62,11 +74,27 @@ struct Config {
   int window = 20;
   // Probes admitted at once while half-open. Valid: 1 to kMaxCount.
   int probes = 1;
-  // How long the breaker stays open before probing. Valid: positive.
+  // The longest the breaker stays open before probing: the ceiling of the
+  // growing open interval. Valid: positive.
   Duration open_for = std::chrono::seconds(10);
   // How long a probe may stay unsettled before its slot is freed.
   // Valid: positive.
   Duration probe_timeout = std::chrono::seconds(10);
+  // The first open interval after closed; each reopen doubles it, up to
+  // `open_for`. Valid: positive (one longer than `open_for` is taken as
+  // `open_for`).
+  Duration initial_open_for = std::chrono::milliseconds(500);
+  // While open, the breaker probes once it has turned away this many
+  // attempts (and `initial_open_for` has passed), however long its interval.
+  // Valid: 1 to kMaxCount.
+  int calls_per_probe = 50;
+  // The slow-call rule: an attempt still waiting for its response's headers
+  // this long after it was sent counts as a failure at that moment (its own
+  // result, when it comes, is then not counted). The breaker reads no clock,
+  // so the layer that makes the attempts applies it; the HTTP client does.
+  // Zero turns it off (the default: how slow is too slow is the
+  // dependency's own business). Valid: zero or positive.
+  Duration slow_call = Duration::zero();
 };
 
 // Each check says what is wrong without naming the field.
@@ -74,6 +102,9 @@ struct Config {
 [[nodiscard]] Result<void> CheckProbes(int probes);
 [[nodiscard]] Result<void> CheckOpenFor(Duration open_for);
 [[nodiscard]] Result<void> CheckProbeTimeout(Duration probe_timeout);
+[[nodiscard]] Result<void> CheckInitialOpenFor(Duration initial_open_for);
+[[nodiscard]] Result<void> CheckCallsPerProbe(int calls_per_probe);
+[[nodiscard]] Result<void> CheckSlowCall(Duration slow_call);
 
 // The results of the current state. Closed: over the last `window` results.
 // Half-open: since it went half-open. Open: those that opened it.
@@ -109,12 +140,16 @@ struct Transition {
   State to;
   Counts counts;  // the counts of the state left
   TimePoint at;
+  // Entering open: how long this open interval lasts at most (it may end
+  // sooner on `calls_per_probe`). Zero for the other transitions.
+  Duration open_for = Duration::zero();
 };
 
 // Why Allow said no.
 struct Rejection {
-  // How long until the breaker may admit again: the rest of open_for, or,
-  // half-open with every probe slot taken, until the oldest probe times out.
+  // How long until the breaker admits again at the latest: the rest of the
+  // open interval (a busy breaker may probe sooner), or, half-open with every
+  // probe slot taken, until the oldest probe times out.
   Duration retry_after;
 };
 
@@ -154,8 +189,10 @@ class Breaker {
   using Observer = std::function<void(const Transition&)>;
 
   // `config` must pass the checks and `policy` have both functions set;
-  // out-of-range counts are clamped. The breaker starts closed.
-  Breaker(Config config, Policy policy, Observer observer = nullptr);
+  // out-of-range counts are clamped. `random` draws the open intervals'
+  // jitter (null: DefaultRandom()) and must outlive the breaker. The breaker
+  // starts closed.
+  Breaker(Config config, Policy policy, Observer observer = nullptr, Random* random = nullptr);
   Breaker(const Breaker&) = delete;
   Breaker& operator=(const Breaker&) = delete;
 
@@ -163,8 +200,8 @@ class Breaker {
   // is taken. Every ticket must be settled or destroyed before the breaker.
   [[nodiscard]] tl::expected<Ticket, Rejection> Allow(TimePoint now);
 
-  // The state at `now`: half-open as soon as open_for has passed, with no
-  // attempt made.
+  // The state at `now`: half-open as soon as the open interval has passed,
+  // with no attempt made.
   State state(TimePoint now);
 
   // The counts of the state at `now`.
@@ -193,6 +230,8 @@ class Breaker {
   void RecordClosed(Outcome outcome);
   void CountResult(Outcome outcome);
   void Enter(State to, TimePoint now);
+  // With mu_ held: the length of the next open interval, jitter drawn.
+  Duration NextOpenInterval();
   bool SameState(const Ticket& ticket) const;
   // Hands queued transitions to the observer, outside mu_.
   void Deliver();
@@ -200,11 +239,15 @@ class Breaker {
   const Config config_;
   const Policy policy_;
   const Observer observer_;
+  Random* const random_;
 
   std::mutex mu_;
   State state_ = State::kClosed;
   std::uint64_t generation_ = 0;
   TimePoint opened_at_;
+  Duration open_interval_{};  // of the current (or last) open state
+  int opens_in_a_row_ = 0;    // opens since the breaker last closed
+  int rejected_ = 0;          // attempts turned away since it opened
   Counts counts_;
   std::vector<Outcome> window_;  // ring of the closed state's last results
   int window_next_ = 0;

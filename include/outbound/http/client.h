@@ -66,8 +66,8 @@ class Client {
   using Callback = std::function<void(Result<Response> result, std::exception_ptr thrown)>;
   void SendAsync(Request request, Callback done);
 
-  // The breaker's state now (read, not tracked: half-open as soon as
-  // OpenFor has passed).
+  // The breaker's state now (read, not tracked: half-open as soon as its
+  // open interval has passed).
   circuit::State breaker_state() const;
 
   // "https://payments:8443".

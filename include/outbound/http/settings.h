@@ -145,7 +145,9 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckMaxConnections(int n);
 // The retry budget's and breaker's checks are retry::CheckMaxTokens,
 // retry::CheckTokenRatio, circuit::CheckWindow, circuit::CheckProbes,
-// circuit::CheckOpenFor and circuit::CheckProbeTimeout.
+// circuit::CheckOpenFor, circuit::CheckProbeTimeout,
+// circuit::CheckInitialOpenFor, circuit::CheckCallsPerProbe and
+// circuit::CheckSlowCall.
 
 // Every check, and the rules on two fields: backoff_max >= backoff_base, TLS
 // set exactly when base_url is https, classify and both policy functions
