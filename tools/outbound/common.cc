@@ -34,6 +34,8 @@ int ExitCodeFor(ErrorKind kind) {
       return kExitTooManyRedirects;
     case ErrorKind::kLocalResource:
       return kExitLocalResource;
+    case ErrorKind::kHttpStatus:
+      return kExitHttpError;
   }
   return 1;
 }
