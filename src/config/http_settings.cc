@@ -26,21 +26,20 @@ Result<std::size_t> ParseSize(const std::string& text) {
   return value;
 }
 
-// A file's contents, when they are PEM holding a block marked `marker`,
-// `kind` ("a certificate") saying what it should be; which file is not is
-// said by its path.
+// A file's contents, when they are PEM holding a block marked `marker`
+// (`what`: "certificate", "private key"); a file that is not is named by
+// its path.
 Result<std::string> ReadPem(const std::string& path, std::string_view marker,
-                            std::string_view kind) {
+                            std::string_view what) {
   Result<std::string> contents = ReadFile(path);
   if (!contents) return contents;
   if (contents->find("-----BEGIN ") == std::string::npos) {
-    return outbound::Fail(ErrorKind::kInvalidSettings, "\"" + path +
-                                                           "\" is not PEM (no -----BEGIN line); " +
-                                                           std::string(kind) + " in PEM is needed");
+    return outbound::Fail(ErrorKind::kInvalidSettings,
+                          "\"" + path + "\" is not PEM (no -----BEGIN line)");
   }
   if (contents->find(marker) == std::string::npos) {
     return outbound::Fail(ErrorKind::kInvalidSettings,
-                          "\"" + path + "\" holds no " + std::string(kind) + " in PEM");
+                          "\"" + path + "\" holds no PEM " + std::string(what));
   }
   return contents;
 }
@@ -76,11 +75,11 @@ constexpr const char* kFields[] = {
 }  // namespace
 
 Result<std::string> ReadCertificateFile(const std::string& path) {
-  return ReadPem(path, "-----BEGIN CERTIFICATE-----", "a certificate");
+  return ReadPem(path, "-----BEGIN CERTIFICATE-----", "certificate");
 }
 
 Result<std::string> ReadPrivateKeyFile(const std::string& path) {
-  return ReadPem(path, "PRIVATE KEY-----", "a private key");
+  return ReadPem(path, "PRIVATE KEY-----", "private key");
 }
 
 std::vector<std::string> HttpSettingsVariables(const std::string& prefix) {
