@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   checkout::Checkout checkout(http::Client::CreateOrThrow(outbound::Runtime{}, settings));
   // [end startup]
 
+  // [example errors]
   auto charges = checkout.Charges(argv[1], 10);
   if (!charges) {
     std::cerr << "checkout: " << outbound::ToString(charges.error().kind()) << ": "
@@ -41,5 +42,6 @@ int main(int argc, char** argv) {
     }
   }
   for (const std::string& id : *charges) std::cout << id << "\n";
+  // [end errors]
   return 0;
 }
