@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install rules, included by the top-level CMakeLists.txt when
 # OUTBOUND_INSTALL is on: headers (the generated version.h included), the
 # libraries and the command, a CMake package config with its version file,
