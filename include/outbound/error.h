@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
@@ -59,6 +60,10 @@ enum class ErrorKind {
   // descriptors, memory, threads): not the dependency's failure, so the
   // breaker does not count it and it is not retried.
   kLocalResource,
+  // The response's status was not one the caller accepts: made only by the
+  // caller's own choice (http::Require2xx), never by a call on its own,
+  // which returns every status as a response.
+  kHttpStatus,
 };
 
 // The kind's name in snake case, as it appears in telemetry ("deadline").
@@ -103,6 +108,30 @@ using Result = tl::expected<T, Error>;
 // Shorthand for building the error side of a Result.
 inline tl::unexpected<Error> Fail(ErrorKind kind, std::string message) {
   return tl::unexpected<Error>(Error(kind, std::move(message)));
+}
+
+// The exception that carries an Error, for code that would rather throw
+// than check: what OrThrow and http::Client::CreateOrThrow throw. what() is
+// the error's message.
+class Exception : public std::runtime_error {
+ public:
+  explicit Exception(Error error) : std::runtime_error(error.message()), error_(std::move(error)) {}
+  const Error& error() const noexcept { return error_; }
+
+ private:
+  Error error_;
+};
+
+// The value of `result`, or an Exception carrying its error.
+//
+//   http::Response charge = OrThrow(payments->Send(request));
+template <typename T>
+T OrThrow(Result<T>&& result) {
+  if (!result) throw Exception(std::move(result).error());
+  return std::move(*result);
+}
+inline void OrThrow(Result<void>&& result) {
+  if (!result) throw Exception(std::move(result).error());
 }
 
 }  // namespace outbound

@@ -1,5 +1,7 @@
 #include "outbound/config/http_settings.h"
 
+#include <cctype>
+
 namespace outbound::config {
 namespace {
 
@@ -9,7 +11,85 @@ Check<T> Checking(Result<void> (*check)(T)) {
   return [check](const T& value) { return check(value); };
 }
 
+Result<std::string> ParseText(const std::string& text) { return text; }
+
+Result<std::size_t> ParseSize(const std::string& text) {
+  auto bad = [&] {
+    return outbound::Fail(ErrorKind::kInvalidSettings, "\"" + text + "\" is not a whole number");
+  };
+  if (text.empty() || text.size() > 19) return bad();
+  std::size_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return bad();
+    value = value * 10 + static_cast<std::size_t>(c - '0');
+  }
+  return value;
+}
+
+// A file's contents, when they are PEM holding a block marked `marker`
+// (`what`: "certificate", "private key"); a file that is not is named by
+// its path.
+Result<std::string> ReadPem(const std::string& path, std::string_view marker,
+                            std::string_view what) {
+  Result<std::string> contents = ReadFile(path);
+  if (!contents) return contents;
+  if (contents->find("-----BEGIN ") == std::string::npos) {
+    return outbound::Fail(ErrorKind::kInvalidSettings,
+                          "\"" + path + "\" is not PEM (no -----BEGIN line)");
+  }
+  if (contents->find(marker) == std::string::npos) {
+    return outbound::Fail(ErrorKind::kInvalidSettings,
+                          "\"" + path + "\" holds no PEM " + std::string(what));
+  }
+  return contents;
+}
+
+bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
+  if (text.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
+  }
+  return true;
+}
+
+constexpr const char* kFields[] = {
+    "URL",
+    "TIMEOUT",
+    "ATTEMPT_TIMEOUT",
+    "MAX_ATTEMPTS",
+    "BACKOFF_BASE",
+    "BACKOFF_MAX",
+    "RETRY_BUDGET_MAX_TOKENS",
+    "RETRY_BUDGET_TOKEN_RATIO",
+    "BREAKER_WINDOW",
+    "BREAKER_PROBES",
+    "BREAKER_OPEN_FOR",
+    "BREAKER_PROBE_TIMEOUT",
+    "BREAKER_INITIAL_OPEN_FOR",
+    "BREAKER_CALLS_PER_PROBE",
+    "BREAKER_SLOW_CALL",
+    "MAX_RESPONSE_BYTES",
+    "MAX_CONNECTIONS",
+    "CA_FILE",
+    "CERT_FILE",
+    "KEY_FILE",
+};
+
 }  // namespace
+
+Result<std::string> ReadCertificateFile(const std::string& path) {
+  return ReadPem(path, "-----BEGIN CERTIFICATE-----", "certificate");
+}
+
+Result<std::string> ReadPrivateKeyFile(const std::string& path) {
+  return ReadPem(path, "PRIVATE KEY-----", "private key");
+}
+
+std::vector<std::string> HttpSettingsVariables(const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const char* field : kFields) names.push_back(prefix + field);
+  return names;
+}
 
 http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Settings d) {
   http::Settings s = d;
@@ -17,8 +97,11 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
   Parser<Duration> duration = ParseDuration;
   Parser<int> integer = ParseInt;
   Parser<double> number = ParseDouble;
-  Parser<std::string> file = ReadFile;
 
+  std::optional<std::string> url_fallback;
+  if (!d.base_url.empty()) url_fallback = d.base_url;
+  s.base_url = r.Get(name("URL"), Parser<std::string>(ParseText), url_fallback,
+                     Check<std::string>(http::CheckBaseUrl));
   s.timeout =
       r.Get(name("TIMEOUT"), duration, std::optional(d.timeout), Checking(http::CheckTimeout));
   s.attempt_timeout = r.Get(name("ATTEMPT_TIMEOUT"), duration, std::optional(d.attempt_timeout),
@@ -52,17 +135,31 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
             Checking(circuit::CheckCallsPerProbe));
   s.breaker.slow_call = r.Get(name("BREAKER_SLOW_CALL"), duration,
                               std::optional(d.breaker.slow_call), Checking(circuit::CheckSlowCall));
+  s.max_response_bytes =
+      r.Get(name("MAX_RESPONSE_BYTES"), Parser<std::size_t>(ParseSize),
+            std::optional(d.max_response_bytes), Checking(http::CheckMaxResponseBytes));
+  s.max_connections = r.Get(name("MAX_CONNECTIONS"), integer, std::optional(d.max_connections),
+                            Checking(http::CheckMaxConnections));
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }
 
-  bool https = s.base_url.rfind("https:", 0) == 0;
+  bool https = StartsWithNoCase(s.base_url, "https:");
   if (https) {
     http::TlsSettings tls;
-    tls.root_pem = r.Get(name("CA_FILE"), file, std::optional<std::string>(""));
-    tls.client_cert_pem = r.Get(name("CERT_FILE"), file, std::optional<std::string>(""));
-    tls.client_key_pem = r.Get(name("KEY_FILE"), file, std::optional<std::string>(""));
-    if (auto ok = http::CheckTls(tls); !ok) {
+    std::string none;
+    Parser<std::string> certificate = ReadCertificateFile;
+    Parser<std::string> key = ReadPrivateKeyFile;
+    tls.root_pem =
+        r.Get(name("CA_FILE"), certificate, std::optional(d.tls ? d.tls->root_pem : none));
+    tls.client_cert_pem =
+        r.Get(name("CERT_FILE"), certificate, std::optional(d.tls ? d.tls->client_cert_pem : none));
+    tls.client_key_pem =
+        r.Get(name("KEY_FILE"), key, std::optional(d.tls ? d.tls->client_key_pem : none));
+    if (tls.client_cert_pem.empty() != tls.client_key_pem.empty()) {
+      r.Fail(name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
+             "a client certificate needs its key, and a key its certificate");
+    } else if (auto ok = http::CheckTls(tls); !ok) {
       r.Fail(name("CA_FILE") + ", " + name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
              ok.error().message());
     }

@@ -28,6 +28,8 @@ std::string_view ToString(ErrorKind kind) {
       return "too_many_redirects";
     case ErrorKind::kLocalResource:
       return "local_resource";
+    case ErrorKind::kHttpStatus:
+      return "http_status";
   }
   return "unknown";
 }

@@ -135,6 +135,10 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
+std::unique_ptr<Client> Client::CreateOrThrow(const Runtime& runtime, Settings settings) {
+  return OrThrow(Create(runtime, std::move(settings)));
+}
+
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Client::~Client() {
@@ -194,7 +198,11 @@ void Client::SendAsync(Request request, Callback done) {
   if (!checked) return refuse(checked.error());
   Clock& clock = *impl.runtime.clock;
   TimePoint now = clock.Now();
-  TimePoint deadline = now + impl.settings.timeout;
+  // The shorter of the client's Timeout and the request's own, compared as
+  // durations so a huge request timeout cannot overflow the time point.
+  Duration timeout = impl.settings.timeout;
+  if (request.timeout && *request.timeout < timeout) timeout = *request.timeout;
+  TimePoint deadline = now + timeout;
   if (request.context.deadline && *request.context.deadline < deadline) {
     deadline = *request.context.deadline;
   }
@@ -217,8 +225,12 @@ void Client::SendAsync(Request request, Callback done) {
   call->done = [impl = impl_.get(), live = call.get()](internal::CallOutcome&& outcome) {
     live->Disarm();
     live->request.reset();
-    if (!outcome.result)
+    if (!outcome.result) {
       outcome.result = tl::unexpected(NamedError(impl->dependency, outcome.result.error()));
+    } else {
+      outcome.result->attempts = live->attempts_sent.load();
+      outcome.result->redirects = live->redirects;
+    }
     auto finish = [impl, live, outcome = std::move(outcome)]() mutable {
       Callback callback = std::move(live->callback);
       callback(std::move(outcome.result), outcome.thrown);
@@ -258,5 +270,10 @@ circuit::State Client::breaker_state() const {
 }
 
 const std::string& Client::origin() const { return impl_->origin_text; }
+
+bool Client::WaitUntilIdle(std::chrono::milliseconds real_limit) const {
+  std::unique_lock lock(impl_->mu);
+  return impl_->idle.wait_for(lock, real_limit, [&] { return impl_->live == nullptr; });
+}
 
 }  // namespace outbound::http

@@ -111,9 +111,14 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
   if (!IsToken(request.method)) {
     return Fail(ErrorKind::kInvalidRequest, "\"" + request.method + "\" is not an HTTP method");
   }
+  bool has_user_agent = false;
   for (auto& [name, value] : request.headers) {
     if (auto checked = CheckHeader(name, value); !checked) return tl::unexpected(checked.error());
+    has_user_agent = has_user_agent || SameHeaderName(name, "User-Agent");
   }
+  // A server's logs should say who called: the library names itself unless
+  // the caller names its own program.
+  if (!has_user_agent) request.headers.emplace_back("User-Agent", kDefaultUserAgent);
   std::optional<std::string> full = JoinPlainPath(origin_text, request.url);
   if (!full) {
     auto url = ResolveTarget(origin, origin_text, request.url);

@@ -9,8 +9,12 @@
 #include "layers.h"
 #include "origin.h"
 #include "outbound/http/message.h"
+#include "outbound/version.h"
 
 namespace outbound::http::internal {
+
+// What a request without a User-Agent of its own is sent with.
+inline constexpr char kDefaultUserAgent[] = "outbound/" OUTBOUND_VERSION_STRING;
 
 // The request as the layers send it, or why it must not be sent:
 // kInvalidRequest for a malformed method, header or URL, a header the client
@@ -18,8 +22,8 @@ namespace outbound::http::internal {
 // Keep-Alive, Upgrade, TE, HTTP2-Settings, Proxy-*, pseudo-headers), a
 // control character in a value, or user info in the URL; kOriginRefused for
 // a URL on another origin. Whitespace around a header value is trimmed (RFC
-// 9110 5.5). `origin_text` is `origin.ToString()`. Moves the request's
-// parts out of `request`.
+// 9110 5.5); a request without a User-Agent gets kDefaultUserAgent. `origin_text` is
+// `origin.ToString()`. Moves the request's parts out of `request`.
 [[nodiscard]] Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_text,
                                                Request& request);
 

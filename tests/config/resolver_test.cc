@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "../testing/test_support.h"
 #include "outbound/config/http_settings.h"
+#include "outbound/testing/test_ca.h"
 
 namespace outbound::config {
 namespace {
@@ -23,15 +25,19 @@ TEST(ParseDurationTest, ReadsGoStyleDurations) {
 
 TEST(ResolverTest, AppliesDefaultsWhenUnset) {
   Resolver r(FromMap({}));
-  http::Settings s = ReadHttpSettings(r, "OUTBOUND_", http::DefaultSettings());
-  ASSERT_TRUE(r.Finish());
+  http::Settings d = http::DefaultSettings();
+  d.base_url = "http://payments:8080";  // the URL's default is the caller's
+  http::Settings s = ReadHttpSettings(r, "OUTBOUND_", d);
+  ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
+  EXPECT_EQ(s.base_url, "http://payments:8080");
   EXPECT_EQ(s.timeout, seconds(10));
   EXPECT_EQ(s.max_attempts, 3);
   EXPECT_EQ(s.breaker.open_for, seconds(10));
 }
 
 TEST(ResolverTest, ReadsEveryVariable) {
-  Resolver r(FromMap({{"P_TIMEOUT", "3s"},
+  Resolver r(FromMap({{"P_URL", "http://ledger:8080"},
+                      {"P_TIMEOUT", "3s"},
                       {"P_ATTEMPT_TIMEOUT", "250ms"},
                       {"P_MAX_ATTEMPTS", "5"},
                       {"P_BACKOFF_BASE", "10ms"},
@@ -44,9 +50,14 @@ TEST(ResolverTest, ReadsEveryVariable) {
                       {"P_BREAKER_PROBE_TIMEOUT", "4s"},
                       {"P_BREAKER_INITIAL_OPEN_FOR", "200ms"},
                       {"P_BREAKER_CALLS_PER_PROBE", "100"},
-                      {"P_BREAKER_SLOW_CALL", "1s"}}));
+                      {"P_BREAKER_SLOW_CALL", "1s"},
+
+                      {"P_MAX_RESPONSE_BYTES", "1048576"},
+                      {"P_MAX_CONNECTIONS", "8"}}));
   http::Settings s = ReadHttpSettings(r, "P_", http::DefaultSettings());
   ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
+  EXPECT_EQ(s.base_url, "http://ledger:8080");
+  EXPECT_FALSE(s.tls);
   EXPECT_EQ(s.timeout, seconds(3));
   EXPECT_EQ(s.attempt_timeout, milliseconds(250));
   EXPECT_EQ(s.max_attempts, 5);
@@ -61,6 +72,69 @@ TEST(ResolverTest, ReadsEveryVariable) {
   EXPECT_EQ(s.breaker.initial_open_for, milliseconds(200));
   EXPECT_EQ(s.breaker.calls_per_probe, 100);
   EXPECT_EQ(s.breaker.slow_call, seconds(1));
+  EXPECT_EQ(s.max_response_bytes, 1048576u);
+  EXPECT_EQ(s.max_connections, 8);
+  EXPECT_TRUE(http::Validate(s)) << http::Validate(s).error().message();
+}
+
+TEST(ResolverTest, EveryNameItReadsIsListed) {
+  std::map<std::string, std::string> seen;
+  Resolver r([&](const std::string& name) -> std::optional<std::string> {
+    seen[name] = "";
+    return std::nullopt;
+  });
+  http::Settings d = http::DefaultSettings();
+  d.base_url = "https://payments:8443";
+  (void)ReadHttpSettings(r, "PAYMENTS_", d);
+  std::vector<std::string> listed = HttpSettingsVariables("PAYMENTS_");
+  std::vector<std::string> read;
+  for (const auto& [name, value] : seen) read.push_back(name);
+  std::sort(listed.begin(), listed.end());
+  EXPECT_EQ(read, listed);
+  EXPECT_EQ(listed.size(), 20u);
+}
+
+TEST(ResolverTest, TheBaseUrlInOneVariable) {
+  testing::TempDir dir;
+  testing::TestCA ca;
+  std::string cafile = dir.Write("ca.pem", ca.pem());
+  Resolver r(FromMap({{"PAYMENTS_URL", "https://payments:8443"}, {"PAYMENTS_CA_FILE", cafile}}));
+  http::Settings s = ReadHttpSettings(r, "PAYMENTS_", http::DefaultSettings());
+  ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
+  EXPECT_EQ(s.base_url, "https://payments:8443");
+  ASSERT_TRUE(s.tls);
+  EXPECT_EQ(s.tls->root_pem, ca.pem());
+  EXPECT_TRUE(http::Validate(s));
+
+  Resolver bad(
+      FromMap({{"PAYMENTS_URL", "ftp://payments"}, {"PAYMENTS_MAX_RESPONSE_BYTES", "-1"}}));
+  (void)ReadHttpSettings(bad, "PAYMENTS_", http::DefaultSettings());
+  auto done = bad.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_NE(done.error().message().find("PAYMENTS_URL: "), std::string::npos);
+  EXPECT_NE(
+      done.error().message().find("PAYMENTS_MAX_RESPONSE_BYTES: \"-1\" is not a whole number"),
+      std::string::npos)
+      << done.error().message();
+}
+
+TEST(ResolverTest, AFileThatIsNotPemIsNamedByItsPath) {
+  testing::TempDir dir;
+  testing::TestCA ca;
+  std::string der = dir.Write("ca.der", "0\x82\x01");
+  std::string key = dir.Write("key.pem", ca.IssueClient("c").key_pem);
+  std::string cert = dir.Write("cert.pem", ca.IssueClient("c").cert_pem);
+  Resolver r(FromMap({{"P_URL", "https://payments:8443"},
+                      {"P_CA_FILE", der},
+                      {"P_CERT_FILE", key},
+                      {"P_KEY_FILE", cert}}));
+  (void)ReadHttpSettings(r, "P_", http::DefaultSettings());
+  auto done = r.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message(), "P_CA_FILE: \"" + der +
+                                        "\" is not PEM (no -----BEGIN line); P_CERT_FILE: \"" +
+                                        key + "\" holds no PEM certificate; P_KEY_FILE: \"" + cert +
+                                        "\" holds no PEM private key");
 }
 
 TEST(ResolverTest, ReportsEveryBadVariableTogetherByName) {
@@ -69,7 +143,9 @@ TEST(ResolverTest, ReportsEveryBadVariableTogetherByName) {
                       {"OUTBOUND_RETRY_BUDGET_MAX_TOKENS", "2"},
                       {"OUTBOUND_BREAKER_OPEN_FOR", "0s"},
                       {"OUTBOUND_BREAKER_CALLS_PER_PROBE", "0"}}));
-  (void)ReadHttpSettings(r, "OUTBOUND_", http::DefaultSettings());
+  http::Settings d = http::DefaultSettings();
+  d.base_url = "http://payments:8080";
+  (void)ReadHttpSettings(r, "OUTBOUND_", d);
   auto done = r.Finish();
   ASSERT_FALSE(done);
   EXPECT_EQ(done.error().message(),
@@ -82,8 +158,7 @@ TEST(ResolverTest, ReportsEveryBadVariableTogetherByName) {
 
 TEST(ResolverTest, RequiredVariableMustBeSetAndFilesMustExist) {
   Resolver r(FromMap({{"OUTBOUND_CA_FILE", "/nonexistent/ca.pem"}}));
-  Parser<std::string> text = [](const std::string& s) -> Result<std::string> { return s; };
-  (void)r.Get<std::string>("PAYMENTS_URL", text, std::nullopt);
+  (void)ReadHttpSettings(r, "PAYMENTS_", http::DefaultSettings());
   http::Settings d = http::DefaultSettings();
   d.base_url = "https://payments:8443";
   (void)ReadHttpSettings(r, "OUTBOUND_", d);

@@ -1,16 +1,64 @@
 #!/usr/bin/env bash
-# Installs outbound into a scratch prefix and builds a tiny outside project
-# against it with find_package(outbound CONFIG).
+# How a user gets outbound into their build, each way tested:
+#  1. cmake --install of shared libraries into a scratch prefix (SONAME
+#     checked), then an outside project with find_package(outbound 0.2
+#     CONFIG COMPONENTS http testing), and a plain compiler command with
+#     pkg-config;
+#  2. add_subdirectory of the source tree, which builds only the libraries.
 set -euo pipefail
 src=$1 work=$2 cmake=$3 cxx=$4
 rm -rf "$work"
 mkdir -p "$work"
+version=$(sed -n 's/^project(outbound VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
+major_minor=${version%.*}
+echo "== outbound $version"
+
+echo "== install (shared libraries)"
 "$cmake" -S "$src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" \
-  -DOUTBOUND_BUILD_TESTS=OFF -DOUTBOUND_BUILD_BENCH=OFF -DOUTBOUND_INSTALL=ON \
+  -DBUILD_SHARED_LIBS=ON -DOUTBOUND_BUILD_TESTS=OFF -DOUTBOUND_BUILD_BENCH=OFF \
+  -DOUTBOUND_BUILD_TOOLS=OFF -DOUTBOUND_BUILD_EXAMPLES=OFF -DOUTBOUND_INSTALL=ON \
   -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
 "$cmake" --build "$work/build" >/dev/null
 "$cmake" --install "$work/build" >/dev/null
+libdir=$(dirname "$(find "$work/prefix" -name 'liboutbound_http.so' | head -1)")
+for part in core http config testing; do
+  soname=$(readelf -d "$libdir/liboutbound_$part.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+  if [ "$soname" != "liboutbound_$part.so.$major_minor" ]; then
+    echo "liboutbound_$part.so: SONAME '$soname', expected liboutbound_$part.so.$major_minor"
+    exit 1
+  fi
+  test -f "$libdir/pkgconfig/outbound-$part.pc"
+done
+test -f "$work/prefix/include/outbound/version.h"
+test -f "$work/prefix/share/doc/outbound/LICENSE"
+
+echo "== find_package"
 "$cmake" -S "$src/tests/consumer/project" -B "$work/consumer" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
-  -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DOUTBOUND_ASK="$major_minor" >/dev/null
 "$cmake" --build "$work/consumer" >/dev/null
 "$work/consumer/consumer"
+"$work/consumer/http_consumer"
+# While the major version is 0, another minor version is not this one.
+major=${version%%.*} minor=${major_minor#*.}
+for other in "$major.$((minor - 1))" "$major.$((minor + 1))"; do
+  if "$cmake" -S "$src/tests/consumer/project" -B "$work/consumer-$other" -G Ninja \
+       -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$work/prefix" \
+       -DOUTBOUND_ASK="$other" >/dev/null 2>&1; then
+    echo "find_package(outbound $other) accepted $version"
+    exit 1
+  fi
+done
+
+echo "== pkg-config"
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+test "$(pkg-config --modversion outbound-http)" = "$version"
+# shellcheck disable=SC2046
+"$cxx" -std=c++20 "$src/tests/consumer/project/http_main.cc" -o "$work/pc_consumer" \
+  $(pkg-config --cflags --libs outbound-http)
+LD_LIBRARY_PATH="$libdir" "$work/pc_consumer"
+
+echo "== add_subdirectory"
+"$cmake" -S "$src/tests/consumer/subdirectory" -B "$work/subdirectory" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" -DOUTBOUND_SOURCE_DIR="$src" >/dev/null
+"$cmake" --build "$work/subdirectory" --target http_consumer >/dev/null
+"$work/subdirectory/http_consumer"

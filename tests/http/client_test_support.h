@@ -12,6 +12,7 @@
 
 #include "outbound/http/client.h"
 #include "outbound/testing/fake_server.h"
+#include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
 #include "outbound/testing/test_ca.h"
@@ -19,14 +20,7 @@
 namespace outbound::http {
 
 // Jitter that always draws the same number, so waits are exact.
-class FixedRandom final : public Random {
- public:
-  explicit FixedRandom(double value) : value_(value) {}
-  double Uniform() override { return value_; }
-
- private:
-  double value_;
-};
+using testing::FixedRandom;
 
 enum class Protocol { kHttp2, kHttp11 };
 

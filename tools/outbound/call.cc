@@ -9,23 +9,32 @@
 #include "commands.h"
 #include "common.h"
 #include "outbound/http/client.h"
+#include "outbound/version.h"
 
 namespace outbound::tool {
 namespace {
 
 constexpr const char* kHelp = R"(usage: outbound call [options] URL
 
-Makes one call to URL through outbound's HTTP client (retries, retry budget,
-circuit breaker, timeouts) and writes the response body to stdout.
+Makes one call to an http or https URL through outbound's HTTP client
+(retries, retry budget, circuit breaker, timeouts) and writes the response
+body to stdout. A redirect within the URL's origin is followed; one to
+another origin is not, and is said on stderr with its Location.
 
 options:
   -X, --method METHOD     the request method (default GET)
   -H, --header 'K: V'     a request header; repeatable
   -d, --data DATA         the request body; @FILE reads it from FILE
+  -i, --include           the status line and headers before the body
+  -o, --output FILE       write to FILE instead of stdout
+  --timeout DURATION      bound the whole call (OUTBOUND_TIMEOUT), e.g. 2s
+  --cacert FILE           trust only the CA certificates in FILE (PEM)
+  --cert FILE, --key FILE a client certificate and its key (PEM), for mTLS
   --connect-to H:P:A:P    dial ADDR:PORT for HOST:PORT (like curl's)
   --fail                  exit 22 when the status is 400 or more
   -v                      one line per attempt on stderr
   --report json           a JSON summary of the call on stderr
+  --version               the version
   -h, --help              this text
 
 settings, from the environment (durations like 250ms or 10s):
@@ -33,17 +42,33 @@ settings, from the environment (durations like 250ms or 10s):
   OUTBOUND_BACKOFF_BASE OUTBOUND_BACKOFF_MAX
   OUTBOUND_RETRY_BUDGET_MAX_TOKENS OUTBOUND_RETRY_BUDGET_TOKEN_RATIO
   OUTBOUND_BREAKER_WINDOW OUTBOUND_BREAKER_PROBES OUTBOUND_BREAKER_OPEN_FOR
-  OUTBOUND_BREAKER_PROBE_TIMEOUT OUTBOUND_CA_FILE OUTBOUND_CERT_FILE OUTBOUND_KEY_FILE
-An https URL without OUTBOUND_CA_FILE trusts the system's roots. Every bad
-variable is reported at once, by name, and the command exits 78.
+  OUTBOUND_BREAKER_PROBE_TIMEOUT OUTBOUND_MAX_RESPONSE_BYTES
+  OUTBOUND_MAX_CONNECTIONS OUTBOUND_CA_FILE OUTBOUND_CERT_FILE OUTBOUND_KEY_FILE
+Options win over variables. An https URL without a CA file trusts the
+system's roots. Every bad variable or option is reported at once, by name,
+and the command exits 78; another OUTBOUND_ variable is warned about.
 
 exit codes:
   0 success    2 usage    3 invalid request    7 connection failed
-  8 invalid response    22 HTTP status >= 400 with --fail    27 out of a local
-  resource (descriptors, memory)    28 deadline    42 cancelled
-  47 too many redirects    60 untrusted certificate    63 response too large
+  8 invalid response    22 HTTP status >= 400 with --fail    23 cannot write
+  the output    27 out of a local resource (descriptors, memory)
+  28 deadline    42 cancelled    47 too many redirects
+  60 untrusted certificate    63 response too large
   69 rejected by the circuit breaker    76 another origin    78 bad configuration
 )";
+
+bool IsRedirect(int status) {
+  return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+// The status line and headers as curl -i shows them.
+std::string HeaderBlock(const http::Response& response) {
+  std::string block = "HTTP/" + response.version + " " + std::to_string(response.status) + "\r\n";
+  for (const auto& [name, value] : response.headers) {
+    block.append(name).append(": ").append(value).append("\r\n");
+  }
+  return block + "\r\n";
+}
 
 std::string Millis(Duration d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + "ms";
@@ -54,7 +79,9 @@ std::string Millis(Duration d) {
 int RunCall(const std::vector<std::string>& args) {
   http::Request request;
   ConnectToNetwork network;
-  bool fail_on_status = false, verbose = false, report = false;
+  SettingOptions setting_options;
+  bool fail_on_status = false, verbose = false, report = false, include = false;
+  std::optional<std::string> output;
   std::string url;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -65,6 +92,23 @@ int RunCall(const std::vector<std::string>& args) {
     if (a == "-h" || a == "--help") {
       std::cout << kHelp;
       return kExitOk;
+    } else if (a == "--version") {
+      std::cout << "outbound " << Version() << "\n";
+      return kExitOk;
+    } else if (a == "-i" || a == "--include") {
+      include = true;
+    } else if (a == "-o" || a == "--output") {
+      output = value();
+      if (!output) return Usage("call", a + " needs a file");
+    } else if (a == "--timeout") {
+      setting_options.timeout = value();
+      if (!setting_options.timeout) return Usage("call", "--timeout needs a duration, e.g. 2s");
+    } else if (a == "--cacert" || a == "--cert" || a == "--key") {
+      auto v = value();
+      if (!v) return Usage("call", a + " needs a file");
+      (a == "--cacert" ? setting_options.ca_file
+       : a == "--cert" ? setting_options.cert_file
+                       : setting_options.key_file) = v;
     } else if (a == "-X" || a == "--method") {
       auto v = value();
       if (!v) return Usage("call", a + " needs a method");
@@ -107,8 +151,11 @@ int RunCall(const std::vector<std::string>& args) {
   if (url.empty()) return Usage("call", "a URL is needed");
   std::string origin = OriginOf(url);
   if (origin.empty()) return Usage("call", "\"" + url + "\" is not an absolute URL");
+  if (!IsHttpUrl(url)) {
+    return Usage("call", "\"" + url + "\" is not an http or https URL");
+  }
 
-  std::optional<http::Settings> settings = SettingsFromEnvironment(origin);
+  std::optional<http::Settings> settings = SettingsFromEnvironment(origin, setting_options);
   if (!settings) return kExitConfig;
   std::mutex mu;
   nlohmann::json attempts = nlohmann::json::array();
@@ -140,9 +187,36 @@ int RunCall(const std::vector<std::string>& args) {
     std::cerr << "outbound: " << ToString(response.error().kind()) << ": "
               << response.error().message() << "\n";
     code = ExitCodeFor(response.error().kind());
+    if (response.error().kind() == ErrorKind::kTlsUntrusted && settings->tls &&
+        settings->tls->root_pem.empty()) {
+      std::cerr << "outbound: hint: no CA file was given, so only the system's roots are "
+                   "trusted; name the server's CA with --cacert FILE or OUTBOUND_CA_FILE\n";
+    }
   } else {
-    std::cout << response->body << std::flush;
-    if (fail_on_status && response->status >= 400) code = kExitHttpError;
+    std::string out = include ? HeaderBlock(*response) : "";
+    out += response->body;
+    if (output) {
+      std::ofstream file(*output, std::ios::binary | std::ios::trunc);
+      if (!(file << out) || !file.flush()) {
+        std::cerr << "outbound: cannot write " << *output << "\n";
+        code = kExitWriteError;
+      }
+    } else {
+      std::cout << out << std::flush;
+    }
+    if (code == kExitOk && fail_on_status && response->status >= 400) code = kExitHttpError;
+    // The client follows redirects within the origin only: a redirect that
+    // comes back is one to another origin (or one carrying user info).
+    std::string_view location = response->header("Location");
+    if (IsRedirect(response->status) && !location.empty()) {
+      std::string target(location);
+      std::string target_origin = OriginOf(target);
+      bool elsewhere = !target_origin.empty() && target_origin != origin;
+      std::cerr << "outbound: " << response->status
+                << (elsewhere ? ": a redirect to another origin, not followed: "
+                              : ": a redirect, not followed: ")
+                << "Location: " << target << "\n";
+    }
   }
   if (report) {
     std::lock_guard lock(mu);

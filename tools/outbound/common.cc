@@ -2,9 +2,14 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
+#include <cctype>
 #include <iostream>
+#include <map>
 
 #include "outbound/config/http_settings.h"
+
+extern char** environ;  // NOLINT: POSIX's list of the process's variables
 
 namespace outbound::tool {
 
@@ -34,6 +39,8 @@ int ExitCodeFor(ErrorKind kind) {
       return kExitTooManyRedirects;
     case ErrorKind::kLocalResource:
       return kExitLocalResource;
+    case ErrorKind::kHttpStatus:
+      return kExitHttpError;
   }
   return 1;
 }
@@ -136,13 +143,120 @@ std::unique_ptr<http::Client> MakeClient(const http::Settings& settings, const N
   return std::move(*client);
 }
 
-std::optional<http::Settings> SettingsFromEnvironment(const std::string& base_url) {
-  config::Resolver r(config::ProcessEnvironment());
+bool IsHttpUrl(const std::string& url) {
+  std::string scheme = url.substr(0, url.find(':'));
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return url.find("://") == scheme.size() && (scheme == "http" || scheme == "https");
+}
+
+namespace {
+
+constexpr const char* kPrefix = "OUTBOUND_";
+
+// Levenshtein distance, for "did you mean".
+std::size_t Distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The variables the command reads: every setting's but the URL's.
+std::vector<std::string> KnownVariables() {
+  std::vector<std::string> known = config::HttpSettingsVariables(kPrefix);
+  std::erase(known, std::string(kPrefix) + "URL");
+  return known;
+}
+
+}  // namespace
+
+std::vector<std::string> UnknownVariableWarnings(const std::vector<std::string>& names) {
+  std::vector<std::string> known = KnownVariables();
+  std::vector<std::string> warnings;
+  for (const std::string& name : names) {
+    if (name.rfind(kPrefix, 0) != 0) continue;
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    if (name == std::string(kPrefix) + "URL") {
+      warnings.push_back(name + " is not read: the URL is the command's argument");
+      continue;
+    }
+    std::string warning = name + " is not a variable outbound reads";
+    const std::string* nearest = nullptr;
+    std::size_t best = 4;  // closer than this is a likely misspelling
+    for (const std::string& k : known) {
+      std::size_t d = Distance(name, k);
+      if (d < best) {
+        best = d;
+        nearest = &k;
+      }
+    }
+    if (nearest != nullptr) warning += "; did you mean " + *nearest + "?";
+    warnings.push_back(std::move(warning));
+  }
+  return warnings;
+}
+
+std::optional<http::Settings> SettingsFromEnvironment(const std::string& base_url,
+                                                      const SettingOptions& options) {
+  std::vector<std::string> names;
+  for (char** v = environ; v != nullptr && *v != nullptr; ++v) {
+    std::string entry = *v;
+    names.push_back(entry.substr(0, entry.find('=')));
+  }
+  for (const std::string& warning : UnknownVariableWarnings(names)) {
+    std::cerr << "outbound: warning: " << warning << "\n";
+  }
+
+  // OUTBOUND_URL is not read: the URL is the command's argument.
+  config::Lookup process = config::ProcessEnvironment();
+  config::Resolver env([process](const std::string& name) -> std::optional<std::string> {
+    if (name == std::string(kPrefix) + "URL") return std::nullopt;
+    return process(name);
+  });
   http::Settings defaults = http::DefaultSettings();
   defaults.base_url = base_url;
-  http::Settings settings = config::ReadHttpSettings(r, "OUTBOUND_", defaults);
-  if (auto done = r.Finish(); !done) {
-    std::cerr << "outbound: bad configuration: " << done.error().message() << "\n";
+  http::Settings settings = config::ReadHttpSettings(env, kPrefix, defaults);
+
+  // The options, over the variables, each named by its option.
+  std::map<std::string, std::string> given;
+  if (options.ca_file) given["--cacert"] = *options.ca_file;
+  if (options.cert_file) given["--cert"] = *options.cert_file;
+  if (options.key_file) given["--key"] = *options.key_file;
+  if (options.timeout) given["--timeout"] = *options.timeout;
+  config::Resolver flags(config::FromMap(given));
+  settings.timeout =
+      flags.Get("--timeout", config::Parser<Duration>(config::ParseDuration),
+                std::optional(settings.timeout), config::Check<Duration>(http::CheckTimeout));
+  if (settings.tls) {
+    config::Parser<std::string> certificate = config::ReadCertificateFile;
+    config::Parser<std::string> key = config::ReadPrivateKeyFile;
+    http::TlsSettings& tls = *settings.tls;
+    tls.root_pem = flags.Get("--cacert", certificate, std::optional(tls.root_pem));
+    tls.client_cert_pem = flags.Get("--cert", certificate, std::optional(tls.client_cert_pem));
+    tls.client_key_pem = flags.Get("--key", key, std::optional(tls.client_key_pem));
+    if ((options.cert_file || options.key_file) &&
+        tls.client_cert_pem.empty() != tls.client_key_pem.empty()) {
+      flags.Fail("--cert, --key: a client certificate needs its key, and a key its certificate");
+    }
+  }
+
+  std::string problems;
+  for (const config::Resolver* r : {&env, &flags}) {
+    if (auto done = r->Finish(); !done) {
+      problems += (problems.empty() ? "" : "; ") + done.error().message();
+    }
+  }
+  if (!problems.empty()) {
+    std::cerr << "outbound: bad configuration: " << problems << "\n";
     return std::nullopt;
   }
   return settings;

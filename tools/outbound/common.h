@@ -22,6 +22,7 @@ inline constexpr int kExitInvalidRequest = 3;     // curl: URL malformed
 inline constexpr int kExitTransport = 7;          // curl: failed to connect
 inline constexpr int kExitInvalidResponse = 8;    // curl: weird server reply
 inline constexpr int kExitHttpError = 22;         // curl --fail: status >= 400
+inline constexpr int kExitWriteError = 23;        // curl: could not write the output
 inline constexpr int kExitLocalResource = 27;     // curl: out of memory
 inline constexpr int kExitDeadline = 28;          // curl: operation timed out
 inline constexpr int kExitCancelled = 42;         // curl: aborted by callback
@@ -67,9 +68,28 @@ bool AddHeader(http::Request& request, const std::string& line);
 std::unique_ptr<http::Client> MakeClient(const http::Settings& settings, const Network& network,
                                          const telemetry::Telemetry& telemetry = {});
 
-// Settings for `base_url` from the OUTBOUND_* variables; on bad ones, prints
-// every one to stderr and returns nothing (the caller exits 78).
-std::optional<http::Settings> SettingsFromEnvironment(const std::string& base_url);
+// Whether `url` is an http or https URL (the scheme in any case).
+bool IsHttpUrl(const std::string& url);
+
+// What command-line options set over the OUTBOUND_* variables.
+struct SettingOptions {
+  std::optional<std::string> ca_file;    // --cacert FILE
+  std::optional<std::string> cert_file;  // --cert FILE
+  std::optional<std::string> key_file;   // --key FILE
+  std::optional<std::string> timeout;    // --timeout DURATION
+};
+
+// Settings for `base_url` from the OUTBOUND_* variables, then `options`;
+// on bad ones, prints every one to stderr, each named by its variable or
+// option, and returns nothing (the caller exits 78). Warns on stderr about
+// an OUTBOUND_* variable that no setting reads (a misspelling, or
+// OUTBOUND_URL: the URL is the command's argument).
+std::optional<http::Settings> SettingsFromEnvironment(const std::string& base_url,
+                                                      const SettingOptions& options = {});
+
+// The warnings about OUTBOUND_* variables among `names` that no setting
+// reads, one line each, with the nearest known name when one is close.
+std::vector<std::string> UnknownVariableWarnings(const std::vector<std::string>& names);
 
 }  // namespace outbound::tool
 

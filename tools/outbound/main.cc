@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "outbound/version.h"
 
 namespace outbound::tool {
 
@@ -30,7 +31,8 @@ commands:
   call    one call to a URL through outbound's client
   bench   many calls to a URL through one client, as a load generator
 
-`outbound <command> --help` says more.
+`outbound <command> --help` says more; `outbound --version` prints the
+version.
 )";
 
 }  // namespace
@@ -40,6 +42,10 @@ int main(int argc, char** argv) {
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     std::cout << kHelp;
     return args.empty() ? outbound::tool::kExitUsage : 0;
+  }
+  if (args[0] == "--version" || args[0] == "version") {
+    std::cout << "outbound " << outbound::Version() << "\n";
+    return 0;
   }
   std::string command = args[0];
   args.erase(args.begin());

@@ -1,30 +1,51 @@
 // outbound/config/http_settings.h
 //
-// http::Settings sourced from variables named PREFIX + field, the ones the
-// `outbound` command reads with PREFIX "OUTBOUND_":
+// http::Settings sourced from variables named PREFIX + field, one per
+// sourced field of the settings table:
 //
-//   TIMEOUT ATTEMPT_TIMEOUT MAX_ATTEMPTS BACKOFF_BASE BACKOFF_MAX
-//   RETRY_BUDGET_MAX_TOKENS RETRY_BUDGET_TOKEN_RATIO BREAKER_WINDOW
-//   BREAKER_PROBES BREAKER_OPEN_FOR BREAKER_PROBE_TIMEOUT
-//   BREAKER_INITIAL_OPEN_FOR BREAKER_CALLS_PER_PROBE BREAKER_SLOW_CALL
-//   CA_FILE CERT_FILE KEY_FILE
+//   URL                        base_url ("https://payments:8443")
+//   TIMEOUT ATTEMPT_TIMEOUT    durations, written like "250ms", "10s", "1m30s"
+//   MAX_ATTEMPTS BACKOFF_BASE BACKOFF_MAX
+//   RETRY_BUDGET_MAX_TOKENS RETRY_BUDGET_TOKEN_RATIO
+//   BREAKER_WINDOW BREAKER_PROBES BREAKER_OPEN_FOR BREAKER_PROBE_TIMEOUT
+//   BREAKER_INITIAL_OPEN_FOR BREAKER_CALLS_PER_PROBE
+//   BREAKER_SLOW_CALL          a duration; "0s" turns the slow-call rule off
+//   MAX_RESPONSE_BYTES MAX_CONNECTIONS
+//   CA_FILE CERT_FILE KEY_FILE  paths of PEM files, read when URL is https
 //
-// Durations are written like "250ms" or "10s" ("0s" turns BREAKER_SLOW_CALL
-// off). An https `base_url` without
-// CA_FILE trusts the system's roots.
+//   config::Resolver env(config::ProcessEnvironment());
+//   http::Settings payments = config::ReadHttpSettings(env, "PAYMENTS_", http::DefaultSettings());
+//   if (auto read = env.Finish(); !read) return Exit(config::kExitConfig, read.error());
+//
+// An https URL without CA_FILE trusts the system's roots. A file that is
+// not PEM is named by its path. The classify function, the breaker policy
+// and the observers are code, not variables.
 #ifndef OUTBOUND_CONFIG_HTTP_SETTINGS_H_
 #define OUTBOUND_CONFIG_HTTP_SETTINGS_H_
 
 #include <string>
+#include <vector>
 
 #include "outbound/config/resolver.h"
 #include "outbound/http/settings.h"
 
 namespace outbound::config {
 
-// Reads every variable into `defaults` (base_url is the caller's); failures
-// go to `r`, whose Finish() reports them all.
+// Reads every variable over `defaults`; failures go to `r`, whose Finish()
+// reports them all. PREFIX + "URL" must be set unless `defaults.base_url`
+// is; the TLS files' defaults are `defaults.tls`'s.
 http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Settings defaults);
+
+// Parsers for the TLS files: a path's contents when they are PEM holding a
+// certificate (a private key); otherwise an error naming the path and what
+// is wrong ("is not PEM", "holds no certificate in PEM", "cannot read").
+[[nodiscard]] Result<std::string> ReadCertificateFile(const std::string& path);
+[[nodiscard]] Result<std::string> ReadPrivateKeyFile(const std::string& path);
+
+// The names of the variables ReadHttpSettings reads with `prefix`, so a
+// program can warn about a variable under its prefix that nobody reads (a
+// misspelling).
+std::vector<std::string> HttpSettingsVariables(const std::string& prefix);
 
 }  // namespace outbound::config
 

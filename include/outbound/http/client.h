@@ -7,10 +7,9 @@
 //   http::Settings settings = http::DefaultSettings();
 //   settings.base_url = "https://payments:8443";
 //   settings.tls = http::TlsSettings{.root_pem = ReadFile(ca_file)};
-//   auto payments = http::Client::Create(Runtime{}, settings);
-//   if (!payments) return Exit(payments.error());   // names every bad field
+//   auto payments = http::Client::CreateOrThrow(Runtime{}, settings);  // names every bad field
 //
-//   auto resp = (*payments)->Send(http::Request::Get("/charges/1"));
+//   auto resp = payments->Send(http::Request::Get("/charges/1"));
 //   if (!resp) { switch (resp.error().kind()) { ... } }
 //   else if (resp->status == 200) { Use(resp->body); }
 //
@@ -25,6 +24,7 @@
 #ifndef OUTBOUND_HTTP_CLIENT_H_
 #define OUTBOUND_HTTP_CLIENT_H_
 
+#include <chrono>
 #include <future>
 #include <memory>
 
@@ -41,6 +41,11 @@ class Client {
   // and builds the client. Dials nothing.
   [[nodiscard]] static Result<std::unique_ptr<Client>> Create(const Runtime& runtime,
                                                               Settings settings);
+  // The same, for a program that would rather stop than check: throws
+  // outbound::Exception carrying the kInvalidSettings error (its what() names
+  // every bad field). Calls never throw on their own: their failures stay
+  // values in a Result.
+  static std::unique_ptr<Client> CreateOrThrow(const Runtime& runtime, Settings settings);
 
   // Ends calls still in flight with kCancelled and closes the pooled
   // connections, idle ones included. Must not run on a callback of this
@@ -72,6 +77,12 @@ class Client {
 
   // "https://payments:8443".
   const std::string& origin() const;
+
+  // Blocks until no call of this client is in flight (each has been
+  // answered), or until `real_limit` of real time has passed: then false.
+  // For a test that must know the client is done, and for draining before
+  // shutdown. Calls started meanwhile are waited for too.
+  bool WaitUntilIdle(std::chrono::milliseconds real_limit = std::chrono::seconds(10)) const;
 
   struct Impl;
 

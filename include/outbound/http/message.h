@@ -2,23 +2,33 @@
 //
 // A request as the caller builds it and a response as the client returns it.
 //
-//   auto resp = payments.Send(http::Request::Get("/charges/1"));
-//   auto charge = http::Request::Post("/charges", R"({"amount":5})")
-//                     .Header("Idempotency-Key", key)   // makes a POST retryable
-//                     .Header("Content-Type", "application/json");
+//   using namespace std::chrono_literals;
+//   auto list = payments->Send(http::Request::Get("/charges")
+//                                  .WithQuery(http::Query().Add("customer", "cus 7").Add("limit",
+//                                  10)) .WithTimeout(300ms));
+//   auto charge = payments->Send(http::Request::Post("/charges", http::Body{R"({"amount":5})",
+//                                                                          "application/json"})
+//                                    .Header("Idempotency-Key", key));  // makes a POST retryable
+//   auto ok = http::Require2xx(payments->Send(http::Request::Delete("/charges/7")));
+//
+// Every request carries `User-Agent: outbound/<version>` unless it sets its
+// own User-Agent.
 #ifndef OUTBOUND_HTTP_MESSAGE_H_
 #define OUTBOUND_HTTP_MESSAGE_H_
 
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <initializer_list>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "outbound/context.h"
+#include "outbound/error.h"
 
 namespace outbound::http {
 
@@ -29,6 +39,50 @@ bool SameHeaderName(std::string_view a, std::string_view b);
 
 // The first value of header `name` (any case), or "" if absent.
 std::string_view FindHeader(const Headers& headers, std::string_view name);
+
+// `text` percent-encoded as RFC 3986 section 2 says for data in a URL
+// component: every byte but the unreserved characters (ALPHA, DIGIT, "-",
+// ".", "_", "~") becomes %XX with upper-case hex digits, so space is %20
+// (never "+"), and "/", "?", "#", "&", "=", "+" and "%" are encoded. UTF-8
+// text is encoded byte by byte. Safe for a query name or value and for one
+// path segment: "/customers/" + http::PercentEncode(id).
+std::string PercentEncode(std::string_view text);
+
+// A query string built from names and values, each percent-encoded
+// (PercentEncode), joined with "&" in the order added.
+//
+//   http::Query().Add("q", "a&b=c").Add("limit", 10).encoded()  // "q=a%26b%3Dc&limit=10"
+class Query {
+ public:
+  Query() = default;
+  Query(std::initializer_list<std::pair<std::string_view, std::string_view>> params) {
+    for (const auto& [name, value] : params) Add(name, value);
+  }
+
+  Query& Add(std::string_view name, std::string_view value);
+  Query& Add(std::string_view name, const char* value) {
+    return Add(name, std::string_view(value));
+  }
+  Query& Add(std::string_view name, bool value) { return Add(name, value ? "true" : "false"); }
+  template <std::integral T>
+  Query& Add(std::string_view name, T value) {
+    return Add(name, std::string_view(std::to_string(value)));
+  }
+
+  // "name=value&name2=value2", encoded; "" when nothing was added.
+  const std::string& encoded() const { return encoded_; }
+  bool empty() const { return encoded_.empty(); }
+
+ private:
+  std::string encoded_;
+};
+
+// A request body with its media type, for the builders: the type becomes
+// the request's Content-Type. outbound/http/json.h makes one from JSON.
+struct Body {
+  std::string data;
+  std::string content_type;  // empty: no Content-Type is set
+};
 
 struct Request {
   std::string method = "GET";
@@ -47,20 +101,58 @@ struct Request {
   // does not keep): such a request makes one attempt, whatever its method.
   bool body_replayable = true;
   Context context;
+  // This call's own bound, as a duration from when it is sent, on the
+  // client's clock (the Runtime's): the earliest of it, Settings::timeout
+  // and `context.deadline` ends the call. Empty: Settings::timeout alone.
+  // Zero or less: the call fails with kDeadline and nothing is sent.
+  std::optional<Duration> timeout;
 
   static Request Get(std::string url) { return Request{"GET", std::move(url)}; }
+  static Request Head(std::string url) { return Request{"HEAD", std::move(url)}; }
+  static Request Delete(std::string url) { return Request{"DELETE", std::move(url)}; }
   static Request Post(std::string url, std::string body) {
-    Request r{"POST", std::move(url)};
-    r.body = std::move(body);
-    return r;
+    return WithMethod("POST", std::move(url), std::move(body));
   }
+  static Request Post(std::string url, Body body) {
+    return Request{"POST", std::move(url)}.WithBody(std::move(body));
+  }
+  static Request Put(std::string url, std::string body) {
+    return WithMethod("PUT", std::move(url), std::move(body));
+  }
+  static Request Put(std::string url, Body body) {
+    return Request{"PUT", std::move(url)}.WithBody(std::move(body));
+  }
+  static Request Patch(std::string url, std::string body) {
+    return WithMethod("PATCH", std::move(url), std::move(body));
+  }
+  static Request Patch(std::string url, Body body) {
+    return Request{"PATCH", std::move(url)}.WithBody(std::move(body));
+  }
+
+  // Adds a header (another of the same name is kept too).
   Request& Header(std::string name, std::string value) {
     headers.emplace_back(std::move(name), std::move(value));
+    return *this;
+  }
+  // Appends `query` to the URL, after "?" or, if the URL has a query
+  // already, "&".
+  Request& WithQuery(const Query& query);
+  // Sets the body and, if `body` has one, the Content-Type (replacing any).
+  Request& WithBody(Body body);
+  Request& WithTimeout(Duration d) {
+    timeout = d;
     return *this;
   }
   Request& WithContext(Context ctx) {
     context = std::move(ctx);
     return *this;
+  }
+
+ private:
+  static Request WithMethod(const char* method, std::string url, std::string body) {
+    Request r{method, std::move(url)};
+    r.body = std::move(body);
+    return r;
   }
 };
 
@@ -128,18 +220,35 @@ class ResponseHeaders {
   std::size_t count_ = 0;
 };
 
+// How the call went is part of the answer: a 503 that outlasted the
+// retries is still a Response (its status says so), with the attempts it
+// took.
 struct Response {
   int status = 0;
   ResponseHeaders headers;
   std::string body;
-  // "1.1" or "2".
+  // The protocol of the attempt that answered: "1.1" or "2" (HTTP/1.1 or
+  // HTTP/2).
   std::string version;
   // The calendar time the headers arrived: what an HTTP-date Retry-After is
   // measured from.
   std::chrono::system_clock::time_point received_at;
+  // Attempts the call sent, redirects included (1 for a call answered at
+  // once), and the redirects within the origin it followed.
+  int attempts = 0;
+  int redirects = 0;
 
   std::string_view header(std::string_view name) const { return headers.Find(name); }
+  // Whether the status is 2xx.
+  bool successful() const { return status >= 200 && status <= 299; }
 };
+
+// A call's result with any status but 2xx turned into an error of kind
+// kHttpStatus ("status 503, not 2xx"; its attempts those of the response),
+// for callers to whom only success is an answer:
+//
+//   Result<Response> charge = http::Require2xx(payments->Send(request));
+[[nodiscard]] Result<Response> Require2xx(Result<Response> result);
 
 }  // namespace outbound::http
 

@@ -15,9 +15,10 @@
 //         if (r.target == "/slow") return testing::Reply::Hang();
 //         return testing::Reply::Status(503).Header("Retry-After", "2");
 //       }});
-//   network.Add("payments", 8443, "127.0.0.1", server->port());
+//   network.Add("payments", 8443, "127.0.0.1", (*server)->port());
 //   ...
-//   EXPECT_EQ(server->requests().size(), 2);
+//   ASSERT_TRUE((*server)->WaitForRequests(1));  // the first attempt has arrived
+//   EXPECT_EQ((*server)->requests().size(), 2);
 //
 // Threads: the server runs one I/O thread of its own; the handler runs on it,
 // one request at a time, and should not block (return Reply::Hang() or a
@@ -28,6 +29,8 @@
 #ifndef OUTBOUND_TESTING_FAKE_SERVER_H_
 #define OUTBOUND_TESTING_FAKE_SERVER_H_
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -247,6 +250,13 @@ class FakeServer {
   // records; gives up after `real_limit` (a safety net, not a tolerance).
   bool WaitFor(const std::function<bool(const FakeServer&)>& done,
                std::chrono::milliseconds real_limit = std::chrono::seconds(10)) const;
+
+  // Blocks until the server has received at least `n` requests (the
+  // client's attempt n has reached it), or `real_limit` has passed: false.
+  bool WaitForRequests(std::size_t n,
+                       std::chrono::milliseconds real_limit = std::chrono::seconds(10)) const {
+    return WaitFor([n](const FakeServer& s) { return s.request_count() >= n; }, real_limit);
+  }
 
   // Stops accepting, sends GOAWAY on HTTP/2 connections, closes the rest,
   // and joins the server's thread. Idempotent; the destructor calls it.

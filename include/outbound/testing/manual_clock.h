@@ -5,9 +5,10 @@
 // seeing Now() equal to its own deadline; so a test of a 2 s Retry-After
 // takes no real time, and says exactly what happens when:
 //
-//   testing::ManualClock clock;
-//   auto call = client.SendAsync(Get("/charges/1"));  // answered 503, Retry-After: 2
-//   clock.WaitForTimers(1);     // the call is waiting on the clock now
+//   testing::ManualClock clock;                         // the client's, through its Runtime
+//   auto call = client->SendAsync(Get("/charges/1"));   // answered 503, Retry-After: 2
+//   ASSERT_TRUE(server->WaitForRequests(1));             // attempt 1 has arrived
+//   ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + 2s)); // the client waits out Retry-After
 //   clock.Advance(1999ms);      // not yet
 //   clock.Advance(1ms);         // the second attempt starts
 //
@@ -47,8 +48,10 @@ class ManualClock final : public Clock {
   // The earliest pending deadline, if any.
   std::optional<TimePoint> next_timer() const;
 
-  // Blocks until at least `n` timers are pending: how a test knows that the
-  // code under test, on another thread, has started a wait. Gives up after
+  // Blocks until at least `n` timers are pending, whoever set them. A
+  // client's call has timers pending (its deadline, its attempt timeout)
+  // from the moment it starts, so to know that a client has begun a wait,
+  // use WaitForTimerBy. Gives up after
   // `real_limit` of real time (a safety net for a broken test, not a
   // tolerance) and returns false.
   bool WaitForTimers(std::size_t n,

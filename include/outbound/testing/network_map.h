@@ -4,7 +4,7 @@
 // is unreachable, so a test never touches DNS or a real host.
 //
 //   testing::NetworkMap network;
-//   network.Add("payments", 8443, server->endpoint());
+//   network.Add("payments", 8443, "127.0.0.1", server->port());
 //   runtime.network = &network;  // https://payments:8443 reaches the fake
 //
 // Thread-safe.

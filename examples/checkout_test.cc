@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Testing the checkout service's calls with outbound's kit: a fake payments
+// dependency over TLS with a CA made for the test, reached by name, and the
+// client on a ManualClock, so a 2 s Retry-After costs no real time.
+// docs/testing.md and docs/http-client.md quote this file.
+#include "checkout.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+
+#include "outbound/testing/fake_server.h"
+#include "outbound/testing/fixed_random.h"
+#include "outbound/testing/manual_clock.h"
+#include "outbound/testing/network_map.h"
+#include "outbound/testing/test_ca.h"
+
+namespace {
+
+namespace http = outbound::http;
+using namespace outbound::testing;
+using namespace std::chrono_literals;
+
+// [example complete-test]
+TEST(Checkout, RetriesAChargeAnswered503AfterItsRetryAfter) {
+  TestCA ca;                // new keys, every test
+  ManualClock clock;        // the client's waits and the fake's run on it
+  FixedRandom random(0.5);  // jitter: each backoff is half its ceiling
+  NetworkMap network;       // payments:8443 reaches the fake; nothing else resolves
+  std::atomic<int> calls{0};
+  auto payments = FakeServer::Start({
+      .tls = ServerTls(ca.IssueServer({"payments"})),
+      .handler =
+          [&](const ServerRequest&) {
+            if (++calls == 1) return Reply::Status(503).Header("Retry-After", "2");
+            return Reply::Status(201, R"({"id":"ch_1"})");
+          },
+      .clock = &clock,
+  });
+  ASSERT_TRUE(payments) << payments.error().message();
+  network.Add("payments", 8443, "127.0.0.1", (*payments)->port());
+
+  http::Settings settings = http::DefaultSettings();
+  settings.base_url = "https://payments:8443";
+  settings.tls = http::TlsSettings{.root_pem = ca.pem()};
+  outbound::Runtime runtime{.clock = &clock, .network = &network, .random = &random};
+  checkout::Checkout checkout(http::Client::CreateOrThrow(runtime, settings));
+
+  // The call blocks, so it runs on a thread of its own while the test
+  // moves the clock.
+  auto charged =
+      std::async(std::launch::async, [&] { return checkout.Charge("cus_7", 500, "k1"); });
+  ASSERT_TRUE((*payments)->WaitForRequests(1));         // attempt 1 got its 503
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + 2s));  // the client waits out Retry-After
+  clock.Advance(1999ms);
+  EXPECT_EQ((*payments)->request_count(), 1u);  // not yet
+  clock.Advance(1ms);                           // attempt 2 starts now
+  auto id = charged.get();
+  ASSERT_TRUE(id) << id.error().message();
+  EXPECT_EQ(*id, "ch_1");
+
+  auto requests = (*payments)->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].header("idempotency-key"), "k1");
+  EXPECT_EQ(requests[1].body, R"({"amount":500,"customer":"cus_7"})");
+}
+// [end complete-test]
+
+class CheckoutTest : public ::testing::Test {
+ protected:
+  void Serve(Handler handler) {
+    auto started = FakeServer::Start({.tls = ServerTls(ca.IssueServer({"payments"})),
+                                      .handler = std::move(handler),
+                                      .clock = &clock});
+    ASSERT_TRUE(started) << started.error().message();
+    server = std::move(*started);
+    network.Add("payments", 8443, "127.0.0.1", server->port());
+    http::Settings settings = http::DefaultSettings();
+    settings.base_url = "https://payments:8443";
+    settings.tls = http::TlsSettings{.root_pem = ca.pem()};
+    checkout.emplace(http::Client::CreateOrThrow(runtime, settings));
+  }
+
+  TestCA ca;
+  ManualClock clock;
+  FixedRandom random{0.5};
+  NetworkMap network;
+  outbound::Runtime runtime{.clock = &clock, .network = &network, .random = &random};
+  std::unique_ptr<FakeServer> server;
+  std::optional<checkout::Checkout> checkout;
+};
+
+TEST_F(CheckoutTest, ListsACustomersChargesWithAnEncodedQuery) {
+  Serve([](const ServerRequest& r) {
+    if (r.target != "/charges?customer=cus%207%26co&limit=10") return Reply::Status(400, r.target);
+    return Reply::Ok(R"({"data":[{"id":"ch_1"},{"id":"ch_2"}]})");
+  });
+  auto ids = checkout->Charges("cus 7&co", 10);
+  ASSERT_TRUE(ids) << ids.error().message();
+  EXPECT_EQ(*ids, (std::vector<std::string>{"ch_1", "ch_2"}));
+}
+
+TEST_F(CheckoutTest, ListingGivesUpAfterItsOwnTimeoutOnTheClock) {
+  Serve([](const ServerRequest&) { return Reply::Hang(); });
+  auto listed = std::async(std::launch::async, [&] { return checkout->Charges("cus_7", 10); });
+  ASSERT_TRUE(server->WaitForRequests(1));
+  clock.Advance(300ms);
+  auto ids = listed.get();
+  ASSERT_FALSE(ids);
+  EXPECT_EQ(ids.error().kind(), outbound::ErrorKind::kDeadline);
+}
+
+TEST_F(CheckoutTest, DescribesWithAPutAndCancelsWithADelete) {
+  Serve([](const ServerRequest& r) {
+    if (r.method == "DELETE" && r.target == "/charges/ch_gone") return Reply::Status(404);
+    if (r.method == "DELETE") return Reply::Status(409);
+    return Reply::Status(204);
+  });
+  EXPECT_TRUE(checkout->Describe("ch/1", "two shirts"));
+  EXPECT_TRUE(checkout->Cancel("ch_gone"));
+  auto conflict = checkout->Cancel("ch_1");
+  ASSERT_FALSE(conflict);
+  EXPECT_EQ(conflict.error().kind(), outbound::ErrorKind::kHttpStatus);
+  auto requests = server->requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].method, "PUT");
+  EXPECT_EQ(requests[0].target, "/charges/ch%2F1/description");
+  EXPECT_EQ(requests[0].body, "two shirts");
+  EXPECT_EQ(requests[0].header("content-type"), "text/plain");
+}
+
+}  // namespace

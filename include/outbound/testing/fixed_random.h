@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// outbound/testing/fixed_random.h
+//
+// Jitter a test can predict: a Random that draws the numbers it was given,
+// in turn, over and over. With it in the Runtime, every backoff is exact:
+// the wait after attempt n is Uniform() * min(backoff_max, backoff_base *
+// 2^(n-1)), so with 0.5 and the defaults (100ms base) the waits are 50ms,
+// 100ms, 200ms...
+//
+//   testing::FixedRandom random(0.5);
+//   Runtime runtime{.clock = &clock, .network = &network, .random = &random};
+//
+// Thread-safe.
+#ifndef OUTBOUND_TESTING_FIXED_RANDOM_H_
+#define OUTBOUND_TESTING_FIXED_RANDOM_H_
+
+#include <atomic>
+#include <cstddef>
+#include <initializer_list>
+#include <vector>
+
+#include "outbound/random.h"
+
+namespace outbound::testing {
+
+class FixedRandom final : public Random {
+ public:
+  // Always `value`, which must be in [0, 1).
+  explicit FixedRandom(double value) : values_{value} {}
+  // The values in order, then again from the first; each in [0, 1).
+  FixedRandom(std::initializer_list<double> values) : values_(values) {}
+
+  double Uniform() override {
+    if (values_.empty()) return 0;
+    return values_[next_.fetch_add(1, std::memory_order_relaxed) % values_.size()];
+  }
+
+ private:
+  const std::vector<double> values_;
+  std::atomic<std::size_t> next_{0};
+};
+
+}  // namespace outbound::testing
+
+#endif  // OUTBOUND_TESTING_FIXED_RANDOM_H_

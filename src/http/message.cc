@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Building requests: percent-encoding, queries, bodies; and Require2xx.
+#include "outbound/http/message.h"
+
+#include <array>
+#include <string>
+
+namespace outbound::http {
+namespace {
+
+// RFC 3986 2.3 unreserved: the only bytes a component keeps as they are.
+constexpr std::array<bool, 256> kUnreserved = [] {
+  std::array<bool, 256> table{};
+  for (int c = 'A'; c <= 'Z'; ++c) table[c] = true;
+  for (int c = 'a'; c <= 'z'; ++c) table[c] = true;
+  for (int c = '0'; c <= '9'; ++c) table[c] = true;
+  for (char c : {'-', '.', '_', '~'}) table[static_cast<unsigned char>(c)] = true;
+  return table;
+}();
+
+void AppendEncoded(std::string& out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (kUnreserved[byte]) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xF];
+    }
+  }
+}
+
+}  // namespace
+
+std::string PercentEncode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  AppendEncoded(out, text);
+  return out;
+}
+
+Query& Query::Add(std::string_view name, std::string_view value) {
+  if (!encoded_.empty()) encoded_ += '&';
+  AppendEncoded(encoded_, name);
+  encoded_ += '=';
+  AppendEncoded(encoded_, value);
+  return *this;
+}
+
+Request& Request::WithQuery(const Query& query) {
+  if (query.empty()) return *this;
+  std::size_t question = url.find('?');
+  if (question == std::string::npos) {
+    url += '?';
+  } else if (question + 1 != url.size() && url.back() != '&') {
+    url += '&';
+  }
+  url += query.encoded();
+  return *this;
+}
+
+Request& Request::WithBody(Body new_body) {
+  body = std::move(new_body.data);
+  if (!new_body.content_type.empty()) {
+    std::erase_if(headers, [](const auto& h) { return SameHeaderName(h.first, "Content-Type"); });
+    headers.emplace_back("Content-Type", std::move(new_body.content_type));
+  }
+  return *this;
+}
+
+Result<Response> Require2xx(Result<Response> result) {
+  if (!result || result->successful()) return result;
+  Error error(ErrorKind::kHttpStatus, "status " + std::to_string(result->status) + ", not 2xx");
+  error.set_attempts(result->attempts);
+  return tl::unexpected(std::move(error));
+}
+
+}  // namespace outbound::http
