@@ -109,6 +109,7 @@ class OtlpTest : public http::ClientTestBase, public ::testing::Test {
 
   peers::NodePeer receiver{OUTBOUND_OTLP_RECEIVER, {"--modules=" OUTBOUND_OTLP_MODULES}};
   MetricStore metrics;
+  Random& ids = DefaultRandom();
 };
 
 SpanData SomeSpan(Random& random, std::string name) {
@@ -128,7 +129,8 @@ TEST_F(OtlpTest, ARetried503CallsSpansMetricsAndBreakerRecordsAsTheReceiverDecod
   });
   auto exporter = MakeExporter(Settings());
   ASSERT_TRUE(exporter);
-  RecordingTracer tracer(random, *exporter);
+  // Ids from real randomness: the fixture's jitter draws one number always.
+  RecordingTracer tracer(ids, *exporter);
   runtime.telemetry = {.tracer = &tracer, .meters = &metrics, .logger = exporter.get()};
   http::Settings settings = PaymentsSettings();
   // The first failure opens the breaker, for less than the Retry-After: the
@@ -143,8 +145,8 @@ TEST_F(OtlpTest, ARetried503CallsSpansMetricsAndBreakerRecordsAsTheReceiverDecod
   auto client = MakeClient(std::move(settings));
 
   SpanContext caller;
-  caller.trace_id = NewTraceId(random);
-  caller.span_id = NewSpanId(random);
+  caller.trace_id = NewTraceId(ids);
+  caller.span_id = NewSpanId(ids);
   http::Request request = http::Request::Get("/charges/1");
   request.context.trace = caller;
   TimePoint start = clock.Now();
@@ -274,7 +276,7 @@ TEST_F(OtlpTest, AFullQueueDropsAndCountsWithoutBlocking) {
 
   // Nothing is sent from OnEnd: a full batch waits for the clock's next
   // chance, which a manual clock gives only when it moves.
-  for (int i = 0; i < 10; ++i) exporter->OnEnd(SomeSpan(random, "s" + std::to_string(i)));
+  for (int i = 0; i < 10; ++i) exporter->OnEnd(SomeSpan(ids, "s" + std::to_string(i)));
   EXPECT_EQ(exporter->dropped(), 6u);
   for (int i = 0; i < 3; ++i) {
     LogRecord record;
@@ -286,7 +288,7 @@ TEST_F(OtlpTest, AFullQueueDropsAndCountsWithoutBlocking) {
   // A batch of each goes to the black hole, and hangs there: two more
   // spans fit, the third is dropped.
   clock.Advance(Duration::zero());
-  for (int i = 0; i < 3; ++i) exporter->OnEnd(SomeSpan(random, "t"));
+  for (int i = 0; i < 3; ++i) exporter->OnEnd(SomeSpan(ids, "t"));
   EXPECT_EQ(exporter->dropped(), 7u);
   EXPECT_EQ(exporter->failed(), 0u);
 
@@ -306,7 +308,7 @@ TEST_F(OtlpTest, TheDestructorWaitsForTheQueueAtMostTheExportTimeoutOnTheClock) 
   settings.endpoint = "http://silent:4318";
   auto exporter = MakeExporter(settings);
   ASSERT_TRUE(exporter);
-  for (int i = 0; i < 3; ++i) exporter->OnEnd(SomeSpan(random, "late"));
+  for (int i = 0; i < 3; ++i) exporter->OnEnd(SomeSpan(ids, "late"));
 
   // Nothing is in flight; the destructor arms its bound before it sends,
   // so its timer is the first more to be pending.
@@ -330,7 +332,7 @@ TEST_F(OtlpTest, TheExportersOwnClientRecordsNothing) {
   runtime.telemetry = recorded.telemetry();
   auto exporter = MakeExporter(Settings());
   ASSERT_TRUE(exporter);
-  exporter->OnEnd(SomeSpan(random, "work"));
+  exporter->OnEnd(SomeSpan(ids, "work"));
   LogRecord record;
   record.scope = "test";
   record.body = "hello";
@@ -360,7 +362,7 @@ TEST_F(OtlpTest, ThePartialBatchIsSentWhenTheFlushIntervalComesRound) {
   settings.flush_interval = seconds(5);
   auto exporter = MakeExporter(settings);
   ASSERT_TRUE(exporter);
-  exporter->OnEnd(SomeSpan(random, "lonely"));
+  exporter->OnEnd(SomeSpan(ids, "lonely"));
   clock.Advance(seconds(5));
   ASSERT_TRUE(WaitForRequests(1));
   auto spans = Spans();
@@ -376,7 +378,7 @@ TEST_F(OtlpTest, AFullBatchIsSentAtTheClocksNextChance) {
   settings.max_batch_size = 3;
   auto exporter = MakeExporter(settings);
   ASSERT_TRUE(exporter);
-  for (int i = 0; i < 7; ++i) exporter->OnEnd(SomeSpan(random, "s" + std::to_string(i)));
+  for (int i = 0; i < 7; ++i) exporter->OnEnd(SomeSpan(ids, "s" + std::to_string(i)));
   clock.Advance(Duration::zero());
   // Two full batches, one after the other; the seventh span waits.
   ASSERT_TRUE(WaitForRequests(2));
