@@ -111,7 +111,7 @@ struct OtlpExporter::Impl {
   std::shared_ptr<Lifeline> lifeline = std::make_shared<Lifeline>();
 
   mutable std::mutex mu;
-  std::condition_variable settled;  // a request ended, or the destructor gave up
+  std::condition_variable changed;  // a request ended or was sent, or the destructor gave up
   std::array<Lane, kSignals> lanes;
   std::deque<SpanData> spans;
   std::deque<LogRecord> logs;
@@ -120,6 +120,9 @@ struct OtlpExporter::Impl {
   std::uint64_t failed = 0;
   bool closing = false;
   bool giving_up = false;
+  // Pumps between taking a batch and SendAsync's return: the destructor
+  // waits for them before it destroys the client.
+  int sending = 0;
   Timer flush_timer;
   Timer kick_timer;
 };
@@ -189,6 +192,7 @@ void OtlpExporter::Impl::Pump() {
       }
       lane.taken += items;
       lane.in_flight = true;
+      ++sending;
     }
     // Encoded outside the lock, so OnEnd and Emit never wait for it.
     internal::UnixTime time(clock.Now(), clock.WallNow());
@@ -201,6 +205,11 @@ void OtlpExporter::Impl::Pump() {
                       [this, signal, items](Result<http::Response> result, std::exception_ptr) {
                         Done(signal, items, result && result->status / 100 == 2);
                       });
+    {
+      std::lock_guard lock(mu);
+      --sending;
+    }
+    changed.notify_all();
   }
 }
 
@@ -212,7 +221,7 @@ void OtlpExporter::Impl::Done(Signal signal, std::uint64_t items, bool accepted)
     lane.settled += items;
     if (!accepted) failed += items;
   }
-  settled.notify_all();
+  changed.notify_all();
   Pump();  // the next batch, if one is ready
 }
 
@@ -322,7 +331,7 @@ OtlpExporter::~OtlpExporter() {
             std::lock_guard held(s.mu);
             s.giving_up = true;
           }
-          s.settled.notify_all();
+          s.changed.notify_all();
         });
       });
     }
@@ -332,8 +341,9 @@ OtlpExporter::~OtlpExporter() {
   Timer kick_timer;
   {
     std::unique_lock lock(s.mu);
-    s.settled.wait(lock, [&] { return s.giving_up || s.SettledUpTo(targets); });
-    s.closing = true;  // Pump sends nothing more
+    s.changed.wait(lock, [&] { return s.giving_up || s.SettledUpTo(targets); });
+    s.closing = true;                                      // Pump takes nothing more...
+    s.changed.wait(lock, [&] { return s.sending == 0; });  // ...and has sent what it took
     flush_timer = std::move(s.flush_timer);
     kick_timer = std::move(s.kick_timer);
   }
@@ -404,7 +414,7 @@ bool OtlpExporter::ForceFlush() {
   }
   s.Pump();
   std::unique_lock lock(s.mu);
-  s.settled.wait(lock, [&] { return s.SettledUpTo(targets); });
+  s.changed.wait(lock, [&] { return s.SettledUpTo(targets); });
   return s.failed == failed_before;
 }
 
