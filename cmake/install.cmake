@@ -37,6 +37,15 @@ if(TARGET outbound_prometheus)
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/outbound)
 endif()
 
+if(TARGET outbound_otlp)
+  install(TARGETS outbound_otlp EXPORT outbound-otlp-targets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(EXPORT outbound-otlp-targets NAMESPACE outbound::
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/outbound)
+endif()
+
 configure_package_config_file(cmake/outbound-config.cmake.in
   ${PROJECT_BINARY_DIR}/outbound-config.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/outbound)
@@ -68,6 +77,11 @@ endif()
 if(TARGET outbound_prometheus)
   outbound_pkg_config(prometheus "outbound: metrics served to Prometheus (prometheus-cpp)"
                       "outbound-core" "" "-lprometheus-cpp-pull -lprometheus-cpp-core")
+endif()
+
+if(TARGET outbound_otlp)
+  outbound_pkg_config(otlp "outbound: spans, logs and metrics sent as OTLP/HTTP JSON"
+                      "outbound-http" "" "")
 endif()
 
 install(FILES LICENSE NOTICE CHANGELOG.md README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -74,7 +74,11 @@ std::vector<std::string> PeerFiles::Args(std::vector<std::string> more) const {
 
 NodePeer::NodePeer(const std::string& script, const std::vector<std::string>& args) {
   std::string node = FindNode();
-  std::vector<std::string> argv_strings = {node, std::string(OUTBOUND_PEERS_DIR) + "/" + script};
+  // A script elsewhere in the tree (tests/telemetry's receiver) is given by
+  // its absolute path.
+  std::string path =
+      script.starts_with('/') ? script : std::string(OUTBOUND_PEERS_DIR) + "/" + script;
+  std::vector<std::string> argv_strings = {node, path};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& s : argv_strings) argv.push_back(s.data());

@@ -54,9 +54,10 @@ class PeerFiles {
 
 class NodePeer {
  public:
-  // Starts `node <tests/peers>/<script> args...` and waits (10 s at most)
-  // for the port it prints. Throws std::runtime_error when node cannot be
-  // found or started, or the script exits or prints no port.
+  // Starts `node <tests/peers>/<script> args...` (or `node <script>` for an
+  // absolute path) and waits (10 s at most) for the port it prints. Throws
+  // std::runtime_error when node cannot be found or started, or the script
+  // exits or prints no port.
   NodePeer(const std::string& script, const std::vector<std::string>& args);
   ~NodePeer();
   NodePeer(const NodePeer&) = delete;
