@@ -166,16 +166,19 @@ void ClientTelemetry::Observe(circuit::Breaker& breaker, const retry::Budget& bu
 }
 
 void ClientTelemetry::AttemptStarted(Attempt& attempt) const {
-  const CallState& call = *attempt.call;
+  CallState& call = *attempt.call;  // its attempts run one at a time
   const CallRequest& request = *attempt.request;
   const telemetry::SpanContext* context = &call.parent;
   if (telemetry_.tracer != nullptr) {
     telemetry::SpanStart start{.scope = kScope,
                                .name = MethodAttribute(request.method),
                                .kind = telemetry::SpanKind::kClient,
-                               .parent = &call.parent,
+                               .parent = call.parent.valid() ? &call.parent : &call.own_trace,
                                .start = attempt.started};
     attempt.span = telemetry_.tracer->StartSpan(start);
+    if (!call.parent.valid() && !call.own_trace.trace_id.valid()) {
+      call.own_trace.trace_id = attempt.span->context().trace_id;
+    }
     telemetry::Span& span = *attempt.span;
     span.SetAttribute({"http.request.method", MethodAttribute(request.method)});
     span.SetAttribute({"url.full", RedactedUrl(request.url)});

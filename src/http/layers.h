@@ -109,6 +109,9 @@ class CallState : public std::enable_shared_from_this<CallState> {
   // its child. And the caller's baggage as a header value ("" when none).
   telemetry::SpanContext parent;
   std::string baggage;
+  // AttemptSpan: when the caller gave no trace, the trace its first
+  // attempt started, so every attempt of the call is in one trace.
+  telemetry::SpanContext own_trace;
 
   // A layer passes the call's request down: its Finish will see the outcome.
   void Enter(CallLayer& layer);

@@ -46,10 +46,10 @@ class RecordingSpan final : public Span {
     data_.name = start.name;
     data_.kind = start.kind;
     data_.start = start.start;
-    if (start.parent != nullptr && start.parent->valid()) {
+    if (start.parent != nullptr && start.parent->trace_id.valid()) {
       data_.context.trace_id = start.parent->trace_id;
       data_.context.trace_state = start.parent->trace_state;
-      data_.parent_span_id = start.parent->span_id;
+      data_.parent_span_id = start.parent->span_id;  // invalid: no parent
     } else {
       data_.context.trace_id = NewTraceId(random);
     }

@@ -50,7 +50,7 @@ class TelemetryFixture : public ClientTestBase {
     seen.push_back(request);
   }
 
-  testing::InMemoryTelemetry recorded{random};
+  testing::InMemoryTelemetry recorded{DefaultRandom()};  // ids unlike each other
   std::mutex seen_mu;
   std::vector<ServerRequest> seen;
 };
@@ -275,6 +275,26 @@ TEST_F(TelemetryH2Test, EachAttemptSpanIsAChildOfItsOwnCallersSpanUnderConcurren
     ASSERT_TRUE(context);
     EXPECT_EQ(span_of_trace[context->trace_id.Hex()], context->span_id.Hex());
   }
+}
+
+// A call made without a trace of the caller's is one trace all the same:
+// its first attempt starts it, and every later attempt joins it.
+TEST_F(TelemetryH2Test, WithoutACallersTraceACallsAttemptsShareOneTrace) {
+  int calls = 0;
+  Serve([&](const ServerRequest&) {
+    return ++calls == 1 ? Reply::Status(503) : Reply::Ok();
+  });
+  auto client = MakeClient();
+  auto retried = client->SendAsync(Request::Get("/"));
+  AdvanceAfterAttempt(1, seconds(1));
+  ASSERT_TRUE(retried.get());
+  ASSERT_TRUE(client->Send(Request::Get("/")));
+  auto spans = recorded.Spans(SpanKind::kClient);
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[0].context.trace_id, spans[1].context.trace_id);
+  EXPECT_FALSE(spans[0].parent_span_id.valid());
+  EXPECT_FALSE(spans[1].parent_span_id.valid());
+  EXPECT_NE(spans[1].context.trace_id, spans[2].context.trace_id);  // another call
 }
 
 TEST_F(TelemetryH2Test, CredentialsInTheQueryAreNotInTheSpan) {

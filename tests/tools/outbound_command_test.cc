@@ -65,6 +65,30 @@ TEST_F(OutboundCallTest, PrintsTheBodyAfterRetryingA503) {
   EXPECT_NE(err.find("-> success"), std::string::npos);
 }
 
+// -v shows each attempt's span, and its ids are the ones on the wire.
+TEST_F(OutboundCallTest, VerboseShowsEachAttemptsSpanAsTheServerSawIt) {
+  std::mutex mu;
+  std::vector<std::string> traceparents;
+  std::atomic<int> calls{0};
+  Serve([&](const ServerRequest& request) {
+    std::lock_guard lock(mu);
+    traceparents.push_back(request.header("traceparent"));
+    return ++calls == 1 ? Reply::Status(503).Header("Retry-After", "0") : Reply::Ok("charged");
+  });
+  ASSERT_EQ(Call("/charges/1", "-v").exit_code, 0);
+  std::string err = Stderr();
+  ASSERT_EQ(traceparents.size(), 2u);
+  for (const std::string& traceparent : traceparents) {
+    ASSERT_EQ(traceparent.size(), 55u) << traceparent;
+    std::string ids = "trace " + traceparent.substr(3, 32) + " span " + traceparent.substr(36, 16);
+    EXPECT_NE(err.find("span GET " + ids), std::string::npos) << ids << "\n" << err;
+  }
+  EXPECT_EQ(traceparents[0].substr(3, 32), traceparents[1].substr(3, 32));  // one trace
+  EXPECT_NE(err.find(" ms ERROR "), std::string::npos) << err;
+  EXPECT_NE(err.find("error.type=503"), std::string::npos) << err;
+  EXPECT_NE(err.find("http.request.resend_count=1"), std::string::npos) << err;
+}
+
 TEST_F(OutboundCallTest, FailExits22OnAnErrorStatus) {
   Serve([](const ServerRequest&) { return Reply::Status(404, "no such charge"); });
   EXPECT_EQ(Call("/charges/9", "--fail").exit_code, 22);

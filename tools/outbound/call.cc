@@ -9,10 +9,32 @@
 #include "commands.h"
 #include "common.h"
 #include "outbound/http/client.h"
+#include "outbound/telemetry/trace.h"
 #include "outbound/version.h"
 
 namespace outbound::tool {
 namespace {
+
+// Writes each ended span to stderr on one line: name, ids, duration, status
+// and attributes.
+class SpanPrinter final : public telemetry::SpanProcessor {
+ public:
+  explicit SpanPrinter(std::mutex& mu) : mu_(mu) {}
+  void OnEnd(telemetry::SpanData&& span) override {
+    std::lock_guard lock(mu_);
+    std::cerr << "span " << span.name << " trace " << span.context.trace_id.Hex() << " span "
+              << span.context.span_id.Hex() << " "
+              << std::chrono::duration<double, std::milli>(span.end - span.start).count() << " ms "
+              << telemetry::ToString(span.status);
+    for (const telemetry::Attribute& attribute : span.attributes) {
+      std::cerr << " " << attribute.key << "=" << telemetry::ToString(attribute.value);
+    }
+    std::cerr << "\n";
+  }
+
+ private:
+  std::mutex& mu_;
+};
 
 constexpr const char* kHelp = R"(usage: outbound call [options] URL
 
@@ -178,7 +200,13 @@ int RunCall(const std::vector<std::string>& args) {
          {"decision", decision}});
   }));
 
-  std::unique_ptr<http::Client> client = MakeClient(*settings, network);
+  // -v: each attempt's span as it ends, ids and attributes, so a person sees
+  // what a tracing backend would get (and the traceparent the server saw).
+  SpanPrinter span_printer(mu);
+  telemetry::RecordingTracer tracer(DefaultRandom(), span_printer);
+  telemetry::Telemetry reporting;
+  if (verbose) reporting.tracer = &tracer;
+  std::unique_ptr<http::Client> client = MakeClient(*settings, network, reporting);
   if (!client) return kExitConfig;
   request.url = url;
   Result<http::Response> response = client->Send(std::move(request));

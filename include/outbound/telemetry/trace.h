@@ -81,7 +81,8 @@ struct SpanStart {
   std::string_view scope;  // the instrumentation scope, e.g. "outbound.http"
   std::string_view name;
   SpanKind kind = SpanKind::kInternal;
-  // The parent; an invalid context starts a new trace.
+  // The parent; an invalid context starts a new trace. A context with a
+  // trace id and no span id puts the span in that trace without a parent.
   const SpanContext* parent = nullptr;
   TimePoint start;
 };
