@@ -220,15 +220,16 @@ void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outco
     attempt.span.reset();
   }
   if (meters_ == nullptr) return;
+  // In the order of their keys, which is the order a store files them in.
   std::array<KeyValue, 7> attributes;
   std::size_t n = 0;
+  if (!error_type.empty()) attributes[n++] = {"error.type", error_type};
   attributes[n++] = {"http.request.method", MethodAttribute(attempt.request->method)};
+  if (status != 0) attributes[n++] = {"http.response.status_code", std::int64_t{status}};
+  if (!version.empty()) attributes[n++] = {"network.protocol.version", version};
   attributes[n++] = {"server.address", host_};
   attributes[n++] = {"server.port", port_};
   attributes[n++] = {"url.scheme", scheme_};
-  if (status != 0) attributes[n++] = {"http.response.status_code", std::int64_t{status}};
-  if (!version.empty()) attributes[n++] = {"network.protocol.version", version};
-  if (!error_type.empty()) attributes[n++] = {"error.type", error_type};
   std::span<const KeyValue> used(attributes.data(), n);
   duration_->Record(std::chrono::duration<double>(now - attempt.started).count(), used);
   body_size_->Record(static_cast<double>(attempt.request->body.size()), used);
@@ -237,14 +238,14 @@ void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outco
 void ClientTelemetry::BreakerCounted(std::string_view outcome) const {
   if (meters_ == nullptr) return;
   const KeyValue attributes[] = {
-      {"server.address", host_}, {"server.port", port_}, {"outcome", outcome}};
+      {"outcome", outcome}, {"server.address", host_}, {"server.port", port_}};
   calls_->Add(1, attributes);
 }
 
 void ClientTelemetry::RetryDecided(retry::DecisionKind decision) const {
   if (meters_ == nullptr) return;
   const KeyValue attributes[] = {
-      {"server.address", host_}, {"server.port", port_}, {"decision", retry::ToString(decision)}};
+      {"decision", retry::ToString(decision)}, {"server.address", host_}, {"server.port", port_}};
   decisions_->Add(1, attributes);
 }
 

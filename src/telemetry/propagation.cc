@@ -75,8 +75,18 @@ std::string PercentDecode(std::string_view s) {
 }  // namespace
 
 std::string FormatTraceparent(const SpanContext& context) {
-  return "00-" + context.trace_id.Hex() + "-" + context.span_id.Hex() +
-         (context.sampled ? "-01" : "-00");
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out = "00-00000000000000000000000000000000-0000000000000000-00";  // one allocation
+  for (std::size_t i = 0; i < 16; ++i) {
+    out[3 + 2 * i] = kDigits[context.trace_id.bytes[i] >> 4];
+    out[4 + 2 * i] = kDigits[context.trace_id.bytes[i] & 0xf];
+  }
+  for (std::size_t i = 0; i < 8; ++i) {
+    out[36 + 2 * i] = kDigits[context.span_id.bytes[i] >> 4];
+    out[37 + 2 * i] = kDigits[context.span_id.bytes[i] & 0xf];
+  }
+  if (context.sampled) out[54] = '1';
+  return out;
 }
 
 std::optional<SpanContext> ParseTraceparent(std::string_view traceparent,

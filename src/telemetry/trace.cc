@@ -40,6 +40,9 @@ std::array<std::uint8_t, N> RandomBytes(Random& random) {
 
 class RecordingSpan final : public Span {
  public:
+  // Room for a client span's attributes, so they are not moved as they come.
+  static constexpr std::size_t kAttributesExpected = 12;
+
   RecordingSpan(SpanProcessor& processor, const SpanStart& start, Random& random)
       : processor_(processor) {
     data_.scope = start.scope;
@@ -54,6 +57,7 @@ class RecordingSpan final : public Span {
       data_.context.trace_id = NewTraceId(random);
     }
     data_.context.span_id = NewSpanId(random);
+    data_.attributes.reserve(kAttributesExpected);
   }
   ~RecordingSpan() override { End(data_.start); }
 
