@@ -130,6 +130,9 @@ ClientTelemetry::ClientTelemetry(const telemetry::Telemetry& telemetry, const Or
                                    "Attempts a circuit breaker counted, by outcome."});
   decisions_ = meters_->CreateCounter({kScope, "outbound.retry.decisions", "{decision}",
                                        "What the retry loop decided after each attempt."});
+  malformed_faults_ =
+      meters_->CreateCounter({kScope, "outbound.fault.malformed", "{scenario}",
+                              "Fault scenarios in calls' baggage that were malformed, ignored."});
   // Every state's transition series exists from the start, at 0, so that
   // Prometheus's increase() sees the first opening as an increase.
   for (circuit::State state :
@@ -236,6 +239,12 @@ void ClientTelemetry::BreakerCounted(std::string_view outcome) const {
   const KeyValue attributes[] = {
       {"server.address", host_}, {"server.port", port_}, {"outcome", outcome}};
   calls_->Add(1, attributes);
+}
+
+void ClientTelemetry::FaultScenarioIgnored() const {
+  if (meters_ == nullptr) return;
+  const KeyValue attributes[] = {{"server.address", host_}, {"server.port", port_}};
+  malformed_faults_->Add(1, attributes);
 }
 
 void ClientTelemetry::RetryDecided(retry::DecisionKind decision) const {

@@ -50,6 +50,9 @@ class ClientTelemetry {
   void BreakerTransition(const circuit::Transition& transition,
                          const telemetry::SpanContext* cause) const;
 
+  // A call's fault scenario was malformed, and ignored.
+  void FaultScenarioIgnored() const;
+
   bool recording_metrics() const { return meters_ != nullptr; }
 
  private:
@@ -64,6 +67,7 @@ class ClientTelemetry {
   std::shared_ptr<telemetry::Counter> transitions_;
   std::shared_ptr<telemetry::Counter> calls_;
   std::shared_ptr<telemetry::Counter> decisions_;
+  std::shared_ptr<telemetry::Counter> malformed_faults_;
   std::unique_ptr<telemetry::GaugeRegistration> state_gauge_;
   std::unique_ptr<telemetry::GaugeRegistration> tokens_gauge_;
 };
