@@ -97,6 +97,7 @@ struct Client::Impl {
         telemetry(runtime.telemetry, origin, *runtime.clock),
         deadlines(*runtime.clock) {
     telemetry.Observe(breaker, budget);
+    if (settings.request_logging) telemetry.LogRequests();
   }
 
   void Transitioned(const circuit::Transition& transition) {

@@ -149,6 +149,7 @@ TEST_F(AuthTest, ACredentialNeverReachesARedirectElsewhereAnErrorARecordASpanOrA
       Protocol::kHttp11);
   Settings settings = PaymentsSettings();
   settings.attempt_middleware = {WithBearerToken(Provider())};
+  settings.request_logging = true;
   std::vector<std::string> texts;
   std::mutex texts_mu;
   settings.observers.push_back(ObserveAttempts([&](const AttemptRecord& record) {
@@ -185,6 +186,14 @@ TEST_F(AuthTest, ACredentialNeverReachesARedirectElsewhereAnErrorARecordASpanOrA
     AddTexts(log.attributes, texts);
   }
   EXPECT_FALSE(telemetry.Spans().empty());
+  int completed = 0;
+  int failed_logs = 0;
+  for (const auto& log : telemetry.Logs()) {
+    completed += log.body == "HTTP request completed";
+    failed_logs += log.body == "HTTP request failed";
+  }
+  EXPECT_EQ(completed, 3);  // the 302, the 503 and the 200
+  EXPECT_EQ(failed_logs, 1);
   for (const auto& text : texts) EXPECT_THAT(text, Not(HasSubstr(kSecret)));
   // The server did see it: the marker is what the test greps for.
   for (const auto& request : server->requests()) {

@@ -149,5 +149,37 @@ TEST_F(FaultInjectionTest, AMalformedScenarioIsIgnoredAndCounted) {
   EXPECT_EQ(server->requests()[0].header("baggage"), "tenant=acme");
 }
 
+TEST_F(FaultInjectionTest, RequestLoggingWritesOneDebugRecordPerAttemptWithoutHeaders) {
+  Settings settings = FaultsOn();
+  settings.request_logging = true;
+  settings.max_attempts = 1;
+  auto client = FaultyClient(std::move(settings));
+  ASSERT_FALSE(client->Send(WithScenario("http:payments:8443=abort")));
+  ASSERT_TRUE(client->Send(Request::Get("/charges").Header("X-Api-Key", "k-123")));
+  auto logs = telemetry.Logs();
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_EQ(logs[0].body, "HTTP request failed");
+  EXPECT_EQ(logs[0].severity, telemetry::Severity::kDebug);
+  EXPECT_EQ(logs[1].body, "HTTP request completed");
+  auto text = [](const telemetry::LogRecord& log, std::string_view key) -> std::string {
+    for (const auto& attribute : log.attributes) {
+      if (attribute.key != key) continue;
+      if (const auto* s = std::get_if<std::string>(&attribute.value)) return *s;
+      if (const auto* i = std::get_if<std::int64_t>(&attribute.value)) return std::to_string(*i);
+    }
+    return "";
+  };
+  EXPECT_EQ(text(logs[0], "error.type"), "transport");
+  EXPECT_EQ(text(logs[1], "url.full"), "https://payments:8443/charges");
+  EXPECT_EQ(text(logs[1], "http.response.status_code"), "200");
+  for (const auto& log : logs) {
+    for (const auto& attribute : log.attributes) {
+      if (const auto* s = std::get_if<std::string>(&attribute.value)) {
+        EXPECT_EQ(s->find("k-123"), std::string::npos);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace outbound::http

@@ -102,7 +102,7 @@ TEST_F(MiddlewareTest, CallMiddlewareWrapsTheCallOnceAndAttemptMiddlewareEveryAt
   auto response = call.get();
   ASSERT_TRUE(response) << response.error().message();
   EXPECT_EQ(response->status, 200);
-    EXPECT_EQ(journal.lines(),
+  EXPECT_EQ(journal.lines(),
             (std::vector<std::string>{"A>", "B>", "C>1", "D>1", "D<503", "C<503", "C>2", "D>2",
                                       "D<200", "C<200", "B<200", "A<200"}));
   // What the attempt middleware added reached the wire, per attempt.
