@@ -32,6 +32,9 @@ options:
   --cert FILE, --key FILE a client certificate and its key (PEM), for mTLS
   --connect-to H:P:A:P    dial ADDR:PORT for HOST:PORT (like curl's)
   --fail                  exit 22 when the status is 400 or more
+  --fault SCENARIO        inject failures, e.g. 'http:payments:8443=abort,50%'
+                          (docs/failure-injection.md); the point of a URL's
+                          client is http:HOST:PORT
   -v                      one line per attempt on stderr
   --report json           a JSON summary of the call on stderr
   --version               the version
@@ -81,6 +84,7 @@ int RunCall(const std::vector<std::string>& args) {
   ConnectToNetwork network;
   SettingOptions setting_options;
   bool fail_on_status = false, verbose = false, report = false, include = false;
+  std::optional<std::string> fault;
   std::optional<std::string> output;
   std::string url;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -134,6 +138,9 @@ int RunCall(const std::vector<std::string>& args) {
       if (!v || !network.Add(*v)) return Usage("call", "--connect-to needs HOST:PORT:ADDR:PORT");
     } else if (a == "--fail") {
       fail_on_status = true;
+    } else if (a == "--fault") {
+      fault = value();
+      if (!fault) return Usage("call", "--fault needs a scenario, e.g. 'http:HOST:PORT=abort'");
     } else if (a == "-v") {
       verbose = true;
     } else if (a == "--report") {
@@ -178,6 +185,10 @@ int RunCall(const std::vector<std::string>& args) {
          {"decision", decision}});
   }));
 
+  if (fault) {
+    settings->faults.enabled = true;
+    request.context.baggage.push_back({"outbound-fault", *fault, ""});
+  }
   std::unique_ptr<http::Client> client = MakeClient(*settings, network);
   if (!client) return kExitConfig;
   request.url = url;
