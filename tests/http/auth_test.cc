@@ -107,6 +107,25 @@ TEST_F(AuthTest, ASecond401IsTheAnswerNeverALoop) {
   EXPECT_EQ(server->request_count(), 2u);
 }
 
+TEST_F(AuthTest, ARedirectWithinTheOriginCarriesTheCredentialAskedAgain) {
+  Serve(
+      [&](const ServerRequest& request) {
+        if (request.target == "/old") return Reply::Status(307).Header("Location", "/new");
+        return Reply::Ok();
+      },
+      Protocol::kHttp11);
+  Settings settings = PaymentsSettings();
+  settings.attempt_middleware = {WithBearerToken(Provider())};
+  auto client = MakeClient(std::move(settings));
+  auto response = client->Send(Request::Get("/old"));
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->redirects, 1);
+  EXPECT_THAT(Asked(), ElementsAre(false, false));
+  ASSERT_EQ(server->request_count(), 2u);
+  EXPECT_EQ(server->requests()[1].target, "/new");
+  EXPECT_EQ(server->requests()[1].header("Authorization"), std::string("Bearer ") + kSecret + "-1");
+}
+
 TEST_F(AuthTest, A401WithoutWwwAuthenticateIsNotRepeated) {
   Serve([&](const ServerRequest&) { return Reply::Status(401); }, Protocol::kHttp11);
   Settings settings = PaymentsSettings();

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -221,6 +222,21 @@ TEST_F(MiddlewareTest, AnAttemptMiddlewaresOwnAnswerIsClassifiedAndRetried) {
   ASSERT_EQ(records.size(), 2u);
   EXPECT_EQ(records[0].status, 503);
   EXPECT_EQ(records[0].decision, retry::DecisionKind::kAgain);
+}
+
+TEST_F(MiddlewareTest, AMiddlewareThatThrowsEndsTheCallAndTheCallerGetsTheException) {
+  Serve([&](const ServerRequest&) { return Reply::Ok(); }, Protocol::kHttp11);
+  class Throws final : public AttemptMiddleware {
+    std::optional<Result<Response>> OnRequest(OutgoingRequest&, const AttemptInfo&) override {
+      throw std::runtime_error("signer broke");
+    }
+  };
+  Settings settings = PaymentsSettings();
+  settings.attempt_middleware = {std::make_shared<Throws>()};
+  auto client = MakeClient(std::move(settings));
+  EXPECT_THROW(client->Send(Request::Get("/")), std::runtime_error);
+  EXPECT_EQ(server->request_count(), 0u);
+  EXPECT_EQ(Attempts().size(), 1u);  // not retried
 }
 
 TEST_F(MiddlewareTest, NullMiddlewareIsASettingsError) {
