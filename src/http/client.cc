@@ -39,6 +39,8 @@ struct Client::Impl {
   std::string origin_text;
   // "payments:8443": what every error message starts with.
   std::string dependency;
+  // "http:payments:8443": the client's name as a failure injection point.
+  std::string fault_point = "http:" + dependency;
   retry::Budget budget;
   retry::Retrier retrier;
   circuit::Breaker breaker;
@@ -95,11 +97,31 @@ struct Client::Impl {
         telemetry(runtime.telemetry, origin, *runtime.clock),
         deadlines(*runtime.clock) {
     telemetry.Observe(breaker, budget);
+    if (settings.request_logging) telemetry.LogRequests();
   }
 
   void Transitioned(const circuit::Transition& transition) {
     telemetry.BreakerTransition(transition, internal::CauseScope::current());
     for (const auto& observer : settings.observers) observer->OnBreakerTransition(transition);
+  }
+
+  // Failure injection: the fault the call's scenario holds for this client
+  // (a malformed scenario is counted and ignored), and the scenario out of
+  // the baggage sent unless the settings forward it.
+  void TakeFault(internal::CallState& call, telemetry::Baggage& baggage) {
+    const std::string* scenario = telemetry::FindBaggage(baggage, internal::kFaultBaggageKey);
+    if (scenario == nullptr) return;
+    auto fault = internal::ParseFaultScenario(*scenario, fault_point);
+    if (fault) {
+      call.fault = *fault;
+    } else {
+      telemetry.FaultScenarioIgnored();
+    }
+    if (!settings.faults.forward_scenario) {
+      std::erase_if(baggage, [](const telemetry::BaggageEntry& entry) {
+        return entry.key == internal::kFaultBaggageKey;
+      });
+    }
   }
 
   // Each attempt's record, for the observers; null when there are none.
@@ -121,8 +143,15 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   auto transport = internal::MakeCurlTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool);
   if (!transport) return tl::unexpected(transport.error());
   std::unique_ptr<internal::AttemptLayer> attempt = std::move(*transport);
+  if (c.settings.faults.enabled) {
+    attempt = internal::MakeFaultInjection(std::move(attempt), *c.runtime.clock, *c.runtime.random);
+  }
   attempt = internal::MakeAttemptTimeout(std::move(attempt), *c.runtime.clock,
                                          c.settings.attempt_timeout);
+  if (!c.settings.attempt_middleware.empty()) {
+    attempt = internal::MakeAttemptMiddleware(std::move(attempt), c.origin,
+                                              c.settings.attempt_middleware);
+  }
   attempt = internal::MakeBreakerLayer(std::move(attempt), c.breaker, c.settings.classify,
                                        *c.runtime.clock, c.telemetry);
   attempt = internal::MakeAttemptSpan(std::move(attempt), *c.runtime.clock, c.telemetry);
@@ -130,6 +159,12 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
       std::move(attempt),
       {&c.retrier, c.runtime.clock, c.runtime.random, c.AttemptObservers(), &c.telemetry});
   call = internal::MakeRedirects(std::move(call), c.origin);
+  if (c.settings.rate_limit) {
+    call = internal::MakeRateLimit(std::move(call), *c.runtime.clock, *c.settings.rate_limit);
+  }
+  if (!c.settings.call_middleware.empty()) {
+    call = internal::MakeCallMiddleware(std::move(call), c.origin, c.settings.call_middleware);
+  }
   c.calls = std::move(call);
   c.pool->CountCallsWith(c.live_count);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
@@ -216,6 +251,7 @@ void Client::SendAsync(Request request, Callback done) {
   auto call = std::make_shared<LiveCall>(deadline, request.context.cancel, std::move(done),
                                          std::move(*checked));
   call->parent = std::move(request.context.trace);
+  if (impl.settings.faults.enabled) impl.TakeFault(*call, request.context.baggage);
   if (!request.context.baggage.empty()) {
     call->baggage = telemetry::FormatBaggage(request.context.baggage);
   }

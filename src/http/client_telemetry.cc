@@ -130,6 +130,9 @@ ClientTelemetry::ClientTelemetry(const telemetry::Telemetry& telemetry, const Or
                                    "Attempts a circuit breaker counted, by outcome."});
   decisions_ = meters_->CreateCounter({kScope, "outbound.retry.decisions", "{decision}",
                                        "What the retry loop decided after each attempt."});
+  malformed_faults_ =
+      meters_->CreateCounter({kScope, "outbound.fault.malformed", "{scenario}",
+                              "Fault scenarios in calls' baggage that were malformed, ignored."});
   // Every state's transition series exists from the start, at 0, so that
   // Prometheus's increase() sees the first opening as an increase.
   for (circuit::State state :
@@ -200,10 +203,12 @@ void ClientTelemetry::AttemptStarted(Attempt& attempt) const {
 }
 
 void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome) const {
-  if (attempt.span == nullptr && meters_ == nullptr) return;
+  bool log = log_requests_ && telemetry_.logger != nullptr;
+  if (attempt.span == nullptr && meters_ == nullptr && !log) return;
   TimePoint now = clock_.Now();
   std::array<char, 8> digits{};
   std::string_view error_type = ErrorType(outcome, digits);
+  if (log) LogRequest(attempt, outcome, now, error_type);
   int status = outcome.result ? outcome.result->status : 0;
   std::string_view version = outcome.result ? std::string_view(outcome.result->version) : "";
   if (attempt.span != nullptr) {
@@ -240,6 +245,39 @@ void ClientTelemetry::BreakerCounted(std::string_view outcome) const {
   const KeyValue attributes[] = {
       {"outcome", outcome}, {"server.address", host_}, {"server.port", port_}};
   calls_->Add(1, attributes);
+}
+
+// One debug record per attempt: what was asked of whom, how it ended and
+// how long it took. Never a header or a body, so never a credential.
+void ClientTelemetry::LogRequest(const Attempt& attempt, const AttemptOutcome& outcome,
+                                 TimePoint now, std::string_view error_type) const {
+  telemetry::LogRecord record;
+  record.scope = kScope;
+  record.at = now;
+  record.severity = telemetry::Severity::kDebug;
+  record.body = outcome.result ? "HTTP request completed" : "HTTP request failed";
+  std::string url = RedactedUrl(attempt.request->url);
+  double duration = std::chrono::duration<double>(now - attempt.started).count();
+  std::array<KeyValue, 6> attributes;
+  std::size_t n = 0;
+  attributes[n++] = {"http.request.method", MethodAttribute(attempt.request->method)};
+  attributes[n++] = {"url.full", url};
+  attributes[n++] = {"server.address", host_};
+  attributes[n++] = {"outbound.duration", duration};
+  if (outcome.result) {
+    attributes[n++] = {"http.response.status_code", std::int64_t{outcome.result->status}};
+  } else {
+    attributes[n++] = {"error.type", error_type};
+  }
+  record.attributes = telemetry::Own(std::span<const KeyValue>(attributes.data(), n));
+  record.trace = attempt.trace_context();
+  telemetry_.logger->Emit(std::move(record));
+}
+
+void ClientTelemetry::FaultScenarioIgnored() const {
+  if (meters_ == nullptr) return;
+  const KeyValue attributes[] = {{"server.address", host_}, {"server.port", port_}};
+  malformed_faults_->Add(1, attributes);
 }
 
 void ClientTelemetry::RetryDecided(retry::DecisionKind decision) const {

@@ -50,6 +50,12 @@ class ClientTelemetry {
   void BreakerTransition(const circuit::Transition& transition,
                          const telemetry::SpanContext* cause) const;
 
+  // Emit one debug record per attempt (Settings::request_logging).
+  void LogRequests() { log_requests_ = true; }
+
+  // A call's fault scenario was malformed, and ignored.
+  void FaultScenarioIgnored() const;
+
   bool recording_metrics() const { return meters_ != nullptr; }
 
  private:
@@ -64,6 +70,11 @@ class ClientTelemetry {
   std::shared_ptr<telemetry::Counter> transitions_;
   std::shared_ptr<telemetry::Counter> calls_;
   std::shared_ptr<telemetry::Counter> decisions_;
+  std::shared_ptr<telemetry::Counter> malformed_faults_;
+  bool log_requests_ = false;
+
+  void LogRequest(const Attempt& attempt, const AttemptOutcome& outcome, TimePoint now,
+                  std::string_view error_type) const;
   std::unique_ptr<telemetry::GaugeRegistration> state_gauge_;
   std::unique_ptr<telemetry::GaugeRegistration> tokens_gauge_;
 };

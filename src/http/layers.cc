@@ -92,7 +92,9 @@ void Attempt::HandedOver(TimePoint now) {
   // (Arming never waits on anything that waits on this lock.)
   std::lock_guard lock(mu_);
   if (completed_.load() || cut_.load() != CutReason::kNone) return;
-  handed_over_ = true;
+  // Once: failure injection hands a delayed attempt over before the
+  // transport does.
+  if (handed_over_.exchange(true)) return;
   call->attempts_sent.fetch_add(1, std::memory_order_relaxed);
   if (headers_arrived_.load()) return;
   if (slow_timeouts_ != nullptr) {

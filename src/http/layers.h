@@ -1,8 +1,9 @@
 // The pieces the client's call path is made of. A call goes through
 //
-//   OriginCheck -> Redirects -> RetryLoop            (CallLayer: one call)
-//     -> AttemptSpan -> BreakerLayer -> AttemptTimeout -> Transport
-//                                                    (AttemptLayer: one attempt)
+//   OriginCheck -> CallMiddleware -> Redirects -> RetryLoop
+//                                                    (CallLayer: one call)
+//     -> AttemptSpan -> BreakerLayer -> AttemptMiddleware -> AttemptTimeout
+//     -> Transport                                   (AttemptLayer: one attempt)
 //
 // each owning the next, assembled bottom to top in client.cc. Everything is
 // asynchronous: a layer starts the layer below and is called back, on the
@@ -20,11 +21,13 @@
 #include <optional>
 
 #include "client_telemetry.h"
+#include "fault.h"
 #include "origin.h"
 #include "outbound/circuit/breaker.h"
 #include "outbound/context.h"
 #include "outbound/http/classify.h"
 #include "outbound/http/message.h"
+#include "outbound/http/middleware.h"
 #include "outbound/http/settings.h"
 #include "outbound/internal/timeout_list.h"
 #include "outbound/random.h"
@@ -104,6 +107,12 @@ class CallState : public std::enable_shared_from_this<CallState> {
   std::function<void(CallOutcome&&)> done;
   // Redirects: the redirects followed so far.
   int redirects = 0;
+  // The fault the call's scenario injects into this client's attempts
+  // (only read when the client's faults are on).
+  std::optional<InjectedFault> fault;
+  // Retry loop: an attempt was repeated at a middleware's request (once
+  // per call).
+  bool repeated = false;
 
   // The caller's trace context (invalid when none): each attempt's span is
   // its child. And the caller's baggage as a header value ("" when none).
@@ -170,6 +179,9 @@ struct AttemptOutcome {
   // attempt's connection loss. It is retried at once, outside the budget
   // and MaxAttempts (a few times per request), if it is safe to repeat.
   bool collateral = false;
+  // Set by the attempt middleware layer: a middleware asks for the request
+  // to be sent once more at once (a refreshed credential).
+  bool repeat_once = false;
 };
 
 // Who starts attempts and hears how each ended: the retry loop.
@@ -217,6 +229,8 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   std::shared_ptr<const CallRequest> request;
   int number = 1;        // within its request
   int resend_count = 0;  // within the whole call
+  // The attempt repeats the one before at a middleware's request.
+  bool repeat = false;
   std::shared_ptr<CallState> call;
   // Who hears how the attempt ended, after the layers.
   std::shared_ptr<AttemptOwner> owner;
@@ -402,6 +416,28 @@ std::unique_ptr<CallLayer> MakeRetryLoop(std::unique_ptr<AttemptLayer> next,
 
 // Follows redirects within `origin`, up to 10, each a request of its own.
 std::unique_ptr<CallLayer> MakeRedirects(std::unique_ptr<CallLayer> next, const Origin& origin);
+
+// The user's call middleware, in order, above the redirects: each sees the
+// call once. A request one changed is checked again against `origin`.
+std::unique_ptr<CallLayer> MakeCallMiddleware(
+    std::unique_ptr<CallLayer> next, const Origin& origin,
+    std::vector<std::shared_ptr<CallMiddleware>> middleware);
+
+// The user's attempt middleware, in order, below the breaker: each sees
+// every admitted attempt. A request one changed is checked again, and one
+// on another origin is refused.
+std::unique_ptr<AttemptLayer> MakeAttemptMiddleware(
+    std::unique_ptr<AttemptLayer> next, const Origin& origin,
+    std::vector<std::shared_ptr<AttemptMiddleware>> middleware);
+
+// Failure injection: aborts, delays or answers the attempts of calls whose
+// scenario names this client (CallState::fault), below the attempt timeout.
+std::unique_ptr<AttemptLayer> MakeFaultInjection(std::unique_ptr<AttemptLayer> next, Clock& clock,
+                                                 Random& random);
+
+// The outbound rate limit: one token per call, waited for on `clock`.
+std::unique_ptr<CallLayer> MakeRateLimit(std::unique_ptr<CallLayer> next, Clock& clock,
+                                         RateLimit limit);
 
 // Whether a request may be sent twice: an idempotent method (RFC 9110) or an
 // idempotency key, and a body that can be sent again.

@@ -3,6 +3,7 @@
 // request that is not safe to repeat is sent once, and a response whose body
 // exceeds 64 KiB is returned rather than retried. Waits run on the clock.
 #include <mutex>
+#include <utility>
 
 #include "layers.h"
 
@@ -46,6 +47,7 @@ class RetryingRequest final : public AttemptOwner,
       attempt->request = request_;
       attempt->number = ++attempts_;
       attempt->resend_count = call_->attempts++;
+      attempt->repeat = std::exchange(repeat_next_, false);
       attempt->call = call_;
       attempt->owner = shared_from_this();
       attempt->started = options_.clock->Now();
@@ -95,6 +97,15 @@ class RetryingRequest final : public AttemptOwner,
     } else {
       decided = retry::DecisionKind::kStopped;  // a rejection is never retried at once
     }
+    // A middleware asks for the request once more (a refreshed credential):
+    // at once, outside the policy, once per call.
+    bool repeat = outcome.repeat_once && !outcome.thrown && !outcome.rejected &&
+                  decided != retry::DecisionKind::kAgain && !call_->repeated &&
+                  request_->replayable;
+    if (repeat) {
+      call_->repeated = true;
+      decided = retry::DecisionKind::kAgain;
+    }
     if (decided) options_.telemetry->RetryDecided(*decided);
     if (options_.on_attempt) {
       outcome.record.decision = decided;
@@ -106,11 +117,12 @@ class RetryingRequest final : public AttemptOwner,
     if (decided != retry::DecisionKind::kAgain) return Finish(std::move(outcome));
     // A request the server did not process, or one a lost connection took
     // down with others, goes again at once: there is nothing to wait out.
-    bool at_once = outcome.collateral || outcome.unprocessed;
+    bool at_once = outcome.collateral || outcome.unprocessed || repeat;
     bool interrupted;
     {
       std::lock_guard lock(mu_);
       if (finished_) return;
+      repeat_next_ = repeat;
       waiting_ = true;
       current_.reset();
       last_ = std::move(outcome);
@@ -176,6 +188,7 @@ class RetryingRequest final : public AttemptOwner,
   bool waiting_ = false;
   CutReason interrupted_ = CutReason::kNone;
   int collateral_retries_ = 0;  // the attempt path's own: one attempt at a time
+  bool repeat_next_ = false;    // guarded by mu_
   std::shared_ptr<Attempt> current_;
   std::optional<AttemptOutcome> last_;  // what the call returns if a wait is cut short
   Timer wait_timer_;

@@ -1,5 +1,6 @@
 #include "outbound/http/settings.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,17 @@ Result<void> CheckMaxConnections(int n) {
   return {};
 }
 
+Result<void> CheckRateLimit(const std::optional<RateLimit>& limit) {
+  if (!limit) return {};
+  // Written so a NaN fails too.
+  if (!(limit->per_second > 0) || std::isinf(limit->per_second)) {
+    return Fail(ErrorKind::kInvalidSettings,
+                "the rate must be a positive number of calls a second");
+  }
+  if (limit->burst < 1) return Fail(ErrorKind::kInvalidSettings, "the burst must be 1 or more");
+  return {};
+}
+
 Result<void> Validate(const Settings& s) {
   std::vector<std::string> problems;
   auto check = [&](const char* field, const Result<void>& result) {
@@ -92,6 +104,7 @@ Result<void> Validate(const Settings& s) {
   check("breaker.slow_call", circuit::CheckSlowCall(s.breaker.slow_call));
   check("max_response_bytes", CheckMaxResponseBytes(s.max_response_bytes));
   check("max_connections", CheckMaxConnections(s.max_connections));
+  check("rate_limit", CheckRateLimit(s.rate_limit));
 
   if (s.backoff_base > Duration::zero() && s.backoff_max > Duration::zero() &&
       s.backoff_max < s.backoff_base) {
@@ -111,6 +124,14 @@ Result<void> Validate(const Settings& s) {
   for (std::size_t i = 0; i < s.observers.size(); ++i) {
     if (!s.observers[i])
       problems.push_back("Settings.observers[" + std::to_string(i) + "] is null");
+  }
+  for (std::size_t i = 0; i < s.call_middleware.size(); ++i) {
+    if (!s.call_middleware[i])
+      problems.push_back("Settings.call_middleware[" + std::to_string(i) + "] is null");
+  }
+  for (std::size_t i = 0; i < s.attempt_middleware.size(); ++i) {
+    if (!s.attempt_middleware[i])
+      problems.push_back("Settings.attempt_middleware[" + std::to_string(i) + "] is null");
   }
 
   if (problems.empty()) return {};

@@ -54,6 +54,9 @@ options:
   --cert FILE, --key FILE a client certificate and its key (PEM), for mTLS
   --connect-to H:P:A:P    dial ADDR:PORT for HOST:PORT (like curl's)
   --fail                  exit 22 when the status is 400 or more
+  --fault SCENARIO        inject failures, e.g. 'http:payments:8443=abort,50%'
+                          (docs/failure-injection.md); the point of a URL's
+                          client is http:HOST:PORT
   -v                      one line per attempt on stderr
   --report json           a JSON summary of the call on stderr
   --version               the version
@@ -103,6 +106,7 @@ int RunCall(const std::vector<std::string>& args) {
   ConnectToNetwork network;
   SettingOptions setting_options;
   bool fail_on_status = false, verbose = false, report = false, include = false;
+  std::optional<std::string> fault;
   std::optional<std::string> output;
   std::string url;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -156,6 +160,9 @@ int RunCall(const std::vector<std::string>& args) {
       if (!v || !network.Add(*v)) return Usage("call", "--connect-to needs HOST:PORT:ADDR:PORT");
     } else if (a == "--fail") {
       fail_on_status = true;
+    } else if (a == "--fault") {
+      fault = value();
+      if (!fault) return Usage("call", "--fault needs a scenario, e.g. 'http:HOST:PORT=abort'");
     } else if (a == "-v") {
       verbose = true;
     } else if (a == "--report") {
@@ -200,6 +207,10 @@ int RunCall(const std::vector<std::string>& args) {
          {"decision", decision}});
   }));
 
+  if (fault) {
+    settings->faults.enabled = true;
+    request.context.baggage.push_back({"outbound-fault", *fault, ""});
+  }
   // -v: each attempt's span as it ends, ids and attributes, so a person sees
   // what a tracing backend would get (and the traceparent the server saw).
   SpanPrinter span_printer(mu);

@@ -26,6 +26,7 @@
 #include "outbound/circuit/breaker.h"
 #include "outbound/error.h"
 #include "outbound/http/classify.h"
+#include "outbound/http/middleware.h"
 #include "outbound/retry/budget.h"
 #include "outbound/telemetry/trace.h"
 
@@ -79,6 +80,34 @@ std::shared_ptr<Observer> ObserveAttempts(std::function<void(const AttemptRecord
 std::shared_ptr<Observer> ObserveTransitions(
     std::function<void(const circuit::Transition&)> on_transition);
 
+// An outbound rate limit: a token bucket refilled at `per_second` tokens a
+// second, holding up to `burst` (full at the start). Each call takes one
+// token as it starts (its retries and redirects take none) or waits for
+// one on the Runtime's clock; a call whose wait would end after its
+// deadline fails at once with kDeadline, and a call whose caller cancels
+// stops waiting. Valid: per_second positive and finite, burst >= 1.
+struct RateLimit {
+  double per_second = 0;
+  int burst = 1;
+};
+
+// `per_second` calls a second, `burst` at once: settings.rate_limit =
+// http::WithRateLimit(50, 10).
+inline RateLimit WithRateLimit(double per_second, int burst = 1) {
+  return RateLimit{per_second, burst};
+}
+
+// Failure injection (docs/failure-injection.md): with `enabled`, the client
+// is the injection point "http:<host>:<port>", and a call whose baggage
+// carries a scenario (member "outbound-fault") naming it has its attempts
+// aborted, delayed or answered. Off (the default): no baggage is read.
+struct FaultSettings {
+  bool enabled = false;
+  // Send the scenario on to the dependency in the `baggage` header (for a
+  // dependency that injects faults of its own). Default: stripped.
+  bool forward_scenario = false;
+};
+
 struct Settings {
   // The dependency: its scheme, host and port are the only origin the
   // client sends to. Valid: an absolute http or https URL with a host and
@@ -128,6 +157,25 @@ struct Settings {
   // this order. Tracing, metrics and logs do not need one: they go through
   // the Runtime's telemetry. Optional; none may be null.
   std::vector<std::shared_ptr<Observer>> observers;
+
+  // The user's own layers (outbound/http/middleware.h), each level run in
+  // the order given: call middleware once per call, above the redirects
+  // and retries; attempt middleware once per attempt the breaker admitted.
+  // Code, not sourced; none may be null.
+  std::vector<std::shared_ptr<CallMiddleware>> call_middleware;
+  std::vector<std::shared_ptr<AttemptMiddleware>> attempt_middleware;
+
+  // Empty (the default): calls are not limited. Check: CheckRateLimit.
+  std::optional<RateLimit> rate_limit;
+
+  // Failure injection: off by default.
+  FaultSettings faults;
+
+  // One debug-level log record per attempt through the Runtime's telemetry
+  // (seed 002's WithRequestLogging): "HTTP request completed" (method, URL,
+  // status, duration) or "HTTP request failed" (method, URL, duration,
+  // error.type). Never a header or a body. Default off.
+  bool request_logging = false;
 };
 
 // The defaults; base_url is empty, which CheckBaseUrl rejects.
@@ -143,6 +191,7 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckBackoffMax(Duration backoff_max);
 [[nodiscard]] Result<void> CheckMaxResponseBytes(std::size_t bytes);
 [[nodiscard]] Result<void> CheckMaxConnections(int n);
+[[nodiscard]] Result<void> CheckRateLimit(const std::optional<RateLimit>& limit);
 // The retry budget's and breaker's checks are retry::CheckMaxTokens,
 // retry::CheckTokenRatio, circuit::CheckWindow, circuit::CheckProbes,
 // circuit::CheckOpenFor, circuit::CheckProbeTimeout,

@@ -1,0 +1,39 @@
+// Failure injection: the scenario a call's baggage carries, and the attempt
+// layer that acts on it. Internal; docs/failure-injection.md describes the
+// format.
+#ifndef OUTBOUND_SRC_HTTP_FAULT_H_
+#define OUTBOUND_SRC_HTTP_FAULT_H_
+
+#include <optional>
+#include <string_view>
+
+#include "outbound/clock.h"
+#include "outbound/error.h"
+
+namespace outbound::http::internal {
+
+// The baggage member that carries a scenario.
+inline constexpr std::string_view kFaultBaggageKey = "outbound-fault";
+
+// What a scenario does to one injection point's attempts.
+struct InjectedFault {
+  enum class Kind { kAbort, kDelay, kStatus };
+  Kind kind = Kind::kAbort;
+  Duration delay{0};         // kDelay
+  int status = 0;            // kStatus
+  double probability = 1.0;  // of each attempt, 0 to 1
+};
+
+// The fault `scenario` holds for `point` ("http:payments:8443"), none if it
+// names another point only; kInvalidRequest if any of its rules is
+// malformed (the whole scenario is then ignored).
+//
+//   scenario = rule *(";" rule)
+//   rule     = point "=" action ["," percent "%"]      (default 100%)
+//   action   = "abort" | "delay:" n ("ms" | "s") | "status:" 3DIGIT
+Result<std::optional<InjectedFault>> ParseFaultScenario(std::string_view scenario,
+                                                        std::string_view point);
+
+}  // namespace outbound::http::internal
+
+#endif  // OUTBOUND_SRC_HTTP_FAULT_H_

@@ -1,0 +1,139 @@
+// The client's outbound rate limit: a token bucket on the Runtime's clock,
+// shared by every call. A call takes a token as it starts, or waits for
+// the next one; it fails at once with kDeadline if that wait would end
+// after its deadline, and stops waiting (giving its token back) when its
+// caller cancels. One token per call: retries and redirects take none.
+#include <cmath>
+#include <mutex>
+
+#include "layers.h"
+
+namespace outbound::http::internal {
+namespace {
+
+class RateLimiter;
+
+// A call waiting for its token. Ends once: with the token, or interrupted.
+class Waiter final : public Interruptible {
+ public:
+  Waiter(RateLimiter& limiter, std::shared_ptr<CallState> call)
+      : limiter_(limiter), call_(std::move(call)) {}
+  void Arm(Clock& clock, TimePoint when, const std::shared_ptr<Waiter>& self);
+  void Go();
+  void Interrupt(CutReason reason) override;
+
+ private:
+  RateLimiter& limiter_;
+  std::shared_ptr<CallState> call_;
+  std::atomic<bool> done_{false};
+  std::mutex mu_;  // the timer
+  Timer timer_;
+};
+
+class RateLimiter final : public CallLayer {
+ public:
+  RateLimiter(std::unique_ptr<CallLayer> next, Clock& clock, RateLimit limit)
+      : next_(std::move(next)),
+        clock_(clock),
+        rate_(limit.per_second),
+        burst_(limit.burst),
+        tokens_(limit.burst),
+        refilled_(clock.Now()) {}
+
+  void Send(const std::shared_ptr<CallState>& call) override {
+    TimePoint now = clock_.Now();
+    Duration wait{0};
+    bool too_late = false;
+    {
+      std::lock_guard lock(mu_);
+      Refill(now);
+      if (tokens_ < 1) {
+        wait = Duration(static_cast<Duration::rep>(std::ceil((1 - tokens_) / rate_ * 1e9)));
+        too_late = now + wait > call->deadline();
+      }
+      if (!too_late) tokens_ -= 1;  // a reservation when it goes below zero
+    }
+    if (too_late) {
+      CallOutcome outcome;
+      outcome.result = Fail(
+          ErrorKind::kDeadline,
+          "the rate limit's wait (" +
+              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()) +
+              "ms) would end after the call's deadline: nothing was sent");
+      call->Complete(std::move(outcome));
+      return;
+    }
+    if (wait == Duration::zero()) return Pass(call);
+    auto waiter = std::make_shared<Waiter>(*this, call);
+    // Interrupted at once if the call already was.
+    call->SetInterruptTarget(waiter);
+    waiter->Arm(clock_, now + wait, waiter);
+  }
+
+  bool Finish(CallState&, CallOutcome&) override { return true; }
+
+  void Pass(const std::shared_ptr<CallState>& call) {
+    call->Enter(*this);
+    next_->Send(call);
+  }
+
+  // A waiter gave its reservation back.
+  void GiveBack() {
+    std::lock_guard lock(mu_);
+    Refill(clock_.Now());
+    tokens_ = std::min(tokens_ + 1, static_cast<double>(burst_));
+  }
+
+ private:
+  void Refill(TimePoint now) {
+    if (now <= refilled_) return;
+    double elapsed = std::chrono::duration<double>(now - refilled_).count();
+    tokens_ = std::min(tokens_ + elapsed * rate_, static_cast<double>(burst_));
+    refilled_ = now;
+  }
+
+  std::unique_ptr<CallLayer> next_;
+  Clock& clock_;
+  const double rate_;
+  const int burst_;
+  std::mutex mu_;
+  double tokens_;  // below zero: tokens reserved by waiting calls
+  TimePoint refilled_;
+};
+
+void Waiter::Arm(Clock& clock, TimePoint when, const std::shared_ptr<Waiter>& self) {
+  std::lock_guard lock(mu_);
+  if (done_.load()) return;
+  timer_ = clock.ScheduleAt(when, [self] { self->Go(); });
+}
+
+void Waiter::Go() {
+  if (done_.exchange(true)) return;
+  limiter_.Pass(call_);
+}
+
+void Waiter::Interrupt(CutReason reason) {
+  if (done_.exchange(true)) return;
+  {
+    std::lock_guard lock(mu_);
+    timer_.Cancel();
+  }
+  limiter_.GiveBack();
+  CallOutcome outcome;
+  outcome.result = reason == CutReason::kCancelled
+                       ? Fail(ErrorKind::kCancelled,
+                              "the caller cancelled the call while it waited for the rate "
+                              "limit: nothing was sent")
+                       : Fail(ErrorKind::kDeadline,
+                              "the call's deadline passed while it waited for the rate limit");
+  call_->Complete(std::move(outcome));
+}
+
+}  // namespace
+
+std::unique_ptr<CallLayer> MakeRateLimit(std::unique_ptr<CallLayer> next, Clock& clock,
+                                         RateLimit limit) {
+  return std::make_unique<RateLimiter>(std::move(next), clock, limit);
+}
+
+}  // namespace outbound::http::internal
