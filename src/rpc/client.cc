@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: Apache-2.0
+// The unary call: the attempts of one call, each admitted by the breaker,
+// sent on a fresh grpc::ClientContext, classified (the client's own rules
+// first, then Settings::classify), settled in the breaker, and handed to
+// retry::Loop, which decides whether and when the next one goes. Waits run
+// on the Runtime's clock.
+#include "outbound/rpc/client.h"
+
+#include <grpc/grpc.h>
+#include <grpc/support/time.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "address.h"
+
+namespace outbound::rpc {
+namespace {
+
+// Blocks until notified: by a timer on the clock, an attempt's completion
+// or the caller's cancel.
+struct Signal {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+
+  void Notify() {
+    {
+      std::lock_guard lock(mu);
+      done = true;
+    }
+    cv.notify_all();
+  }
+  void Wait() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [this] { return done; });
+  }
+};
+
+// Registers fn with the caller's cancel for this scope.
+class CancelHook {
+ public:
+  CancelHook(const Context& context, std::function<void()> fn) : state_(context.cancel) {
+    if (state_) id_ = state_->OnCancel(std::move(fn));
+  }
+  ~CancelHook() {
+    if (state_ && id_ >= 0) state_->Forget(id_);
+  }
+  CancelHook(const CancelHook&) = delete;
+  CancelHook& operator=(const CancelHook&) = delete;
+
+ private:
+  std::shared_ptr<outbound::internal::CancelState> state_;
+  int id_ = -1;
+};
+
+bool Cancelled(const Context& context) { return context.cancel && context.cancel->cancelled(); }
+
+std::string Bracketed(const std::string& host) {
+  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
+}
+
+std::string ToString(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  std::string out;
+  if (!buffer.Dump(&slices).ok()) return out;
+  for (const grpc::Slice& slice : slices) {
+    out.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return out;
+}
+
+std::string Millis(Duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + "ms";
+}
+
+}  // namespace
+
+struct Client::Impl {
+  Impl(const Runtime& rt, Settings s, internal::Addr a)
+      : runtime(rt),
+        settings(std::move(s)),
+        addr(std::move(a)),
+        budget(settings.retry_budget),
+        retrier(retry::Policy{settings.max_attempts,
+                              retry::Exponential(settings.backoff_base, settings.backoff_max)},
+                budget),
+        breaker(settings.breaker, settings.breaker_policy, nullptr, runtime.random) {}
+
+  // One attempt on the channel: its status, body and trailers.
+  Status Attempt(const std::string& method, std::string_view request, TimePoint deadline,
+                 const Context& context, std::string& body, Trailers& trailers) {
+    if (!stub) {
+      return Status{Code::kUnavailable,
+                    "the name " + addr.host + " does not exist on this network"};
+    }
+    auto cc = std::make_shared<grpc::ClientContext>();
+    Duration remaining = deadline - runtime.clock->Now();
+    // A span of time, which gRPC adds to its own now: the Runtime's clock
+    // decides how much is left, gRPC's clock when it ends.
+    cc->set_deadline(gpr_time_from_nanos(remaining.count(), GPR_TIMESPAN));
+    grpc::Slice slice(request.data(), request.size());
+    grpc::ByteBuffer request_buffer(&slice, 1);
+    grpc::ByteBuffer response_buffer;
+    grpc::Status status;
+    auto signal = std::make_shared<Signal>();
+    {
+      CancelHook hook(context, [cc] { cc->TryCancel(); });
+      stub->UnaryCall(cc.get(), method, grpc::StubOptions(), &request_buffer, &response_buffer,
+                      [&status, signal](grpc::Status s) {
+                        status = std::move(s);
+                        signal->Notify();
+                      });
+      signal->Wait();
+    }
+    for (const auto& [name, value] : cc->GetServerTrailingMetadata()) {
+      trailers.emplace(std::string(name.data(), name.size()),
+                       std::string(value.data(), value.size()));
+    }
+    if (status.ok()) body = ToString(response_buffer);
+    return Status{static_cast<Code>(status.error_code()), status.error_message()};
+  }
+
+  // Waits `wait` on the clock, or until the caller cancels.
+  void Sleep(Duration wait, const Context& context) {
+    auto signal = std::make_shared<Signal>();
+    CancelHook hook(context, [signal] { signal->Notify(); });
+    Timer timer = runtime.clock->ScheduleAfter(wait, [signal] { signal->Notify(); });
+    signal->Wait();
+  }
+
+  Reply Call(std::string_view method_view, std::string_view request, const Context& context) {
+    const std::string method(method_view);
+    Clock& clock = *runtime.clock;
+    TimePoint deadline = clock.Now() + settings.timeout;
+    if (context.deadline && *context.deadline < deadline) deadline = *context.deadline;
+    retry::Loop loop = retrier.Start(deadline);
+    Reply reply;
+    for (;;) {
+      // Nothing is sent once the caller gave up or the deadline passed; the
+      // call ends with what the last attempt got, if any.
+      if (Cancelled(context)) {
+        if (reply.attempts == 0) reply.status = {Code::kCancelled, "the caller cancelled the call"};
+        return reply;
+      }
+      if (clock.Now() >= deadline) {
+        if (reply.attempts == 0) {
+          reply.status = {Code::kDeadlineExceeded, "the call's deadline passed"};
+        }
+        return reply;
+      }
+      auto admitted = breaker.Allow(clock.Now());
+      if (!admitted) {
+        reply.body.clear();
+        reply.trailers.clear();
+        reply.status = {Code::kUnavailable,
+                        "circuit breaker open: call rejected, retry after " +
+                            Millis(admitted.error().retry_after),
+                        true};
+        return reply;
+      }
+      circuit::Ticket ticket = std::move(*admitted);
+      reply.body.clear();
+      reply.trailers.clear();
+      ++reply.attempts;
+      reply.status = Attempt(method, request, deadline, context, reply.body, reply.trailers);
+
+      Classification c;
+      if (Cancelled(context)) {
+        c = {retry::Outcome::kStop, Duration::zero(), circuit::Outcome::kIgnored};
+      } else if (!reply.status.ok() && clock.Now() >= deadline) {
+        c = {retry::Outcome::kStop, Duration::zero(), circuit::Outcome::kFailure};
+      } else {
+        // A classify that throws leaves the ticket unsettled: its destructor
+        // frees the slot, and the exception reaches the caller.
+        c = settings.classify(method, reply.status, reply.trailers);
+      }
+      if (c.retry == retry::Outcome::kRetry && c.retry_after < Duration::zero()) {
+        c.retry = retry::Outcome::kStop;
+      }
+      ticket.Settle(c.breaker, clock.Now());
+      retry::Decision decision =
+          loop.Done(c.retry, c.retry_after, clock.Now(), runtime.random->Uniform());
+      if (decision.kind != retry::DecisionKind::kAgain) return reply;
+      Sleep(decision.wait, context);
+    }
+  }
+
+  Runtime runtime;
+  Settings settings;
+  internal::Addr addr;
+  retry::Budget budget;
+  retry::Retrier retrier;
+  circuit::Breaker breaker;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<grpc::GenericStub> stub;
+};
+
+Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings settings) {
+  if (auto valid = Validate(settings); !valid) return tl::unexpected(valid.error());
+  auto addr = internal::ParseAddr(settings.addr);
+  if (!addr) return tl::unexpected(addr.error());
+  auto impl = std::make_unique<Impl>(runtime, std::move(settings), *addr);
+
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // the library's loop retries, never both
+  args.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
+  args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);  // no proxy from the environment
+  args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, impl->settings.addr);
+
+  Route route = runtime.network->Resolve(addr->host, addr->port);
+  std::string target;
+  switch (route.kind) {
+    case Route::Kind::kSystem:
+      target = "dns:///" + Bracketed(addr->host) + ":" + std::to_string(addr->port);
+      break;
+    case Route::Kind::kEndpoint:
+      target = (route.address.find(':') != std::string::npos ? "ipv6:[" + route.address + "]"
+                                                             : "ipv4:" + route.address) +
+               ":" + std::to_string(route.port);
+      break;
+    case Route::Kind::kUnreachable:
+      break;  // no channel: every attempt fails UNAVAILABLE
+  }
+  if (!target.empty()) {
+    std::shared_ptr<grpc::ChannelCredentials> credentials;
+    if (const auto& tls = impl->settings.tls) {
+      grpc::SslCredentialsOptions options;
+      options.pem_root_certs = tls->root_pem;
+      options.pem_private_key = tls->client_key_pem;
+      options.pem_cert_chain = tls->client_cert_pem;
+      credentials = grpc::SslCredentials(options);
+      args.SetSslTargetNameOverride(addr->host);
+    } else {
+      credentials = grpc::InsecureChannelCredentials();
+    }
+    impl->channel = grpc::CreateCustomChannel(target, credentials, args);
+    impl->stub = std::make_unique<grpc::GenericStub>(impl->channel);
+  }
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+Reply Client::Call(std::string_view method, std::string_view request, const Context& context) {
+  return impl_->Call(method, request, context);
+}
+
+circuit::Breaker& Client::breaker() { return impl_->breaker; }
+
+}  // namespace outbound::rpc
