@@ -132,7 +132,6 @@ TEST_F(RpcClient, UnavailableIsRetriedUntilOk) {
       });
   ASSERT_TRUE(server.started());
   auto client = Make(server);
-  Reply raw;
   EchoRequest request;
   request.set_text("hi");
   Status status = Say(*client, "hi");
