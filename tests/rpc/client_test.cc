@@ -11,6 +11,7 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "echo.grpc.pb.h"
 #include "outbound/testing/fixed_random.h"
@@ -332,6 +333,66 @@ TEST_F(RpcClient, ACustomClassifyRetriesAborted) {
   auto client = Make(server, settings);
   EXPECT_TRUE(Say(*client, "x").ok());
   EXPECT_EQ(server.calls(), 2);
+}
+
+// A server that answers only when its call is cancelled or past its deadline.
+grpc::Status Hang(int, grpc::ServerContext* context, const EchoRequest&, EchoReply*) {
+  while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  return grpc::Status(grpc::StatusCode::CANCELLED, "gave up");
+}
+
+TEST_F(RpcClient, TimeoutEndsAHungCallAndCountsAgainstTheBreaker) {
+  EchoServer server(Hang);
+  Settings settings = DefaultSettings();
+  settings.timeout = std::chrono::milliseconds(300);
+  auto client = Make(server, settings);
+  Reply reply = client->Call(kSay, "");
+  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded);
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
+}
+
+TEST_F(RpcClient, TheCallersEarlierDeadlineWins) {
+  EchoServer server(Hang);
+  auto client = Make(server);  // Timeout 10s
+  Context context;
+  context.deadline = clock_.Now() + std::chrono::milliseconds(200);
+  auto started = std::chrono::steady_clock::now();
+  Reply reply = client->Call(kSay, "", context);
+  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+}
+
+TEST_F(RpcClient, ACallerWhoGivesUpMidAttemptIsIgnoredByTheBreaker) {
+  EchoServer server(Hang);
+  auto client = Make(server);
+  CancelSource cancel;
+  Context context;
+  context.cancel = cancel.token();
+  auto call = std::async(std::launch::async, [&] { return client->Call(kSay, "", context); });
+  while (server.calls() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  cancel.Cancel();
+  Reply reply = call.get();
+  EXPECT_EQ(reply.status.code, Code::kCancelled);
+  EXPECT_EQ(reply.attempts, 1);
+  circuit::Counts counts = client->breaker().counts(clock_.Now());
+  EXPECT_EQ(counts.failures, 0);
+  EXPECT_EQ(counts.successes, 0);
+}
+
+TEST_F(RpcClient, AClassifyCanStopOneMethod) {
+  EchoServer server([](int, grpc::ServerContext*, const EchoRequest&, EchoReply*) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+  });
+  Settings settings = DefaultSettings();
+  settings.classify = [](std::string_view method, const Status& status, const Trailers& trailers) {
+    Classification c = DefaultClassify(method, status, trailers);
+    if (method == kSay) c.retry = retry::Outcome::kStop;  // never sent twice
+    return c;
+  };
+  auto client = Make(server, settings);
+  EXPECT_EQ(Say(*client, "x").code, Code::kUnavailable);
+  EXPECT_EQ(server.calls(), 1);
 }
 
 // TLS: the server's certificate is for "backend", issued by a CA made for
