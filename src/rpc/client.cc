@@ -17,6 +17,9 @@
 #include <vector>
 
 #include "address.h"
+#include "outbound/telemetry/metrics.h"
+#include "outbound/telemetry/propagation.h"
+#include "outbound/telemetry/trace.h"
 
 namespace outbound::rpc {
 namespace {
@@ -78,6 +81,38 @@ std::string Millis(Duration d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + "ms";
 }
 
+// "/pkg.Service/Method" as its service and method.
+std::pair<std::string_view, std::string_view> SplitMethod(std::string_view full) {
+  if (!full.empty() && full.front() == '/') full.remove_prefix(1);
+  auto slash = full.find('/');
+  if (slash == std::string_view::npos) return {full, {}};
+  return {full.substr(0, slash), full.substr(slash + 1)};
+}
+
+constexpr std::string_view kScope = "outbound.rpc";
+
+std::string_view CodeName(Code code) {
+  static constexpr std::string_view kNames[] = {"OK",
+                                                "CANCELLED",
+                                                "UNKNOWN",
+                                                "INVALID_ARGUMENT",
+                                                "DEADLINE_EXCEEDED",
+                                                "NOT_FOUND",
+                                                "ALREADY_EXISTS",
+                                                "PERMISSION_DENIED",
+                                                "RESOURCE_EXHAUSTED",
+                                                "FAILED_PRECONDITION",
+                                                "ABORTED",
+                                                "OUT_OF_RANGE",
+                                                "UNIMPLEMENTED",
+                                                "INTERNAL",
+                                                "UNAVAILABLE",
+                                                "DATA_LOSS",
+                                                "UNAUTHENTICATED"};
+  auto i = static_cast<std::size_t>(code);
+  return i < std::size(kNames) ? kNames[i] : "UNKNOWN";
+}
+
 }  // namespace
 
 struct Client::Impl {
@@ -89,11 +124,70 @@ struct Client::Impl {
         retrier(retry::Policy{settings.max_attempts,
                               retry::Exponential(settings.backoff_base, settings.backoff_max)},
                 budget),
-        breaker(settings.breaker, settings.breaker_policy, nullptr, runtime.random) {}
+        breaker(settings.breaker, settings.breaker_policy, nullptr, runtime.random) {
+    if (runtime.telemetry.meters != nullptr) {
+      call_duration = runtime.telemetry.meters->CreateHistogram(
+          {kScope, "rpc.client.call.duration", "s",
+           "The duration of a unary call, its retries and waits included"},
+          telemetry::kDurationBuckets);
+    }
+  }
+
+  void RecordCall(std::string_view method, const Status& status, Duration took) {
+    if (!call_duration) return;
+    auto [service, rpc_method] = SplitMethod(method);
+    const telemetry::KeyValue attributes[] = {
+        {"rpc.system", std::string_view("grpc")},
+        {"rpc.service", service},
+        {"rpc.method", rpc_method},
+        {"rpc.grpc.status_code", static_cast<std::int64_t>(status.code)},
+        {"server.address", std::string_view(addr.host)},
+    };
+    call_duration->Record(std::chrono::duration<double>(took).count(), attributes);
+  }
+
+  // A CLIENT span for one attempt (or a rejected call), named after the
+  // method, as OpenTelemetry's RPC conventions have it; null without a
+  // tracer.
+  std::unique_ptr<telemetry::Span> StartSpan(std::string_view method, const Context& context) {
+    telemetry::Tracer* tracer = runtime.telemetry.tracer;
+    if (tracer == nullptr) return nullptr;
+    std::string_view name = method;
+    if (!name.empty() && name.front() == '/') name.remove_prefix(1);
+    auto [service, rpc_method] = SplitMethod(method);
+    auto span =
+        tracer->StartSpan({kScope, name, telemetry::SpanKind::kClient,
+                           context.trace.valid() ? &context.trace : nullptr, runtime.clock->Now()});
+    span->SetAttribute({"rpc.system", std::string_view("grpc")});
+    span->SetAttribute({"rpc.service", service});
+    span->SetAttribute({"rpc.method", rpc_method});
+    span->SetAttribute({"server.address", std::string_view(addr.host)});
+    span->SetAttribute({"server.port", static_cast<std::int64_t>(addr.port)});
+    return span;
+  }
+
+  void EndSpan(telemetry::Span* span, const Status& status) {
+    if (span == nullptr) return;
+    span->SetAttribute({"rpc.grpc.status_code", static_cast<std::int64_t>(status.code)});
+    if (!status.ok()) {
+      span->SetAttribute({"error.type", CodeName(status.code)});
+      span->SetStatus(telemetry::StatusCode::kError, status.message);
+    }
+    span->End(runtime.clock->Now());
+  }
 
   // One attempt on the channel: its status, body and trailers.
   Status Attempt(const std::string& method, std::string_view request, TimePoint deadline,
                  const Context& context, std::string& body, Trailers& trailers) {
+    auto span = StartSpan(method, context);
+    Status status = Send(method, request, deadline, context, span.get(), body, trailers);
+    EndSpan(span.get(), status);
+    return status;
+  }
+
+  Status Send(const std::string& method, std::string_view request, TimePoint deadline,
+              const Context& context, telemetry::Span* span, std::string& body,
+              Trailers& trailers) {
     if (!stub) {
       return Status{Code::kUnavailable,
                     "the name " + addr.host + " does not exist on this network"};
@@ -103,6 +197,15 @@ struct Client::Impl {
     // A span of time, which gRPC adds to its own now: the Runtime's clock
     // decides how much is left, gRPC's clock when it ends.
     cc->set_deadline(gpr_time_from_nanos(remaining.count(), GPR_TIMESPAN));
+    // The attempt's trace context: its own span's, or the caller's.
+    const telemetry::SpanContext* trace = span ? &span->context() : &context.trace;
+    if (trace->valid()) {
+      cc->AddMetadata("traceparent", telemetry::FormatTraceparent(*trace));
+      if (!trace->trace_state.empty()) cc->AddMetadata("tracestate", trace->trace_state);
+    }
+    if (!context.baggage.empty()) {
+      cc->AddMetadata("baggage", telemetry::FormatBaggage(context.baggage));
+    }
     grpc::Slice slice(request.data(), request.size());
     grpc::ByteBuffer request_buffer(&slice, 1);
     grpc::ByteBuffer response_buffer;
@@ -161,6 +264,10 @@ struct Client::Impl {
                         "circuit breaker open: call rejected, retry after " +
                             Millis(admitted.error().retry_after),
                         true};
+        // The rejected call gets a failed span of its own: nothing was sent.
+        auto span = StartSpan(method, context);
+        if (span) span->SetAttribute({"outbound.rejected", true});
+        EndSpan(span.get(), reply.status);
         return reply;
       }
       circuit::Ticket ticket = std::move(*admitted);
@@ -198,6 +305,7 @@ struct Client::Impl {
   circuit::Breaker breaker;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<grpc::GenericStub> stub;
+  std::shared_ptr<telemetry::Histogram> call_duration;
 };
 
 Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings settings) {
@@ -248,7 +356,10 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
 Reply Client::Call(std::string_view method, std::string_view request, const Context& context) {
-  return impl_->Call(method, request, context);
+  TimePoint start = impl_->runtime.clock->Now();
+  Reply reply = impl_->Call(method, request, context);
+  impl_->RecordCall(method, reply.status, impl_->runtime.clock->Now() - start);
+  return reply;
 }
 
 circuit::Breaker& Client::breaker() { return impl_->breaker; }

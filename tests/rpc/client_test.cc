@@ -17,6 +17,7 @@
 #include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
+#include "outbound/testing/telemetry.h"
 #include "outbound/testing/test_ca.h"
 
 namespace outbound::rpc {
@@ -393,6 +394,65 @@ TEST_F(RpcClient, AClassifyCanStopOneMethod) {
   auto client = Make(server, settings);
   EXPECT_EQ(Say(*client, "x").code, Code::kUnavailable);
   EXPECT_EQ(server.calls(), 1);
+}
+
+TEST_F(RpcClient, EachAttemptIsAClientSpanCarriedInTraceparent) {
+  testing::InMemoryTelemetry recorded;
+  runtime_.telemetry = recorded.telemetry();
+  std::mutex mu;
+  std::vector<std::string> traceparents;
+  EchoServer server(
+      [&](int call, grpc::ServerContext* context, const EchoRequest& request, EchoReply* reply) {
+        {
+          std::lock_guard lock(mu);
+          auto it = context->client_metadata().find("traceparent");
+          traceparents.emplace_back(it == context->client_metadata().end()
+                                        ? ""
+                                        : std::string(it->second.data(), it->second.size()));
+        }
+        if (call < 3) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not yet");
+        return Ok(reply, request);
+      });
+  auto client = Make(server);
+  ASSERT_TRUE(Say(*client, "x").ok());
+  auto spans = recorded.Spans(telemetry::SpanKind::kClient);
+  ASSERT_EQ(spans.size(), 3u);
+  std::lock_guard lock(mu);
+  ASSERT_EQ(traceparents.size(), 3u);
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    EXPECT_EQ(spans[i].scope, "outbound.rpc");
+    EXPECT_EQ(spans[i].name, "outbound.test.Echo/Say");
+    EXPECT_EQ(telemetry::ToString(*telemetry::Find(spans[i].attributes, "rpc.service")),
+              "outbound.test.Echo");
+    EXPECT_EQ(telemetry::ToString(*telemetry::Find(spans[i].attributes, "rpc.method")), "Say");
+    EXPECT_EQ(traceparents[i], telemetry::FormatTraceparent(spans[i].context));
+  }
+  EXPECT_EQ(std::get<std::int64_t>(*telemetry::Find(spans[0].attributes, "rpc.grpc.status_code")),
+            14);
+  EXPECT_EQ(spans[0].status, telemetry::StatusCode::kError);
+  EXPECT_EQ(std::get<std::int64_t>(*telemetry::Find(spans[2].attributes, "rpc.grpc.status_code")),
+            0);
+  auto point = recorded.Point("rpc.client.call.duration", {{"rpc.grpc.status_code", 0}});
+  EXPECT_TRUE(point.has_value());
+}
+
+TEST_F(RpcClient, ARejectedCallHasAFailedSpanOfItsOwn) {
+  testing::InMemoryTelemetry recorded;
+  runtime_.telemetry = recorded.telemetry();
+  EchoServer server([](int, grpc::ServerContext*, const EchoRequest&, EchoReply*) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+  });
+  Settings settings = DefaultSettings();
+  settings.max_attempts = 1;
+  auto client = Make(server, settings);
+  for (int i = 0; i < 6; ++i) client->Call(kSay, "");
+  EXPECT_EQ(server.calls(), 5);
+  auto spans = recorded.Spans(telemetry::SpanKind::kClient);
+  ASSERT_EQ(spans.size(), 6u);
+  EXPECT_EQ(telemetry::Find(spans[4].attributes, "outbound.rejected"), nullptr);
+  ASSERT_NE(telemetry::Find(spans[5].attributes, "outbound.rejected"), nullptr);
+  EXPECT_EQ(spans[5].status, telemetry::StatusCode::kError);
+  EXPECT_NE(spans[5].status_description.find("circuit breaker open"), std::string::npos);
 }
 
 // TLS: the server's certificate is for "backend", issued by a CA made for
