@@ -11,6 +11,8 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -306,6 +308,7 @@ struct Client::Impl {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<grpc::GenericStub> stub;
   std::shared_ptr<telemetry::Histogram> call_duration;
+  std::atomic<bool> connected{false};
 };
 
 Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings settings) {
@@ -360,6 +363,24 @@ Reply Client::Call(std::string_view method, std::string_view request, const Cont
   Reply reply = impl_->Call(method, request, context);
   impl_->RecordCall(method, reply.status, impl_->runtime.clock->Now() - start);
   return reply;
+}
+
+bool Client::Connected(Duration wait) {
+  Impl& impl = *impl_;
+  if (impl.connected.load(std::memory_order_acquire)) return true;
+  if (!impl.channel) return false;
+  // One absolute end for the whole check, on gRPC's monotonic clock.
+  gpr_timespec end = gpr_convert_clock_type(
+      gpr_time_from_nanos(std::max(wait, Duration::zero()).count(), GPR_TIMESPAN),
+      GPR_CLOCK_MONOTONIC);
+  grpc_connectivity_state state = impl.channel->GetState(/*try_to_connect=*/true);
+  while (state != GRPC_CHANNEL_READY && state != GRPC_CHANNEL_SHUTDOWN) {
+    if (!impl.channel->WaitForStateChange(state, end)) break;  // the check's time is up
+    state = impl.channel->GetState(/*try_to_connect=*/true);
+  }
+  if (state != GRPC_CHANNEL_READY) return false;
+  impl.connected.store(true, std::memory_order_release);
+  return true;
 }
 
 circuit::Breaker& Client::breaker() { return impl_->breaker; }

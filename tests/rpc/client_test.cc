@@ -73,6 +73,12 @@ grpc::Status Ok(EchoReply* reply, const EchoRequest& request) {
   return grpc::Status::OK;
 }
 
+Handler Echoing() {
+  return [](int, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
+    return Ok(reply, request);
+  };
+}
+
 class RpcClient : public ::testing::Test {
  protected:
   RpcClient() : random_(0.0) {
@@ -455,6 +461,30 @@ TEST_F(RpcClient, ARejectedCallHasAFailedSpanOfItsOwn) {
   EXPECT_NE(spans[5].status_description.find("circuit breaker open"), std::string::npos);
 }
 
+TEST_F(RpcClient, ConnectedIsFalseWhileNothingListens) {
+  std::uint16_t port;
+  {
+    EchoServer gone(Echoing());
+    port = gone.port();
+  }
+  network_.Add("backend", 9090, "127.0.0.1", port);
+  Settings settings = DefaultSettings();
+  settings.addr = "backend:9090";
+  auto client = Client::Create(runtime_, settings);
+  ASSERT_TRUE(client);
+  EXPECT_FALSE((*client)->Connected());
+  EXPECT_FALSE((*client)->Connected(std::chrono::milliseconds(300)));
+}
+
+TEST_F(RpcClient, ConnectedLatchesOnceServedAndMakesNoRpc) {
+  auto server = std::make_unique<EchoServer>(Echoing());
+  auto client = Make(*server);
+  EXPECT_TRUE(client->Connected(std::chrono::seconds(10)));
+  EXPECT_EQ(server->calls(), 0);
+  server.reset();  // the dependency goes away: readiness stays
+  EXPECT_TRUE(client->Connected());
+}
+
 // TLS: the server's certificate is for "backend", issued by a CA made for
 // the test; the client reaches 127.0.0.1 and verifies the name it dialled.
 class RpcClientTls : public RpcClient {
@@ -471,12 +501,6 @@ class RpcClientTls : public RpcClient {
 
   testing::TestCA ca_;
 };
-
-Handler Echoing() {
-  return [](int, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
-    return Ok(reply, request);
-  };
-}
 
 TEST_F(RpcClientTls, TrustedServerAnswers) {
   EchoServer server(Echoing(), ServerTls(ca_.IssueServer({"backend"})));

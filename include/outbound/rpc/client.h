@@ -67,6 +67,13 @@ class Client {
     return reply.status;
   }
 
+  // Readiness, latched: false until the channel is first READY, true from
+  // then on (an outage of the dependency is the breaker's business, not
+  // readiness'). A check before that starts connecting and waits up to
+  // `wait` (gRPC's own clock: it waits on the network) for READY. Makes no
+  // RPC.
+  bool Connected(Duration wait = Duration::zero());
+
   // The client's breaker, to read its state.
   circuit::Breaker& breaker();
 
