@@ -115,6 +115,23 @@ std::string_view CodeName(Code code) {
   return i < std::size(kNames) ? kNames[i] : "UNKNOWN";
 }
 
+// The trace of the call whose Allow or Settle is running on this thread:
+// a breaker transition's log record carries it.
+thread_local const telemetry::SpanContext* current_cause = nullptr;
+
+class CauseScope {
+ public:
+  explicit CauseScope(const telemetry::SpanContext* cause) : saved_(current_cause) {
+    current_cause = cause;
+  }
+  ~CauseScope() { current_cause = saved_; }
+  CauseScope(const CauseScope&) = delete;
+  CauseScope& operator=(const CauseScope&) = delete;
+
+ private:
+  const telemetry::SpanContext* saved_;
+};
+
 }  // namespace
 
 struct Client::Impl {
@@ -126,13 +143,57 @@ struct Client::Impl {
         retrier(retry::Policy{settings.max_attempts,
                               retry::Exponential(settings.backoff_base, settings.backoff_max)},
                 budget),
-        breaker(settings.breaker, settings.breaker_policy, nullptr, runtime.random) {
-    if (runtime.telemetry.meters != nullptr) {
-      call_duration = runtime.telemetry.meters->CreateHistogram(
-          {kScope, "rpc.client.call.duration", "s",
-           "The duration of a unary call, its retries and waits included"},
-          telemetry::kDurationBuckets);
-    }
+        breaker(
+            settings.breaker, settings.breaker_policy,
+            [this](const circuit::Transition& t) { OnTransition(t); }, runtime.random) {
+    telemetry::MeterProvider* meters = runtime.telemetry.meters;
+    if (meters == nullptr) return;
+    call_duration =
+        meters->CreateHistogram({kScope, "rpc.client.call.duration", "s",
+                                 "The duration of a unary call, its retries and waits included"},
+                                telemetry::kDurationBuckets);
+    transitions = meters->CreateCounter({kScope, "outbound.circuit.transitions", "{transition}",
+                                         "Changes of a circuit breaker's state, by new state."});
+    breaker_calls = meters->CreateCounter({kScope, "outbound.circuit.calls", "{call}",
+                                           "Attempts a circuit breaker counted, by outcome."});
+    decisions = meters->CreateCounter({kScope, "outbound.retry.decisions", "{decision}",
+                                       "What the retry loop decided after each attempt."});
+  }
+
+  void Count(telemetry::Counter* counter, std::string_view key, std::string_view value) {
+    if (counter == nullptr) return;
+    const telemetry::KeyValue attributes[] = {{"server.address", std::string_view(addr.host)},
+                                              {"server.port", std::int64_t{addr.port}},
+                                              {key, value}};
+    counter->Add(1, attributes);
+  }
+
+  // One log record per change of the breaker's state: WARN when it opens,
+  // INFO otherwise, in the trace of the call that made the change.
+  void OnTransition(const circuit::Transition& transition) {
+    Count(transitions.get(), "state", circuit::ToString(transition.to));
+    telemetry::Logger* logger = runtime.telemetry.logger;
+    if (logger == nullptr) return;
+    telemetry::LogRecord record;
+    record.scope = kScope;
+    record.at = transition.at;
+    record.severity = transition.to == circuit::State::kOpen ? telemetry::Severity::kWarn
+                                                             : telemetry::Severity::kInfo;
+    record.body = "circuit breaker " + std::string(circuit::ToString(transition.to));
+    const circuit::Counts& counts = transition.counts;
+    const telemetry::KeyValue attributes[] = {
+        {"server.address", std::string_view(addr.host)},
+        {"server.port", std::int64_t{addr.port}},
+        {"outbound.circuit.previous_state", circuit::ToString(transition.from)},
+        {"outbound.circuit.successes", std::int64_t{counts.successes}},
+        {"outbound.circuit.failures", std::int64_t{counts.failures}},
+        {"outbound.circuit.consecutive_successes", std::int64_t{counts.consecutive_successes}},
+        {"outbound.circuit.consecutive_failures", std::int64_t{counts.consecutive_failures}},
+        {"outbound.circuit.timed_out", std::int64_t{counts.timed_out}},
+    };
+    record.attributes = telemetry::Own(attributes);
+    if (current_cause != nullptr && current_cause->valid()) record.trace = *current_cause;
+    logger->Emit(std::move(record));
   }
 
   void RecordCall(std::string_view method, const Status& status, Duration took) {
@@ -258,8 +319,13 @@ struct Client::Impl {
         }
         return reply;
       }
-      auto admitted = breaker.Allow(clock.Now());
+      auto admitted = [&] {
+        CauseScope cause(&context.trace);
+        return breaker.Allow(clock.Now());
+      }();
       if (!admitted) {
+        Count(breaker_calls.get(), "outcome", "rejected");
+        Count(decisions.get(), "decision", retry::ToString(retry::DecisionKind::kStopped));
         reply.body.clear();
         reply.trailers.clear();
         reply.status = {Code::kUnavailable,
@@ -291,9 +357,14 @@ struct Client::Impl {
       if (c.retry == retry::Outcome::kRetry && c.retry_after < Duration::zero()) {
         c.retry = retry::Outcome::kStop;
       }
-      ticket.Settle(c.breaker, clock.Now());
+      {
+        CauseScope cause(&context.trace);
+        Count(breaker_calls.get(), "outcome", circuit::ToString(c.breaker));
+        ticket.Settle(c.breaker, clock.Now());
+      }
       retry::Decision decision =
           loop.Done(c.retry, c.retry_after, clock.Now(), runtime.random->Uniform());
+      Count(decisions.get(), "decision", retry::ToString(decision.kind));
       if (decision.kind != retry::DecisionKind::kAgain) return reply;
       Sleep(decision.wait, context);
     }
@@ -308,6 +379,9 @@ struct Client::Impl {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<grpc::GenericStub> stub;
   std::shared_ptr<telemetry::Histogram> call_duration;
+  std::shared_ptr<telemetry::Counter> transitions;
+  std::shared_ptr<telemetry::Counter> breaker_calls;
+  std::shared_ptr<telemetry::Counter> decisions;
   std::atomic<bool> connected{false};
 };
 

@@ -485,6 +485,30 @@ TEST_F(RpcClient, ConnectedLatchesOnceServedAndMakesNoRpc) {
   EXPECT_TRUE(client->Connected());
 }
 
+TEST_F(RpcClient, TheBreakerOpeningIsAWarnLogRecordAndCounted) {
+  testing::InMemoryTelemetry recorded;
+  runtime_.telemetry = recorded.telemetry();
+  EchoServer server([](int, grpc::ServerContext*, const EchoRequest&, EchoReply*) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+  });
+  Settings settings = DefaultSettings();
+  settings.max_attempts = 1;
+  auto client = Make(server, settings);
+  for (int i = 0; i < 6; ++i) client->Call(kSay, "");
+  auto logs = recorded.Logs();
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0].scope, "outbound.rpc");
+  EXPECT_EQ(logs[0].severity, telemetry::Severity::kWarn);
+  EXPECT_EQ(logs[0].body, "circuit breaker open");
+  EXPECT_EQ(std::get<std::int64_t>(
+                *telemetry::Find(logs[0].attributes, "outbound.circuit.consecutive_failures")),
+            5);
+  EXPECT_EQ(recorded.Value("outbound.circuit.calls", {{"outcome", "failure"}}), 5);
+  EXPECT_EQ(recorded.Value("outbound.circuit.calls", {{"outcome", "rejected"}}), 1);
+  EXPECT_EQ(recorded.Value("outbound.circuit.transitions", {{"state", "open"}}), 1);
+  EXPECT_EQ(recorded.Value("outbound.retry.decisions", {{"decision", "exhausted"}}), 5);
+}
+
 // TLS: the server's certificate is for "backend", issued by a CA made for
 // the test; the client reaches 127.0.0.1 and verifies the name it dialled.
 class RpcClientTls : public RpcClient {
