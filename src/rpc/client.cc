@@ -158,6 +158,27 @@ struct Client::Impl {
                                            "Attempts a circuit breaker counted, by outcome."});
     decisions = meters->CreateCounter({kScope, "outbound.retry.decisions", "{decision}",
                                        "What the retry loop decided after each attempt."});
+    state_gauge = meters->AddObservableGauge(
+        {kScope, "outbound.circuit.state", "{breaker}", "Circuit breakers in each state."},
+        [this](telemetry::Observations& out) {
+          circuit::State now = breaker.state(runtime.clock->Now());
+          for (circuit::State state :
+               {circuit::State::kClosed, circuit::State::kOpen, circuit::State::kHalfOpen}) {
+            const telemetry::KeyValue attributes[] = {
+                {"server.address", std::string_view(addr.host)},
+                {"server.port", std::int64_t{addr.port}},
+                {"state", circuit::ToString(state)}};
+            out.Observe(state == now ? 1 : 0, attributes);
+          }
+        });
+    tokens_gauge = meters->AddObservableGauge(
+        {kScope, "outbound.retry.budget.tokens", "{token}",
+         "Tokens left in a client's retry budget; retries stop at half."},
+        [this](telemetry::Observations& out) {
+          const telemetry::KeyValue attributes[] = {{"server.address", std::string_view(addr.host)},
+                                                    {"server.port", std::int64_t{addr.port}}};
+          out.Observe(budget.tokens(), attributes);
+        });
   }
 
   void Count(telemetry::Counter* counter, std::string_view key, std::string_view value) {
@@ -382,6 +403,9 @@ struct Client::Impl {
   std::shared_ptr<telemetry::Counter> transitions;
   std::shared_ptr<telemetry::Counter> breaker_calls;
   std::shared_ptr<telemetry::Counter> decisions;
+  // Last, so they are unregistered before anything they read goes away.
+  std::unique_ptr<telemetry::GaugeRegistration> state_gauge;
+  std::unique_ptr<telemetry::GaugeRegistration> tokens_gauge;
   std::atomic<bool> connected{false};
 };
 

@@ -509,6 +509,36 @@ TEST_F(RpcClient, TheBreakerOpeningIsAWarnLogRecordAndCounted) {
   EXPECT_EQ(recorded.Value("outbound.retry.decisions", {{"decision", "exhausted"}}), 5);
 }
 
+TEST_F(RpcClient, TheBreakerHalfOpensAfterOpenForAndClosesAfterThreeSuccesses) {
+  testing::InMemoryTelemetry recorded;
+  runtime_.telemetry = recorded.telemetry();
+  std::atomic<bool> healthy{false};
+  EchoServer server([&](int, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
+    if (!healthy) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+    return Ok(reply, request);
+  });
+  Settings settings = DefaultSettings();
+  settings.max_attempts = 1;
+  auto client = Make(server, settings);
+  for (int i = 0; i < 5; ++i) client->Call(kSay, "");
+  EXPECT_EQ(recorded.Value("outbound.circuit.state", {{"state", "open"}}), 1);
+  healthy = true;
+  clock_.Advance(settings.breaker.open_for);
+  for (int i = 0; i < 3; ++i) {
+    Reply reply = client->Call(kSay, "");
+    EXPECT_TRUE(reply.status.ok()) << i << ": " << reply.status.message;
+  }
+  EXPECT_EQ(client->breaker().state(clock_.Now()), circuit::State::kClosed);
+  auto logs = recorded.Logs();
+  ASSERT_EQ(logs.size(), 3u);
+  EXPECT_EQ(logs[0].body, "circuit breaker open");
+  EXPECT_EQ(logs[1].body, "circuit breaker half-open");
+  EXPECT_EQ(logs[1].severity, telemetry::Severity::kInfo);
+  EXPECT_EQ(logs[2].body, "circuit breaker closed");
+  EXPECT_EQ(recorded.Value("outbound.circuit.state", {{"state", "closed"}}), 1);
+  EXPECT_EQ(server.calls(), 8);
+}
+
 // TLS: the server's certificate is for "backend", issued by a CA made for
 // the test; the client reaches 127.0.0.1 and verifies the name it dialled.
 class RpcClientTls : public RpcClient {
