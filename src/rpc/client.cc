@@ -10,11 +10,14 @@
 #include <grpc/support/time.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/sync_stream.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -131,6 +134,8 @@ class CauseScope {
  private:
   const telemetry::SpanContext* saved_;
 };
+
+using OnMessage = std::function<void(std::string_view)>;
 
 }  // namespace
 
@@ -261,26 +266,30 @@ struct Client::Impl {
   }
 
   // One attempt on the channel: its status, body and trailers.
-  Status Attempt(const std::string& method, std::string_view request, TimePoint deadline,
-                 const Context& context, std::string& body, Trailers& trailers) {
+  Status Attempt(const std::string& method, std::string_view request,
+                 std::optional<TimePoint> deadline, const Context& context, std::string& body,
+                 Trailers& trailers, const OnMessage* on_message, int& messages) {
     auto span = StartSpan(method, context);
-    Status status = Send(method, request, deadline, context, span.get(), body, trailers);
+    Status status =
+        Send(method, request, deadline, context, span.get(), body, trailers, on_message, messages);
     EndSpan(span.get(), status);
     return status;
   }
 
-  Status Send(const std::string& method, std::string_view request, TimePoint deadline,
-              const Context& context, telemetry::Span* span, std::string& body,
-              Trailers& trailers) {
+  Status Send(const std::string& method, std::string_view request,
+              std::optional<TimePoint> deadline, const Context& context, telemetry::Span* span,
+              std::string& body, Trailers& trailers, const OnMessage* on_message, int& messages) {
     if (!stub) {
       return Status{Code::kUnavailable,
                     "the name " + addr.host + " does not exist on this network"};
     }
     auto cc = std::make_shared<grpc::ClientContext>();
-    Duration remaining = deadline - runtime.clock->Now();
-    // A span of time, which gRPC adds to its own now: the Runtime's clock
-    // decides how much is left, gRPC's clock when it ends.
-    cc->set_deadline(gpr_time_from_nanos(remaining.count(), GPR_TIMESPAN));
+    if (deadline) {
+      Duration remaining = *deadline - runtime.clock->Now();
+      // A span of time, which gRPC adds to its own now: the Runtime's clock
+      // decides how much is left, gRPC's clock when it ends.
+      cc->set_deadline(gpr_time_from_nanos(remaining.count(), GPR_TIMESPAN));
+    }
     // The attempt's trace context: its own span's, or the caller's.
     const telemetry::SpanContext* trace = span ? &span->context() : &context.trace;
     if (trace->valid()) {
@@ -294,8 +303,28 @@ struct Client::Impl {
     grpc::ByteBuffer request_buffer(&slice, 1);
     grpc::ByteBuffer response_buffer;
     grpc::Status status;
-    auto signal = std::make_shared<Signal>();
-    {
+    if (on_message != nullptr) {
+      // A server stream: read to its end on the caller's thread.
+      CancelHook hook(context, [cc] { cc->TryCancel(); });
+      std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+          grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
+              channel.get(),
+              grpc::internal::RpcMethod(method.c_str(),
+                                        grpc::internal::RpcMethod::SERVER_STREAMING),
+              cc.get(), request_buffer));
+      try {
+        while (reader->Read(&response_buffer)) {
+          ++messages;
+          (*on_message)(ToString(response_buffer));
+        }
+      } catch (...) {  // the caller's callback threw: end the stream, then pass it on
+        cc->TryCancel();
+        reader->Finish();
+        throw;
+      }
+      status = reader->Finish();
+    } else {
+      auto signal = std::make_shared<Signal>();
       CancelHook hook(context, [cc] { cc->TryCancel(); });
       stub->UnaryCall(cc.get(), method, grpc::StubOptions(), &request_buffer, &response_buffer,
                       [&status, signal](grpc::Status s) {
@@ -320,11 +349,19 @@ struct Client::Impl {
     signal->Wait();
   }
 
-  Reply Call(std::string_view method_view, std::string_view request, const Context& context) {
+  // A unary call, or with on_message a server-streaming one: opening is
+  // retried as a unary attempt is; once a message has arrived the stream is
+  // never retried, and its end settles the breaker's ticket.
+  Reply Call(std::string_view method_view, std::string_view request, const Context& context,
+             const OnMessage* on_message = nullptr) {
     const std::string method(method_view);
     Clock& clock = *runtime.clock;
     TimePoint deadline = clock.Now() + settings.timeout;
     if (context.deadline && *context.deadline < deadline) deadline = *context.deadline;
+    // Timeout bounds a unary call; a stream only by the caller's deadline
+    // (Timeout still bounds the retries of its opening).
+    std::optional<TimePoint> attempt_deadline = deadline;
+    if (on_message != nullptr) attempt_deadline = context.deadline;
     retry::Loop loop = retrier.Start(deadline);
     Reply reply;
     for (;;) {
@@ -363,7 +400,9 @@ struct Client::Impl {
       reply.body.clear();
       reply.trailers.clear();
       ++reply.attempts;
-      reply.status = Attempt(method, request, deadline, context, reply.body, reply.trailers);
+      int messages = 0;
+      reply.status = Attempt(method, request, attempt_deadline, context, reply.body, reply.trailers,
+                             on_message, messages);
 
       Classification c;
       if (Cancelled(context)) {
@@ -377,6 +416,9 @@ struct Client::Impl {
       }
       if (c.retry == retry::Outcome::kRetry && c.retry_after < Duration::zero()) {
         c.retry = retry::Outcome::kStop;
+      }
+      if (messages > 0) {  // an open stream is never sent again
+        c.retry = reply.status.ok() ? retry::Outcome::kSuccess : retry::Outcome::kStop;
       }
       {
         CauseScope cause(&context.trace);
@@ -479,6 +521,15 @@ bool Client::Connected(Duration wait) {
   if (state != GRPC_CHANNEL_READY) return false;
   impl.connected.store(true, std::memory_order_release);
   return true;
+}
+
+Reply Client::ServerStream(std::string_view method, std::string_view request,
+                           const std::function<void(std::string_view message)>& on_message,
+                           const Context& context) {
+  TimePoint start = impl_->runtime.clock->Now();
+  Reply reply = impl_->Call(method, request, context, &on_message);
+  impl_->RecordCall(method, reply.status, impl_->runtime.clock->Now() - start);
+  return reply;
 }
 
 circuit::Breaker& Client::breaker() { return impl_->breaker; }

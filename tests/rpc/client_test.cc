@@ -39,11 +39,24 @@ class EchoService final : public Echo::Service {
     int n = ++calls_;
     return handler_(n, context, *request, reply);
   }
+  grpc::Status Count(grpc::ServerContext* context, const EchoRequest* request,
+                     grpc::ServerWriter<EchoReply>* writer) override {
+    int n = ++stream_calls_;
+    if (!stream) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no stream");
+    return stream(n, context, *request, writer);
+  }
   int calls() const { return calls_.load(); }
+  int stream_calls() const { return stream_calls_.load(); }
+
+  // Set before the first call.
+  std::function<grpc::Status(int call, grpc::ServerContext*, const EchoRequest&,
+                             grpc::ServerWriter<EchoReply>*)>
+      stream;
 
  private:
   Handler handler_;
   std::atomic<int> calls_{0};
+  std::atomic<int> stream_calls_{0};
 };
 
 // A grpc++ server on 127.0.0.1, on a port the kernel picks.
@@ -60,6 +73,8 @@ class EchoServer {
   ~EchoServer() { server_->Shutdown(); }
   std::uint16_t port() const { return static_cast<std::uint16_t>(port_); }
   int calls() const { return service_.calls(); }
+  int stream_calls() const { return service_.stream_calls(); }
+  EchoService& service() { return service_; }
   bool started() const { return server_ != nullptr && port_ > 0; }
 
  private:
@@ -537,6 +552,71 @@ TEST_F(RpcClient, TheBreakerHalfOpensAfterOpenForAndClosesAfterThreeSuccesses) {
   EXPECT_EQ(logs[2].body, "circuit breaker closed");
   EXPECT_EQ(recorded.Value("outbound.circuit.state", {{"state", "closed"}}), 1);
   EXPECT_EQ(server.calls(), 8);
+}
+
+constexpr char kCount[] = "/outbound.test.Echo/Count";
+
+grpc::Status Write(grpc::ServerWriter<EchoReply>* writer, int n) {
+  for (int i = 1; i <= n; ++i) {
+    EchoReply reply;
+    reply.set_text(std::to_string(i));
+    writer->Write(reply);
+  }
+  return grpc::Status::OK;
+}
+
+std::function<void(std::string_view)> Collect(std::vector<std::string>& into) {
+  return [&into](std::string_view message) {
+    EchoReply reply;
+    ASSERT_TRUE(reply.ParseFromString(std::string(message)));
+    into.push_back(reply.text());
+  };
+}
+
+TEST_F(RpcClient, AServerStreamIsReadToItsEnd) {
+  EchoServer server(Echoing());
+  server.service().stream = [](int, grpc::ServerContext*, const EchoRequest&,
+                               grpc::ServerWriter<EchoReply>* writer) { return Write(writer, 3); };
+  auto client = Make(server);
+  std::vector<std::string> got;
+  Reply reply = Drive([&] { return client->ServerStream(kCount, "", Collect(got)); });
+  EXPECT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(got, (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).successes, 1);
+}
+
+TEST_F(RpcClient, AStreamsOpeningIsRetried) {
+  EchoServer server(Echoing());
+  server.service().stream = [](int call, grpc::ServerContext*, const EchoRequest&,
+                               grpc::ServerWriter<EchoReply>* writer) {
+    if (call == 1) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not yet");
+    return Write(writer, 2);
+  };
+  auto client = Make(server);
+  std::vector<std::string> got;
+  Reply reply = Drive([&] { return client->ServerStream(kCount, "", Collect(got)); });
+  EXPECT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(got, (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(reply.attempts, 2);
+  EXPECT_EQ(server.stream_calls(), 2);
+}
+
+TEST_F(RpcClient, AnOpenStreamThatFailsIsNotRetriedAndCountsAgainstTheBreaker) {
+  EchoServer server(Echoing());
+  server.service().stream = [](int, grpc::ServerContext*, const EchoRequest&,
+                               grpc::ServerWriter<EchoReply>* writer) {
+    Write(writer, 1);
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "lost");
+  };
+  auto client = Make(server);
+  std::vector<std::string> got;
+  Reply reply = Drive([&] { return client->ServerStream(kCount, "", Collect(got)); });
+  EXPECT_EQ(reply.status.code, Code::kUnavailable);
+  EXPECT_EQ(got, (std::vector<std::string>{"1"}));
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(server.stream_calls(), 1);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
 }
 
 // TLS: the server's certificate is for "backend", issued by a CA made for

@@ -14,6 +14,7 @@
 #ifndef OUTBOUND_RPC_CLIENT_H_
 #define OUTBOUND_RPC_CLIENT_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -66,6 +67,16 @@ class Client {
     }
     return reply.status;
   }
+
+  // A server-streaming call by full method name: on_message gets each
+  // serialised message, on the calling thread, as it arrives. Opening is
+  // retried as a unary attempt is (until a first message arrives, nothing
+  // is retried once one has); the stream's end settles the breaker's ticket.
+  // Only the caller's deadline bounds the stream (Timeout bounds the retries
+  // of its opening). The Reply has no body; its attempts count the openings.
+  Reply ServerStream(std::string_view method, std::string_view request,
+                     const std::function<void(std::string_view message)>& on_message,
+                     const Context& context = {});
 
   // Readiness, latched: false until the channel is first READY, true from
   // then on (an outage of the dependency is the breaker's business, not
