@@ -337,7 +337,7 @@ struct Client::Impl {
       trailers.emplace(std::string(name.data(), name.size()),
                        std::string(value.data(), value.size()));
     }
-    if (status.ok()) body = ToString(response_buffer);
+    if (status.ok() && on_message == nullptr) body = ToString(response_buffer);
     return Status{static_cast<Code>(status.error_code()), status.error_message()};
   }
 

@@ -582,6 +582,7 @@ TEST_F(RpcClient, AServerStreamIsReadToItsEnd) {
   Reply reply = Drive([&] { return client->ServerStream(kCount, "", Collect(got)); });
   EXPECT_TRUE(reply.status.ok()) << reply.status.message;
   EXPECT_EQ(got, (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_TRUE(reply.body.empty());
   EXPECT_EQ(reply.attempts, 1);
   EXPECT_EQ(client->breaker().counts(clock_.Now()).successes, 1);
 }
