@@ -46,6 +46,15 @@ if(TARGET outbound_otlp)
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/outbound)
 endif()
 
+if(TARGET outbound_rpc)
+  install(TARGETS outbound_rpc EXPORT outbound-rpc-targets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(EXPORT outbound-rpc-targets NAMESPACE outbound::
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/outbound)
+endif()
+
 configure_package_config_file(cmake/outbound-config.cmake.in
   ${PROJECT_BINARY_DIR}/outbound-config.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/outbound)
@@ -100,3 +109,8 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libexpected-dev, libcurl4-openssl-dev, libssl-dev")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libnghttp2-dev, nlohmann-json3-dev")
 include(CPack)
+
+if(TARGET outbound_rpc)
+  outbound_pkg_config(rpc "outbound: the gRPC client of one dependency (grpc++)"
+                      "outbound-core" "grpc++" "")
+endif()

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// The settings of one gRPC dependency (seed 001 with its revision 1): an
+// address, TLS or plain text, the call's timeout, the retry schedule and
+// budget, the breaker, and how each attempt's result counts.
+#ifndef OUTBOUND_RPC_SETTINGS_H_
+#define OUTBOUND_RPC_SETTINGS_H_
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "outbound/circuit/breaker.h"
+#include "outbound/clock.h"
+#include "outbound/error.h"
+#include "outbound/retry/budget.h"
+#include "outbound/retry/retrier.h"
+
+namespace outbound::rpc {
+
+// A gRPC status code, by its number (grpc::StatusCode's values), so these
+// settings compile without grpc++'s headers.
+enum class Code : int {
+  kOk = 0,
+  kCancelled = 1,
+  kUnknown = 2,
+  kInvalidArgument = 3,
+  kDeadlineExceeded = 4,
+  kNotFound = 5,
+  kAlreadyExists = 6,
+  kPermissionDenied = 7,
+  kResourceExhausted = 8,
+  kFailedPrecondition = 9,
+  kAborted = 10,
+  kOutOfRange = 11,
+  kUnimplemented = 12,
+  kInternal = 13,
+  kUnavailable = 14,
+  kDataLoss = 15,
+  kUnauthenticated = 16,
+};
+
+// An attempt's or a call's final status: its code and message. `rejected`
+// is set on a call the client's breaker turned away: nothing was sent, and
+// the code is UNAVAILABLE with the rejection's message.
+struct Status {
+  Code code = Code::kOk;
+  std::string message;
+  bool rejected = false;
+  bool ok() const { return code == Code::kOk; }
+};
+
+// Trailing metadata of one attempt, names in lower case.
+using Trailers = std::multimap<std::string, std::string>;
+
+// How one attempt's result counts: for retry (another attempt or not, and the
+// least wait before it) and for the breaker.
+struct Classification {
+  retry::Outcome retry = retry::Outcome::kStop;
+  Duration retry_after{0};
+  circuit::Outcome breaker = circuit::Outcome::kSuccess;
+};
+
+// classify(method, status, trailers): method is the full name,
+// "/pkg.Service/Method". Called once per attempt the server answered (or the
+// channel failed), never for a rejection, a cancelled call or a passed
+// deadline: the client decides those. Must be safe for concurrent use.
+using Classify = std::function<Classification(std::string_view method, const Status& status,
+                                              const Trailers& trailers)>;
+
+// The default of seed 001 revision 1:
+//   OK                                       Success  Success
+//   UNAVAILABLE                              Retry (after the pushback if any)  Failure
+//   RESOURCE_EXHAUSTED with a pushback >= 0  Retry (after the pushback)  Failure
+//   RESOURCE_EXHAUSTED without a pushback    Stop     Failure
+//   DEADLINE_EXCEEDED, INTERNAL, UNKNOWN, DATA_LOSS  Stop  Failure
+//   CANCELLED                                Stop     Ignored
+//   anything else                            Stop     Success
+// A grpc-retry-pushback-ms that is negative or not a number makes any of
+// them Stop.
+Classification DefaultClassify(std::string_view method, const Status& status,
+                               const Trailers& trailers);
+
+// grpc-retry-pushback-ms read from trailers: nullopt when absent; a negative
+// duration when it is negative or malformed (the server asks for no retry).
+std::optional<Duration> Pushback(const Trailers& trailers);
+
+struct TlsSettings {
+  // PEM roots the server's certificate must chain to. Empty: the system's.
+  std::string root_pem;
+  // A client certificate and its key, both or neither: mutual TLS.
+  std::string client_cert_pem;
+  std::string client_key_pem;
+};
+
+struct Settings {
+  // host:port, no scheme. The host is the name the server's certificate is
+  // verified for and the calls' :authority; the Runtime's Network decides
+  // where it is dialled. Check: CheckAddr. No default.
+  std::string addr;
+
+  // Set for TLS, empty for plain text. Check: CheckTls.
+  std::optional<TlsSettings> tls;
+
+  // Bounds each call, its retries included, unless the caller's deadline is
+  // earlier. Default 10s. Valid: positive. Check: CheckTimeout.
+  Duration timeout = std::chrono::seconds(10);
+
+  // Attempts per call; 1 turns retries off. Default 3. Check: CheckMaxAttempts.
+  int max_attempts = 3;
+
+  // Exponential backoff with full jitter between attempts. Default 100ms and
+  // 5s; positive, backoff_max at least backoff_base. A pushback longer than
+  // backoff_max ends the call. Check: CheckBackoffBase, CheckBackoffMax.
+  Duration backoff_base = std::chrono::milliseconds(100);
+  Duration backoff_max = std::chrono::seconds(5);
+
+  // Limits retries across every call of the client (gRFC A6's throttling).
+  // Default {10, 0.1}. Checks: retry::CheckMaxTokens, retry::CheckTokenRatio.
+  retry::BudgetConfig retry_budget;
+
+  // The client's one breaker. Checks: circuit::Check*.
+  circuit::Config breaker;
+
+  // When the breaker opens and closes. Default circuit::DefaultPolicy().
+  circuit::Policy breaker_policy = circuit::DefaultPolicy();
+
+  // How each attempt's result counts. Default DefaultClassify. Must be set.
+  Classify classify = DefaultClassify;
+};
+
+// The defaults; addr is empty, which CheckAddr rejects.
+Settings DefaultSettings();
+
+[[nodiscard]] Result<void> CheckAddr(const std::string& addr);
+[[nodiscard]] Result<void> CheckTls(const std::optional<TlsSettings>& tls);
+[[nodiscard]] Result<void> CheckTimeout(Duration timeout);
+[[nodiscard]] Result<void> CheckMaxAttempts(int max_attempts);
+[[nodiscard]] Result<void> CheckBackoffBase(Duration backoff_base);
+[[nodiscard]] Result<void> CheckBackoffMax(Duration backoff_max);
+
+// Every check, reporting every bad field at once, each named
+// ("Settings.addr: ...; Settings.timeout: ...").
+[[nodiscard]] Result<void> Validate(const Settings& settings);
+
+}  // namespace outbound::rpc
+
+#endif  // OUTBOUND_RPC_SETTINGS_H_

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "outbound/rpc/settings.h"
+
+#include <charconv>
+#include <string>
+#include <vector>
+
+#include "address.h"
+
+namespace outbound::rpc {
+namespace {
+
+Result<void> Positive(Duration d) {
+  if (d <= Duration::zero()) return Fail(ErrorKind::kInvalidSettings, "must be positive");
+  return {};
+}
+
+constexpr std::string_view kPushback = "grpc-retry-pushback-ms";
+
+}  // namespace
+
+std::optional<Duration> Pushback(const Trailers& trailers) {
+  auto it = trailers.find(std::string(kPushback));
+  if (it == trailers.end()) return std::nullopt;
+  const std::string& value = it->second;
+  long long ms = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
+  if (ec != std::errc() || end != value.data() + value.size() || value.empty() || ms < 0) {
+    return Duration(-1);
+  }
+  // Anything beyond a day is as good as "never" and must not overflow.
+  constexpr long long kDayMs = 24LL * 3600 * 1000;
+  return std::chrono::milliseconds(std::min(ms, kDayMs));
+}
+
+Classification DefaultClassify(std::string_view, const Status& status, const Trailers& trailers) {
+  using R = retry::Outcome;
+  using B = circuit::Outcome;
+  std::optional<Duration> pushback = Pushback(trailers);
+  bool no_retry = pushback && *pushback < Duration::zero();
+  Duration wait = pushback && !no_retry ? *pushback : Duration::zero();
+  auto retry_unless_refused = [&](B breaker) {
+    if (no_retry) return Classification{R::kStop, Duration::zero(), breaker};
+    return Classification{R::kRetry, wait, breaker};
+  };
+  switch (status.code) {
+    case Code::kOk:
+      return {R::kSuccess, Duration::zero(), B::kSuccess};
+    case Code::kUnavailable:
+      return retry_unless_refused(B::kFailure);
+    case Code::kResourceExhausted:
+      if (pushback) return retry_unless_refused(B::kFailure);
+      return {R::kStop, Duration::zero(), B::kFailure};
+    case Code::kDeadlineExceeded:
+    case Code::kInternal:
+    case Code::kUnknown:
+    case Code::kDataLoss:
+      return {R::kStop, Duration::zero(), B::kFailure};
+    case Code::kCancelled:
+      return {R::kStop, Duration::zero(), B::kIgnored};
+    default:
+      return {R::kStop, Duration::zero(), B::kSuccess};
+  }
+}
+
+Settings DefaultSettings() { return Settings{}; }
+
+Result<void> CheckAddr(const std::string& addr) {
+  if (addr.empty()) return Fail(ErrorKind::kInvalidSettings, "must be set");
+  auto parsed = internal::ParseAddr(addr);
+  if (!parsed) return Fail(ErrorKind::kInvalidSettings, parsed.error().message());
+  return {};
+}
+
+Result<void> CheckTls(const std::optional<TlsSettings>& tls) {
+  if (!tls) return {};
+  if (tls->client_cert_pem.empty() != tls->client_key_pem.empty()) {
+    return Fail(ErrorKind::kInvalidSettings,
+                "a client certificate needs its key, and a key its certificate");
+  }
+  for (const std::string* pem : {&tls->root_pem, &tls->client_cert_pem}) {
+    if (!pem->empty() && pem->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+      return Fail(ErrorKind::kInvalidSettings, "holds no PEM certificate");
+    }
+  }
+  if (!tls->client_key_pem.empty() &&
+      tls->client_key_pem.find("PRIVATE KEY-----") == std::string::npos) {
+    return Fail(ErrorKind::kInvalidSettings, "holds no PEM private key");
+  }
+  return {};
+}
+
+Result<void> CheckTimeout(Duration timeout) { return Positive(timeout); }
+Result<void> CheckBackoffBase(Duration backoff_base) { return Positive(backoff_base); }
+Result<void> CheckBackoffMax(Duration backoff_max) { return Positive(backoff_max); }
+
+Result<void> CheckMaxAttempts(int max_attempts) {
+  if (max_attempts < 1) return Fail(ErrorKind::kInvalidSettings, "must be 1 or more");
+  return {};
+}
+
+Result<void> Validate(const Settings& s) {
+  std::vector<std::string> problems;
+  auto check = [&](const char* field, const Result<void>& result) {
+    if (!result)
+      problems.push_back(std::string("Settings.") + field + ": " + result.error().message());
+  };
+  check("addr", CheckAddr(s.addr));
+  check("tls", CheckTls(s.tls));
+  check("timeout", CheckTimeout(s.timeout));
+  check("max_attempts", CheckMaxAttempts(s.max_attempts));
+  check("backoff_base", CheckBackoffBase(s.backoff_base));
+  check("backoff_max", CheckBackoffMax(s.backoff_max));
+  check("retry_budget.max_tokens", retry::CheckMaxTokens(s.retry_budget.max_tokens));
+  check("retry_budget.token_ratio", retry::CheckTokenRatio(s.retry_budget.token_ratio));
+  check("breaker.window", circuit::CheckWindow(s.breaker.window));
+  check("breaker.probes", circuit::CheckProbes(s.breaker.probes));
+  check("breaker.open_for", circuit::CheckOpenFor(s.breaker.open_for));
+  check("breaker.probe_timeout", circuit::CheckProbeTimeout(s.breaker.probe_timeout));
+  check("breaker.initial_open_for", circuit::CheckInitialOpenFor(s.breaker.initial_open_for));
+  check("breaker.calls_per_probe", circuit::CheckCallsPerProbe(s.breaker.calls_per_probe));
+  check("breaker.slow_call", circuit::CheckSlowCall(s.breaker.slow_call));
+  if (s.backoff_base > Duration::zero() && s.backoff_max > Duration::zero() &&
+      s.backoff_max < s.backoff_base) {
+    problems.push_back("Settings.backoff_max must be at least Settings.backoff_base");
+  }
+  if (!s.classify) problems.push_back("Settings.classify must be set");
+  if (!s.breaker_policy.trip) problems.push_back("Settings.breaker_policy.trip must be set");
+  if (!s.breaker_policy.probe) problems.push_back("Settings.breaker_policy.probe must be set");
+
+  if (problems.empty()) return {};
+  std::string message;
+  for (const std::string& problem : problems) {
+    if (!message.empty()) message += "; ";
+    message += problem;
+  }
+  return Fail(ErrorKind::kInvalidSettings, message);
+}
+
+}  // namespace outbound::rpc

@@ -1,0 +1,698 @@
+// SPDX-License-Identifier: Apache-2.0
+// The gRPC client against real grpc++ servers on loopback. Waits between
+// attempts run on a ManualClock that a helper advances to each timer the
+// call sets, so fake time measures them.
+#include "outbound/rpc/client.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "echo.grpc.pb.h"
+#include "outbound/testing/fixed_random.h"
+#include "outbound/testing/manual_clock.h"
+#include "outbound/testing/network_map.h"
+#include "outbound/testing/telemetry.h"
+#include "outbound/testing/test_ca.h"
+
+namespace outbound::rpc {
+namespace {
+
+using outbound::test::Echo;
+using outbound::test::EchoReply;
+using outbound::test::EchoRequest;
+using Handler =
+    std::function<grpc::Status(int call, grpc::ServerContext*, const EchoRequest&, EchoReply*)>;
+
+constexpr char kSay[] = "/outbound.test.Echo/Say";
+
+class EchoService final : public Echo::Service {
+ public:
+  explicit EchoService(Handler handler) : handler_(std::move(handler)) {}
+  grpc::Status Say(grpc::ServerContext* context, const EchoRequest* request,
+                   EchoReply* reply) override {
+    int n = ++calls_;
+    return handler_(n, context, *request, reply);
+  }
+  grpc::Status Count(grpc::ServerContext* context, const EchoRequest* request,
+                     grpc::ServerWriter<EchoReply>* writer) override {
+    int n = ++stream_calls_;
+    if (!stream) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no stream");
+    return stream(n, context, *request, writer);
+  }
+  int calls() const { return calls_.load(); }
+  int stream_calls() const { return stream_calls_.load(); }
+
+  // Set before the first call.
+  std::function<grpc::Status(int call, grpc::ServerContext*, const EchoRequest&,
+                             grpc::ServerWriter<EchoReply>*)>
+      stream;
+
+ private:
+  Handler handler_;
+  std::atomic<int> calls_{0};
+  std::atomic<int> stream_calls_{0};
+};
+
+// A grpc++ server on 127.0.0.1, on a port the kernel picks.
+class EchoServer {
+ public:
+  explicit EchoServer(Handler handler, std::shared_ptr<grpc::ServerCredentials> credentials =
+                                           grpc::InsecureServerCredentials())
+      : service_(std::move(handler)) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", credentials, &port_);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+  }
+  ~EchoServer() { server_->Shutdown(); }
+  std::uint16_t port() const { return static_cast<std::uint16_t>(port_); }
+  int calls() const { return service_.calls(); }
+  int stream_calls() const { return service_.stream_calls(); }
+  EchoService& service() { return service_; }
+  bool started() const { return server_ != nullptr && port_ > 0; }
+
+ private:
+  EchoService service_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+grpc::Status Ok(EchoReply* reply, const EchoRequest& request) {
+  reply->set_text("echo: " + request.text());
+  return grpc::Status::OK;
+}
+
+Handler Echoing() {
+  return [](int, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
+    return Ok(reply, request);
+  };
+}
+
+class RpcClient : public ::testing::Test {
+ protected:
+  RpcClient() : random_(0.0) {
+    runtime_.clock = &clock_;
+    runtime_.network = &network_;
+    runtime_.random = &random_;
+  }
+
+  std::unique_ptr<Client> Make(const EchoServer& server, Settings settings = DefaultSettings()) {
+    network_.Add("backend", 9090, "127.0.0.1", server.port());
+    settings.addr = "backend:9090";
+    auto client = Client::Create(runtime_, std::move(settings));
+    EXPECT_TRUE(client) << client.error().message();
+    return client ? std::move(*client) : nullptr;
+  }
+
+  // Runs fn on its own thread, advancing the fake clock to every timer it
+  // sets, until it returns.
+  template <typename Fn>
+  auto Drive(Fn fn) {
+    auto future = std::async(std::launch::async, std::move(fn));
+    while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+      if (auto next = clock_.next_timer()) clock_.AdvanceTo(*next);
+    }
+    return future.get();
+  }
+
+  Status Say(Client& client, const std::string& text, const Context& context = {}) {
+    EchoRequest request;
+    request.set_text(text);
+    return Drive([&] { return client.Call(kSay, request, &reply_, context); });
+  }
+
+  testing::ManualClock clock_;
+  testing::NetworkMap network_;
+  testing::FixedRandom random_;
+  Runtime runtime_;
+  EchoReply reply_;
+};
+
+TEST_F(RpcClient, CreateNamesEveryBadFieldAndOpensNothing) {
+  Settings settings = DefaultSettings();
+  settings.max_attempts = 0;
+  auto client = Client::Create(runtime_, settings);
+  ASSERT_FALSE(client);
+  EXPECT_NE(client.error().message().find("Settings.addr"), std::string::npos);
+  EXPECT_NE(client.error().message().find("Settings.max_attempts"), std::string::npos);
+  // An address with nothing behind it: creating the client dials nothing.
+  settings = DefaultSettings();
+  settings.addr = "nowhere:1";
+  EXPECT_TRUE(Client::Create(runtime_, settings));
+}
+
+TEST_F(RpcClient, UnavailableIsRetriedUntilOk) {
+  EchoServer server(
+      [](int call, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
+        if (call < 3) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not yet");
+        return Ok(reply, request);
+      });
+  ASSERT_TRUE(server.started());
+  auto client = Make(server);
+  EchoRequest request;
+  request.set_text("hi");
+  Status status = Say(*client, "hi");
+  EXPECT_TRUE(status.ok()) << status.message;
+  EXPECT_EQ(reply_.text(), "echo: hi");
+  EXPECT_EQ(server.calls(), 3);
+}
+
+TEST_F(RpcClient, GenericCallReturnsBytesAndAttempts) {
+  EchoServer server(
+      [](int call, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
+        if (call < 2) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not yet");
+        return Ok(reply, request);
+      });
+  auto client = Make(server);
+  EchoRequest request;
+  request.set_text("raw");
+  std::string bytes = request.SerializeAsString();
+  Reply reply = Drive([&] { return client->Call(kSay, bytes); });
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 2);
+  EchoReply parsed;
+  ASSERT_TRUE(parsed.ParseFromString(reply.body));
+  EXPECT_EQ(parsed.text(), "echo: raw");
+}
+
+TEST_F(RpcClient, ExhaustedRetriesReturnTheLastStatus) {
+  EchoServer server([](int, grpc::ServerContext*, const EchoRequest&, EchoReply*) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+  });
+  auto client = Make(server);
+  Status status = Say(*client, "x");
+  EXPECT_EQ(status.code, Code::kUnavailable);
+  EXPECT_EQ(status.message, "down");
+  EXPECT_FALSE(status.rejected);
+  EXPECT_EQ(server.calls(), 3);
+}
+
+TEST_F(RpcClient, PushbackIsTheLeastWaitInFakeTime) {
+  EchoServer server(
+      [](int call, grpc::ServerContext* context, const EchoRequest& request, EchoReply* reply) {
+        if (call == 1) {
+          context->AddTrailingMetadata("grpc-retry-pushback-ms", "2000");
+          return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "slow down");
+        }
+        return Ok(reply, request);
+      });
+  auto client = Make(server);
+  TimePoint start = clock_.Now();
+  Status status = Say(*client, "x");
+  EXPECT_TRUE(status.ok()) << status.message;
+  EXPECT_EQ(server.calls(), 2);
+  // FixedRandom(0) makes the backoff's jitter 0: the wait is the pushback.
+  EXPECT_EQ(clock_.Now() - start, std::chrono::seconds(2));
+}
+
+TEST_F(RpcClient, ResourceExhaustedWithoutPushbackIsNotRetried) {
+  EchoServer server([](int, grpc::ServerContext*, const EchoRequest&, EchoReply*) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "quota");
+  });
+  auto client = Make(server);
+  EXPECT_EQ(Say(*client, "x").code, Code::kResourceExhausted);
+  EXPECT_EQ(server.calls(), 1);
+}
+
+TEST_F(RpcClient, NegativePushbackStops) {
+  EchoServer server([](int, grpc::ServerContext* context, const EchoRequest&, EchoReply*) {
+    context->AddTrailingMetadata("grpc-retry-pushback-ms", "-1");
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "go away");
+  });
+  auto client = Make(server);
+  TimePoint start = clock_.Now();
+  Status status = Say(*client, "x");
+  EXPECT_EQ(status.code, Code::kUnavailable);
+  EXPECT_EQ(server.calls(), 1);
+  EXPECT_EQ(clock_.Now(), start);
+}
+
+TEST_F(RpcClient, PushbackLongerThanBackoffMaxEndsTheCall) {
+  EchoServer server([](int, grpc::ServerContext* context, const EchoRequest&, EchoReply*) {
+    context->AddTrailingMetadata("grpc-retry-pushback-ms", "60000");
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "later");
+  });
+  auto client = Make(server);
+  EXPECT_EQ(Say(*client, "x").code, Code::kUnavailable);
+  EXPECT_EQ(server.calls(), 1);
+}
+
+TEST_F(RpcClient, BreakerOpensAfterFiveFailuresAndRejectsTheSixth) {
+  EchoServer server([](int, grpc::ServerContext*, const EchoRequest&, EchoReply*) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+  });
+  Settings settings = DefaultSettings();
+  settings.max_attempts = 1;
+  auto client = Make(server, settings);
+  for (int i = 0; i < 5; ++i) {
+    Status status = Say(*client, "x");
+    EXPECT_EQ(status.code, Code::kUnavailable);
+    EXPECT_FALSE(status.rejected) << "call " << i;
+  }
+  EXPECT_EQ(server.calls(), 5);
+  EXPECT_EQ(client->breaker().state(clock_.Now()), circuit::State::kOpen);
+  Reply sixth = client->Call(kSay, "");
+  EXPECT_EQ(sixth.status.code, Code::kUnavailable);
+  EXPECT_TRUE(sixth.status.rejected);
+  EXPECT_NE(sixth.status.message.find("circuit breaker open"), std::string::npos);
+  EXPECT_EQ(sixth.attempts, 0);
+  EXPECT_EQ(server.calls(), 5);
+}
+
+TEST_F(RpcClient, NothingListeningFailsUnavailableAfterItsRetries) {
+  std::uint16_t port;
+  {
+    EchoServer gone(
+        [](int, grpc::ServerContext*, const EchoRequest&, EchoReply*) { return grpc::Status::OK; });
+    port = gone.port();
+  }
+  network_.Add("backend", 9090, "127.0.0.1", port);
+  Settings settings = DefaultSettings();
+  settings.addr = "backend:9090";
+  auto client = Client::Create(runtime_, settings);
+  ASSERT_TRUE(client);
+  Reply reply = Drive([&] { return (*client)->Call(kSay, ""); });
+  EXPECT_EQ(reply.status.code, Code::kUnavailable);
+  EXPECT_FALSE(reply.status.rejected);
+  EXPECT_EQ(reply.attempts, 3);
+}
+
+TEST_F(RpcClient, ANameTheNetworkDoesNotKnowFailsUnavailable) {
+  Settings settings = DefaultSettings();
+  settings.addr = "unknown:9090";
+  settings.max_attempts = 1;
+  auto client = Client::Create(runtime_, settings);
+  ASSERT_TRUE(client);
+  Reply reply = (*client)->Call(kSay, "");
+  EXPECT_EQ(reply.status.code, Code::kUnavailable);
+  EXPECT_NE(reply.status.message.find("unknown"), std::string::npos);
+}
+
+TEST_F(RpcClient, APassedDeadlineSendsNothing) {
+  EchoServer server([](int, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
+    return Ok(reply, request);
+  });
+  auto client = Make(server);
+  Context context;
+  context.deadline = clock_.Now() - std::chrono::seconds(1);
+  Reply reply = client->Call(kSay, "", context);
+  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded);
+  EXPECT_EQ(reply.attempts, 0);
+  EXPECT_EQ(server.calls(), 0);
+}
+
+TEST_F(RpcClient, ACancelledCallSendsNothingAndCountsNothing) {
+  EchoServer server([](int, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
+    return Ok(reply, request);
+  });
+  auto client = Make(server);
+  CancelSource cancel;
+  cancel.Cancel();
+  Context context;
+  context.cancel = cancel.token();
+  Reply reply = client->Call(kSay, "", context);
+  EXPECT_EQ(reply.status.code, Code::kCancelled);
+  EXPECT_EQ(server.calls(), 0);
+}
+
+TEST_F(RpcClient, AThrowingClassifyReachesTheCallerAndLeavesTheBreakerConsistent) {
+  EchoServer server([](int, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
+    return Ok(reply, request);
+  });
+  Settings settings = DefaultSettings();
+  settings.breaker.probes = 1;
+  std::atomic<bool> throw_now{true};
+  settings.classify = [&](std::string_view method, const Status& status, const Trailers& trailers) {
+    if (throw_now) throw std::runtime_error("classify failed");
+    return DefaultClassify(method, status, trailers);
+  };
+  auto client = Make(server, settings);
+  EXPECT_THROW(client->Call(kSay, ""), std::runtime_error);
+  throw_now = false;
+  EXPECT_EQ(client->breaker().state(clock_.Now()), circuit::State::kClosed);
+  EXPECT_TRUE(client->Call(kSay, "").status.ok());
+}
+
+TEST_F(RpcClient, ACustomClassifyRetriesAborted) {
+  EchoServer server(
+      [](int call, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
+        if (call == 1) return grpc::Status(grpc::StatusCode::ABORTED, "conflict");
+        return Ok(reply, request);
+      });
+  Settings settings = DefaultSettings();
+  settings.classify = [](std::string_view method, const Status& status, const Trailers& trailers) {
+    if (status.code == Code::kAborted) {
+      return Classification{retry::Outcome::kRetry, Duration::zero(), circuit::Outcome::kSuccess};
+    }
+    return DefaultClassify(method, status, trailers);
+  };
+  auto client = Make(server, settings);
+  EXPECT_TRUE(Say(*client, "x").ok());
+  EXPECT_EQ(server.calls(), 2);
+}
+
+// A server that answers only when its call is cancelled or past its deadline.
+grpc::Status Hang(int, grpc::ServerContext* context, const EchoRequest&, EchoReply*) {
+  while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  return grpc::Status(grpc::StatusCode::CANCELLED, "gave up");
+}
+
+TEST_F(RpcClient, TimeoutEndsAHungCallAndCountsAgainstTheBreaker) {
+  EchoServer server(Hang);
+  Settings settings = DefaultSettings();
+  settings.timeout = std::chrono::milliseconds(300);
+  auto client = Make(server, settings);
+  Reply reply = client->Call(kSay, "");
+  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded);
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
+}
+
+TEST_F(RpcClient, TheCallersEarlierDeadlineWins) {
+  EchoServer server(Hang);
+  auto client = Make(server);  // Timeout 10s
+  Context context;
+  context.deadline = clock_.Now() + std::chrono::milliseconds(200);
+  auto started = std::chrono::steady_clock::now();
+  Reply reply = client->Call(kSay, "", context);
+  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+}
+
+TEST_F(RpcClient, ACallerWhoGivesUpMidAttemptIsIgnoredByTheBreaker) {
+  EchoServer server(Hang);
+  auto client = Make(server);
+  CancelSource cancel;
+  Context context;
+  context.cancel = cancel.token();
+  auto call = std::async(std::launch::async, [&] { return client->Call(kSay, "", context); });
+  while (server.calls() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  cancel.Cancel();
+  Reply reply = call.get();
+  EXPECT_EQ(reply.status.code, Code::kCancelled);
+  EXPECT_EQ(reply.attempts, 1);
+  circuit::Counts counts = client->breaker().counts(clock_.Now());
+  EXPECT_EQ(counts.failures, 0);
+  EXPECT_EQ(counts.successes, 0);
+}
+
+TEST_F(RpcClient, AClassifyCanStopOneMethod) {
+  EchoServer server([](int, grpc::ServerContext*, const EchoRequest&, EchoReply*) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+  });
+  Settings settings = DefaultSettings();
+  settings.classify = [](std::string_view method, const Status& status, const Trailers& trailers) {
+    Classification c = DefaultClassify(method, status, trailers);
+    if (method == kSay) c.retry = retry::Outcome::kStop;  // never sent twice
+    return c;
+  };
+  auto client = Make(server, settings);
+  EXPECT_EQ(Say(*client, "x").code, Code::kUnavailable);
+  EXPECT_EQ(server.calls(), 1);
+}
+
+TEST_F(RpcClient, EachAttemptIsAClientSpanCarriedInTraceparent) {
+  testing::InMemoryTelemetry recorded;
+  runtime_.telemetry = recorded.telemetry();
+  std::mutex mu;
+  std::vector<std::string> traceparents;
+  EchoServer server(
+      [&](int call, grpc::ServerContext* context, const EchoRequest& request, EchoReply* reply) {
+        {
+          std::lock_guard lock(mu);
+          auto it = context->client_metadata().find("traceparent");
+          traceparents.emplace_back(it == context->client_metadata().end()
+                                        ? ""
+                                        : std::string(it->second.data(), it->second.size()));
+        }
+        if (call < 3) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not yet");
+        return Ok(reply, request);
+      });
+  auto client = Make(server);
+  ASSERT_TRUE(Say(*client, "x").ok());
+  auto spans = recorded.Spans(telemetry::SpanKind::kClient);
+  ASSERT_EQ(spans.size(), 3u);
+  std::lock_guard lock(mu);
+  ASSERT_EQ(traceparents.size(), 3u);
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    EXPECT_EQ(spans[i].scope, "outbound.rpc");
+    EXPECT_EQ(spans[i].name, "outbound.test.Echo/Say");
+    EXPECT_EQ(telemetry::ToString(*telemetry::Find(spans[i].attributes, "rpc.service")),
+              "outbound.test.Echo");
+    EXPECT_EQ(telemetry::ToString(*telemetry::Find(spans[i].attributes, "rpc.method")), "Say");
+    EXPECT_EQ(traceparents[i], telemetry::FormatTraceparent(spans[i].context));
+  }
+  EXPECT_EQ(std::get<std::int64_t>(*telemetry::Find(spans[0].attributes, "rpc.grpc.status_code")),
+            14);
+  EXPECT_EQ(spans[0].status, telemetry::StatusCode::kError);
+  EXPECT_EQ(std::get<std::int64_t>(*telemetry::Find(spans[2].attributes, "rpc.grpc.status_code")),
+            0);
+  auto point = recorded.Point("rpc.client.call.duration", {{"rpc.grpc.status_code", 0}});
+  EXPECT_TRUE(point.has_value());
+}
+
+TEST_F(RpcClient, ARejectedCallHasAFailedSpanOfItsOwn) {
+  testing::InMemoryTelemetry recorded;
+  runtime_.telemetry = recorded.telemetry();
+  EchoServer server([](int, grpc::ServerContext*, const EchoRequest&, EchoReply*) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+  });
+  Settings settings = DefaultSettings();
+  settings.max_attempts = 1;
+  auto client = Make(server, settings);
+  for (int i = 0; i < 6; ++i) client->Call(kSay, "");
+  EXPECT_EQ(server.calls(), 5);
+  auto spans = recorded.Spans(telemetry::SpanKind::kClient);
+  ASSERT_EQ(spans.size(), 6u);
+  EXPECT_EQ(telemetry::Find(spans[4].attributes, "outbound.rejected"), nullptr);
+  ASSERT_NE(telemetry::Find(spans[5].attributes, "outbound.rejected"), nullptr);
+  EXPECT_EQ(spans[5].status, telemetry::StatusCode::kError);
+  EXPECT_NE(spans[5].status_description.find("circuit breaker open"), std::string::npos);
+}
+
+TEST_F(RpcClient, ConnectedIsFalseWhileNothingListens) {
+  std::uint16_t port;
+  {
+    EchoServer gone(Echoing());
+    port = gone.port();
+  }
+  network_.Add("backend", 9090, "127.0.0.1", port);
+  Settings settings = DefaultSettings();
+  settings.addr = "backend:9090";
+  auto client = Client::Create(runtime_, settings);
+  ASSERT_TRUE(client);
+  EXPECT_FALSE((*client)->Connected());
+  EXPECT_FALSE((*client)->Connected(std::chrono::milliseconds(300)));
+}
+
+TEST_F(RpcClient, ConnectedLatchesOnceServedAndMakesNoRpc) {
+  auto server = std::make_unique<EchoServer>(Echoing());
+  auto client = Make(*server);
+  EXPECT_TRUE(client->Connected(std::chrono::seconds(10)));
+  EXPECT_EQ(server->calls(), 0);
+  server.reset();  // the dependency goes away: readiness stays
+  EXPECT_TRUE(client->Connected());
+}
+
+TEST_F(RpcClient, TheBreakerOpeningIsAWarnLogRecordAndCounted) {
+  testing::InMemoryTelemetry recorded;
+  runtime_.telemetry = recorded.telemetry();
+  EchoServer server([](int, grpc::ServerContext*, const EchoRequest&, EchoReply*) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+  });
+  Settings settings = DefaultSettings();
+  settings.max_attempts = 1;
+  auto client = Make(server, settings);
+  for (int i = 0; i < 6; ++i) client->Call(kSay, "");
+  auto logs = recorded.Logs();
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0].scope, "outbound.rpc");
+  EXPECT_EQ(logs[0].severity, telemetry::Severity::kWarn);
+  EXPECT_EQ(logs[0].body, "circuit breaker open");
+  EXPECT_EQ(std::get<std::int64_t>(
+                *telemetry::Find(logs[0].attributes, "outbound.circuit.consecutive_failures")),
+            5);
+  EXPECT_EQ(recorded.Value("outbound.circuit.calls", {{"outcome", "failure"}}), 5);
+  EXPECT_EQ(recorded.Value("outbound.circuit.calls", {{"outcome", "rejected"}}), 1);
+  EXPECT_EQ(recorded.Value("outbound.circuit.transitions", {{"state", "open"}}), 1);
+  EXPECT_EQ(recorded.Value("outbound.retry.decisions", {{"decision", "exhausted"}}), 5);
+}
+
+TEST_F(RpcClient, TheBreakerHalfOpensAfterOpenForAndClosesAfterThreeSuccesses) {
+  testing::InMemoryTelemetry recorded;
+  runtime_.telemetry = recorded.telemetry();
+  std::atomic<bool> healthy{false};
+  EchoServer server([&](int, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
+    if (!healthy) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+    return Ok(reply, request);
+  });
+  Settings settings = DefaultSettings();
+  settings.max_attempts = 1;
+  auto client = Make(server, settings);
+  for (int i = 0; i < 5; ++i) client->Call(kSay, "");
+  EXPECT_EQ(recorded.Value("outbound.circuit.state", {{"state", "open"}}), 1);
+  healthy = true;
+  clock_.Advance(settings.breaker.open_for);
+  for (int i = 0; i < 3; ++i) {
+    Reply reply = client->Call(kSay, "");
+    EXPECT_TRUE(reply.status.ok()) << i << ": " << reply.status.message;
+  }
+  EXPECT_EQ(client->breaker().state(clock_.Now()), circuit::State::kClosed);
+  auto logs = recorded.Logs();
+  ASSERT_EQ(logs.size(), 3u);
+  EXPECT_EQ(logs[0].body, "circuit breaker open");
+  EXPECT_EQ(logs[1].body, "circuit breaker half-open");
+  EXPECT_EQ(logs[1].severity, telemetry::Severity::kInfo);
+  EXPECT_EQ(logs[2].body, "circuit breaker closed");
+  EXPECT_EQ(recorded.Value("outbound.circuit.state", {{"state", "closed"}}), 1);
+  EXPECT_EQ(server.calls(), 8);
+}
+
+constexpr char kCount[] = "/outbound.test.Echo/Count";
+
+grpc::Status Write(grpc::ServerWriter<EchoReply>* writer, int n) {
+  for (int i = 1; i <= n; ++i) {
+    EchoReply reply;
+    reply.set_text(std::to_string(i));
+    writer->Write(reply);
+  }
+  return grpc::Status::OK;
+}
+
+std::function<void(std::string_view)> Collect(std::vector<std::string>& into) {
+  return [&into](std::string_view message) {
+    EchoReply reply;
+    ASSERT_TRUE(reply.ParseFromString(std::string(message)));
+    into.push_back(reply.text());
+  };
+}
+
+TEST_F(RpcClient, AServerStreamIsReadToItsEnd) {
+  EchoServer server(Echoing());
+  server.service().stream = [](int, grpc::ServerContext*, const EchoRequest&,
+                               grpc::ServerWriter<EchoReply>* writer) { return Write(writer, 3); };
+  auto client = Make(server);
+  std::vector<std::string> got;
+  Reply reply = Drive([&] { return client->ServerStream(kCount, "", Collect(got)); });
+  EXPECT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(got, (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_TRUE(reply.body.empty());
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).successes, 1);
+}
+
+TEST_F(RpcClient, AStreamsOpeningIsRetried) {
+  EchoServer server(Echoing());
+  server.service().stream = [](int call, grpc::ServerContext*, const EchoRequest&,
+                               grpc::ServerWriter<EchoReply>* writer) {
+    if (call == 1) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not yet");
+    return Write(writer, 2);
+  };
+  auto client = Make(server);
+  std::vector<std::string> got;
+  Reply reply = Drive([&] { return client->ServerStream(kCount, "", Collect(got)); });
+  EXPECT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(got, (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(reply.attempts, 2);
+  EXPECT_EQ(server.stream_calls(), 2);
+}
+
+TEST_F(RpcClient, AnOpenStreamThatFailsIsNotRetriedAndCountsAgainstTheBreaker) {
+  EchoServer server(Echoing());
+  server.service().stream = [](int, grpc::ServerContext*, const EchoRequest&,
+                               grpc::ServerWriter<EchoReply>* writer) {
+    Write(writer, 1);
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "lost");
+  };
+  auto client = Make(server);
+  std::vector<std::string> got;
+  Reply reply = Drive([&] { return client->ServerStream(kCount, "", Collect(got)); });
+  EXPECT_EQ(reply.status.code, Code::kUnavailable);
+  EXPECT_EQ(got, (std::vector<std::string>{"1"}));
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(server.stream_calls(), 1);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
+}
+
+// TLS: the server's certificate is for "backend", issued by a CA made for
+// the test; the client reaches 127.0.0.1 and verifies the name it dialled.
+class RpcClientTls : public RpcClient {
+ protected:
+  static std::shared_ptr<grpc::ServerCredentials> ServerTls(const testing::Certificate& cert,
+                                                            const std::string& client_ca = "") {
+    grpc::SslServerCredentialsOptions options(
+        client_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                          : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    options.pem_root_certs = client_ca;
+    options.pem_key_cert_pairs.push_back({cert.key_pem, cert.chain_pem});
+    return grpc::SslServerCredentials(options);
+  }
+
+  testing::TestCA ca_;
+};
+
+TEST_F(RpcClientTls, TrustedServerAnswers) {
+  EchoServer server(Echoing(), ServerTls(ca_.IssueServer({"backend"})));
+  Settings settings = DefaultSettings();
+  settings.tls = TlsSettings{ca_.pem(), "", ""};
+  auto client = Make(server, settings);
+  Status status = Say(*client, "tls");
+  EXPECT_TRUE(status.ok()) << status.message;
+  EXPECT_EQ(reply_.text(), "echo: tls");
+}
+
+TEST_F(RpcClientTls, UntrustedServerFails) {
+  EchoServer server(Echoing(), ServerTls(ca_.IssueServer({"backend"})));
+  testing::TestCA other("another CA");
+  Settings settings = DefaultSettings();
+  settings.tls = TlsSettings{other.pem(), "", ""};
+  settings.max_attempts = 1;
+  auto client = Make(server, settings);
+  EXPECT_EQ(Say(*client, "x").code, Code::kUnavailable);
+  EXPECT_EQ(server.calls(), 0);
+}
+
+TEST_F(RpcClientTls, CertificateForAnotherNameFails) {
+  EchoServer server(Echoing(), ServerTls(ca_.IssueServer({"elsewhere"})));
+  Settings settings = DefaultSettings();
+  settings.tls = TlsSettings{ca_.pem(), "", ""};
+  settings.max_attempts = 1;
+  auto client = Make(server, settings);
+  EXPECT_EQ(Say(*client, "x").code, Code::kUnavailable);
+  EXPECT_EQ(server.calls(), 0);
+}
+
+TEST_F(RpcClientTls, MutualTls) {
+  EchoServer server(Echoing(), ServerTls(ca_.IssueServer({"backend"}), ca_.pem()));
+  testing::Certificate me = ca_.IssueClient("client");
+  Settings settings = DefaultSettings();
+  settings.tls = TlsSettings{ca_.pem(), me.chain_pem, me.key_pem};
+  auto client = Make(server, settings);
+  Status status = Say(*client, "mtls");
+  EXPECT_TRUE(status.ok()) << status.message;
+
+  Settings anonymous = DefaultSettings();
+  anonymous.tls = TlsSettings{ca_.pem(), "", ""};
+  anonymous.max_attempts = 1;
+  auto without = Make(server, anonymous);
+  EXPECT_NE(Say(*without, "x").code, Code::kOk);
+  EXPECT_EQ(server.calls(), 1);
+}
+
+TEST_F(RpcClientTls, PlainTextToATlsServerFails) {
+  EchoServer server(Echoing(), ServerTls(ca_.IssueServer({"backend"})));
+  Settings settings = DefaultSettings();
+  settings.max_attempts = 1;
+  auto client = Make(server, settings);
+  EXPECT_EQ(Say(*client, "x").code, Code::kUnavailable);
+  EXPECT_EQ(server.calls(), 0);
+}
+
+}  // namespace
+}  // namespace outbound::rpc

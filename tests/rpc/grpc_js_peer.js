@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// A gRPC server on grpc-js (@grpc/grpc-js, an implementation nobody here
+// wrote) serving tests/rpc/echo.proto's Echo.Say on 127.0.0.1, plain text.
+//
+//   node grpc_js_peer.js --modules=<dir holding node_modules> \
+//        --answers=UNAVAILABLE,RESOURCE_EXHAUSTED:2000,OK
+//
+// Call n gets answers[n-1] (the last one repeats): a status code name, with
+// an optional grpc-retry-pushback-ms after a colon; OK echoes the text.
+// Control channel as in tests/peers/peer_common.js; stats: {"calls": n}.
+'use strict';
+const path = require('path');
+const {parseArgs, serveControl} = require('../peers/peer_common.js');
+
+const args = parseArgs(process.argv.slice(2));
+const modules = path.join(args.modules, 'node_modules');
+const grpc = require(path.join(modules, '@grpc/grpc-js'));
+const loader = require(path.join(modules, '@grpc/proto-loader'));
+
+const definition = loader.loadSync(path.join(__dirname, 'echo.proto'));
+const echo = grpc.loadPackageDefinition(definition).outbound.test.Echo;
+const answers = (args.answers || 'OK').split(',');
+let calls = 0;
+
+function say(call, callback) {
+  calls += 1;
+  const [name, pushback] = answers[Math.min(calls, answers.length) - 1].split(':');
+  if (name === 'OK') return callback(null, {text: 'echo: ' + call.request.text});
+  const metadata = new grpc.Metadata();
+  if (pushback !== undefined) metadata.set('grpc-retry-pushback-ms', pushback);
+  callback({code: grpc.status[name], details: name.toLowerCase(), metadata});
+}
+
+const server = new grpc.Server();
+server.addService(echo.service, {Say: say});
+server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => {
+  if (err) throw err;
+  serveControl(port, () => ({calls}));
+});
