@@ -9,6 +9,7 @@
 #include "layers.h"
 #include "origin.h"
 #include "request_check.h"
+#include "transport/pool.h"
 
 namespace outbound::http {
 namespace {
@@ -96,7 +97,10 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   Impl& c = *impl;
 
   // The call path, bottom to top: the layers of one attempt, then of a call.
-  auto transport = internal::MakeCurlTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool);
+  auto transport =
+      c.settings.transport == Transport::kNative
+          ? internal::MakeNativeTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool)
+          : internal::MakeCurlTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool);
   if (!transport) return tl::unexpected(transport.error());
   std::unique_ptr<internal::AttemptLayer> attempt = std::move(*transport);
   attempt = internal::MakeAttemptTimeout(std::move(attempt), *c.runtime.clock,

@@ -52,6 +52,12 @@ struct AttemptRecord {
   std::optional<retry::DecisionKind> decision;  // what the retry loop did next
 };
 
+// What moves a client's bytes. kCurl: libcurl's multi interface (the
+// default for now). kNative: the library's own transport (nghttp2's
+// client session for HTTP/2, Boost.Beast's parser for HTTP/1.1, OpenSSL),
+// which sees every frame; see docs/http-client.md.
+enum class Transport { kCurl, kNative };
+
 struct Settings {
   // The dependency: its scheme, host and port are the only origin the
   // client sends to. Valid: an absolute http or https URL with a host and
@@ -97,6 +103,9 @@ struct Settings {
   // client's own FIFO queue). Default 100. Valid: 1 to 10000.
   int max_connections = 100;
 
+  // The transport under the layers. Default kCurl. Check: CheckTransport.
+  Transport transport = Transport::kCurl;
+
   // Called once per attempt as it ends, on the thread that ended it (the
   // client's event-loop thread, unless the breaker refused the attempt at
   // once). Must be fast and must not throw. Optional.
@@ -119,6 +128,7 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckBackoffMax(Duration backoff_max);
 [[nodiscard]] Result<void> CheckMaxResponseBytes(std::size_t bytes);
 [[nodiscard]] Result<void> CheckMaxConnections(int n);
+[[nodiscard]] Result<void> CheckTransport(Transport transport);
 // The retry budget's and breaker's checks are retry::CheckMaxTokens,
 // retry::CheckTokenRatio, circuit::CheckWindow, circuit::CheckProbes,
 // circuit::CheckOpenFor and circuit::CheckProbeTimeout.
