@@ -356,8 +356,8 @@ void Connection::Flush() {
   in_io_ = false;
   if (state_ != State::kOpen) return;
   if (!failed.empty()) return Close(failed);
-  if (codec_->Finished() && codec_->Idle()) {
-    return Close("the server ended the connection (GOAWAY)");
+  if (codec_->Finished()) {
+    return Close(codec_->error().empty() ? "the HTTP/2 session ended (GOAWAY)" : codec_->error());
   }
   Watch();
   if (written >= kWriteBudget) events_.ConnectionHasMore(*this);  // the rest on a later turn

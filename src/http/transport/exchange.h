@@ -30,6 +30,7 @@ struct Exchange {
   bool headers_done = false;
   std::size_t header_bytes = 0;       // decoded, each field's name and value
   std::size_t header_wire_bytes = 0;  // HTTP/2: HEADERS and CONTINUATION payloads
+  bool header_block_open = false;     // HTTP/2: a header block awaits its CONTINUATION
   bool informational = false;         // HTTP/2: the header block being read is a 1xx
   bool end_stream = false;            // HTTP/2: END_STREAM arrived
   Connection* connection = nullptr;   // null while it waits in the pool's queue

@@ -133,15 +133,9 @@ bool H1Exchange::Parse() {
     boost::system::error_code ec;
     std::size_t used = parser_->put(boost::asio::buffer(in_.data(), in_.size()), ec);
     in_.erase(0, used);
-    if (ec == beast_http::error::need_more) {
-      if (in_.size() > kMaxHeaderBytes && !parser_->is_header_done()) {
-        Fail(Failed(ErrorKind::kResponseTooLarge, "the response's header section is larger than " +
-                                                      std::to_string(kMaxHeaderBytes) + " bytes"));
-        return false;
-      }
-      return true;
-    }
-    if (ec == beast_http::error::header_limit) {
+    bool need_more = ec == beast_http::error::need_more;
+    if (ec == beast_http::error::header_limit ||
+        (need_more && in_.size() > kMaxHeaderBytes && !parser_->is_header_done())) {
       Fail(Failed(ErrorKind::kResponseTooLarge, "the response's header section is larger than " +
                                                     std::to_string(kMaxHeaderBytes) + " bytes"));
       return false;
@@ -151,7 +145,7 @@ bool H1Exchange::Parse() {
                                                     std::to_string(current_->max_body) + " bytes"));
       return false;
     }
-    if (ec) {
+    if (ec && !need_more) {
       Fail(Invalid(ec.message()));
       return false;
     }
@@ -175,9 +169,8 @@ bool H1Exchange::Parse() {
       response.version = message.version() == 10 ? "1.0" : "1.1";
       response.headers.reserve(512);
       for (const auto& field : message) {
-        response.headers.Add(
-            std::string_view(field.name_string().data(), field.name_string().size()),
-            std::string_view(field.value().data(), field.value().size()));
+        response.headers.Add(std::string_view(field.name_string().data(), field.name_string().size()),
+                             std::string_view(field.value().data(), field.value().size()));
       }
       response.received_at = clock_.WallNow();
       current_->headers_done = true;
@@ -188,6 +181,7 @@ bool H1Exchange::Parse() {
       Answered();
       return true;
     }
+    if (need_more || used == 0) return true;
   }
   return true;
 }

@@ -234,6 +234,7 @@ int H2Session::OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* 
   if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION) {
     if (Exchange* exchange = self.Find(hd->stream_id); exchange != nullptr) {
       exchange->header_wire_bytes += hd->length;
+      exchange->header_block_open = (hd->flags & NGHTTP2_FLAG_END_HEADERS) == 0;
       if (exchange->header_wire_bytes > kMaxHeaderBytes) {
         self.Refuse(*exchange, TooLarge("header section is larger than " +
                                         std::to_string(kMaxHeaderBytes) + " bytes"));
@@ -367,6 +368,26 @@ int H2Session::OnDataChunk(nghttp2_session*, std::uint8_t, std::int32_t stream_i
 int H2Session::OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* user) {
   auto& self = *static_cast<H2Session*>(user);
   if (frame->hd.type == NGHTTP2_DATA) self.frames_without_progress_ = 0;
+  if (frame->hd.type == NGHTTP2_RST_STREAM && frame->rst_stream.error_code == NGHTTP2_PROTOCOL_ERROR) {
+    // nghttp2's HTTP messaging checks found the response malformed (a
+    // content-length the body does not match, a forbidden field).
+    Exchange* exchange = self.Find(frame->hd.stream_id);
+    if (exchange != nullptr && !exchange->verdict) {
+      exchange->verdict = Invalid("it breaks HTTP/2's message rules (RFC 9113 §8.1)");
+    }
+    return 0;
+  }
+  if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code == NGHTTP2_COMPRESSION_ERROR) {
+    // nghttp2 gave up on a header block: a field larger than its HPACK
+    // decoder holds (64 KiB), which a block spread over CONTINUATION frames
+    // is; the exchanges reading one fail as too large.
+    for (auto& [id, exchange] : self.streams_) {
+      if (exchange->header_block_open && !exchange->verdict) {
+        exchange->verdict = TooLarge("header section has a field larger than 64 KiB");
+      }
+    }
+    return 0;
+  }
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   if (Exchange* exchange = self.Find(frame->hd.stream_id); exchange != nullptr) {
     exchange->request_sent = true;
