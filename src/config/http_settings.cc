@@ -44,6 +44,13 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
   s.breaker.probe_timeout =
       r.Get(name("BREAKER_PROBE_TIMEOUT"), duration, std::optional(d.breaker.probe_timeout),
             Checking(circuit::CheckProbeTimeout));
+  Parser<http::Transport> transport = [](const std::string& text) -> Result<http::Transport> {
+    if (text == "curl") return http::Transport::kCurl;
+    if (text == "native") return http::Transport::kNative;
+    return Fail(ErrorKind::kInvalidSettings, "must be curl or native");
+  };
+  s.transport = r.Get(name("TRANSPORT"), transport, std::optional(d.transport),
+                      Checking(http::CheckTransport));
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }

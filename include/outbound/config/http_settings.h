@@ -6,9 +6,10 @@
 //   TIMEOUT ATTEMPT_TIMEOUT MAX_ATTEMPTS BACKOFF_BASE BACKOFF_MAX
 //   RETRY_BUDGET_MAX_TOKENS RETRY_BUDGET_TOKEN_RATIO BREAKER_WINDOW
 //   BREAKER_PROBES BREAKER_OPEN_FOR BREAKER_PROBE_TIMEOUT
-//   CA_FILE CERT_FILE KEY_FILE
+//   CA_FILE CERT_FILE KEY_FILE TRANSPORT
 //
-// Durations are written like "250ms" or "10s". An https `base_url` without
+// Durations are written like "250ms" or "10s"; TRANSPORT is "curl" or
+// "native". An https `base_url` without
 // CA_FILE trusts the system's roots.
 #ifndef OUTBOUND_CONFIG_HTTP_SETTINGS_H_
 #define OUTBOUND_CONFIG_HTTP_SETTINGS_H_
