@@ -56,8 +56,16 @@ bool Connection::AwaitingSettings() const {
          codec_->Idle() && codec_->Reusable();
 }
 
-void Connection::Dial(const sockaddr* address, socklen_t length) {
-  fd_ = socket(address->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+void Connection::Dial(std::vector<SocketAddress> addresses) {
+  addresses_ = std::move(addresses);
+  next_address_ = 0;
+  DialNext();
+}
+
+void Connection::DialNext() {
+  const SocketAddress& address = addresses_[next_address_++];
+  const auto* sa = reinterpret_cast<const sockaddr*>(&address.storage);
+  fd_ = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd_ < 0) {
     int error = errno;
     if (LocalShortage(error)) {
@@ -70,11 +78,20 @@ void Connection::Dial(const sockaddr* address, socklen_t length) {
   int one = 1;
   setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   state_ = State::kConnecting;
-  if (connect(fd_, address, length) == 0) return Connected();
-  if (errno != EINPROGRESS) {
-    return Fail(ErrorKind::kTransport, std::string("could not connect: ") + std::strerror(errno));
-  }
+  if (connect(fd_, sa, address.length) == 0) return Connected();
+  if (errno != EINPROGRESS) return DialFailed(errno);
   Watch();
+}
+
+void Connection::DialFailed(int error) {
+  if (next_address_ >= addresses_.size()) {
+    return Fail(ErrorKind::kTransport, std::string("could not connect: ") + std::strerror(error));
+  }
+  if (watched_ != 0) loop_.Unwatch(fd_);
+  watched_ = 0;
+  close(fd_);
+  fd_ = -1;
+  DialNext();
 }
 
 void Connection::FailToOpen(ErrorKind kind, const std::string& why) { Fail(kind, why); }

@@ -28,6 +28,12 @@ namespace outbound::http::internal::transport {
 // everything else before it reads more.
 inline constexpr std::size_t kReadBudget = 256 * 1024;
 
+// One address to dial.
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+};
+
 // What a connection tells the pool. On the loop thread.
 class ConnectionEvents {
  public:
@@ -71,8 +77,8 @@ class Connection final : private CodecEvents {
   // HTTP/2 and still waiting for the server's SETTINGS.
   bool AwaitingSettings() const;
 
-  // Opens the socket and connects to `address`.
-  void Dial(const sockaddr* address, socklen_t length);
+  // Connects to the first of `addresses` that accepts, in order.
+  void Dial(std::vector<SocketAddress> addresses);
   // The connection could not be opened: its waiting exchanges end.
   void FailToOpen(ErrorKind kind, const std::string& why);
 
@@ -87,6 +93,9 @@ class Connection final : private CodecEvents {
   void Continue();
 
  private:
+  void DialNext();
+  // The address being dialled refused: the next one, or the end.
+  void DialFailed(int error);
   void OnReady(std::uint32_t events);
   void Connected();
   void Handshake();
@@ -114,6 +123,8 @@ class Connection final : private CodecEvents {
   SSL* ssl_ = nullptr;
   std::unique_ptr<Codec> codec_;
   std::vector<Exchange*> waiting_;
+  std::vector<SocketAddress> addresses_;
+  std::size_t next_address_ = 0;
   std::uint32_t watched_ = 0;
   bool handshake_wants_write_ = false;
   bool write_wants_read_ = false;  // TLS: SSL_write needs a read first

@@ -169,8 +169,9 @@ bool H1Exchange::Parse() {
       response.version = message.version() == 10 ? "1.0" : "1.1";
       response.headers.reserve(512);
       for (const auto& field : message) {
-        response.headers.Add(std::string_view(field.name_string().data(), field.name_string().size()),
-                             std::string_view(field.value().data(), field.value().size()));
+        response.headers.Add(
+            std::string_view(field.name_string().data(), field.name_string().size()),
+            std::string_view(field.value().data(), field.value().size()));
       }
       response.received_at = clock_.WallNow();
       current_->headers_done = true;

@@ -368,7 +368,8 @@ int H2Session::OnDataChunk(nghttp2_session*, std::uint8_t, std::int32_t stream_i
 int H2Session::OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* user) {
   auto& self = *static_cast<H2Session*>(user);
   if (frame->hd.type == NGHTTP2_DATA) self.frames_without_progress_ = 0;
-  if (frame->hd.type == NGHTTP2_RST_STREAM && frame->rst_stream.error_code == NGHTTP2_PROTOCOL_ERROR) {
+  if (frame->hd.type == NGHTTP2_RST_STREAM &&
+      frame->rst_stream.error_code == NGHTTP2_PROTOCOL_ERROR) {
     // nghttp2's HTTP messaging checks found the response malformed (a
     // content-length the body does not match, a forbidden field).
     Exchange* exchange = self.Find(frame->hd.stream_id);

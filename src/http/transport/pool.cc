@@ -25,14 +25,11 @@ namespace {
 using transport::Connection;
 using transport::Exchange;
 using transport::Failed;
+using transport::SocketAddress;
+using Address = transport::SocketAddress;
 
 // Pooled connections idle this long (no call in flight) are closed.
 constexpr auto kIdleConnectionLifetime = std::chrono::seconds(90);
-
-struct Address {
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-};
 
 // `text` as an IP literal's socket address, if it is one.
 std::optional<Address> Literal(const std::string& text, std::uint16_t port) {
@@ -59,8 +56,9 @@ std::optional<Address> Literal(const std::string& text, std::uint16_t port) {
 // its destructor waits for the name being resolved, if any.
 class Resolver {
  public:
-  // Called on the resolver's thread: the first address, or an error.
-  using Done = std::function<void(std::optional<Address>, std::string error)>;
+  // Called on the resolver's thread: the addresses in the resolver's
+  // order, or an error.
+  using Done = std::function<void(std::vector<Address>, std::string error)>;
 
   Resolver() : thread_([this] { Run(); }) {}
   ~Resolver() {
@@ -107,15 +105,17 @@ class Resolver {
       std::string port = std::to_string(job.port);
       int rc = getaddrinfo(job.host.c_str(), port.c_str(), &hints, &found);
       if (rc != 0 || found == nullptr) {
-        job.done(std::nullopt,
-                 std::string("could not resolve ") + job.host + ": " + gai_strerror(rc));
+        job.done({}, std::string("could not resolve ") + job.host + ": " + gai_strerror(rc));
         continue;
       }
-      Address a;
-      std::memcpy(&a.storage, found->ai_addr, found->ai_addrlen);
-      a.length = found->ai_addrlen;
+      std::vector<Address> addresses;
+      for (addrinfo* at = found; at != nullptr; at = at->ai_next) {
+        Address& a = addresses.emplace_back();
+        std::memcpy(&a.storage, at->ai_addr, at->ai_addrlen);
+        a.length = at->ai_addrlen;
+      }
       freeaddrinfo(found);
-      job.done(a, {});
+      job.done(std::move(addresses), {});
     }
   }
 
@@ -316,20 +316,21 @@ class NativeTransport final : public AttemptLayer,
           origin_.host + ":" + std::to_string(origin_.port) + " is not reachable on this network");
     }
     if (auto literal = Literal(host, port)) {
-      return connection.Dial(reinterpret_cast<const sockaddr*>(&literal->storage), literal->length);
+      return connection.Dial({*literal});
     }
     if (!resolver_) resolver_ = std::make_unique<Resolver>();
     std::weak_ptr<const char> alive = alive_;
     resolver_->Resolve(
         host, port,
-        [this, alive, id = connection.id()](std::optional<Address> address, std::string error) {
-          loop_->Post([this, alive, id, address, error = std::move(error)] {
-            if (!alive.lock()) return;
-            Connection* c = Find(id);
-            if (c == nullptr || c->state() != Connection::State::kResolving) return;
-            if (!address) return c->FailToOpen(ErrorKind::kTransport, error);
-            c->Dial(reinterpret_cast<const sockaddr*>(&address->storage), address->length);
-          });
+        [this, alive, id = connection.id()](std::vector<Address> addresses, std::string error) {
+          loop_->Post(
+              [this, alive, id, addresses = std::move(addresses), error = std::move(error)] {
+                if (!alive.lock()) return;
+                Connection* c = Find(id);
+                if (c == nullptr || c->state() != Connection::State::kResolving) return;
+                if (addresses.empty()) return c->FailToOpen(ErrorKind::kTransport, error);
+                c->Dial(addresses);
+              });
         });
   }
 
