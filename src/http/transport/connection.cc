@@ -103,11 +103,22 @@ bool Connection::Carry(Exchange& exchange) {
       exchange.connection = nullptr;
       return false;
     }
-    Flush();
+    // Written with whatever else the pool hands over in this turn: one TLS
+    // record for many requests.
+    if (!flush_requested_) {
+      flush_requested_ = true;
+      events_.ConnectionWantsFlush(*this);
+    }
     return true;
   }
   waiting_.push_back(&exchange);
   return true;
+}
+
+void Connection::FlushRequested() {
+  if (!flush_requested_) return;
+  flush_requested_ = false;
+  Flush();
 }
 
 void Connection::Abandon(Exchange& exchange) {
@@ -265,7 +276,7 @@ void Connection::ReadSome() {
   while (state_ == State::kOpen && total < kReadBudget) {
     std::size_t n = 0;
     if (ssl_ != nullptr) {
-      ERR_clear_error();
+      // The error queue is emptied after every failure, so it is empty here.
       int r = SSL_read(ssl_, buffer_.data(), static_cast<int>(buffer_.size()));
       if (r <= 0) {
         int error = SSL_get_error(ssl_, r);
@@ -341,7 +352,6 @@ void Connection::Flush() {
       }
       std::size_t chunk = std::min(out_.size() - out_offset_, kWriteChunk);
       if (ssl_ != nullptr) {
-        ERR_clear_error();
         int r = SSL_write(ssl_, out_.data() + out_offset_, static_cast<int>(chunk));
         if (r <= 0) {
           int error = SSL_get_error(ssl_, r);

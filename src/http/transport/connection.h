@@ -45,6 +45,9 @@ class ConnectionEvents {
   virtual void ConnectionClosed(Connection& connection) = 0;
   // Work left over from a wake-up: the pool calls Continue() soon.
   virtual void ConnectionHasMore(Connection& connection) = 0;
+  // Requests were queued on the connection: the pool calls
+  // FlushRequested() once it has handed over what it can in this turn.
+  virtual void ConnectionWantsFlush(Connection& connection) = 0;
 
  protected:
   ~ConnectionEvents() = default;
@@ -91,6 +94,8 @@ class Connection final : private CodecEvents {
   void Close(const std::string& why);
   // Goes on with the work a wake-up left (see ConnectionHasMore).
   void Continue();
+  // Writes what Carry queued (see ConnectionWantsFlush).
+  void FlushRequested();
 
  private:
   void DialNext();
@@ -130,6 +135,7 @@ class Connection final : private CodecEvents {
   bool write_wants_read_ = false;  // TLS: SSL_write needs a read first
   bool in_io_ = false;             // a read or flush is on the stack
   bool flush_again_ = false;
+  bool flush_requested_ = false;
   std::string out_;
   std::size_t out_offset_ = 0;
   std::array<std::uint8_t, 16 * 1024> buffer_;

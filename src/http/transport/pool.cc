@@ -204,7 +204,19 @@ class NativeTransport final : public AttemptLayer,
       std::lock_guard lock(incoming_mu_);
       batch.swap(incoming_);
     }
+    ++batching_;
     for (auto& attempt : batch) Begin(std::move(attempt));
+    --batching_;
+    FlushRequested();
+  }
+
+  // Writes the requests handed to connections in this turn.
+  void FlushRequested() {
+    while (!to_flush_.empty()) {
+      std::uint64_t id = to_flush_.back();
+      to_flush_.pop_back();
+      if (Connection* c = Find(id)) c->FlushRequested();
+    }
   }
 
   void Begin(std::shared_ptr<Attempt> attempt) {
@@ -277,6 +289,7 @@ class NativeTransport final : public AttemptLayer,
       }
     } while (dispatch_again_ && !stopped_);
     dispatching_ = false;
+    if (batching_ == 0) FlushRequested();
   }
 
   // An open connection that can take one more exchange now, oldest first.
@@ -395,6 +408,10 @@ class NativeTransport final : public AttemptLayer,
     Dispatch();
   }
 
+  void ConnectionWantsFlush(Connection& connection) override {
+    to_flush_.push_back(connection.id());
+  }
+
   void ConnectionHasMore(Connection& connection) override {
     std::weak_ptr<const char> alive = alive_;
     loop_->Post([this, alive, id = connection.id()] {
@@ -453,6 +470,8 @@ class NativeTransport final : public AttemptLayer,
   std::uint64_t next_exchange_id_ = 0;
   std::uint64_t next_connection_id_ = 0;
   bool dispatching_ = false;
+  int batching_ = 0;                     // TakeIncoming is handing a batch over
+  std::vector<std::uint64_t> to_flush_;  // connections with requests to write
   bool dispatch_again_ = false;
   bool stopped_ = false;
 
