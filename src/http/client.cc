@@ -41,6 +41,7 @@ struct Client::Impl {
   std::string dependency;
   retry::Budget budget;
   retry::Retrier retrier;
+  internal::TransparentRetries transparent;
   circuit::Breaker breaker;
   // Every call's deadline; timeouts of one length, so in order.
   outbound::internal::TimeoutList deadlines;
@@ -109,7 +110,8 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
                                        *c.runtime.clock);
   attempt = internal::MakeAttemptSpan(std::move(attempt), *c.runtime.clock);
   std::unique_ptr<internal::CallLayer> call = internal::MakeRetryLoop(
-      std::move(attempt), {&c.retrier, c.runtime.clock, c.runtime.random, c.settings.on_attempt});
+      std::move(attempt),
+      {&c.retrier, c.runtime.clock, c.runtime.random, c.settings.on_attempt, &c.transparent});
   call = internal::MakeRedirects(std::move(call), c.origin);
   c.calls = std::move(call);
   c.pool->CountCallsWith(c.live_count);
