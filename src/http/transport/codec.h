@@ -27,6 +27,9 @@ class CodecEvents {
 class Codec {
  public:
   virtual ~Codec() = default;
+  // Whether the protocol is ready for exchanges (HTTP/2: the server's
+  // first SETTINGS frame arrived, so its stream limit is known).
+  virtual bool Ready() const { return true; }
   // Whether the connection may carry one more exchange now.
   virtual bool HasRoom() const = 0;
   // Whether the connection is not carrying any exchange.

@@ -52,8 +52,7 @@ bool Connection::Reusable() const {
 }
 
 bool Connection::AwaitingSettings() const {
-  return state_ == State::kOpen && protocol_ == Protocol::kHttp2 && !codec_->HasRoom() &&
-         codec_->Idle() && codec_->Reusable();
+  return state_ == State::kOpen && !codec_->Ready() && codec_->Reusable();
 }
 
 void Connection::Dial(std::vector<SocketAddress> addresses) {

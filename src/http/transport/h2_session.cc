@@ -113,7 +113,7 @@ bool H2Session::Start(Exchange& exchange) {
   std::string length = std::to_string(request.body.size());
   if (has_body) fields.push_back(Field("content-length", length));
   nghttp2_data_provider body{};
-  body.source.ptr = &exchange;
+  body.source.ptr = nullptr;  // ReadBody finds the exchange by its stream
   body.read_callback = ReadBody;
   std::int32_t id = nghttp2_submit_request(session_, nullptr, fields.data(), fields.size(),
                                            request.body.empty() ? nullptr : &body, &exchange);
@@ -441,14 +441,19 @@ int H2Session::OnStreamClose(nghttp2_session*, std::int32_t stream_id, std::uint
   return 0;
 }
 
-ssize_t H2Session::ReadBody(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
-                            std::uint32_t* flags, nghttp2_data_source* source, void*) {
-  auto& exchange = *static_cast<Exchange*>(source->ptr);
-  const std::string& body = exchange.attempt->request->body;
-  std::size_t n = std::min(length, body.size() - exchange.body_offset);
-  std::copy_n(body.data() + exchange.body_offset, n, buf);
-  exchange.body_offset += n;
-  if (exchange.body_offset == body.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+ssize_t H2Session::ReadBody(nghttp2_session*, std::int32_t stream_id, std::uint8_t* buf,
+                            std::size_t length, std::uint32_t* flags, nghttp2_data_source*,
+                            void* user) {
+  // Looked up by stream, not kept as a pointer: an exchange cut short is
+  // gone, though nghttp2 may still hold its stream until its RST_STREAM
+  // is written.
+  Exchange* exchange = static_cast<H2Session*>(user)->Find(stream_id);
+  if (exchange == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  const std::string& body = exchange->attempt->request->body;
+  std::size_t n = std::min(length, body.size() - exchange->body_offset);
+  std::copy_n(body.data() + exchange->body_offset, n, buf);
+  exchange->body_offset += n;
+  if (exchange->body_offset == body.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
   return static_cast<ssize_t>(n);
 }
 

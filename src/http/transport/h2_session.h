@@ -46,6 +46,7 @@ class H2Session final : public Codec {
   H2Session(const H2Session&) = delete;
   H2Session& operator=(const H2Session&) = delete;
 
+  bool Ready() const override { return settings_received_; }
   bool HasRoom() const override;
   bool Idle() const override { return streams_.empty(); }
   bool Reusable() const override { return !goaway_ && !broken_; }

@@ -147,9 +147,11 @@ class NativeTransport final : public AttemptLayer,
   }
 
   ~NativeTransport() override {
-    resolver_.reset();  // what it found is posted before the cleanup below
     loop_->RunAndWait([this] {
       stopped_ = true;
+      // Waits for a name being resolved; what it found finds the transport
+      // gone (alive_).
+      resolver_.reset();
       idle_timer_.Cancel();
       queue_.clear();
       std::vector<Exchange*> live;
