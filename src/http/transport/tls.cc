@@ -61,7 +61,12 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsSettings& tls) {
   SSL_CTX_set_alpn_protos(ctx, kAlpn, sizeof kAlpn);
   SSL_CTX_set_keylog_callback(ctx, nullptr);
   if (tls.root_pem.empty()) {
-    SSL_CTX_set_default_verify_paths(ctx);  // the system's roots
+    // The system's roots, from where OpenSSL was built to find them, and
+    // only there: SSL_CTX_set_default_verify_paths would read SSL_CERT_FILE
+    // and SSL_CERT_DIR from the environment.
+    SSL_CTX_load_verify_file(ctx, X509_get_default_cert_file());
+    SSL_CTX_load_verify_dir(ctx, X509_get_default_cert_dir());
+    ERR_clear_error();  // a place that does not exist is no error here
   } else {
     X509_STORE* store = X509_STORE_new();
     auto bio = MemBio(tls.root_pem);
