@@ -124,8 +124,12 @@ void Connection::Abandon(Exchange& exchange) {
   exchange.connection = nullptr;
   if (auto it = std::find(waiting_.begin(), waiting_.end(), &exchange); it != waiting_.end()) {
     waiting_.erase(it);
-    // A dial nobody waits for any more goes with its attempt.
-    if (opening() && waiting_.empty()) Close("the attempt it was opened for was cut short");
+    // A dial nobody waits for any more goes with its attempt; so does an
+    // HTTP/2 connection whose server never sent its SETTINGS (it would
+    // hold the pool's one opening slot forever).
+    if ((opening() || AwaitingSettings()) && waiting_.empty()) {
+      Close("the attempt it was opened for was cut short");
+    }
     return;
   }
   if (codec_ == nullptr || closed()) return;
