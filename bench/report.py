@@ -16,7 +16,7 @@ def load_lines(path):
 
 
 side = load_lines(os.path.join(work, "side.jsonl"))
-clients = ["raw", "outbound", "telemetry", "h2load"]
+clients = ["raw", "outbound", "telemetry", "native", "h2load"]
 median = {}
 for who in clients:
     runs = [r["result"] for r in side if r["client"] == who]
@@ -31,7 +31,7 @@ for who in clients:
 
 h1 = load_lines(os.path.join(work, "side_h1.jsonl"))
 median_h1 = {}
-for who in ("raw", "outbound"):
+for who in ("raw", "outbound", "native"):
     runs = [r["result"] for r in h1 if r["client"] == who]
     median_h1[who] = {
         "calls_per_second": statistics.median(r["calls_per_second"] for r in runs),
@@ -43,12 +43,20 @@ for who in ("raw", "outbound"):
 
 outage = json.load(open(os.path.join(work, "outage.json")))
 soak = json.load(open(os.path.join(work, "soak.json")))
+soak_native = json.load(open(os.path.join(work, "soak_native.json")))
+
+
+def quarters(samples):
+    quarter = max(1, len(samples) // 4)
+    return statistics.mean(samples[:quarter]), statistics.mean(samples[-quarter:])
+
+
 samples = soak["rss_kb_samples"]
-quarter = max(1, len(samples) // 4)
-first, last = statistics.mean(samples[:quarter]), statistics.mean(samples[-quarter:])
+first, last = quarters(samples)
+first_native, last_native = quarters(soak_native["rss_kb_samples"])
 cg = json.load(open(os.path.join(work, "callgrind.json")))
 per_call = {who: (cg[who][1] - cg[who][0]) / (cg["large"] - cg["small"])
-            for who in ("raw", "outbound", "telemetry")}
+            for who in ("raw", "outbound", "telemetry", "native", "h2load")}
 micro = json.load(open(os.path.join(work, "micro.json")))
 micro_rows = {}
 for b in micro["benchmarks"]:
@@ -56,7 +64,8 @@ for b in micro["benchmarks"]:
         name = b.get("run_name", b["name"])
         micro_rows[name] = {"ns": b["cpu_time"], "allocs_per_op": b.get("allocs/op", 0.0)}
 
-o, r, h, t = median["outbound"], median["raw"], median["h2load"], median["telemetry"]
+o, r, h, t, n = (median["outbound"], median["raw"], median["h2load"], median["telemetry"],
+                 median["native"])
 
 
 def ratio(a, b):
@@ -74,6 +83,12 @@ ratios = {
     "throughput_telemetry_over_outbound": ratio(t["calls_per_second"], o["calls_per_second"]),
     "cpu_telemetry_over_outbound": ratio(t["cpu_us_per_call"], o["cpu_us_per_call"]),
     "instructions_telemetry_over_outbound": ratio(per_call["telemetry"], per_call["outbound"]),
+    "throughput_native_over_raw": ratio(n["calls_per_second"], r["calls_per_second"]),
+    "cpu_native_over_h2load": ratio(n["cpu_us_per_call"], h["cpu_us_per_call"]),
+    "instructions_native_over_raw": ratio(per_call["native"], per_call["raw"]),
+    "instructions_native_over_h2load": ratio(per_call["native"], per_call["h2load"]),
+    "throughput_native_over_raw_http1": ratio(median_h1["native"]["calls_per_second"],
+                                              median_h1["raw"]["calls_per_second"]),
 }
 results = {
     "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -87,17 +102,20 @@ results = {
     "outage": outage,
     "memory": {"calls": soak["calls"], "rss_kb_first_quarter": first, "rss_kb_last_quarter": last,
                "growth": last / first - 1, "samples_kb": samples},
+    "memory_native": {"calls": soak_native["calls"], "rss_kb_first_quarter": first_native,
+                      "rss_kb_last_quarter": last_native, "growth": last_native / first_native - 1,
+                      "samples_kb": soak_native["rss_kb_samples"]},
     "micro": micro_rows,
 }
 
 print()
-print(f"{'':28}{'raw libcurl':>14}{'outbound':>14}{'h2load':>14}")
-print(f"{'calls/s':28}{r['calls_per_second']:>14.0f}{o['calls_per_second']:>14.0f}{h['calls_per_second']:>14.0f}")
-print(f"{'CPU us/call (user+sys)':28}{r['cpu_us_per_call']:>14.1f}{o['cpu_us_per_call']:>14.1f}{h['cpu_us_per_call']:>14.1f}")
-print(f"{'p50 latency ms':28}{r['p50_ms']:>14.2f}{o['p50_ms']:>14.2f}{h['p50_ms']:>14.2f}")
-print(f"{'p99 latency ms':28}{r['p99_ms']:>14.2f}{o['p99_ms']:>14.2f}{'':>14}")
-print(f"{'peak RSS MiB':28}{r['peak_rss_kb']/1024:>14.1f}{o['peak_rss_kb']/1024:>14.1f}{h['peak_rss_kb']/1024:>14.1f}")
-print(f"{'instructions/call':28}{per_call['raw']:>14.0f}{per_call['outbound']:>14.0f}{'':>14}")
+print(f"{'':28}{'raw libcurl':>14}{'outbound':>14}{'native':>14}{'h2load':>14}")
+print(f"{'calls/s':28}{r['calls_per_second']:>14.0f}{o['calls_per_second']:>14.0f}{n['calls_per_second']:>14.0f}{h['calls_per_second']:>14.0f}")
+print(f"{'CPU us/call (user+sys)':28}{r['cpu_us_per_call']:>14.1f}{o['cpu_us_per_call']:>14.1f}{n['cpu_us_per_call']:>14.1f}{h['cpu_us_per_call']:>14.1f}")
+print(f"{'p50 latency ms':28}{r['p50_ms']:>14.2f}{o['p50_ms']:>14.2f}{n['p50_ms']:>14.2f}{h['p50_ms']:>14.2f}")
+print(f"{'p99 latency ms':28}{r['p99_ms']:>14.2f}{o['p99_ms']:>14.2f}{n['p99_ms']:>14.2f}{'':>14}")
+print(f"{'peak RSS MiB':28}{r['peak_rss_kb']/1024:>14.1f}{o['peak_rss_kb']/1024:>14.1f}{n['peak_rss_kb']/1024:>14.1f}{h['peak_rss_kb']/1024:>14.1f}")
+print(f"{'instructions/call':28}{per_call['raw']:>14.0f}{per_call['outbound']:>14.0f}{per_call['native']:>14.0f}{per_call['h2load']:>14.0f}")
 print()
 print(f"outbound / raw libcurl: throughput {ratios['throughput_outbound_over_raw']:.2f}x, "
       f"CPU {ratios['cpu_outbound_over_raw']:.2f}x, instructions {ratios['instructions_outbound_over_raw']:.2f}x")
@@ -107,15 +125,21 @@ print(f"telemetry on / off: throughput {ratios['throughput_telemetry_over_outbou
       f"({per_call['telemetry']:.0f} per call)")
 print(f"outbound / h2load: throughput {ratios['throughput_outbound_over_h2load']:.2f}x, "
       f"CPU {ratios['cpu_outbound_over_h2load']:.2f}x (raw libcurl / h2load: {ratios['throughput_raw_over_h2load']:.2f}x)")
-r1, o1 = median_h1["raw"], median_h1["outbound"]
+print(f"native / raw libcurl: throughput {ratios['throughput_native_over_raw']:.2f}x, "
+      f"instructions {ratios['instructions_native_over_raw']:.2f}x; native / h2load: CPU "
+      f"{ratios['cpu_native_over_h2load']:.2f}x, instructions {ratios['instructions_native_over_h2load']:.2f}x")
+r1, o1, n1 = median_h1["raw"], median_h1["outbound"], median_h1["native"]
 print(f"HTTP/1.1 over TLS (nginx): raw {r1['calls_per_second']:.0f} calls/s {r1['cpu_us_per_call']:.1f} us/call, "
-      f"outbound {o1['calls_per_second']:.0f} calls/s {o1['cpu_us_per_call']:.1f} us/call: "
-      f"throughput {ratio(o1['calls_per_second'], r1['calls_per_second']):.2f}x, "
-      f"CPU {ratio(o1['cpu_us_per_call'], r1['cpu_us_per_call']):.2f}x")
+      f"outbound {o1['calls_per_second']:.0f} calls/s {o1['cpu_us_per_call']:.1f} us/call, "
+      f"native {n1['calls_per_second']:.0f} calls/s {n1['cpu_us_per_call']:.1f} us/call: "
+      f"outbound/raw throughput {ratio(o1['calls_per_second'], r1['calls_per_second']):.2f}x, "
+      f"CPU {ratio(o1['cpu_us_per_call'], r1['cpu_us_per_call']):.2f}x; native/raw throughput "
+      f"{ratio(n1['calls_per_second'], r1['calls_per_second']):.2f}x")
 print(f"outage, attempts per call: default budget {outage['attempts_per_call_default_budget']:.2f}, "
       f"unlimited budget {outage['attempts_per_call_unlimited_budget']:.2f}")
 print(f"memory over {soak['calls']} calls: RSS {first/1024:.1f} MiB (first quarter) -> "
-      f"{last/1024:.1f} MiB (last quarter), {100*(last/first-1):+.1f}%")
+      f"{last/1024:.1f} MiB (last quarter), {100*(last/first-1):+.1f}%; native "
+      f"{first_native/1024:.1f} -> {last_native/1024:.1f} MiB, {100*(last_native/first_native-1):+.1f}%")
 for name, row in micro_rows.items():
     print(f"  {name:44}{row['ns']:8.1f} ns  allocs/op {row['allocs_per_op']:.2g}")
 

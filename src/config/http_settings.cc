@@ -73,6 +73,7 @@ constexpr const char* kFields[] = {
     "CA_FILE",
     "CERT_FILE",
     "KEY_FILE",
+    "TRANSPORT",
 };
 
 }  // namespace
@@ -140,6 +141,13 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
             std::optional(d.max_response_bytes), Checking(http::CheckMaxResponseBytes));
   s.max_connections = r.Get(name("MAX_CONNECTIONS"), integer, std::optional(d.max_connections),
                             Checking(http::CheckMaxConnections));
+  Parser<http::Transport> transport = [](const std::string& text) -> Result<http::Transport> {
+    if (text == "curl") return http::Transport::kCurl;
+    if (text == "native") return http::Transport::kNative;
+    return Fail(ErrorKind::kInvalidSettings, "must be curl or native");
+  };
+  s.transport = r.Get(name("TRANSPORT"), transport, std::optional(d.transport),
+                      Checking(http::CheckTransport));
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }

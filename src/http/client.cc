@@ -10,6 +10,7 @@
 #include "layers.h"
 #include "origin.h"
 #include "request_check.h"
+#include "transport/pool.h"
 
 namespace outbound::http {
 namespace {
@@ -43,6 +44,7 @@ struct Client::Impl {
   std::string fault_point = "http:" + dependency;
   retry::Budget budget;
   retry::Retrier retrier;
+  internal::TransparentRetries transparent;
   circuit::Breaker breaker;
   // After the breaker and budget its gauges read, so it goes first.
   internal::ClientTelemetry telemetry;
@@ -140,7 +142,10 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   Impl& c = *impl;
 
   // The call path, bottom to top: the layers of one attempt, then of a call.
-  auto transport = internal::MakeCurlTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool);
+  auto transport =
+      c.settings.transport == Transport::kNative
+          ? internal::MakeNativeTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool)
+          : internal::MakeCurlTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool);
   if (!transport) return tl::unexpected(transport.error());
   std::unique_ptr<internal::AttemptLayer> attempt = std::move(*transport);
   if (c.settings.faults.enabled) {
@@ -156,8 +161,8 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
                                        *c.runtime.clock, c.telemetry);
   attempt = internal::MakeAttemptSpan(std::move(attempt), *c.runtime.clock, c.telemetry);
   std::unique_ptr<internal::CallLayer> call = internal::MakeRetryLoop(
-      std::move(attempt),
-      {&c.retrier, c.runtime.clock, c.runtime.random, c.AttemptObservers(), &c.telemetry});
+      std::move(attempt), {&c.retrier, c.runtime.clock, c.runtime.random, c.AttemptObservers(),
+                           &c.telemetry, &c.transparent});
   call = internal::MakeRedirects(std::move(call), c.origin);
   if (c.settings.rate_limit) {
     call = internal::MakeRateLimit(std::move(call), *c.runtime.clock, *c.settings.rate_limit);

@@ -402,6 +402,31 @@ std::unique_ptr<AttemptLayer> MakeBreakerLayer(std::unique_ptr<AttemptLayer> nex
 std::unique_ptr<AttemptLayer> MakeAttemptSpan(std::unique_ptr<AttemptLayer> next, Clock& clock,
                                               const ClientTelemetry& telemetry);
 
+// Retries of attempts the server did not process (a refused stream),
+// earned by the client's answered attempts: each attempt that got a
+// response earns one, up to kMax; each such retry spends one. While the
+// dependency answers, a refusal of some streams costs no retry budget and
+// no MaxAttempts; a dependency that refuses everything earns nothing, and
+// its refusals fall to the retry budget like any retry. Thread-safe.
+class TransparentRetries {
+ public:
+  static constexpr int kMax = 10;
+  void Earn() {
+    int now = tokens_.load(std::memory_order_relaxed);
+    while (now < kMax && !tokens_.compare_exchange_weak(now, now + 1, std::memory_order_relaxed)) {
+    }
+  }
+  bool TrySpend() {
+    int now = tokens_.load(std::memory_order_relaxed);
+    while (now > 0 && !tokens_.compare_exchange_weak(now, now - 1, std::memory_order_relaxed)) {
+    }
+    return now > 0;
+  }
+
+ private:
+  std::atomic<int> tokens_{0};
+};
+
 // The attempts of one request: retried while safe, allowed and worth it.
 struct RetryLoopOptions {
   const retry::Retrier* retrier;
@@ -410,6 +435,7 @@ struct RetryLoopOptions {
   // Told of every attempt's record as the loop decides what follows it.
   std::function<void(const AttemptRecord&)> on_attempt;
   const ClientTelemetry* telemetry;
+  TransparentRetries* transparent = nullptr;  // the client's; outlives the loop
 };
 std::unique_ptr<CallLayer> MakeRetryLoop(std::unique_ptr<AttemptLayer> next,
                                          RetryLoopOptions options);

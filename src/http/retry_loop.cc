@@ -15,7 +15,8 @@ namespace {
 constexpr std::size_t kRetriedBodyLimit = 64 * 1024;
 
 // Attempts taken down by a connection whose loss another attempt already
-// counted are sent again at once, outside the budget and MaxAttempts (as
+// counted, and attempts the server did not process while it answers
+// others, are sent again at once, outside the budget and MaxAttempts (as
 // gRPC's transparent retries are), this many times per request at most.
 constexpr int kMaxCollateralRetries = 3;
 
@@ -77,10 +78,18 @@ class RetryingRequest final : public AttemptOwner,
   void AttemptEnded(AttemptOutcome&& outcome) override {
     std::optional<retry::DecisionKind> decided;
     Duration wait{0};
+    if (outcome.result && options_.transparent != nullptr) options_.transparent->Earn();
     if (outcome.collateral && !outcome.thrown) {
       bool again = safe_ && collateral_retries_ < kMaxCollateralRetries;
       collateral_retries_ += again ? 1 : 0;
       decided = again ? retry::DecisionKind::kAgain : retry::DecisionKind::kStopped;
+    } else if (outcome.unprocessed && !outcome.thrown && request_->replayable &&
+               collateral_retries_ < kMaxCollateralRetries && options_.transparent != nullptr &&
+               options_.transparent->TrySpend()) {
+      // Not processed, while the dependency answers others: sent again at
+      // once, outside the budget and MaxAttempts (see TransparentRetries).
+      ++collateral_retries_;
+      decided = retry::DecisionKind::kAgain;
     } else if (!outcome.thrown && !outcome.rejected && outcome.classification) {
       const Classification& c = *outcome.classification;
       retry::Decision d =

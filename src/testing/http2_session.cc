@@ -133,6 +133,14 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
       return;
     }
     int goaway_after = server_.options.goaway_after_streams;
+    int unprocessed = server_.options.goaway_unprocessed;
+    if (goaway_after > 0 && requests_ > goaway_after - unprocessed && requests_ < goaway_after) {
+      // One of the streams the coming GOAWAY leaves out: held unanswered
+      // until it goes, however the requests were batched on the wire.
+      server_.Received(streams_[id].request);
+      streams_[id].answered = true;
+      return;
+    }
     if (goaway_after > 0 && requests_ == goaway_after) {
       goaway_last_stream_ = id - 2 * server_.options.goaway_unprocessed;
       nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, goaway_last_stream_, NGHTTP2_NO_ERROR,

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "client_test_support.h"
 #include "outbound/http/client.h"
@@ -59,6 +60,15 @@ void TrustSystemWide(const testing::TestCA& ca) {
   WriteFile(g_system_store / hashed, ca.pem());
   // The same CA where OpenSSL's variables point.
   WriteFile(Env("SSL_CERT_FILE"), ca.pem());
+  WriteFile(fs::path(Env("SSL_CERT_DIR")) / hashed, ca.pem());
+}
+
+// The system trusts another CA only; OpenSSL's variables still name the
+// server's.
+void DistrustSystemWide() {
+  for (const auto& entry : fs::directory_iterator(g_system_store)) fs::remove(entry.path());
+  testing::TestCA other;
+  WriteFile(g_system_store / "ca-certificates.crt", other.pem());
 }
 
 class AmbientTest : public ClientTestBase, public ::testing::Test {};
@@ -86,6 +96,19 @@ TEST_F(AmbientTest, GivenRootsAreTheOnlyTrustEvenWhenTheSystemTrustsTheServer) {
   auto answered = trusting->Send(Request::Get("/"));
   ASSERT_TRUE(answered) << answered.error().message();
   EXPECT_EQ(answered->status, 200);
+
+  // The system store is where the library looks, not SSL_CERT_FILE or
+  // SSL_CERT_DIR: with the CA only there, a new client trusts nothing.
+  DistrustSystemWide();
+  auto system_only = MakeClient(system);
+  auto call = system_only->SendAsync(Request::Get("/"));
+  // A safety net, not a tolerance: an untrusted certificate is not retried.
+  ASSERT_EQ(call.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << Attempts().size()
+      << " attempts, the last: " << (Attempts().empty() ? "" : Attempts().back().error_message);
+  auto untrusted = call.get();
+  ASSERT_FALSE(untrusted);
+  EXPECT_EQ(untrusted.error().kind(), ErrorKind::kTlsUntrusted) << untrusted.error().message();
 }
 
 TEST_F(AmbientTest, NoVariableLibcurlOrOpenSslReadsHasAnEffect) {
@@ -154,7 +177,8 @@ int main(int argc, char** argv) {
   setenv("no_proxy", "", 1);
   setenv("SSLKEYLOGFILE", (root / "keys.log").c_str(), 1);
   setenv("SSL_CERT_FILE", (root / "cert.pem").c_str(), 1);
-  setenv("SSL_CERT_DIR", outbound::http::g_system_store.c_str(), 1);
+  fs::create_directories(root / "env-certs");
+  setenv("SSL_CERT_DIR", (root / "env-certs").c_str(), 1);
   setenv("CURL_CA_BUNDLE", (root / "cert.pem").c_str(), 1);
   setenv("CURL_SSL_BACKEND", "gnutls", 1);
   setenv("HOME", root.c_str(), 1);

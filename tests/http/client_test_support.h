@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "test_transport.h"
 #include "outbound/http/client.h"
 #include "outbound/testing/fake_server.h"
 #include "outbound/testing/fixed_random.h"
@@ -44,6 +45,7 @@ class ClientTestBase {
   // recording every attempt and breaker transition.
   Settings PaymentsSettings() {
     Settings s = DefaultSettings();
+    s.transport = TestTransport();
     s.base_url = "https://payments:8443";
     s.tls = TlsSettings{.root_pem = ca.pem()};
     s.observers.push_back(ObserveAttempts([this](const AttemptRecord& record) {

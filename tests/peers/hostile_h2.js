@@ -9,6 +9,8 @@
 //   --mode=empty-data     answers :status 200, then floods empty DATA frames
 //                         that never end the stream
 //   --mode=hang           never answers
+//   --mode=silent         sends nothing at all after the handshake, not even
+//                         its SETTINGS
 //   --flood-ms=D          a flood stops after D ms (10000) and the connection is
 //                         closed, so a client stuck in it cannot hang a test forever
 //
@@ -22,7 +24,9 @@ const {parseArgs, numberArg, serveControl, ignoreSocketErrors} = require('./peer
 const args = parseArgs(process.argv.slice(2));
 const mode = args.mode || 'hang';
 const floodMs = numberArg(args, 'flood-ms', 10000);
-if (!['window-update', 'empty-data', 'hang'].includes(mode)) throw new Error(`bad --mode ${mode}`);
+if (!['window-update', 'empty-data', 'hang', 'silent'].includes(mode)) {
+  throw new Error(`bad --mode ${mode}`);
+}
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 const DATA = 0, HEADERS = 1, SETTINGS = 4, WINDOW_UPDATE = 8;
@@ -83,6 +87,7 @@ server.on('tlsClientError', () => {});
 server.on('secureConnection', (socket) => {
   stats.connections++;
   ignoreSocketErrors(socket);
+  if (mode === 'silent') return;
   socket.write(frame(SETTINGS, 0, 0));  // the server's preface: empty SETTINGS
   let input = Buffer.alloc(0);
   let prefaceSeen = false;

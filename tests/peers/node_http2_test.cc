@@ -185,5 +185,26 @@ TEST_F(NodeHttp2Test, PostReadWholeThenConnectionLostIsNotSentAgain) {
   }
 }
 
+// A server that completes its handshake (ALPN h2) and then says nothing, not
+// even its SETTINGS: each attempt waits out its attempt timeout, and the
+// next one is still sent (on a connection of its own if need be), rather
+// than waiting in the client's queue behind a connection that never opens.
+TEST_F(NodeHttp2Test, AServerThatNeverSendsItsSettingsDoesNotHoldLaterAttempts) {
+  StartPeer("hostile_h2.js", {"--mode=silent"});
+  http::Settings settings = PaymentsSettings();
+  settings.attempt_timeout = std::chrono::milliseconds(100);
+  settings.timeout = std::chrono::milliseconds(1000);
+  settings.backoff_base = settings.backoff_max = std::chrono::milliseconds(1);
+  settings.breaker_policy = NeverTrips();
+  auto client = MakeClient(settings);
+  auto response = client->Send(Request::Get("/"));
+  nlohmann::json stats = peer->Stats();
+  SCOPED_TRACE(log->Summary() + "; server " + stats.dump());
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kDeadline) << response.error().message();
+  // MaxAttempts is 3: every one of them reached a connection.
+  EXPECT_EQ(response.error().attempts(), 3);
+}
+
 }  // namespace
 }  // namespace outbound::peers

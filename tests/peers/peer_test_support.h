@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "../http/test_transport.h"
 #include "node_peer.h"
 #include "outbound/http/client.h"
 #include "outbound/testing/network_map.h"
@@ -164,6 +165,7 @@ class PeerTestBase {
   // every attempt logged and every breaker transition kept.
   http::Settings PaymentsSettings() {
     http::Settings s = http::DefaultSettings();
+    s.transport = http::TestTransport();
     s.base_url = "https://payments:8443";
     s.tls = http::TlsSettings{.root_pem = ca.pem()};
     s.observers.push_back(http::ObserveAttempts(

@@ -12,6 +12,7 @@
 //   BREAKER_SLOW_CALL          a duration; "0s" turns the slow-call rule off
 //   MAX_RESPONSE_BYTES MAX_CONNECTIONS
 //   CA_FILE CERT_FILE KEY_FILE  paths of PEM files, read when URL is https
+//   TRANSPORT                  "curl" or "native"
 //
 //   config::Resolver env(config::ProcessEnvironment());
 //   http::Settings payments = config::ReadHttpSettings(env, "PAYMENTS_", http::DefaultSettings());

@@ -108,6 +108,12 @@ struct FaultSettings {
   bool forward_scenario = false;
 };
 
+// What moves a client's bytes. kCurl: libcurl's multi interface (the
+// default for now). kNative: the library's own transport (nghttp2's
+// client session for HTTP/2, Boost.Beast's parser for HTTP/1.1, OpenSSL),
+// which sees every frame; see docs/http-client.md.
+enum class Transport { kCurl, kNative };
+
 struct Settings {
   // The dependency: its scheme, host and port are the only origin the
   // client sends to. Valid: an absolute http or https URL with a host and
@@ -158,6 +164,9 @@ struct Settings {
   // the Runtime's telemetry. Optional; none may be null.
   std::vector<std::shared_ptr<Observer>> observers;
 
+  // The transport under the layers. Default kCurl. Check: CheckTransport.
+  Transport transport = Transport::kCurl;
+
   // The user's own layers (outbound/http/middleware.h), each level run in
   // the order given: call middleware once per call, above the redirects
   // and retries; attempt middleware once per attempt the breaker admitted.
@@ -192,6 +201,7 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckMaxResponseBytes(std::size_t bytes);
 [[nodiscard]] Result<void> CheckMaxConnections(int n);
 [[nodiscard]] Result<void> CheckRateLimit(const std::optional<RateLimit>& limit);
+[[nodiscard]] Result<void> CheckTransport(Transport transport);
 // The retry budget's and breaker's checks are retry::CheckMaxTokens,
 // retry::CheckTokenRatio, circuit::CheckWindow, circuit::CheckProbes,
 // circuit::CheckOpenFor, circuit::CheckProbeTimeout,

@@ -215,7 +215,9 @@ class FakeServer {
     int goaway_after_streams = 0;
     // With goaway_after_streams: the GOAWAY's last-stream-id is lowered to
     // exclude the last `goaway_unprocessed` streams, which are then left
-    // unanswered, as a server does that did not process them.
+    // unanswered, as a server does that did not process them (those that
+    // arrive before the GOAWAY's own stream wait for it, unanswered, so a
+    // client that writes its requests in one batch sees the same).
     int goaway_unprocessed = 0;
     // HTTP/2: the SETTINGS_MAX_CONCURRENT_STREAMS the server advertises;
     // streams over it are refused (RST_STREAM REFUSED_STREAM), as nghttp2 does.

@@ -1,0 +1,68 @@
+// What a connection speaks once it is open: HTTP/2 (H2Session) or
+// HTTP/1.1 (H1Exchange). A codec turns exchanges into bytes to write and
+// bytes read into responses; it does no I/O. Internal.
+#ifndef OUTBOUND_SRC_HTTP_TRANSPORT_CODEC_H_
+#define OUTBOUND_SRC_HTTP_TRANSPORT_CODEC_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "exchange.h"
+
+namespace outbound::http::internal::transport {
+
+// What a codec tells its connection, once nghttp2 or Beast has returned.
+class CodecEvents {
+ public:
+  // The exchange ended (the codec no longer knows it).
+  virtual void ExchangeEnded(Exchange& exchange, AttemptOutcome&& outcome) = 0;
+  // The connection may take more exchanges now (or fewer).
+  virtual void RoomChanged() = 0;
+
+ protected:
+  ~CodecEvents() = default;
+};
+
+class Codec {
+ public:
+  virtual ~Codec() = default;
+  // Whether the protocol is ready for exchanges (HTTP/2: the server's
+  // first SETTINGS frame arrived, so its stream limit is known).
+  virtual bool Ready() const { return true; }
+  // Whether the connection may carry one more exchange now.
+  virtual bool HasRoom() const = 0;
+  // Whether the connection is not carrying any exchange.
+  virtual bool Idle() const = 0;
+  // Whether the connection is worth keeping for later exchanges.
+  virtual bool Reusable() const = 0;
+  // Takes an exchange (HasRoom() was true): its request is queued for
+  // writing. False if it cannot (nothing of it was sent).
+  [[nodiscard]] virtual bool Start(Exchange& exchange) = 0;
+  // The pool has ended the exchange (cut short): the codec forgets it and
+  // tells the server as its protocol allows. Returns false if the
+  // connection must close for it (HTTP/1.1: the response would still come).
+  virtual bool Abandon(Exchange& exchange) = 0;
+  // Bytes read from the connection. False if the connection cannot go on
+  // (a protocol error, a flood); the codec has said why in `error`.
+  virtual bool Received(const std::uint8_t* data, std::size_t size) = 0;
+  // The peer closed its side (an orderly end of the stream).
+  virtual void PeerClosed() = 0;
+  // Appends what is to be written to `out`; false if it cannot go on.
+  virtual bool Produce(std::string& out) = 0;
+  // Whether the protocol has ended the connection (HTTP/2: GOAWAY, and no
+  // stream left): it is closed.
+  virtual bool Finished() const = 0;
+  // The connection is gone (`why`): every exchange still on it ends, each
+  // reported to the pool with what is known of it.
+  virtual void Closed(const std::string& why) = 0;
+  // Why the codec ended the connection, when Received or Produce said so.
+  const std::string& error() const { return error_; }
+
+ protected:
+  std::string error_;
+};
+
+}  // namespace outbound::http::internal::transport
+
+#endif  // OUTBOUND_SRC_HTTP_TRANSPORT_CODEC_H_

@@ -1,0 +1,409 @@
+#include "connection.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "h1_exchange.h"
+#include "h2_session.h"
+
+namespace outbound::http::internal::transport {
+namespace {
+
+// Bytes written to one connection per wake-up at most.
+constexpr std::size_t kWriteBudget = 256 * 1024;
+// One TLS record's worth per write call.
+constexpr std::size_t kWriteChunk = 64 * 1024;
+
+bool LocalShortage(int error) {
+  return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
+}
+
+}  // namespace
+
+Connection::Connection(std::uint64_t id, EventLoop& loop, ConnectionEvents& events, Clock& clock,
+                       const TlsContext* tls, std::string host)
+    : id_(id), loop_(loop), events_(events), clock_(clock), tls_(tls), host_(std::move(host)) {}
+
+Connection::~Connection() {
+  codec_.reset();
+  if (ssl_ != nullptr) SSL_free(ssl_);
+  if (fd_ >= 0) {
+    loop_.Unwatch(fd_);
+    close(fd_);
+  }
+}
+
+bool Connection::HasRoom() const {
+  return state_ == State::kOpen && waiting_.empty() && codec_->HasRoom();
+}
+
+bool Connection::Idle() const { return waiting_.empty() && (codec_ == nullptr || codec_->Idle()); }
+
+bool Connection::Reusable() const {
+  return state_ == State::kOpen && codec_->Reusable() && !codec_->Finished();
+}
+
+bool Connection::AwaitingSettings() const {
+  return state_ == State::kOpen && !codec_->Ready() && codec_->Reusable();
+}
+
+void Connection::Dial(std::vector<SocketAddress> addresses) {
+  addresses_ = std::move(addresses);
+  next_address_ = 0;
+  DialNext();
+}
+
+void Connection::DialNext() {
+  const SocketAddress& address = addresses_[next_address_++];
+  const auto* sa = reinterpret_cast<const sockaddr*>(&address.storage);
+  fd_ = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) {
+    int error = errno;
+    if (LocalShortage(error)) {
+      return Fail(ErrorKind::kLocalResource, std::string("this process could not open a socket (") +
+                                                 std::strerror(error) +
+                                                 "): not the dependency's failure");
+    }
+    return Fail(ErrorKind::kTransport, std::string("socket: ") + std::strerror(error));
+  }
+  int one = 1;
+  setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  state_ = State::kConnecting;
+  if (connect(fd_, sa, address.length) == 0) return Connected();
+  if (errno != EINPROGRESS) return DialFailed(errno);
+  Watch();
+}
+
+void Connection::DialFailed(int error) {
+  if (next_address_ >= addresses_.size()) {
+    return Fail(ErrorKind::kTransport, std::string("could not connect: ") + std::strerror(error));
+  }
+  if (watched_ != 0) loop_.Unwatch(fd_);
+  watched_ = 0;
+  close(fd_);
+  fd_ = -1;
+  DialNext();
+}
+
+void Connection::FailToOpen(ErrorKind kind, const std::string& why) { Fail(kind, why); }
+
+bool Connection::Carry(Exchange& exchange) {
+  exchange.connection = this;
+  if (state_ == State::kOpen && waiting_.empty() && codec_->HasRoom()) {
+    if (!codec_->Start(exchange)) {
+      exchange.connection = nullptr;
+      return false;
+    }
+    // Written with whatever else the pool hands over in this turn: one TLS
+    // record for many requests.
+    if (!flush_requested_) {
+      flush_requested_ = true;
+      events_.ConnectionWantsFlush(*this);
+    }
+    return true;
+  }
+  waiting_.push_back(&exchange);
+  return true;
+}
+
+void Connection::FlushRequested() {
+  if (!flush_requested_) return;
+  flush_requested_ = false;
+  Flush();
+}
+
+void Connection::Abandon(Exchange& exchange) {
+  exchange.connection = nullptr;
+  if (auto it = std::find(waiting_.begin(), waiting_.end(), &exchange); it != waiting_.end()) {
+    waiting_.erase(it);
+    // A dial nobody waits for any more goes with its attempt; so does an
+    // HTTP/2 connection whose server never sent its SETTINGS (it would
+    // hold the pool's one opening slot forever).
+    if ((opening() || AwaitingSettings()) && waiting_.empty()) {
+      Close("the attempt it was opened for was cut short");
+    }
+    return;
+  }
+  if (codec_ == nullptr || closed()) return;
+  if (!codec_->Abandon(exchange)) return Close("an attempt on it was cut short");
+  Flush();
+}
+
+void Connection::Close(const std::string& why) { Fail(ErrorKind::kTransport, why); }
+
+void Connection::Continue() {
+  if (state_ == State::kOpen) ReadSome();  // which flushes too
+}
+
+void Connection::Fail(ErrorKind kind, const std::string& why, bool cannot_improve) {
+  if (state_ == State::kClosed) return;
+  state_ = State::kClosed;
+  if (fd_ >= 0) {
+    loop_.Unwatch(fd_);
+    close(fd_);
+    fd_ = -1;
+  }
+  watched_ = 0;
+  std::vector<Exchange*> waiting;
+  waiting.swap(waiting_);
+  for (Exchange* exchange : waiting) {
+    exchange->connection = nullptr;
+    AttemptOutcome outcome = Failed(kind, why);
+    outcome.cannot_improve = cannot_improve;
+    events_.ExchangeEnded(*exchange, std::move(outcome));
+  }
+  if (codec_ != nullptr) codec_->Closed(why);
+  events_.ConnectionClosed(*this);
+}
+
+void Connection::Watch() {
+  if (fd_ < 0) return;
+  std::uint32_t wanted = 0;
+  switch (state_) {
+    case State::kConnecting:
+      wanted = EPOLLOUT;
+      break;
+    case State::kHandshaking:
+      wanted = EPOLLIN | (handshake_wants_write_ ? EPOLLOUT : 0u);
+      break;
+    case State::kOpen:
+      wanted = EPOLLIN | (out_offset_ < out_.size() && !write_wants_read_ ? EPOLLOUT : 0u);
+      break;
+    default:
+      return;
+  }
+  if (wanted == watched_) return;
+  watched_ = wanted;
+  loop_.Watch(fd_, wanted, [this](std::uint32_t events) { OnReady(events); });
+}
+
+void Connection::OnReady(std::uint32_t events) {
+  switch (state_) {
+    case State::kConnecting: {
+      int error = 0;
+      socklen_t length = sizeof error;
+      getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &length);
+      if (error != 0) {
+        return Fail(ErrorKind::kTransport,
+                    std::string("could not connect: ") + std::strerror(error));
+      }
+      return Connected();
+    }
+    case State::kHandshaking:
+      return Handshake();
+    case State::kOpen:
+      if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) ReadSome();
+      if (state_ == State::kOpen && ((events & EPOLLOUT) || write_wants_read_)) {
+        write_wants_read_ = false;
+        Flush();
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+void Connection::Connected() {
+  if (tls_ == nullptr) {
+    protocol_ = Protocol::kHttp11;
+    return Opened();
+  }
+  ssl_ = tls_->NewSession(host_, fd_);
+  if (ssl_ == nullptr) return Fail(ErrorKind::kLocalResource, "OpenSSL could not make a session");
+  state_ = State::kHandshaking;
+  Handshake();
+}
+
+void Connection::Handshake() {
+  ERR_clear_error();
+  int r = SSL_do_handshake(ssl_);
+  if (r == 1) {
+    const unsigned char* alpn = nullptr;
+    unsigned int length = 0;
+    SSL_get0_alpn_selected(ssl_, &alpn, &length);
+    bool h2 = length == 2 && alpn[0] == 'h' && alpn[1] == '2';
+    protocol_ = h2 ? Protocol::kHttp2 : Protocol::kHttp11;
+    return Opened();
+  }
+  int error = SSL_get_error(ssl_, r);
+  if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+    handshake_wants_write_ = error == SSL_ERROR_WANT_WRITE;
+    return Watch();
+  }
+  HandshakeFailure failure = DescribeHandshakeFailure(ssl_, error);
+  Fail(failure.kind, failure.message, failure.cannot_improve);
+}
+
+void Connection::Opened() {
+  state_ = State::kOpen;
+  if (protocol_ == Protocol::kHttp2) {
+    codec_ = std::make_unique<H2Session>(static_cast<CodecEvents&>(*this), id_, clock_);
+  } else {
+    codec_ = std::make_unique<H1Exchange>(static_cast<CodecEvents&>(*this), id_, clock_);
+  }
+  StartWaiting();
+  if (closed()) return;
+  Flush();
+  if (closed()) return;
+  Watch();
+  events_.ConnectionHasRoom(*this);
+}
+
+void Connection::StartWaiting() {
+  while (!waiting_.empty() && state_ == State::kOpen && codec_->HasRoom()) {
+    Exchange* exchange = waiting_.front();
+    waiting_.erase(waiting_.begin());
+    if (!codec_->Start(*exchange)) {
+      exchange->connection = nullptr;
+      AttemptOutcome outcome =
+          Failed(ErrorKind::kTransport, "the connection took no more requests");
+      outcome.unprocessed = true;
+      events_.ExchangeEnded(*exchange, std::move(outcome));
+    }
+  }
+}
+
+void Connection::ReadSome() {
+  in_io_ = true;
+  std::size_t total = 0;
+  std::string ended;  // why the connection ends, if it does
+  bool peer_closed = false;
+  while (state_ == State::kOpen && total < kReadBudget) {
+    std::size_t n = 0;
+    if (ssl_ != nullptr) {
+      // The error queue is emptied after every failure, so it is empty here.
+      int r = SSL_read(ssl_, buffer_.data(), static_cast<int>(buffer_.size()));
+      if (r <= 0) {
+        int error = SSL_get_error(ssl_, r);
+        if (error == SSL_ERROR_WANT_READ) break;
+        if (error == SSL_ERROR_WANT_WRITE) {
+          flush_again_ = true;
+          break;
+        }
+        peer_closed = true;
+        if (error == SSL_ERROR_ZERO_RETURN) {
+          ended = "the server closed the connection";
+        } else if (error == SSL_ERROR_SYSCALL && errno != 0) {
+          ended = std::string("the connection failed: ") + std::strerror(errno);
+        } else {
+          unsigned long e = ERR_peek_error();
+          const char* reason = e != 0 ? ERR_reason_error_string(e) : nullptr;
+          ended = reason != nullptr ? std::string("the connection ended: ") + reason
+                                    : "the server closed the connection";
+          ERR_clear_error();
+        }
+        break;
+      }
+      n = static_cast<std::size_t>(r);
+    } else {
+      ssize_t r = recv(fd_, buffer_.data(), buffer_.size(), 0);
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+      if (r <= 0) {
+        peer_closed = true;
+        ended = r == 0 ? "the server closed the connection"
+                       : std::string("the connection failed: ") + std::strerror(errno);
+        break;
+      }
+      n = static_cast<std::size_t>(r);
+    }
+    total += n;
+    if (!codec_->Received(buffer_.data(), n)) {
+      ended = codec_->error().empty() ? "the connection cannot go on" : codec_->error();
+      break;
+    }
+  }
+  in_io_ = false;
+  if (state_ != State::kOpen) return;
+  if (!ended.empty()) {
+    if (peer_closed) codec_->PeerClosed();
+    return Close(ended);
+  }
+  if (total >= kReadBudget && ssl_ != nullptr && SSL_pending(ssl_) > 0) {
+    events_.ConnectionHasMore(*this);
+  }
+  Flush();
+}
+
+void Connection::Flush() {
+  if (in_io_) {
+    flush_again_ = true;
+    return;
+  }
+  if (state_ != State::kOpen) return;
+  in_io_ = true;
+  std::size_t written = 0;
+  std::string failed;
+  do {
+    flush_again_ = false;
+    while (written < kWriteBudget) {
+      if (out_offset_ == out_.size()) {
+        out_.clear();
+        out_offset_ = 0;
+        if (!codec_->Produce(out_)) {
+          failed = codec_->error();
+          break;
+        }
+        if (out_.empty() || state_ != State::kOpen) break;
+      }
+      std::size_t chunk = std::min(out_.size() - out_offset_, kWriteChunk);
+      if (ssl_ != nullptr) {
+        int r = SSL_write(ssl_, out_.data() + out_offset_, static_cast<int>(chunk));
+        if (r <= 0) {
+          int error = SSL_get_error(ssl_, r);
+          if (error == SSL_ERROR_WANT_WRITE) break;
+          if (error == SSL_ERROR_WANT_READ) {
+            write_wants_read_ = true;
+            break;
+          }
+          failed = error == SSL_ERROR_SYSCALL && errno != 0
+                       ? std::string("the connection failed: ") + std::strerror(errno)
+                       : "the connection failed while writing";
+          ERR_clear_error();
+          break;
+        }
+        out_offset_ += static_cast<std::size_t>(r);
+        written += static_cast<std::size_t>(r);
+      } else {
+        ssize_t r = send(fd_, out_.data() + out_offset_, chunk, MSG_NOSIGNAL);
+        if (r < 0) {
+          if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+          failed = std::string("the connection failed: ") + std::strerror(errno);
+          break;
+        }
+        out_offset_ += static_cast<std::size_t>(r);
+        written += static_cast<std::size_t>(r);
+      }
+    }
+  } while (flush_again_ && failed.empty() && state_ == State::kOpen && written < kWriteBudget);
+  in_io_ = false;
+  if (state_ != State::kOpen) return;
+  if (!failed.empty()) return Close(failed);
+  if (codec_->Finished()) {
+    return Close(codec_->error().empty() ? "the HTTP/2 session ended (GOAWAY)" : codec_->error());
+  }
+  Watch();
+  if (written >= kWriteBudget) events_.ConnectionHasMore(*this);  // the rest on a later turn
+}
+
+void Connection::ExchangeEnded(Exchange& exchange, AttemptOutcome&& outcome) {
+  exchange.connection = nullptr;
+  events_.ExchangeEnded(exchange, std::move(outcome));
+}
+
+void Connection::RoomChanged() {
+  if (state_ != State::kOpen) return;
+  StartWaiting();
+  if (state_ != State::kOpen) return;
+  Flush();
+  if (state_ == State::kOpen) events_.ConnectionHasRoom(*this);
+}
+
+}  // namespace outbound::http::internal::transport

@@ -1,0 +1,146 @@
+// One connection to the origin, on the client's event loop: a socket,
+// TLS when the origin is https, and a codec (HTTP/2 or HTTP/1.1, as ALPN
+// decided). It dials, shakes hands, then moves bytes between the socket
+// and the codec, and does a bounded amount of work per wake-up
+// (kReadBudget), so no peer can hold the loop. Every rule about sockets
+// lives here: descriptors the process cannot get are kLocalResource, not
+// the dependency's failure; nothing is read or written after the
+// connection is closed. Internal.
+#ifndef OUTBOUND_SRC_HTTP_TRANSPORT_CONNECTION_H_
+#define OUTBOUND_SRC_HTTP_TRANSPORT_CONNECTION_H_
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../event_loop.h"
+#include "codec.h"
+#include "outbound/clock.h"
+#include "tls.h"
+
+namespace outbound::http::internal::transport {
+
+// Bytes read from one connection per wake-up at most; the loop serves
+// everything else before it reads more.
+inline constexpr std::size_t kReadBudget = 256 * 1024;
+
+// One address to dial.
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+};
+
+// What a connection tells the pool. On the loop thread.
+class ConnectionEvents {
+ public:
+  virtual void ExchangeEnded(Exchange& exchange, AttemptOutcome&& outcome) = 0;
+  // The connection can take exchanges (or more of them) now.
+  virtual void ConnectionHasRoom(Connection& connection) = 0;
+  // The connection is closed; every exchange on it has ended. The pool
+  // destroys it later, outside its own call stack.
+  virtual void ConnectionClosed(Connection& connection) = 0;
+  // Work left over from a wake-up: the pool calls Continue() soon.
+  virtual void ConnectionHasMore(Connection& connection) = 0;
+  // Requests were queued on the connection: the pool calls
+  // FlushRequested() once it has handed over what it can in this turn.
+  virtual void ConnectionWantsFlush(Connection& connection) = 0;
+
+ protected:
+  ~ConnectionEvents() = default;
+};
+
+class Connection final : private CodecEvents {
+ public:
+  enum class State { kResolving, kConnecting, kHandshaking, kOpen, kClosed };
+  enum class Protocol { kUnknown, kHttp11, kHttp2 };
+
+  // `tls` null for plain http. Starts in kResolving: Dial() or
+  // FailToOpen() next.
+  Connection(std::uint64_t id, EventLoop& loop, ConnectionEvents& events, Clock& clock,
+             const TlsContext* tls, std::string host);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  std::uint64_t id() const { return id_; }
+  State state() const { return state_; }
+  Protocol protocol() const { return protocol_; }
+  bool opening() const { return state_ < State::kOpen; }
+  bool closed() const { return state_ == State::kClosed; }
+  // Whether the connection, open, can take an exchange now.
+  bool HasRoom() const;
+  // Whether it carries no exchange (none waiting for it either).
+  bool Idle() const;
+  // Whether it is worth keeping once idle.
+  bool Reusable() const;
+  // HTTP/2 and still waiting for the server's SETTINGS.
+  bool AwaitingSettings() const;
+
+  // Connects to the first of `addresses` that accepts, in order.
+  void Dial(std::vector<SocketAddress> addresses);
+  // The connection could not be opened: its waiting exchanges end.
+  void FailToOpen(ErrorKind kind, const std::string& why);
+
+  // Carries `exchange`: started at once when there is room, or when the
+  // connection opens. False if the codec refused it (nothing was sent).
+  [[nodiscard]] bool Carry(Exchange& exchange);
+  // The pool ended `exchange` (cut short): the connection forgets it.
+  void Abandon(Exchange& exchange);
+  // Closes the connection; the exchanges on it end with `why`.
+  void Close(const std::string& why);
+  // Goes on with the work a wake-up left (see ConnectionHasMore).
+  void Continue();
+  // Writes what Carry queued (see ConnectionWantsFlush).
+  void FlushRequested();
+
+ private:
+  void DialNext();
+  // The address being dialled refused: the next one, or the end.
+  void DialFailed(int error);
+  void OnReady(std::uint32_t events);
+  void Connected();
+  void Handshake();
+  void Opened();
+  void ReadSome();
+  void Flush();
+  void Watch();
+  // Starts what waited for the connection to open (or for room).
+  void StartWaiting();
+  void Fail(ErrorKind kind, const std::string& why, bool cannot_improve = false);
+
+  // CodecEvents
+  void ExchangeEnded(Exchange& exchange, AttemptOutcome&& outcome) override;
+  void RoomChanged() override;
+
+  std::uint64_t id_;
+  EventLoop& loop_;
+  ConnectionEvents& events_;
+  Clock& clock_;
+  const TlsContext* tls_;
+  std::string host_;
+  State state_ = State::kResolving;
+  Protocol protocol_ = Protocol::kUnknown;
+  int fd_ = -1;
+  SSL* ssl_ = nullptr;
+  std::unique_ptr<Codec> codec_;
+  std::vector<Exchange*> waiting_;
+  std::vector<SocketAddress> addresses_;
+  std::size_t next_address_ = 0;
+  std::uint32_t watched_ = 0;
+  bool handshake_wants_write_ = false;
+  bool write_wants_read_ = false;  // TLS: SSL_write needs a read first
+  bool in_io_ = false;             // a read or flush is on the stack
+  bool flush_again_ = false;
+  bool flush_requested_ = false;
+  std::string out_;
+  std::size_t out_offset_ = 0;
+  std::array<std::uint8_t, 16 * 1024> buffer_;
+};
+
+}  // namespace outbound::http::internal::transport
+
+#endif  // OUTBOUND_SRC_HTTP_TRANSPORT_CONNECTION_H_

@@ -1,0 +1,67 @@
+// One attempt inside the native transport (an exchange: a request sent, a
+// response read), and what the codecs tell the pool. Internal.
+#ifndef OUTBOUND_SRC_HTTP_TRANSPORT_EXCHANGE_H_
+#define OUTBOUND_SRC_HTTP_TRANSPORT_EXCHANGE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "../layers.h"
+
+namespace outbound::http::internal::transport {
+
+// A response's header section larger than this fails as too large (and is
+// not retried): it is no answer a client should hold in memory.
+inline constexpr std::size_t kMaxHeaderBytes = 96 * 1024;
+
+class Connection;
+
+struct Exchange {
+  std::uint64_t id = 0;
+  std::shared_ptr<Attempt> attempt;
+  // The request's target ("/charges/1?x=y") and authority ("payments:8443").
+  std::string path;
+  const std::string* authority = nullptr;
+  Response response;
+  std::size_t max_body = 0;  // Settings::max_response_bytes
+  bool headers_done = false;
+  std::size_t header_bytes = 0;       // decoded, each field's name and value
+  std::size_t header_wire_bytes = 0;  // HTTP/2: HEADERS and CONTINUATION payloads
+  bool header_block_open = false;     // HTTP/2: a header block awaits its CONTINUATION
+  bool informational = false;         // HTTP/2: the header block being read is a 1xx
+  bool end_stream = false;            // HTTP/2: END_STREAM arrived
+  Connection* connection = nullptr;   // null while it waits in the pool's queue
+  std::int32_t stream_id = -1;        // HTTP/2
+  bool request_sent = false;          // HTTP/2: its HEADERS frame was written
+  std::size_t body_offset = 0;        // HTTP/2: how much of the request body went out
+  std::optional<std::uint64_t> content_length;
+  // What the codec decided when it had to end the exchange before the
+  // stream or connection did (a limit, a malformed field).
+  std::optional<AttemptOutcome> verdict;
+};
+
+// An outcome of `kind` with `message`, on `connection`.
+inline AttemptOutcome Failed(ErrorKind kind, std::string message) {
+  AttemptOutcome outcome;
+  outcome.result = Fail(kind, std::move(message));
+  return outcome;
+}
+
+// The status code of a status field ("200"): three digits, 100 to 599; 0
+// if it is not one.
+inline int ParseStatus(std::string_view text) {
+  if (text.size() != 3) return 0;
+  int code = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return 0;
+    code = code * 10 + (c - '0');
+  }
+  return code >= 100 && code <= 599 ? code : 0;
+}
+
+}  // namespace outbound::http::internal::transport
+
+#endif  // OUTBOUND_SRC_HTTP_TRANSPORT_EXCHANGE_H_

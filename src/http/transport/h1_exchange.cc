@@ -1,0 +1,243 @@
+#include "h1_exchange.h"
+
+#include <algorithm>
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/optional.hpp>
+
+namespace outbound::http::internal::transport {
+namespace beast_http = boost::beast::http;
+
+// A body kept in a string that grows by doubling but never past its cap
+// (the response limit), so a body near the limit never holds twice it.
+struct CappedBody {
+  struct value_type {
+    std::string text;
+    std::size_t cap = 0;
+  };
+
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(beast_http::header<isRequest, Fields>&, value_type& body) : body_(body) {}
+
+    void init(const boost::optional<std::uint64_t>& length, boost::system::error_code& ec) {
+      ec = {};
+      if (length)
+        body_.text.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(*length, body_.cap)));
+    }
+
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
+      ec = {};
+      std::size_t n = boost::asio::buffer_size(buffers);
+      std::string& text = body_.text;
+      if (text.size() + n > text.capacity()) {
+        text.reserve(std::min(std::max(body_.cap, text.size() + n),
+                              std::max(text.capacity() * 2, text.size() + n)));
+      }
+      for (auto it = boost::asio::buffer_sequence_begin(buffers);
+           it != boost::asio::buffer_sequence_end(buffers); ++it) {
+        boost::asio::const_buffer b = *it;
+        text.append(static_cast<const char*>(b.data()), b.size());
+      }
+      return n;
+    }
+
+    void finish(boost::system::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
+
+class H1Parser : public beast_http::response_parser<CappedBody> {};
+
+namespace {
+
+AttemptOutcome Invalid(std::string why) {
+  AttemptOutcome outcome = Failed(ErrorKind::kInvalidResponse, "the response is malformed: " + why);
+  outcome.cannot_improve = true;
+  return outcome;
+}
+
+}  // namespace
+
+H1Exchange::H1Exchange(CodecEvents& events, std::uint64_t connection_id, Clock& clock)
+    : events_(events), connection_id_(connection_id), clock_(clock) {}
+
+H1Exchange::~H1Exchange() = default;
+
+bool H1Exchange::Start(Exchange& exchange) {
+  const CallRequest& request = *exchange.attempt->request;
+  current_ = &exchange;
+  head_ = request.method == "HEAD";
+  request_.clear();
+  request_.reserve(64 + exchange.path.size() + request.body.size());
+  request_.append(request.method).append(" ").append(exchange.path).append(" HTTP/1.1\r\nHost: ");
+  request_.append(*exchange.authority).append("\r\n");
+  for (const auto& [name, value] : request.headers) {
+    request_.append(name).append(": ").append(value).append("\r\n");
+  }
+  bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
+                  request.method == "PATCH";
+  if (has_body)
+    request_.append("Content-Length: ").append(std::to_string(request.body.size())).append("\r\n");
+  request_.append("\r\n");
+  request_.append(request.body);
+  NewParser();
+  exchange.request_sent = true;
+  return true;
+}
+
+void H1Exchange::NewParser() {
+  parser_ = std::make_unique<H1Parser>();
+  parser_->header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
+  parser_->body_limit(current_->max_body);
+  parser_->eager(true);
+  parser_->skip(head_);
+  parser_->get().body().cap = current_->max_body;
+}
+
+bool H1Exchange::Abandon(Exchange&) {
+  // The response would still come on this connection: it goes.
+  current_ = nullptr;
+  reusable_ = false;
+  return false;
+}
+
+bool H1Exchange::Produce(std::string& out) {
+  if (!request_.empty()) {
+    out.append(request_);
+    request_.clear();
+    request_.shrink_to_fit();
+  }
+  return true;
+}
+
+bool H1Exchange::Received(const std::uint8_t* data, std::size_t size) {
+  if (current_ == nullptr) {
+    // Bytes nobody asked for: the connection cannot be trusted after them.
+    reusable_ = false;
+    error_ = "HTTP/1.1: the server sent bytes with no request outstanding";
+    return false;
+  }
+  in_.append(reinterpret_cast<const char*>(data), size);
+  return Parse();
+}
+
+bool H1Exchange::Parse() {
+  while (current_ != nullptr && !in_.empty()) {
+    boost::system::error_code ec;
+    std::size_t used = parser_->put(boost::asio::buffer(in_.data(), in_.size()), ec);
+    in_.erase(0, used);
+    bool need_more = ec == beast_http::error::need_more;
+    if (ec == beast_http::error::header_limit ||
+        (need_more && in_.size() > kMaxHeaderBytes && !parser_->is_header_done())) {
+      Fail(Failed(ErrorKind::kResponseTooLarge, "the response's header section is larger than " +
+                                                    std::to_string(kMaxHeaderBytes) + " bytes"));
+      return false;
+    }
+    if (ec == beast_http::error::body_limit) {
+      Fail(Failed(ErrorKind::kResponseTooLarge, "the response's body is larger than " +
+                                                    std::to_string(current_->max_body) + " bytes"));
+      return false;
+    }
+    if (ec && !need_more) {
+      Fail(Invalid(ec.message()));
+      return false;
+    }
+    if (parser_->is_header_done() && !current_->headers_done) {
+      const auto& message = parser_->get();
+      int status = message.result_int();
+      if (status < 100 || status > 599 || status == 101) {
+        Fail(Invalid("its status is not one a client can take"));
+        return false;
+      }
+      if (status < 200) {  // an interim answer: the final one follows
+        if (!parser_->is_done()) {
+          Fail(Invalid("an interim answer with a body"));
+          return false;
+        }
+        NewParser();
+        continue;
+      }
+      Response& response = current_->response;
+      response.status = status;
+      response.version = message.version() == 10 ? "1.0" : "1.1";
+      response.headers.reserve(512);
+      for (const auto& field : message) {
+        response.headers.Add(
+            std::string_view(field.name_string().data(), field.name_string().size()),
+            std::string_view(field.value().data(), field.value().size()));
+      }
+      response.received_at = clock_.WallNow();
+      current_->headers_done = true;
+      current_->attempt->HeadersArrived();
+    }
+    if (parser_->is_done()) {
+      if (!in_.empty()) reusable_ = false;  // bytes after the response
+      Answered();
+      return true;
+    }
+    if (need_more || used == 0) return true;
+  }
+  return true;
+}
+
+void H1Exchange::Answered() {
+  auto& message = parser_->get();
+  if (!message.keep_alive()) reusable_ = false;
+  AttemptOutcome outcome;
+  Response response = std::move(current_->response);
+  response.body = std::move(message.body().text);
+  outcome.result = std::move(response);
+  End(std::move(outcome));
+}
+
+void H1Exchange::PeerClosed() {
+  reusable_ = false;
+  if (current_ == nullptr) return;
+  if (current_->headers_done && parser_->need_eof()) {
+    boost::system::error_code ec;
+    parser_->put_eof(ec);
+    if (!ec && parser_->is_done()) return Answered();
+  }
+  // Closed() reports it.
+}
+
+void H1Exchange::Fail(AttemptOutcome&& outcome) {
+  reusable_ = false;
+  current_->verdict = std::move(outcome);
+  error_ = current_->verdict->result.error().message();
+}
+
+void H1Exchange::Closed(const std::string& why) {
+  reusable_ = false;
+  if (current_ == nullptr) return;
+  AttemptOutcome outcome;
+  if (current_->verdict) {
+    outcome = std::move(*current_->verdict);
+  } else if (current_->headers_done) {
+    outcome = Failed(ErrorKind::kTransport, "the response's body was cut short: " + why);
+  } else {
+    outcome = Failed(ErrorKind::kTransport, "no response: " + why);
+    // Every HTTP/1.1 attempt has its own connection: its end is this one's.
+    outcome.connection_lost = true;
+  }
+  End(std::move(outcome));
+}
+
+void H1Exchange::End(AttemptOutcome&& outcome) {
+  Exchange* exchange = current_;
+  current_ = nullptr;
+  parser_.reset();
+  outcome.connection = connection_id_;
+  if (!outcome.result && exchange->headers_done) outcome.body_failed = true;
+  events_.ExchangeEnded(*exchange, std::move(outcome));
+  events_.RoomChanged();
+}
+
+}  // namespace outbound::http::internal::transport

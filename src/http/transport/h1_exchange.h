@@ -1,0 +1,71 @@
+// HTTP/1.1 on one connection: one exchange at a time, the request written
+// once and never again, the response read by Boost.Beast's parser. Every
+// HTTP/1.1 rule of the client lives here:
+//  - the status line: HTTP/1.x, a three-digit status 100-599 (Beast, and
+//    the range check here); an answer without one is invalid;
+//  - framing: conflicting Content-Lengths, Transfer-Encoding with
+//    Content-Length, a malformed chunk: invalid (RFC 9112 §6.3), and the
+//    connection is not used again;
+//  - limits: a header section over kMaxHeaderBytes, a body (announced or
+//    received) over the limit: too large, at once;
+//  - the end: a body shorter than its length or its chunks, cut by the
+//    connection's end, is an error; a body delimited by the end is whole;
+//  - reuse: only after a response read whole that keeps the connection
+//    alive; never after an error, a cut attempt, or bytes nobody asked for.
+// Internal.
+#ifndef OUTBOUND_SRC_HTTP_TRANSPORT_H1_EXCHANGE_H_
+#define OUTBOUND_SRC_HTTP_TRANSPORT_H1_EXCHANGE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "codec.h"
+#include "outbound/clock.h"
+
+namespace outbound::http::internal::transport {
+
+class H1Parser;  // Beast's response parser, kept out of this header
+
+class H1Exchange final : public Codec {
+ public:
+  H1Exchange(CodecEvents& events, std::uint64_t connection_id, Clock& clock);
+  ~H1Exchange() override;
+  H1Exchange(const H1Exchange&) = delete;
+  H1Exchange& operator=(const H1Exchange&) = delete;
+
+  bool HasRoom() const override { return current_ == nullptr && reusable_; }
+  bool Idle() const override { return current_ == nullptr; }
+  bool Reusable() const override { return reusable_; }
+  bool Start(Exchange& exchange) override;
+  bool Abandon(Exchange& exchange) override;
+  bool Received(const std::uint8_t* data, std::size_t size) override;
+  void PeerClosed() override;
+  bool Produce(std::string& out) override;
+  bool Finished() const override { return false; }
+  void Closed(const std::string& why) override;
+
+ private:
+  // Parses what `in_` holds; false if the exchange failed (`current_`'s
+  // verdict says how).
+  bool Parse();
+  void NewParser();
+  // The response is whole: the exchange ends with it.
+  void Answered();
+  void Fail(AttemptOutcome&& outcome);
+  void End(AttemptOutcome&& outcome);
+
+  CodecEvents& events_;
+  std::uint64_t connection_id_;
+  Clock& clock_;
+  Exchange* current_ = nullptr;
+  bool reusable_ = true;
+  bool head_ = false;
+  std::string request_;  // written once, by Produce
+  std::string in_;       // read, not yet taken by the parser
+  std::unique_ptr<H1Parser> parser_;
+};
+
+}  // namespace outbound::http::internal::transport
+
+#endif  // OUTBOUND_SRC_HTTP_TRANSPORT_H1_EXCHANGE_H_

@@ -1,0 +1,460 @@
+#include "h2_session.h"
+
+#include <algorithm>
+#include <charconv>
+#include <string>
+#include <string_view>
+
+namespace outbound::http::internal::transport {
+namespace {
+
+// Streams on one connection at most, whatever the server allows.
+constexpr std::uint32_t kMaxStreams = 1000;
+// Flow-control windows offered to the server: a 100-byte answer and a
+// 64 MiB one both flow without waiting for WINDOW_UPDATEs.
+constexpr std::int32_t kStreamWindow = 1 << 20;
+constexpr std::int32_t kConnectionWindow = 1 << 24;
+// Produce() hands the connection at most this much per call.
+constexpr std::size_t kProduceChunk = 64 * 1024;
+
+std::string_view View(const std::uint8_t* p, std::size_t n) {
+  return {reinterpret_cast<const char*>(p), n};
+}
+
+nghttp2_nv Field(std::string_view name, std::string_view value) {
+  return nghttp2_nv{const_cast<std::uint8_t*>(reinterpret_cast<const std::uint8_t*>(name.data())),
+                    const_cast<std::uint8_t*>(reinterpret_cast<const std::uint8_t*>(value.data())),
+                    name.size(), value.size(), NGHTTP2_NV_FLAG_NONE};
+}
+
+struct CallbacksFree {
+  void operator()(nghttp2_session_callbacks* c) const { nghttp2_session_callbacks_del(c); }
+};
+struct OptionFree {
+  void operator()(nghttp2_option* o) const { nghttp2_option_del(o); }
+};
+
+AttemptOutcome TooLarge(const std::string& what) {
+  return Failed(ErrorKind::kResponseTooLarge, "the response's " + what);
+}
+
+AttemptOutcome Invalid(std::string why) {
+  AttemptOutcome outcome = Failed(ErrorKind::kInvalidResponse, "the response is malformed: " + why);
+  outcome.cannot_improve = true;
+  return outcome;
+}
+
+}  // namespace
+
+H2Session::H2Session(CodecEvents& events, std::uint64_t connection_id, Clock& clock)
+    : events_(events), connection_id_(connection_id), clock_(clock) {
+  nghttp2_session_callbacks* raw = nullptr;
+  nghttp2_session_callbacks_new(&raw);
+  std::unique_ptr<nghttp2_session_callbacks, CallbacksFree> callbacks(raw);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(raw, OnBeginFrame);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(raw, OnFrameRecv);
+  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(raw, OnInvalidFrameRecv);
+  nghttp2_session_callbacks_set_on_header_callback(raw, OnHeader);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(raw, OnDataChunk);
+  nghttp2_session_callbacks_set_on_frame_send_callback(raw, OnFrameSend);
+  nghttp2_session_callbacks_set_on_frame_not_send_callback(raw, OnFrameNotSend);
+  nghttp2_session_callbacks_set_on_stream_close_callback(raw, OnStreamClose);
+  nghttp2_option* raw_option = nullptr;
+  nghttp2_option_new(&raw_option);
+  std::unique_ptr<nghttp2_option, OptionFree> option(raw_option);
+  // Until the server's SETTINGS arrive no stream is started anyway; this is
+  // what nghttp2 assumes meanwhile.
+  nghttp2_option_set_peer_max_concurrent_streams(raw_option, 100);
+  nghttp2_option_set_no_closed_streams(raw_option, 1);
+  nghttp2_session_client_new2(&session_, raw, this, raw_option);
+  nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kStreamWindow},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(kMaxHeaderBytes)},
+  };
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
+}
+
+H2Session::~H2Session() { nghttp2_session_del(session_); }
+
+bool H2Session::HasRoom() const {
+  if (!settings_received_ || goaway_ || broken_) return false;
+  if (nghttp2_session_get_next_stream_id(session_) > (1u << 31) - 3) return false;
+  std::uint32_t allowed = std::min(
+      kMaxStreams,
+      nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
+  return streams_.size() < allowed;
+}
+
+bool H2Session::Finished() const {
+  return broken_ || (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_));
+}
+
+bool H2Session::Start(Exchange& exchange) {
+  const CallRequest& request = *exchange.attempt->request;
+  std::vector<nghttp2_nv> fields;
+  fields.reserve(request.headers.size() + 5);
+  fields.push_back(Field(":method", request.method));
+  fields.push_back(Field(":scheme", "https"));
+  fields.push_back(Field(":authority", *exchange.authority));
+  fields.push_back(Field(":path", exchange.path));
+  // Field names go lower case on HTTP/2 (RFC 9113 §8.2.1).
+  std::vector<std::string> names;
+  names.reserve(request.headers.size());
+  for (const auto& [name, value] : request.headers) {
+    std::string& lower = names.emplace_back(name);
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    fields.push_back(Field(lower, value));
+  }
+  bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
+                  request.method == "PATCH";
+  std::string length = std::to_string(request.body.size());
+  if (has_body) fields.push_back(Field("content-length", length));
+  nghttp2_data_provider body{};
+  body.source.ptr = nullptr;  // ReadBody finds the exchange by its stream
+  body.read_callback = ReadBody;
+  std::int32_t id = nghttp2_submit_request(session_, nullptr, fields.data(), fields.size(),
+                                           request.body.empty() ? nullptr : &body, &exchange);
+  if (id < 0) {
+    goaway_ = true;  // stream ids ran out, or the session is going: no more here
+    return false;
+  }
+  exchange.stream_id = id;
+  streams_.emplace(id, &exchange);
+  return true;
+}
+
+bool H2Session::Abandon(Exchange& exchange) {
+  streams_.erase(exchange.stream_id);
+  nghttp2_session_set_stream_user_data(session_, exchange.stream_id, nullptr);
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, exchange.stream_id, NGHTTP2_CANCEL);
+  room_changed_ = true;
+  return true;
+}
+
+bool H2Session::Received(const std::uint8_t* data, std::size_t size) {
+  ssize_t used = nghttp2_session_mem_recv(session_, data, size);
+  if (used < 0 && error_.empty())
+    error_ = std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(used));
+  if (used < 0) broken_ = true;
+  Deliver();
+  return !broken_;
+}
+
+bool H2Session::Produce(std::string& out) {
+  std::size_t before = out.size();
+  while (out.size() - before < kProduceChunk) {
+    const std::uint8_t* chunk = nullptr;
+    ssize_t n = nghttp2_session_mem_send(session_, &chunk);
+    if (n < 0) {
+      error_ = std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(n));
+      broken_ = true;
+      break;
+    }
+    if (n == 0) break;
+    out.append(reinterpret_cast<const char*>(chunk), static_cast<std::size_t>(n));
+  }
+  Deliver();
+  return !broken_;
+}
+
+void H2Session::Closed(const std::string& why) {
+  broken_ = true;
+  std::vector<Exchange*> left;
+  left.reserve(streams_.size());
+  for (auto& [id, exchange] : streams_) left.push_back(exchange);
+  std::sort(left.begin(), left.end(),
+            [](const Exchange* a, const Exchange* b) { return a->stream_id < b->stream_id; });
+  for (Exchange* exchange : left) {
+    AttemptOutcome outcome;
+    if (exchange->verdict) {
+      outcome = std::move(*exchange->verdict);
+    } else if (!exchange->request_sent) {
+      outcome =
+          Failed(ErrorKind::kTransport, "the connection ended before the request was sent: " + why);
+      outcome.unprocessed = true;
+    } else {
+      outcome = Failed(ErrorKind::kTransport, why);
+      outcome.body_failed = exchange->headers_done;
+      outcome.connection_lost = !exchange->headers_done;
+    }
+    End(exchange->stream_id, std::move(outcome));
+  }
+  Deliver();
+}
+
+Exchange* H2Session::Find(std::int32_t stream_id) const {
+  auto it = streams_.find(stream_id);
+  return it == streams_.end() ? nullptr : it->second;
+}
+
+void H2Session::End(std::int32_t stream_id, AttemptOutcome&& outcome) {
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end()) return;
+  Exchange* exchange = it->second;
+  streams_.erase(it);
+  if (!broken_) nghttp2_session_set_stream_user_data(session_, stream_id, nullptr);
+  outcome.connection = connection_id_;
+  if (!outcome.result && exchange->headers_done) outcome.body_failed = true;
+  ended_.push_back({exchange, std::move(outcome)});
+  room_changed_ = true;
+}
+
+void H2Session::Refuse(Exchange& exchange, AttemptOutcome&& verdict) {
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, exchange.stream_id, NGHTTP2_CANCEL);
+  End(exchange.stream_id, std::move(verdict));
+}
+
+void H2Session::Deliver() {
+  while (!ended_.empty()) {
+    std::vector<Ended> ended;
+    ended.swap(ended_);
+    for (Ended& e : ended) events_.ExchangeEnded(*e.exchange, std::move(e.outcome));
+  }
+  if (room_changed_) {
+    room_changed_ = false;
+    events_.RoomChanged();
+  }
+}
+
+// --- nghttp2's callbacks: they record, and End() defers telling the pool ---
+
+int H2Session::OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user) {
+  auto& self = *static_cast<H2Session*>(user);
+  // Progress is a header field or body bytes for an exchange; everything
+  // else counts towards the flood bound, reset by progress.
+  if (++self.frames_without_progress_ > kMaxFramesWithoutProgress) {
+    self.error_ = "HTTP/2: the server sent " + std::to_string(kMaxFramesWithoutProgress) +
+                  " frames in a row that carried nothing (a flood): the connection is closed";
+    self.broken_ = true;
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION) {
+    if (Exchange* exchange = self.Find(hd->stream_id); exchange != nullptr) {
+      exchange->header_wire_bytes += hd->length;
+      exchange->header_block_open = (hd->flags & NGHTTP2_FLAG_END_HEADERS) == 0;
+      if (exchange->header_wire_bytes > kMaxHeaderBytes) {
+        self.Refuse(*exchange, TooLarge("header section is larger than " +
+                                        std::to_string(kMaxHeaderBytes) + " bytes"));
+      }
+    }
+  }
+  return 0;
+}
+
+int H2Session::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                        std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
+                        std::uint8_t, void* user) {
+  auto& self = *static_cast<H2Session*>(user);
+  Exchange* exchange = self.Find(frame->hd.stream_id);
+  if (exchange == nullptr) return 0;
+  self.frames_without_progress_ = 0;
+  // RFC 9113 §6.5.2's measure: name, value and 32 bytes per field.
+  exchange->header_bytes += namelen + valuelen + 32;
+  if (exchange->header_bytes > kMaxHeaderBytes) {
+    self.Refuse(*exchange, TooLarge("header section is larger than " +
+                                    std::to_string(kMaxHeaderBytes) + " bytes"));
+    return 0;
+  }
+  if (exchange->headers_done) return 0;  // trailers: not kept
+  std::string_view n = View(name, namelen);
+  std::string_view v = View(value, valuelen);
+  if (n == ":status") {
+    int status = ParseStatus(v);
+    if (status == 0) {
+      self.Refuse(*exchange, Invalid("its :status is not a status code"));
+      return 0;
+    }
+    exchange->informational = status < 200;
+    if (!exchange->informational) {
+      exchange->response.status = status;
+      exchange->response.headers.reserve(512);
+    }
+    return 0;
+  }
+  if (exchange->informational) return 0;
+  if (n == "content-length") {
+    std::uint64_t length = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), length);
+    if (ec == std::errc() && end == v.data() + v.size()) {
+      exchange->content_length = length;
+      if (length > exchange->max_body) {
+        // Announced: fail now, read nothing of it.
+        self.Refuse(*exchange, TooLarge("body is larger than " +
+                                        std::to_string(exchange->max_body) + " bytes"));
+        return 0;
+      }
+    }
+  }
+  exchange->response.headers.Add(n, v);
+  return 0;
+}
+
+int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+  auto& self = *static_cast<H2Session*>(user);
+  switch (frame->hd.type) {
+    case NGHTTP2_SETTINGS:
+      if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
+        self.settings_received_ = true;
+        self.room_changed_ = true;
+      }
+      return 0;
+    case NGHTTP2_GOAWAY:
+      // No new stream here; those above last-stream-id are closed by
+      // nghttp2 as refused (unprocessed).
+      self.goaway_ = true;
+      self.room_changed_ = true;
+      return 0;
+    case NGHTTP2_HEADERS:
+    case NGHTTP2_DATA:
+      break;
+    default:
+      return 0;
+  }
+  Exchange* exchange = self.Find(frame->hd.stream_id);
+  if (exchange == nullptr) return 0;
+  if (frame->hd.type == NGHTTP2_HEADERS) {
+    if (exchange->informational) {
+      exchange->informational = false;  // a 1xx: the final header block is still to come
+      exchange->header_bytes = exchange->header_wire_bytes = 0;
+      return 0;
+    }
+    if (!exchange->headers_done && exchange->response.status != 0) {
+      exchange->headers_done = true;
+      exchange->response.version = "2";
+      exchange->response.received_at = self.clock_.WallNow();
+      if (exchange->content_length) {
+        exchange->response.body.reserve(static_cast<std::size_t>(*exchange->content_length));
+      }
+      exchange->attempt->HeadersArrived();
+    }
+  }
+  if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) exchange->end_stream = true;
+  return 0;
+}
+
+int H2Session::OnInvalidFrameRecv(nghttp2_session*, const nghttp2_frame* frame, int error,
+                                  void* user) {
+  auto& self = *static_cast<H2Session*>(user);
+  Exchange* exchange = self.Find(frame->hd.stream_id);
+  if (exchange == nullptr || exchange->verdict) return 0;
+  // nghttp2 resets the stream itself (PROTOCOL_ERROR); it ends as invalid.
+  exchange->verdict = Invalid(nghttp2_strerror(error));
+  return 0;
+}
+
+int H2Session::OnDataChunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id,
+                           const std::uint8_t* data, std::size_t len, void* user) {
+  auto& self = *static_cast<H2Session*>(user);
+  Exchange* exchange = self.Find(stream_id);
+  if (exchange == nullptr || len == 0) return 0;
+  self.frames_without_progress_ = 0;
+  std::string& body = exchange->response.body;
+  if (body.size() + len > exchange->max_body) {
+    self.Refuse(*exchange,
+                TooLarge("body is larger than " + std::to_string(exchange->max_body) + " bytes"));
+    return 0;
+  }
+  // Grows by doubling, never past the limit.
+  if (body.size() + len > body.capacity()) {
+    body.reserve(std::min(exchange->max_body, std::max(body.capacity() * 2, body.size() + len)));
+  }
+  body.append(reinterpret_cast<const char*>(data), len);
+  return 0;
+}
+
+int H2Session::OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+  auto& self = *static_cast<H2Session*>(user);
+  if (frame->hd.type == NGHTTP2_DATA) self.frames_without_progress_ = 0;
+  if (frame->hd.type == NGHTTP2_RST_STREAM &&
+      frame->rst_stream.error_code == NGHTTP2_PROTOCOL_ERROR) {
+    // nghttp2's HTTP messaging checks found the response malformed (a
+    // content-length the body does not match, a forbidden field).
+    Exchange* exchange = self.Find(frame->hd.stream_id);
+    if (exchange != nullptr && !exchange->verdict) {
+      exchange->verdict = Invalid("it breaks HTTP/2's message rules (RFC 9113 §8.1)");
+    }
+    return 0;
+  }
+  if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code == NGHTTP2_COMPRESSION_ERROR) {
+    // nghttp2 gave up on a header block: a field larger than its HPACK
+    // decoder holds (64 KiB), which a block spread over CONTINUATION frames
+    // is; the exchanges reading one fail as too large.
+    for (auto& [id, exchange] : self.streams_) {
+      if (exchange->header_block_open && !exchange->verdict) {
+        exchange->verdict = TooLarge("header section has a field larger than 64 KiB");
+      }
+    }
+    return 0;
+  }
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  if (Exchange* exchange = self.Find(frame->hd.stream_id); exchange != nullptr) {
+    exchange->request_sent = true;
+  }
+  return 0;
+}
+
+int H2Session::OnFrameNotSend(nghttp2_session*, const nghttp2_frame* frame, int error, void* user) {
+  auto& self = *static_cast<H2Session*>(user);
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  if (Exchange* exchange = self.Find(frame->hd.stream_id); exchange != nullptr) {
+    AttemptOutcome outcome = Failed(
+        ErrorKind::kTransport, std::string("the request was not sent: ") + nghttp2_strerror(error));
+    outcome.unprocessed = true;
+    self.End(frame->hd.stream_id, std::move(outcome));
+  }
+  return 0;
+}
+
+int H2Session::OnStreamClose(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
+                             void* user) {
+  auto& self = *static_cast<H2Session*>(user);
+  Exchange* exchange = self.Find(stream_id);
+  if (exchange == nullptr) return 0;
+  AttemptOutcome outcome;
+  if (exchange->verdict) {
+    outcome = std::move(*exchange->verdict);
+    outcome.body_failed = exchange->headers_done;
+  } else if (exchange->end_stream && exchange->headers_done && error_code == NGHTTP2_NO_ERROR) {
+    outcome.result = std::move(exchange->response);
+  } else if (!exchange->request_sent) {
+    outcome = Failed(ErrorKind::kTransport, "the request was not sent");
+    outcome.unprocessed = true;
+  } else if (error_code == NGHTTP2_REFUSED_STREAM && !exchange->headers_done) {
+    // RST_STREAM REFUSED_STREAM, or a stream above a GOAWAY's last one:
+    // RFC 9113 §8.7 says the server did not process it.
+    outcome = Failed(ErrorKind::kTransport, "the server refused the stream without processing it");
+    outcome.unprocessed = true;
+  } else if (exchange->end_stream && !exchange->headers_done) {
+    outcome = Invalid("the stream ended without a final header block");
+  } else {
+    // A reset before END_STREAM, NO_ERROR included, is never a whole answer.
+    outcome =
+        Failed(ErrorKind::kTransport,
+               std::string("the server reset the stream (") + nghttp2_http2_strerror(error_code) +
+                   (exchange->headers_done ? ") before the body ended" : ") before any header"));
+    outcome.body_failed = exchange->headers_done;
+  }
+  self.End(stream_id, std::move(outcome));
+  return 0;
+}
+
+ssize_t H2Session::ReadBody(nghttp2_session*, std::int32_t stream_id, std::uint8_t* buf,
+                            std::size_t length, std::uint32_t* flags, nghttp2_data_source*,
+                            void* user) {
+  // Looked up by stream, not kept as a pointer: an exchange cut short is
+  // gone, though nghttp2 may still hold its stream until its RST_STREAM
+  // is written.
+  Exchange* exchange = static_cast<H2Session*>(user)->Find(stream_id);
+  if (exchange == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  const std::string& body = exchange->attempt->request->body;
+  std::size_t n = std::min(length, body.size() - exchange->body_offset);
+  std::copy_n(body.data() + exchange->body_offset, n, buf);
+  exchange->body_offset += n;
+  if (exchange->body_offset == body.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+  return static_cast<ssize_t>(n);
+}
+
+}  // namespace outbound::http::internal::transport

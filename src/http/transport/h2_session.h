@@ -1,0 +1,107 @@
+// HTTP/2 on one connection: nghttp2's client session, fed the bytes the
+// connection reads and asked for the bytes it writes. Every HTTP/2 rule of
+// the client lives here:
+//  - streams: no more at once than the server's SETTINGS_MAX_CONCURRENT_
+//    STREAMS (none before its first SETTINGS frame arrives);
+//  - a stream the server refused (RST_STREAM REFUSED_STREAM, or above a
+//    GOAWAY's last-stream-id) before any header: unprocessed, so the retry
+//    layer may send it again whatever its method; a stream whose HEADERS
+//    never went out: unprocessed too;
+//  - a stream is a response only if it ended with END_STREAM: a reset
+//    (even NO_ERROR) before it is an error;
+//  - malformed responses (no or bad :status, conflicting or wrong
+//    content-length, connection-specific fields): nghttp2's HTTP messaging
+//    checks reset the stream, and the exchange fails as invalid;
+//  - limits: a header section over kMaxHeaderBytes (decoded or on the
+//    wire), an announced or received body over the limit: the stream is
+//    reset (CANCEL) and the exchange fails as too large, at once;
+//  - floods: nghttp2's own bounds (queued SETTINGS/PING acks), and ours:
+//    kMaxFramesWithoutProgress frames in a row that carry nothing for any
+//    exchange (PING, SETTINGS, WINDOW_UPDATE, PRIORITY, empty DATA or
+//    CONTINUATION, unknown types) end the connection.
+// Internal.
+#ifndef OUTBOUND_SRC_HTTP_TRANSPORT_H2_SESSION_H_
+#define OUTBOUND_SRC_HTTP_TRANSPORT_H2_SESSION_H_
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "codec.h"
+#include "outbound/clock.h"
+
+namespace outbound::http::internal::transport {
+
+// Frames in a row that carry nothing for any exchange before the
+// connection is taken for a flood (Envoy counts the same way).
+inline constexpr std::uint32_t kMaxFramesWithoutProgress = 1000;
+
+class H2Session final : public Codec {
+ public:
+  H2Session(CodecEvents& events, std::uint64_t connection_id, Clock& clock);
+  ~H2Session() override;
+  H2Session(const H2Session&) = delete;
+  H2Session& operator=(const H2Session&) = delete;
+
+  bool Ready() const override { return settings_received_; }
+  bool HasRoom() const override;
+  bool Idle() const override { return streams_.empty(); }
+  bool Reusable() const override { return !goaway_ && !broken_; }
+  bool Start(Exchange& exchange) override;
+  bool Abandon(Exchange& exchange) override;
+  bool Received(const std::uint8_t* data, std::size_t size) override;
+  void PeerClosed() override {}
+  bool Produce(std::string& out) override;
+  bool Finished() const override;
+  void Closed(const std::string& why) override;
+
+ private:
+  static int OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* self);
+  static int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* self);
+  static int OnInvalidFrameRecv(nghttp2_session*, const nghttp2_frame* frame, int error,
+                                void* self);
+  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
+                      std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
+                      std::uint8_t flags, void* self);
+  static int OnDataChunk(nghttp2_session*, std::uint8_t flags, std::int32_t stream_id,
+                         const std::uint8_t* data, std::size_t len, void* self);
+  static int OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* self);
+  static int OnFrameNotSend(nghttp2_session*, const nghttp2_frame* frame, int error, void* self);
+  static int OnStreamClose(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code,
+                           void* self);
+  static ssize_t ReadBody(nghttp2_session*, std::int32_t stream_id, std::uint8_t* buf,
+                          std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
+                          void* self);
+
+  Exchange* Find(std::int32_t stream_id) const;
+  // Ends the exchange on `stream_id` with `outcome`, once it is safe to
+  // tell the pool (after nghttp2 returns).
+  void End(std::int32_t stream_id, AttemptOutcome&& outcome);
+  // Resets the stream and ends its exchange with `verdict` now.
+  void Refuse(Exchange& exchange, AttemptOutcome&& verdict);
+  // Tells the pool what happened while nghttp2 was running.
+  void Deliver();
+
+  CodecEvents& events_;
+  std::uint64_t connection_id_;
+  Clock& clock_;
+  nghttp2_session* session_ = nullptr;
+  std::unordered_map<std::int32_t, Exchange*> streams_;
+  struct Ended {
+    Exchange* exchange;
+    AttemptOutcome outcome;
+  };
+  std::vector<Ended> ended_;
+  bool settings_received_ = false;
+  bool room_changed_ = false;
+  bool goaway_ = false;
+  bool broken_ = false;
+  std::uint32_t frames_without_progress_ = 0;
+};
+
+}  // namespace outbound::http::internal::transport
+
+#endif  // OUTBOUND_SRC_HTTP_TRANSPORT_H2_SESSION_H_

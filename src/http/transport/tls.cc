@@ -1,0 +1,160 @@
+#include "tls.h"
+
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace outbound::http::internal::transport {
+namespace {
+
+// TLS 1.2 suites RFC 9113 §9.2.2 leaves to HTTP/2: ephemeral key exchange
+// with an AEAD cipher. TLS 1.3's suites all qualify.
+constexpr const char* kTls12Ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+// ALPN, in wire form: h2 first, then http/1.1.
+constexpr unsigned char kAlpn[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+
+struct BioFree {
+  void operator()(BIO* bio) const { BIO_free(bio); }
+};
+struct X509Free {
+  void operator()(X509* x) const { X509_free(x); }
+};
+struct PkeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+
+std::unique_ptr<BIO, BioFree> MemBio(const std::string& text) {
+  return std::unique_ptr<BIO, BioFree>(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
+}
+
+bool IsIpLiteral(const std::string& host) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsSettings& tls) {
+  std::shared_ptr<TlsContext> made(new TlsContext());
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  if (ctx == nullptr) return Fail(ErrorKind::kLocalResource, "OpenSSL could not make a context");
+  made->ctx_ = ctx;
+  // The versions are the client's, whatever a configuration file made the
+  // default.
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_max_proto_version(ctx, 0);
+  SSL_CTX_set_cipher_list(ctx, kTls12Ciphers);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                            SSL_MODE_RELEASE_BUFFERS);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  SSL_CTX_set_alpn_protos(ctx, kAlpn, sizeof kAlpn);
+  SSL_CTX_set_keylog_callback(ctx, nullptr);
+  if (tls.root_pem.empty()) {
+    // The system's roots, from where OpenSSL was built to find them, and
+    // only there: SSL_CTX_set_default_verify_paths would read SSL_CERT_FILE
+    // and SSL_CERT_DIR from the environment.
+    SSL_CTX_load_verify_file(ctx, X509_get_default_cert_file());
+    SSL_CTX_load_verify_dir(ctx, X509_get_default_cert_dir());
+    ERR_clear_error();  // a place that does not exist is no error here
+  } else {
+    X509_STORE* store = X509_STORE_new();
+    auto bio = MemBio(tls.root_pem);
+    int added = 0;
+    while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+      added += X509_STORE_add_cert(store, cert) == 1 ? 1 : 0;
+      X509_free(cert);
+    }
+    ERR_clear_error();                   // the end of the PEM text reads as an error
+    SSL_CTX_set_cert_store(ctx, store);  // the context owns it now
+    if (added == 0) {
+      return Fail(ErrorKind::kInvalidSettings, "tls.root_pem holds no PEM certificate");
+    }
+  }
+  if (!tls.client_cert_pem.empty()) {
+    auto bio = MemBio(tls.client_cert_pem);
+    std::unique_ptr<X509, X509Free> leaf(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+    bool ok = leaf && SSL_CTX_use_certificate(ctx, leaf.get()) == 1;
+    while (ok) {  // the rest of the chain
+      X509* extra = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr);
+      if (extra == nullptr) break;
+      if (SSL_CTX_add0_chain_cert(ctx, extra) != 1) X509_free(extra);
+    }
+    auto key_bio = MemBio(tls.client_key_pem);
+    std::unique_ptr<EVP_PKEY, PkeyFree> key(
+        PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+    ok = ok && key && SSL_CTX_use_PrivateKey(ctx, key.get()) == 1 &&
+         SSL_CTX_check_private_key(ctx) == 1;
+    ERR_clear_error();
+    if (!ok) {
+      return Fail(ErrorKind::kInvalidSettings,
+                  "tls.client_cert_pem and tls.client_key_pem are not a PEM certificate and its "
+                  "key");
+    }
+  }
+  return made;
+}
+
+TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
+
+SSL* TlsContext::NewSession(const std::string& host, int fd) const {
+  SSL* ssl = SSL_new(ctx_);
+  if (ssl == nullptr) return nullptr;
+  bool ok = SSL_set_fd(ssl, fd) == 1;
+  if (IsIpLiteral(host)) {
+    ok = ok && X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str()) == 1;
+  } else {
+    ok = ok && SSL_set_tlsext_host_name(ssl, host.c_str()) == 1 &&
+         SSL_set1_host(ssl, host.c_str()) == 1;
+    X509_VERIFY_PARAM_set_hostflags(SSL_get0_param(ssl), X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  }
+  if (!ok) {
+    SSL_free(ssl);
+    ERR_clear_error();
+    return nullptr;
+  }
+  SSL_set_connect_state(ssl);
+  return ssl;
+}
+
+HandshakeFailure DescribeHandshakeFailure(SSL* ssl, int ssl_error) {
+  HandshakeFailure failure;
+  long verify = SSL_get_verify_result(ssl);
+  unsigned long err = ERR_peek_error();
+  if (verify != X509_V_OK && ERR_GET_REASON(err) == SSL_R_CERTIFICATE_VERIFY_FAILED) {
+    failure.kind = ErrorKind::kTlsUntrusted;
+    failure.message = std::string("TLS: the server's certificate is not trusted: ") +
+                      X509_verify_cert_error_string(verify);
+    ERR_clear_error();
+    return failure;
+  }
+  if (err != 0) {
+    const char* reason = ERR_reason_error_string(err);
+    std::string text = reason != nullptr ? reason : "unknown error";
+    // A handshake the server refuses for its protocol version or cipher, or
+    // a server that does not speak TLS at all, is refused again.
+    failure.cannot_improve = text.find("version") != std::string::npos ||
+                             text.find("cipher") != std::string::npos ||
+                             text.find("handshake failure") != std::string::npos ||
+                             text.find("no protocols available") != std::string::npos;
+    failure.message = "TLS handshake failed: " + text;
+  } else if (ssl_error == SSL_ERROR_SYSCALL && errno != 0) {
+    failure.message = std::string("TLS handshake failed: ") + std::strerror(errno);
+  } else {
+    failure.message = "TLS handshake failed: the server closed the connection";
+  }
+  ERR_clear_error();
+  return failure;
+}
+
+}  // namespace outbound::http::internal::transport

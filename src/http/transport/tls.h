@@ -1,0 +1,58 @@
+// The native transport's TLS: one OpenSSL context per client, made from
+// TlsSettings, and a session per connection. Every TLS rule of the client
+// lives here:
+//  - trust: exactly the roots given (the system store only when none are
+//    given); no CA file, directory or environment variable read otherwise;
+//  - identity: the certificate must name the origin's host (SSL_set1_host,
+//    or the IP address for an IP literal); SNI carries the host name;
+//  - versions: TLS 1.2 and newer, whatever a configuration file says;
+//  - ciphers: for TLS 1.2, only ECDHE with an AEAD (RFC 9113 §9.2.2), for
+//    HTTP/1.1 too, so a server cannot pick a weaker suite;
+//  - ALPN: h2, then http/1.1;
+//  - mTLS: the client certificate and key, when given;
+//  - no key log, ever.
+// Internal.
+#ifndef OUTBOUND_SRC_HTTP_TRANSPORT_TLS_H_
+#define OUTBOUND_SRC_HTTP_TRANSPORT_TLS_H_
+
+#include <memory>
+#include <string>
+
+#include "outbound/error.h"
+#include "outbound/http/settings.h"
+
+typedef struct ssl_ctx_st SSL_CTX;
+typedef struct ssl_st SSL;
+
+namespace outbound::http::internal::transport {
+
+class TlsContext {
+ public:
+  // kInvalidSettings if the roots or the client certificate cannot be read.
+  [[nodiscard]] static Result<std::shared_ptr<TlsContext>> Create(const TlsSettings& tls);
+  ~TlsContext();
+  TlsContext(const TlsContext&) = delete;
+  TlsContext& operator=(const TlsContext&) = delete;
+
+  // A client session for `host` (a name, or an IP literal without
+  // brackets) on the socket `fd`, ready for its handshake; null if OpenSSL
+  // could not make one. The caller frees it (SSL_free).
+  SSL* NewSession(const std::string& host, int fd) const;
+
+ private:
+  TlsContext() = default;
+  SSL_CTX* ctx_ = nullptr;
+};
+
+// Why a handshake failed, read from OpenSSL's error queue and the session
+// (which it clears).
+struct HandshakeFailure {
+  ErrorKind kind = ErrorKind::kTransport;  // kTlsUntrusted for a certificate refused
+  bool cannot_improve = false;             // the server offers the same next time
+  std::string message;
+};
+HandshakeFailure DescribeHandshakeFailure(SSL* ssl, int ssl_error);
+
+}  // namespace outbound::http::internal::transport
+
+#endif  // OUTBOUND_SRC_HTTP_TRANSPORT_TLS_H_

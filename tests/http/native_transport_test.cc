@@ -1,0 +1,81 @@
+// What only the native transport promises, beyond the suites both
+// transports run (client, outage, redirect, fault matrix, peers, soak): its
+// pool's rules for HTTP/1.1, and names resolved by the OS.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <vector>
+
+#include "client_test_support.h"
+
+namespace outbound::http {
+namespace {
+
+using testing::Reply;
+using testing::ServerRequest;
+
+class NativeTransportTest : public ::testing::Test, public ClientTestBase {
+ protected:
+  // A plain-text payments:8080 (HTTP/1.1).
+  void ServePlain(testing::Handler handler) {
+    auto started = testing::FakeServer::Start({.handler = std::move(handler), .clock = &clock});
+    ASSERT_TRUE(started) << started.error().message();
+    server = std::move(*started);
+    network.Add("payments", 8080, "127.0.0.1", server->port());
+  }
+
+  Settings PlainSettings() {
+    Settings s = PaymentsSettings();
+    s.base_url = "http://payments:8080";
+    s.tls.reset();
+    return s;
+  }
+};
+
+TEST_F(NativeTransportTest, AnHttp11ConnectionIsKeptAliveAcrossCalls) {
+  ServePlain([](const ServerRequest& r) { return Reply::Ok(r.target); });
+  auto client = MakeClient(PlainSettings());
+  for (int i = 0; i < 5; ++i) {
+    auto response = client->Send(Request::Get("/" + std::to_string(i)));
+    ASSERT_TRUE(response) << response.error().message();
+    EXPECT_EQ(response->body, "/" + std::to_string(i));
+    EXPECT_EQ(response->version, "1.1");
+  }
+  EXPECT_EQ(server->connections_opened(), 1);
+}
+
+TEST_F(NativeTransportTest, HttpOneOpensNoMoreConnectionsThanMaxConnections) {
+  Serve([](const ServerRequest& r) { return Reply::Ok(r.target); }, Protocol::kHttp11);
+  Settings settings = PaymentsSettings();
+  settings.max_connections = 3;
+  auto client = MakeClient(settings);
+  std::vector<std::future<Result<Response>>> calls;
+  for (int i = 0; i < 24; ++i)
+    calls.push_back(client->SendAsync(Request::Get("/" + std::to_string(i))));
+  for (int i = 0; i < 24; ++i) {
+    auto response = calls[static_cast<size_t>(i)].get();
+    ASSERT_TRUE(response) << response.error().message();
+    EXPECT_EQ(response->body, "/" + std::to_string(i));
+  }
+  EXPECT_LE(server->connections_opened(), 3);
+  EXPECT_EQ(server->request_count(), 24u);
+}
+
+TEST_F(NativeTransportTest, ANameTheNetworkLeavesToTheOsIsResolvedByTheOs) {
+  auto started = testing::FakeServer::Start(
+      {.handler = [](const ServerRequest&) { return Reply::Ok("local"); }, .clock = &clock});
+  ASSERT_TRUE(started) << started.error().message();
+  server = std::move(*started);
+  Settings settings = PaymentsSettings();
+  settings.base_url = "http://localhost:" + std::to_string(server->port());
+  settings.tls.reset();
+  Runtime os{.clock = &clock, .random = &random};  // the OS's network: names resolved as usual
+  auto client = Client::Create(os, settings);
+  ASSERT_TRUE(client) << client.error().message();
+  auto response = (*client)->Send(Request::Get("/"));
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "local");
+}
+
+}  // namespace
+}  // namespace outbound::http
