@@ -6,8 +6,10 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace outbound::http::internal::transport {
@@ -35,6 +37,38 @@ struct PkeyFree {
 
 std::unique_ptr<BIO, BioFree> MemBio(const std::string& text) {
   return std::unique_ptr<BIO, BioFree>(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
+}
+
+// Writes to the socket with MSG_NOSIGNAL: OpenSSL's socket BIO writes with
+// write(), which raises SIGPIPE on a connection the peer reset, and a
+// library must not kill its process for a peer's reset. Reads go through
+// OpenSSL's own socket BIO.
+int NoSignalWrite(BIO* bio, const char* data, int length) {
+  int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(bio)));
+  BIO_clear_retry_flags(bio);
+  ssize_t n = send(fd, data, static_cast<std::size_t>(length), MSG_NOSIGNAL);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    BIO_set_retry_write(bio);
+  }
+  return static_cast<int>(n);
+}
+
+long NoSignalCtrl(BIO*, int command, long, void*) { return command == BIO_CTRL_FLUSH ? 1 : 0; }
+
+int NoSignalCreate(BIO* bio) {
+  BIO_set_init(bio, 1);
+  return 1;
+}
+
+const BIO_METHOD* NoSignalWriter() {
+  static BIO_METHOD* method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "outbound-send");
+    BIO_meth_set_write(m, NoSignalWrite);
+    BIO_meth_set_ctrl(m, NoSignalCtrl);
+    BIO_meth_set_create(m, NoSignalCreate);
+    return m;
+  }();
+  return method;
 }
 
 bool IsIpLiteral(const std::string& host) {
@@ -110,7 +144,17 @@ TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
 SSL* TlsContext::NewSession(const std::string& host, int fd) const {
   SSL* ssl = SSL_new(ctx_);
   if (ssl == nullptr) return nullptr;
-  bool ok = SSL_set_fd(ssl, fd) == 1;
+  BIO* reader = BIO_new_socket(fd, BIO_NOCLOSE);
+  BIO* writer = BIO_new(NoSignalWriter());
+  if (reader == nullptr || writer == nullptr) {
+    BIO_free(reader);
+    BIO_free(writer);
+    SSL_free(ssl);
+    return nullptr;
+  }
+  BIO_set_data(writer, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)));
+  SSL_set_bio(ssl, reader, writer);  // the session owns both
+  bool ok = true;
   if (IsIpLiteral(host)) {
     ok = ok && X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str()) == 1;
   } else {
