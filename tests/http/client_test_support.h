@@ -10,13 +10,13 @@
 #include <mutex>
 #include <vector>
 
-#include "test_transport.h"
 #include "outbound/http/client.h"
 #include "outbound/testing/fake_server.h"
 #include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
 #include "outbound/testing/test_ca.h"
+#include "test_transport.h"
 
 namespace outbound::http {
 

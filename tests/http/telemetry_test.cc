@@ -281,9 +281,7 @@ TEST_F(TelemetryH2Test, EachAttemptSpanIsAChildOfItsOwnCallersSpanUnderConcurren
 // its first attempt starts it, and every later attempt joins it.
 TEST_F(TelemetryH2Test, WithoutACallersTraceACallsAttemptsShareOneTrace) {
   int calls = 0;
-  Serve([&](const ServerRequest&) {
-    return ++calls == 1 ? Reply::Status(503) : Reply::Ok();
-  });
+  Serve([&](const ServerRequest&) { return ++calls == 1 ? Reply::Status(503) : Reply::Ok(); });
   auto client = MakeClient();
   auto retried = client->SendAsync(Request::Get("/"));
   AdvanceAfterAttempt(1, seconds(1));

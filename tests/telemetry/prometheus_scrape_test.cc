@@ -30,8 +30,8 @@ extern char** environ;
 namespace outbound::telemetry {
 namespace {
 
-using outbound::testing::Reply;
 using http::Request;
+using outbound::testing::Reply;
 using std::chrono::seconds;
 
 // A free loopback port, for a server that must be told its port.
@@ -140,7 +140,9 @@ class PrometheusScrapeTest : public http::ClientTestBase, public ::testing::Test
 
 TEST_F(PrometheusScrapeTest, PrometheusSeesTheBreakerOpenAndTheOpeningAfterItClosed) {
   std::atomic<bool> healthy{false};
-  Serve([&](const outbound::testing::ServerRequest&) { return healthy ? Reply::Ok() : Reply::Status(500); });
+  Serve([&](const outbound::testing::ServerRequest&) {
+    return healthy ? Reply::Ok() : Reply::Status(500);
+  });
   auto exposer = PrometheusExposer::Start(metrics, "127.0.0.1:0");
   ASSERT_TRUE(exposer) << exposer.error().message();
   Prometheus prometheus((*exposer)->port());
