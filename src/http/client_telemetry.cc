@@ -5,6 +5,7 @@
 
 #include "layers.h"
 #include "origin.h"
+#include "outbound/telemetry/breaker_record.h"
 #include "outbound/telemetry/propagation.h"
 
 namespace outbound::http::internal {
@@ -296,26 +297,8 @@ void ClientTelemetry::BreakerTransition(const circuit::Transition& transition,
     transitions_->Add(1, attributes);
   }
   if (telemetry_.logger == nullptr) return;
-  telemetry::LogRecord record;
-  record.scope = kScope;
-  record.at = transition.at;
-  record.severity = transition.to == circuit::State::kOpen ? telemetry::Severity::kWarn
-                                                           : telemetry::Severity::kInfo;
-  record.body = "circuit breaker " + std::string(circuit::ToString(transition.to));
-  const circuit::Counts& counts = transition.counts;
-  const KeyValue attributes[] = {
-      {"server.address", host_},
-      {"server.port", port_},
-      {"outbound.circuit.previous_state", circuit::ToString(transition.from)},
-      {"outbound.circuit.successes", std::int64_t{counts.successes}},
-      {"outbound.circuit.failures", std::int64_t{counts.failures}},
-      {"outbound.circuit.consecutive_successes", std::int64_t{counts.consecutive_successes}},
-      {"outbound.circuit.consecutive_failures", std::int64_t{counts.consecutive_failures}},
-      {"outbound.circuit.timed_out", std::int64_t{counts.timed_out}},
-  };
-  record.attributes = telemetry::Own(attributes);
-  if (cause != nullptr) record.trace = *cause;
-  telemetry_.logger->Emit(std::move(record));
+  telemetry_.logger->Emit(
+      telemetry::BreakerTransitionRecord(kScope, host_, port_, transition, cause));
 }
 
 }  // namespace outbound::http::internal

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "address.h"
+#include "outbound/telemetry/breaker_record.h"
 #include "outbound/telemetry/metrics.h"
 #include "outbound/telemetry/propagation.h"
 #include "outbound/telemetry/trace.h"
@@ -200,26 +201,8 @@ struct Client::Impl {
     Count(transitions.get(), "state", circuit::ToString(transition.to));
     telemetry::Logger* logger = runtime.telemetry.logger;
     if (logger == nullptr) return;
-    telemetry::LogRecord record;
-    record.scope = kScope;
-    record.at = transition.at;
-    record.severity = transition.to == circuit::State::kOpen ? telemetry::Severity::kWarn
-                                                             : telemetry::Severity::kInfo;
-    record.body = "circuit breaker " + std::string(circuit::ToString(transition.to));
-    const circuit::Counts& counts = transition.counts;
-    const telemetry::KeyValue attributes[] = {
-        {"server.address", std::string_view(addr.host)},
-        {"server.port", std::int64_t{addr.port}},
-        {"outbound.circuit.previous_state", circuit::ToString(transition.from)},
-        {"outbound.circuit.successes", std::int64_t{counts.successes}},
-        {"outbound.circuit.failures", std::int64_t{counts.failures}},
-        {"outbound.circuit.consecutive_successes", std::int64_t{counts.consecutive_successes}},
-        {"outbound.circuit.consecutive_failures", std::int64_t{counts.consecutive_failures}},
-        {"outbound.circuit.timed_out", std::int64_t{counts.timed_out}},
-    };
-    record.attributes = telemetry::Own(attributes);
-    if (current_cause != nullptr && current_cause->valid()) record.trace = *current_cause;
-    logger->Emit(std::move(record));
+    logger->Emit(telemetry::BreakerTransitionRecord(kScope, addr.host, std::int64_t{addr.port},
+                                                    transition, current_cause));
   }
 
   void RecordCall(std::string_view method, const Status& status, Duration took) {
