@@ -56,7 +56,6 @@ class ClientTelemetry {
   // A call's fault scenario was malformed, and ignored.
   void FaultScenarioIgnored() const;
 
-  bool recording_metrics() const { return meters_ != nullptr; }
 
  private:
   const telemetry::Telemetry telemetry_;
