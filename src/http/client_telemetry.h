@@ -56,7 +56,6 @@ class ClientTelemetry {
   // A call's fault scenario was malformed, and ignored.
   void FaultScenarioIgnored() const;
 
-
  private:
   const telemetry::Telemetry telemetry_;
   Clock& clock_;
