@@ -75,7 +75,7 @@ endfunction()
 outbound_pkg_config(core "outbound: Result/Error, clocks, the retry and circuit models"
                     "" "" "-pthread")
 outbound_pkg_config(http "outbound: the HTTP client of one dependency"
-                    "outbound-core" "libcurl openssl" "")
+                    "outbound-core" "libcurl openssl libnghttp2" "")
 outbound_pkg_config(config "outbound: client settings sourced from variables"
                     "outbound-http" "" "")
 if(TARGET outbound_testing)
