@@ -1,7 +1,7 @@
-// Which transport a test binary runs its clients on: libcurl, or the
-// native transport when the binary is built with OUTBOUND_TEST_NATIVE (each
-// client suite is built twice, the second time with the define and a
-// `native.` prefix on its ctest names), so both run the same tests.
+// Which transport a test binary runs its clients on: the default, native
+// transport, or libcurl when the binary is built with OUTBOUND_TEST_CURL
+// (each client suite is built twice, the second time with the define and a
+// `curl.` prefix on its ctest names), so both run the same tests.
 #ifndef OUTBOUND_TESTS_HTTP_TEST_TRANSPORT_H_
 #define OUTBOUND_TESTS_HTTP_TEST_TRANSPORT_H_
 
@@ -10,10 +10,10 @@
 namespace outbound::http {
 
 constexpr Transport TestTransport() {
-#ifdef OUTBOUND_TEST_NATIVE
-  return Transport::kNative;
-#else
+#ifdef OUTBOUND_TEST_CURL
   return Transport::kCurl;
+#else
+  return Transport::kNative;
 #endif
 }
 

@@ -43,6 +43,20 @@ struct Exchange {
   std::optional<AttemptOutcome> verdict;
 };
 
+// Calls `field(name, value)` for each header the attempt sends: its trace
+// headers (traceparent, tracestate, baggage), then the request's own, less
+// any the trace headers replace.
+template <class Field>
+void ForEachRequestHeader(const Attempt& attempt, Field&& field) {
+  const Headers& trace = attempt.trace_headers;
+  for (const auto& [name, value] : trace) field(name, value);
+  for (const auto& [name, value] : attempt.request->headers) {
+    bool replaced = false;
+    for (const auto& header : trace) replaced = replaced || SameHeaderName(name, header.first);
+    if (!replaced) field(name, value);
+  }
+}
+
 // An outcome of `kind` with `message`, on `connection`.
 inline AttemptOutcome Failed(ErrorKind kind, std::string message) {
   AttemptOutcome outcome;

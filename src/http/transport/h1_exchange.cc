@@ -78,9 +78,9 @@ bool H1Exchange::Start(Exchange& exchange) {
   request_.reserve(64 + exchange.path.size() + request.body.size());
   request_.append(request.method).append(" ").append(exchange.path).append(" HTTP/1.1\r\nHost: ");
   request_.append(*exchange.authority).append("\r\n");
-  for (const auto& [name, value] : request.headers) {
+  ForEachRequestHeader(*exchange.attempt, [&](const std::string& name, const std::string& value) {
     request_.append(name).append(": ").append(value).append("\r\n");
-  }
+  });
   bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
                   request.method == "PATCH";
   if (has_body)

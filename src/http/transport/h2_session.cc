@@ -94,20 +94,21 @@ bool H2Session::Finished() const {
 bool H2Session::Start(Exchange& exchange) {
   const CallRequest& request = *exchange.attempt->request;
   std::vector<nghttp2_nv> fields;
-  fields.reserve(request.headers.size() + 5);
+  const std::size_t header_count = request.headers.size() + exchange.attempt->trace_headers.size();
+  fields.reserve(header_count + 5);
   fields.push_back(Field(":method", request.method));
   fields.push_back(Field(":scheme", "https"));
   fields.push_back(Field(":authority", *exchange.authority));
   fields.push_back(Field(":path", exchange.path));
   // Field names go lower case on HTTP/2 (RFC 9113 §8.2.1).
   std::vector<std::string> names;
-  names.reserve(request.headers.size());
-  for (const auto& [name, value] : request.headers) {
+  names.reserve(header_count);  // no reallocation: `fields` points into it
+  ForEachRequestHeader(*exchange.attempt, [&](const std::string& name, const std::string& value) {
     std::string& lower = names.emplace_back(name);
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     fields.push_back(Field(lower, value));
-  }
+  });
   bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
                   request.method == "PATCH";
   std::string length = std::to_string(request.body.size());
