@@ -172,6 +172,12 @@ struct AttemptOutcome {
   // stream refused on a connection that carried nothing before it): it is
   // retried whatever its method, and is not the dependency's failure.
   bool unprocessed = false;
+  // With `unprocessed`: the stream was left out by its connection's
+  // graceful end, a GOAWAY that kept earlier streams (a server rotating
+  // connections, as nginx does after keepalive_requests).
+  // That is no sign of load: it is sent again on a new connection without
+  // spending TransparentRetries, a bounded number of times per request.
+  bool connection_retired = false;
   // The transport knows that sending the request again cannot help (a TLS
   // protocol refusal, a malformed response): the attempt is not retried.
   bool cannot_improve = false;
@@ -231,6 +237,12 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   int resend_count = 0;  // within the whole call
   // The attempt repeats the one before at a middleware's request.
   bool repeat = false;
+  // Its place in the transport's queue: 0 until a transport queues it. An
+  // attempt sent again at once because the one before was left out
+  // (unprocessed, or taken down with its connection) inherits its place,
+  // so requests a connection's end sends back keep their turn ahead of
+  // later ones (fair through connection rotations).
+  std::uint64_t queue_place = 0;
   std::shared_ptr<CallState> call;
   // Who hears how the attempt ended, after the layers.
   std::shared_ptr<AttemptOwner> owner;

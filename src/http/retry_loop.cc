@@ -19,6 +19,11 @@ constexpr std::size_t kRetriedBodyLimit = 64 * 1024;
 // others, are sent again at once, outside the budget and MaxAttempts (as
 // gRPC's transparent retries are), this many times per request at most.
 constexpr int kMaxCollateralRetries = 3;
+// Sends of a request left out by retired connections (AttemptOutcome::
+// connection_retired). Each one means the server answered others first, so
+// a request waits its turn through a few rotations: 64 in flight on
+// connections retired after 10 requests each leave one out 6 times at most.
+constexpr int kMaxRetiredRetries = 10;
 
 class RetryingRequest final : public AttemptOwner,
                               public Interruptible,
@@ -49,6 +54,7 @@ class RetryingRequest final : public AttemptOwner,
       attempt->number = ++attempts_;
       attempt->resend_count = call_->attempts++;
       attempt->repeat = std::exchange(repeat_next_, false);
+      attempt->queue_place = std::exchange(keep_place_, 0);
       attempt->call = call_;
       attempt->owner = shared_from_this();
       attempt->started = options_.clock->Now();
@@ -83,6 +89,12 @@ class RetryingRequest final : public AttemptOwner,
       bool again = safe_ && collateral_retries_ < kMaxCollateralRetries;
       collateral_retries_ += again ? 1 : 0;
       decided = again ? retry::DecisionKind::kAgain : retry::DecisionKind::kStopped;
+    } else if (outcome.unprocessed && outcome.connection_retired && !outcome.thrown &&
+               request_->replayable && retired_retries_ < kMaxRetiredRetries) {
+      // Left out by a connection the server retired after answering
+      // others: sent again at once on a new one, spending nothing.
+      ++retired_retries_;
+      decided = retry::DecisionKind::kAgain;
     } else if (outcome.unprocessed && !outcome.thrown && request_->replayable &&
                collateral_retries_ < kMaxCollateralRetries && options_.transparent != nullptr &&
                options_.transparent->TrySpend()) {
@@ -133,6 +145,9 @@ class RetryingRequest final : public AttemptOwner,
       if (finished_) return;
       repeat_next_ = repeat;
       waiting_ = true;
+      // Left out, not failed: the next attempt keeps this one's turn.
+      bool left_out = outcome.collateral || outcome.unprocessed;
+      keep_place_ = left_out && current_ ? current_->queue_place : 0;
       current_.reset();
       last_ = std::move(outcome);
       // An interruption that came while this attempt was ending found no
@@ -197,7 +212,9 @@ class RetryingRequest final : public AttemptOwner,
   bool waiting_ = false;
   CutReason interrupted_ = CutReason::kNone;
   int collateral_retries_ = 0;  // the attempt path's own: one attempt at a time
-  bool repeat_next_ = false;    // guarded by mu_
+  int retired_retries_ = 0;
+  std::uint64_t keep_place_ = 0;  // the next attempt's queue place (Attempt::queue_place)
+  bool repeat_next_ = false;      // guarded by mu_
   std::shared_ptr<Attempt> current_;
   std::optional<AttemptOutcome> last_;  // what the call returns if a wait is cut short
   Timer wait_timer_;

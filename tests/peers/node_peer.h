@@ -45,6 +45,8 @@ class PeerFiles {
 
   // `--cert=... --key=...` followed by `more`.
   std::vector<std::string> Args(std::vector<std::string> more = {}) const;
+  const std::string& cert_file() const { return cert_file_; }
+  const std::string& key_file() const { return key_file_; }
 
  private:
   std::string dir_;

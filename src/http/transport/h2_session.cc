@@ -306,6 +306,7 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
       // No new stream here; those above last-stream-id are closed by
       // nghttp2 as refused (unprocessed).
       self.goaway_ = true;
+      self.goaway_last_stream_ = frame->goaway.last_stream_id;
       self.room_changed_ = true;
       return 0;
     case NGHTTP2_HEADERS:
@@ -426,8 +427,16 @@ int H2Session::OnStreamClose(nghttp2_session*, std::int32_t stream_id, std::uint
   } else if (error_code == NGHTTP2_REFUSED_STREAM && !exchange->headers_done) {
     // RST_STREAM REFUSED_STREAM, or a stream above a GOAWAY's last one:
     // RFC 9113 §8.7 says the server did not process it.
-    outcome = Failed(ErrorKind::kTransport, "the server refused the stream without processing it");
+    // Above a GOAWAY that kept others (last-stream-id > 0): the server is
+    // retiring a connection it used, not refusing work.
+    bool retired =
+        self.goaway_ && self.goaway_last_stream_ > 0 && stream_id > self.goaway_last_stream_;
+    outcome =
+        Failed(ErrorKind::kTransport,
+               retired ? "the server ended the connection (GOAWAY) before processing the stream"
+                       : "the server refused the stream without processing it");
     outcome.unprocessed = true;
+    outcome.connection_retired = retired;
   } else if (exchange->end_stream && !exchange->headers_done) {
     outcome = Invalid("the stream ended without a final header block");
   } else {

@@ -98,6 +98,7 @@ class H2Session final : public Codec {
   bool settings_received_ = false;
   bool room_changed_ = false;
   bool goaway_ = false;
+  std::int32_t goaway_last_stream_ = 0;  // the GOAWAY's last-stream-id, once one came
   bool broken_ = false;
   std::uint32_t frames_without_progress_ = 0;
 };

@@ -251,7 +251,13 @@ class NativeTransport final : public AttemptLayer,
                                      origin_.host + ":" + std::to_string(origin_.port) +
                                          " is not reachable on this network"));
     }
-    queue_.push_back(&exchange);
+    // In turn: a new attempt at the back, one sent back by a connection's
+    // end at its old place (Attempt::queue_place), ahead of later ones.
+    std::uint64_t& place = exchange.attempt->queue_place;
+    if (place == 0) place = ++queued_;
+    auto at = queue_.end();
+    while (at != queue_.begin() && (*std::prev(at))->attempt->queue_place > place) --at;
+    queue_.insert(at, &exchange);
     Dispatch();
   }
 
@@ -466,6 +472,7 @@ class NativeTransport final : public AttemptLayer,
 
   std::unordered_map<std::uint64_t, std::unique_ptr<Exchange>> exchanges_;
   std::deque<Exchange*> queue_;
+  std::uint64_t queued_ = 0;  // the last queue place given (Attempt::queue_place)
   std::vector<std::unique_ptr<Connection>> connections_;
   std::vector<std::unique_ptr<Connection>> graveyard_;  // closed, destroyed on a later turn
   Connection::Protocol learned_ = Connection::Protocol::kUnknown;

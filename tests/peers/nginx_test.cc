@@ -1,0 +1,118 @@
+// The client against nginx (Debian's nginx-light 1.22), a server nobody here
+// wrote, over HTTP/2 and HTTP/1.1 with TLS (issue 13's peers). What a stock
+// server does that the kit's FakeServer only scripts: it ends a connection
+// after `keepalive_requests` (a GOAWAY on HTTP/2 that leaves out the streams
+// already sent above it; `Connection: close` on HTTP/1.1), it caps the
+// streams of a connection, and it sends a file larger than the client takes.
+// Every case counts what nginx logged, never only what the client says.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+
+#include "nginx_peer.h"
+#include "peer_test_support.h"
+
+namespace outbound::peers {
+namespace {
+
+using http::Request;
+
+class NginxTest : public PeerTestBase, public ::testing::TestWithParam<bool> {
+ protected:
+  bool http2() const { return GetParam(); }
+
+  NginxPeer& StartNginx(NginxOptions options) {
+    options.http2 = http2();
+    nginx = std::make_unique<NginxPeer>(files, options);
+    network.Add("payments", 8443, "127.0.0.1", nginx->port());
+    return *nginx;
+  }
+
+  std::unique_ptr<NginxPeer> nginx;
+};
+
+// 2 000 GETs, 64 in flight, on connections nginx ends after 10 requests
+// each: every call succeeds, the breaker never leaves closed, and nginx
+// processed each call once. (On HTTP/2 each GOAWAY leaves out the streams
+// above the tenth; they are sent again, in their turn, on the next
+// connection: a request waits through 64 / 10 rotations at most.)
+TEST_P(NginxTest, ConnectionsEndedAfterTenRequestsCostNoCall) {
+  StartNginx({.keepalive_requests = 10});
+  auto client = MakeClient(PaymentsSettings());
+  LoadReport report = RunInFlight(*client, 2000, 64, [](int) { return Request::Get("/"); });
+  auto requests = nginx->WaitForRequests(2000);
+  std::string figures = report.Summary() + "; " + log->Summary();
+  std::printf("%s\n", figures.c_str());
+  SCOPED_TRACE(figures);
+  EXPECT_EQ(report.ok, 2000);
+  EXPECT_TRUE(Transitions().empty());
+  EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
+  EXPECT_EQ(requests.size(), 2000u);
+  std::set<std::uint64_t> connections;
+  for (const auto& request : requests) connections.insert(request.connection);
+  EXPECT_GE(connections.size(), 200u);  // the scenario happened: ~10 requests per connection
+}
+
+// POSTs without an Idempotency-Key on the same connections: each body is
+// processed by nginx exactly once, and every call is answered (a stream
+// above the GOAWAY was not processed, so it is sent again; one the server
+// answered never is).
+TEST_P(NginxTest, PostsOnConnectionsEndedAfterTenRequestsAreEachProcessedOnce) {
+  StartNginx({.keepalive_requests = 10});
+  auto client = MakeClient(PaymentsSettings());
+  LoadReport report = RunInFlight(*client, 500, 16, [](int i) {
+    return Request::Post("/echo", "charge-" + std::to_string(i));
+  });
+  auto requests = nginx->WaitForRequests(500);
+  SCOPED_TRACE(report.Summary() + "; " + log->Summary());
+  EXPECT_EQ(report.ok, 500);
+  std::map<std::string, int> processed;
+  for (const auto& request : requests) ++processed[request.body];
+  for (int i = 0; i < 500; ++i) {
+    EXPECT_EQ(processed["charge-" + std::to_string(i)], 1) << "charge-" << i;
+  }
+}
+
+// nginx allows 8 streams per HTTP/2 connection: 64 in flight open no more
+// connections than that limit requires, and no call fails.
+TEST_P(NginxTest, AStreamLimitOfEightCostsNoCall) {
+  if (!http2()) GTEST_SKIP() << "a stream limit is HTTP/2's";
+  StartNginx({.max_concurrent_streams = 8});
+  auto client = MakeClient(PaymentsSettings());
+  LoadReport report = RunInFlight(*client, 2000, 64, [](int) { return Request::Get("/"); });
+  auto requests = nginx->WaitForRequests(2000);
+  SCOPED_TRACE(report.Summary() + "; " + log->Summary());
+  EXPECT_EQ(report.ok, 2000);
+  EXPECT_EQ(requests.size(), 2000u);
+  std::set<std::uint64_t> connections;
+  for (const auto& request : requests) connections.insert(request.connection);
+  EXPECT_LE(connections.size(), 8u);  // 64 / 8
+}
+
+// A 2 MiB file to a client that takes 1 MiB: too large, one attempt, and the
+// dependency's health untouched.
+TEST_P(NginxTest, AFileOverTheLimitIsTooLargeAndNotTheDependencysFault) {
+  StartNginx({.big_bytes = 2 << 20});
+  http::Settings settings = PaymentsSettings();
+  settings.max_response_bytes = 1 << 20;
+  auto client = MakeClient(settings);
+  auto response = client->Send(Request::Get("/big"));
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kResponseTooLarge) << response.error().message();
+  EXPECT_EQ(log->attempts(), 1);
+  auto fine = client->Send(Request::Get("/"));
+  ASSERT_TRUE(fine) << fine.error().message();
+  EXPECT_EQ(fine->body, "ok");
+  EXPECT_TRUE(Transitions().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Peers, NginxTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return std::string(param.param ? "http2" : "http1");
+                         });
+
+}  // namespace
+}  // namespace outbound::peers
