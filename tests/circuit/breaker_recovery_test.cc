@@ -211,9 +211,11 @@ class Outage {
   std::function<bool(Duration)> healthy_;
   Duration latency_ = milliseconds(5);
   Duration fails_after_;
+  Breaker breaker_;
+  // After the breaker: tickets still in flight at the end settle into it
+  // as they go.
   std::vector<InFlight> in_flight_;
   int probes_in_flight_ = 0;
-  Breaker breaker_;
 };
 
 // 100 attempts a second, the defaults.

@@ -77,6 +77,7 @@ TEST_F(OutboundCallTest, VerboseShowsEachAttemptsSpanAsTheServerSawIt) {
   });
   ASSERT_EQ(Call("/charges/1", "-v").exit_code, 0);
   std::string err = Stderr();
+  std::lock_guard lock(mu);  // the server's thread wrote them
   ASSERT_EQ(traceparents.size(), 2u);
   for (const std::string& traceparent : traceparents) {
     ASSERT_EQ(traceparent.size(), 55u) << traceparent;
@@ -282,6 +283,11 @@ TEST(OutboundCommandTest, AnFtpUrlIsAUsageError) {
 // checks are relations between the two services (ratios and orderings),
 // not absolute times. One run, so every check is in one test.
 TEST(OutboundDemoTest, ShortRunShowsWhatTheBreakerIsFor) {
+#if defined(__SANITIZE_THREAD__)
+  // The demo runs on real time; its relations hold on a machine running at
+  // speed, not at TSan's tenth of it. The normal and ASan builds run it.
+  GTEST_SKIP() << "real-time relations: not meaningful under TSan";
+#endif
   TempDir dir;
   std::string json = dir.Write("demo.json", "");
   std::string svg = dir.Write("demo.svg", "");
