@@ -96,7 +96,10 @@ void H1Exchange::NewParser() {
   parser_ = std::make_unique<H1Parser>();
   parser_->header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
   parser_->body_limit(current_->max_body);
-  parser_->eager(true);
+  // The head alone first, so that Parse takes it before any of the body is
+  // read: however the bytes arrive, a body's error comes after the headers
+  // and the trailer fields never join them. Parse turns eager on after it.
+  parser_->eager(false);
   parser_->skip(head_);
   parser_->get().body().cap = current_->max_body;
 }
@@ -176,6 +179,7 @@ bool H1Exchange::Parse() {
       response.received_at = clock_.WallNow();
       current_->headers_done = true;
       current_->attempt->HeadersArrived();
+      parser_->eager(true);
     }
     if (parser_->is_done()) {
       if (!in_.empty()) reusable_ = false;  // bytes after the response
