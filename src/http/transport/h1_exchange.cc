@@ -94,6 +94,7 @@ bool H1Exchange::Start(Exchange& exchange) {
 
 void H1Exchange::NewParser() {
   parser_ = std::make_unique<H1Parser>();
+  head_bytes_ = 0;
   parser_->header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
   parser_->body_limit(current_->max_body);
   // The head alone first, so that Parse takes it before any of the body is
@@ -137,8 +138,13 @@ bool H1Exchange::Parse() {
     std::size_t used = parser_->put(boost::asio::buffer(in_.data(), in_.size()), ec);
     in_.erase(0, used);
     bool need_more = ec == beast_http::error::need_more;
+    // Beast bounds the status line and the fields each on its own; the
+    // bound is the whole head's. Until the head is whole, all the parser
+    // took was head (it is not eager until then).
+    if (!current_->headers_done) head_bytes_ += used;
     if (ec == beast_http::error::header_limit ||
-        (need_more && in_.size() > kMaxHeaderBytes && !parser_->is_header_done())) {
+        (!current_->headers_done &&
+         head_bytes_ + (parser_->is_header_done() ? 0 : in_.size()) > kMaxHeaderBytes)) {
       Fail(Failed(ErrorKind::kResponseTooLarge, "the response's header section is larger than " +
                                                     std::to_string(kMaxHeaderBytes) + " bytes"));
       return false;
