@@ -173,6 +173,13 @@ bool H1Exchange::Parse() {
         NewParser();
         continue;
       }
+      // Beast refuses Transfer-Encoding after Content-Length, and chunked
+      // before it, but not another coding before it.
+      if (message.count(beast_http::field::transfer_encoding) != 0 &&
+          message.count(beast_http::field::content_length) != 0) {
+        Fail(Invalid("both Content-Length and Transfer-Encoding"));
+        return false;
+      }
       Response& response = current_->response;
       response.status = status;
       response.version = message.version() == 10 ? "1.0" : "1.1";
