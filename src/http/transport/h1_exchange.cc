@@ -6,6 +6,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/optional.hpp>
+#include <stdexcept>
 
 namespace outbound::http::internal::transport {
 namespace beast_http = boost::beast::http;
@@ -135,7 +136,16 @@ bool H1Exchange::Received(const std::uint8_t* data, std::size_t size) {
 bool H1Exchange::Parse() {
   while (current_ != nullptr && !in_.empty()) {
     boost::system::error_code ec;
-    std::size_t used = parser_->put(boost::asio::buffer(in_.data(), in_.size()), ec);
+    std::size_t used = 0;
+    try {
+      used = parser_->put(boost::asio::buffer(in_.data(), in_.size()), ec);
+    } catch (const std::length_error&) {
+      // Beast holds a field's name and value in at most 65533 bytes each
+      // and throws past that, within kMaxHeaderBytes.
+      Fail(Failed(ErrorKind::kResponseTooLarge,
+                  "a field of the response's header section is larger than 65533 bytes"));
+      return false;
+    }
     in_.erase(0, used);
     bool need_more = ec == beast_http::error::need_more;
     // Beast bounds the status line and the fields each on its own; the
