@@ -64,6 +64,13 @@ AttemptOutcome Invalid(std::string why) {
   return outcome;
 }
 
+// Beast holds a field's name and value in at most 65533 bytes each and
+// throws std::length_error past that, within kMaxHeaderBytes.
+AttemptOutcome FieldTooLarge() {
+  return Failed(ErrorKind::kResponseTooLarge,
+                "a field of the response's header section is larger than 65533 bytes");
+}
+
 }  // namespace
 
 H1Exchange::H1Exchange(CodecEvents& events, std::uint64_t connection_id, Clock& clock)
@@ -95,7 +102,7 @@ bool H1Exchange::Start(Exchange& exchange) {
 
 void H1Exchange::NewParser() {
   parser_ = std::make_unique<H1Parser>();
-  head_bytes_ = 0;
+  head_read_.clear();
   parser_->header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
   parser_->body_limit(current_->max_body);
   // The head alone first, so that Parse takes it before any of the body is
@@ -140,21 +147,18 @@ bool H1Exchange::Parse() {
     try {
       used = parser_->put(boost::asio::buffer(in_.data(), in_.size()), ec);
     } catch (const std::length_error&) {
-      // Beast holds a field's name and value in at most 65533 bytes each
-      // and throws past that, within kMaxHeaderBytes.
-      Fail(Failed(ErrorKind::kResponseTooLarge,
-                  "a field of the response's header section is larger than 65533 bytes"));
+      Fail(FieldTooLarge());
       return false;
     }
+    if (!current_->headers_done) head_read_.append(in_, 0, used);
     in_.erase(0, used);
     bool need_more = ec == beast_http::error::need_more;
     // Beast bounds the status line and the fields each on its own; the
     // bound is the whole head's. Until the head is whole, all the parser
     // took was head (it is not eager until then).
-    if (!current_->headers_done) head_bytes_ += used;
     if (ec == beast_http::error::header_limit ||
         (!current_->headers_done &&
-         head_bytes_ + (parser_->is_header_done() ? 0 : in_.size()) > kMaxHeaderBytes)) {
+         head_read_.size() + (parser_->is_header_done() ? 0 : in_.size()) > kMaxHeaderBytes)) {
       Fail(Failed(ErrorKind::kResponseTooLarge, "the response's header section is larger than " +
                                                     std::to_string(kMaxHeaderBytes) + " bytes"));
       return false;
@@ -203,6 +207,8 @@ bool H1Exchange::Parse() {
       current_->headers_done = true;
       current_->attempt->HeadersArrived();
       parser_->eager(true);
+      head_read_.clear();
+      head_read_.shrink_to_fit();
     }
     if (parser_->is_done()) {
       if (!in_.empty()) reusable_ = false;  // bytes after the response
@@ -231,6 +237,24 @@ void H1Exchange::PeerClosed() {
     boost::system::error_code ec;
     parser_->put_eof(ec);
     if (!ec && parser_->is_done()) return Answered();
+  }
+  if (!current_->headers_done && !current_->verdict && !(head_read_.empty() && in_.empty())) {
+    // The head was cut short. Beast finds a fault in a line it has whole,
+    // but once it has asked for more it waits for the head's end: so the
+    // part that came is read again in one piece, and the verdict does not
+    // depend on how the bytes arrived.
+    H1Parser again;
+    again.header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
+    again.eager(false);
+    again.skip(head_);
+    std::string part = head_read_ + in_;
+    boost::system::error_code ec;
+    try {
+      again.put(boost::asio::buffer(part.data(), part.size()), ec);
+    } catch (const std::length_error&) {
+      return Fail(FieldTooLarge());
+    }
+    if (ec && ec != beast_http::error::need_more) return Fail(Invalid(ec.message()));
   }
   // Closed() reports it.
 }

@@ -62,9 +62,9 @@ class H1Exchange final : public Codec {
   Exchange* current_ = nullptr;
   bool reusable_ = true;
   bool head_ = false;
-  std::string request_;         // written once, by Produce
-  std::string in_;              // read, not yet taken by the parser
-  std::size_t head_bytes_ = 0;  // of the head being read, taken by the parser
+  std::string request_;    // written once, by Produce
+  std::string in_;         // read, not yet taken by the parser
+  std::string head_read_;  // of the head being read, what the parser took
   std::unique_ptr<H1Parser> parser_;
 };
 
