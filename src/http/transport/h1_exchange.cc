@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <boost/asio/buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/optional.hpp>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 
 namespace outbound::http::internal::transport {
 namespace beast_http = boost::beast::http;
@@ -69,6 +72,30 @@ AttemptOutcome Invalid(std::string why) {
 AttemptOutcome FieldTooLarge() {
   return Failed(ErrorKind::kResponseTooLarge,
                 "a field of the response's header section is larger than 65533 bytes");
+}
+
+// What is wrong in `part`, the start of a head (its first kMaxHeaderBytes
+// + 1 bytes at most), read in one piece; empty if nothing is yet. Beast
+// finds a fault in a line it has whole, but once it has asked for more it
+// waits for the head's end: a head cut short, or over the bound, is judged
+// again this way, so that the verdict does not depend on how its bytes
+// arrived.
+std::optional<AttemptOutcome> HeadFault(std::string_view part, bool head) {
+  beast_http::response_parser<beast_http::empty_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes) + 1);
+  parser.eager(false);
+  parser.skip(head);
+  part = part.substr(0, kMaxHeaderBytes + 1);
+  boost::system::error_code ec;
+  try {
+    parser.put(boost::asio::buffer(part.data(), part.size()), ec);
+  } catch (const std::length_error&) {
+    return FieldTooLarge();
+  }
+  if (!ec || ec == beast_http::error::need_more || ec == beast_http::error::header_limit) {
+    return std::nullopt;
+  }
+  return Invalid(ec.message());
 }
 
 }  // namespace
@@ -159,6 +186,10 @@ bool H1Exchange::Parse() {
     if (ec == beast_http::error::header_limit ||
         (!current_->headers_done &&
          head_read_.size() + (parser_->is_header_done() ? 0 : in_.size()) > kMaxHeaderBytes)) {
+      if (auto fault = HeadFault(head_read_ + in_, head_)) {
+        Fail(std::move(*fault));
+        return false;
+      }
       Fail(Failed(ErrorKind::kResponseTooLarge, "the response's header section is larger than " +
                                                     std::to_string(kMaxHeaderBytes) + " bytes"));
       return false;
@@ -239,22 +270,8 @@ void H1Exchange::PeerClosed() {
     if (!ec && parser_->is_done()) return Answered();
   }
   if (!current_->headers_done && !current_->verdict && !(head_read_.empty() && in_.empty())) {
-    // The head was cut short. Beast finds a fault in a line it has whole,
-    // but once it has asked for more it waits for the head's end: so the
-    // part that came is read again in one piece, and the verdict does not
-    // depend on how the bytes arrived.
-    H1Parser again;
-    again.header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
-    again.eager(false);
-    again.skip(head_);
-    std::string part = head_read_ + in_;
-    boost::system::error_code ec;
-    try {
-      again.put(boost::asio::buffer(part.data(), part.size()), ec);
-    } catch (const std::length_error&) {
-      return Fail(FieldTooLarge());
-    }
-    if (ec && ec != beast_http::error::need_more) return Fail(Invalid(ec.message()));
+    // The head was cut short: what came of it is judged in one piece.
+    if (auto fault = HeadFault(head_read_ + in_, head_)) return Fail(std::move(*fault));
   }
   // Closed() reports it.
 }
