@@ -43,6 +43,30 @@ class FuzzFields {
     std::size_t end = rest_.find('\n');
     std::string_view raw = rest_.substr(0, end);
     rest_.remove_prefix(end == std::string_view::npos ? rest_.size() : end + 1);
+    return Decode(raw);
+  }
+
+  // Every byte not read yet, LFs included, its escapes decoded: the last
+  // field of a target that reads a byte stream (an HTTP/1.1 response).
+  std::string Rest() {
+    std::string rest = Decode(rest_);
+    rest_ = {};
+    return rest;
+  }
+
+  // The next field read as a decimal integer, or `fallback` if it is not one.
+  long long NextInteger(long long fallback) { return ParseInteger(Next()).value_or(fallback); }
+
+  // `text` as a decimal integer, or empty if it is not one.
+  static std::optional<long long> ParseInteger(std::string_view text) {
+    long long value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return value;
+  }
+
+ private:
+  static std::string Decode(std::string_view raw) {
     std::string field;
     field.reserve(raw.size());
     for (std::size_t i = 0; i < raw.size(); ++i) {
@@ -60,18 +84,6 @@ class FuzzFields {
     return field;
   }
 
-  // The next field read as a decimal integer, or `fallback` if it is not one.
-  long long NextInteger(long long fallback) { return ParseInteger(Next()).value_or(fallback); }
-
-  // `text` as a decimal integer, or empty if it is not one.
-  static std::optional<long long> ParseInteger(std::string_view text) {
-    long long value = 0;
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-    return value;
-  }
-
- private:
   static int HexDigit(char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <boost/asio/buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/optional.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string_view>
 
 namespace outbound::http::internal::transport {
 namespace beast_http = boost::beast::http;
@@ -63,6 +67,37 @@ AttemptOutcome Invalid(std::string why) {
   return outcome;
 }
 
+// Beast holds a field's name and value in at most 65533 bytes each and
+// throws std::length_error past that, within kMaxHeaderBytes.
+AttemptOutcome FieldTooLarge() {
+  return Failed(ErrorKind::kResponseTooLarge,
+                "a field of the response's header section is larger than 65533 bytes");
+}
+
+// What is wrong in `part`, the start of a head (its first kMaxHeaderBytes
+// + 1 bytes at most), read in one piece; empty if nothing is yet. Beast
+// finds a fault in a line it has whole, but once it has asked for more it
+// waits for the head's end: a head cut short, or over the bound, is judged
+// again this way, so that the verdict does not depend on how its bytes
+// arrived.
+std::optional<AttemptOutcome> HeadFault(std::string_view part, bool head) {
+  beast_http::response_parser<beast_http::empty_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes) + 1);
+  parser.eager(false);
+  parser.skip(head);
+  part = part.substr(0, kMaxHeaderBytes + 1);
+  boost::system::error_code ec;
+  try {
+    parser.put(boost::asio::buffer(part.data(), part.size()), ec);
+  } catch (const std::length_error&) {
+    return FieldTooLarge();
+  }
+  if (!ec || ec == beast_http::error::need_more || ec == beast_http::error::header_limit) {
+    return std::nullopt;
+  }
+  return Invalid(ec.message());
+}
+
 }  // namespace
 
 H1Exchange::H1Exchange(CodecEvents& events, std::uint64_t connection_id, Clock& clock)
@@ -94,9 +129,13 @@ bool H1Exchange::Start(Exchange& exchange) {
 
 void H1Exchange::NewParser() {
   parser_ = std::make_unique<H1Parser>();
+  head_read_.clear();
   parser_->header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
   parser_->body_limit(current_->max_body);
-  parser_->eager(true);
+  // The head alone first, so that Parse takes it before any of the body is
+  // read: however the bytes arrive, a body's error comes after the headers
+  // and the trailer fields never join them. Parse turns eager on after it.
+  parser_->eager(false);
   parser_->skip(head_);
   parser_->get().body().cap = current_->max_body;
 }
@@ -131,11 +170,26 @@ bool H1Exchange::Received(const std::uint8_t* data, std::size_t size) {
 bool H1Exchange::Parse() {
   while (current_ != nullptr && !in_.empty()) {
     boost::system::error_code ec;
-    std::size_t used = parser_->put(boost::asio::buffer(in_.data(), in_.size()), ec);
+    std::size_t used = 0;
+    try {
+      used = parser_->put(boost::asio::buffer(in_.data(), in_.size()), ec);
+    } catch (const std::length_error&) {
+      Fail(FieldTooLarge());
+      return false;
+    }
+    if (!current_->headers_done) head_read_.append(in_, 0, used);
     in_.erase(0, used);
     bool need_more = ec == beast_http::error::need_more;
+    // Beast bounds the status line and the fields each on its own; the
+    // bound is the whole head's. Until the head is whole, all the parser
+    // took was head (it is not eager until then).
     if (ec == beast_http::error::header_limit ||
-        (need_more && in_.size() > kMaxHeaderBytes && !parser_->is_header_done())) {
+        (!current_->headers_done &&
+         head_read_.size() + (parser_->is_header_done() ? 0 : in_.size()) > kMaxHeaderBytes)) {
+      if (auto fault = HeadFault(head_read_ + in_, head_)) {
+        Fail(std::move(*fault));
+        return false;
+      }
       Fail(Failed(ErrorKind::kResponseTooLarge, "the response's header section is larger than " +
                                                     std::to_string(kMaxHeaderBytes) + " bytes"));
       return false;
@@ -164,6 +218,13 @@ bool H1Exchange::Parse() {
         NewParser();
         continue;
       }
+      // Beast refuses Transfer-Encoding after Content-Length, and chunked
+      // before it, but not another coding before it.
+      if (message.count(beast_http::field::transfer_encoding) != 0 &&
+          message.count(beast_http::field::content_length) != 0) {
+        Fail(Invalid("both Content-Length and Transfer-Encoding"));
+        return false;
+      }
       Response& response = current_->response;
       response.status = status;
       response.version = message.version() == 10 ? "1.0" : "1.1";
@@ -176,6 +237,9 @@ bool H1Exchange::Parse() {
       response.received_at = clock_.WallNow();
       current_->headers_done = true;
       current_->attempt->HeadersArrived();
+      parser_->eager(true);
+      head_read_.clear();
+      head_read_.shrink_to_fit();
     }
     if (parser_->is_done()) {
       if (!in_.empty()) reusable_ = false;  // bytes after the response
@@ -204,6 +268,10 @@ void H1Exchange::PeerClosed() {
     boost::system::error_code ec;
     parser_->put_eof(ec);
     if (!ec && parser_->is_done()) return Answered();
+  }
+  if (!current_->headers_done && !current_->verdict && !(head_read_.empty() && in_.empty())) {
+    // The head was cut short: what came of it is judged in one piece.
+    if (auto fault = HeadFault(head_read_ + in_, head_)) return Fail(std::move(*fault));
   }
   // Closed() reports it.
 }

@@ -6,7 +6,8 @@
 //  - framing: conflicting Content-Lengths, Transfer-Encoding with
 //    Content-Length, a malformed chunk: invalid (RFC 9112 §6.3), and the
 //    connection is not used again;
-//  - limits: a header section over kMaxHeaderBytes, a body (announced or
+//  - limits: a header section over kMaxHeaderBytes (the status line
+//    counted), one field over 65533 bytes (Beast's), a body (announced or
 //    received) over the limit: too large, at once;
 //  - the end: a body shorter than its length or its chunks, cut by the
 //    connection's end, is an error; a body delimited by the end is whole;
@@ -61,8 +62,9 @@ class H1Exchange final : public Codec {
   Exchange* current_ = nullptr;
   bool reusable_ = true;
   bool head_ = false;
-  std::string request_;  // written once, by Produce
-  std::string in_;       // read, not yet taken by the parser
+  std::string request_;    // written once, by Produce
+  std::string in_;         // read, not yet taken by the parser
+  std::string head_read_;  // of the head being read, what the parser took
   std::unique_ptr<H1Parser> parser_;
 };
 
