@@ -1,8 +1,8 @@
 // The FakeServer's scripted faults, byte by byte: what a broken HTTP/1.1
 // answer puts on the wire (read over plain TCP with a bare socket), HTTP/2
-// frames as encoded and as the curl and nghttp commands receive them, requests
-// cut while being read (ReadCut), TLS cipher
-// choice, and the BlackHole that never accepts.
+// frames as encoded and as the curl and nghttp commands receive them,
+// requests cut while being read (ReadCut), TLS cipher choice, and the
+// BlackHole that never accepts.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
