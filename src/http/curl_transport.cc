@@ -151,6 +151,7 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
     // multi handle's cleanup closes the pooled connections.
     loop_->RunAndWait([this] {
       stopped_ = true;
+      *running_ = false;
       idle_timer_.Cancel();
       for (auto& t : slots_) {
         if (t->live) Finish(*t, Failed(ErrorKind::kCancelled, "the client was destroyed"));
@@ -226,7 +227,14 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
     t.clock = &clock_;
     t.owner = this;
     if (stopped_) return Finish(t, Failed(ErrorKind::kCancelled, "the client was destroyed"));
-    t.attempt->SetCanceller([this, id = t.id] { loop_->Post([this, id] { Cut(id); }); });
+    // A canceller may run, and its task reach the loop, after this transport
+    // is gone (an attempt cut while the client is torn down): both hold the
+    // loop and the running flag, not the transport, until they know it is there.
+    t.attempt->SetCanceller([this, id = t.id, loop = loop_, running = running_] {
+      loop->Post([this, id, running] {
+        if (*running) Cut(id);
+      });
+    });
     Route route = network_.Resolve(origin_.host, origin_.port);
     if (route.kind == Route::Kind::kUnreachable) {
       t.attempt->HandedOver(clock_.Now());  // dialled, as far as the dependency is concerned
@@ -857,6 +865,9 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
   std::size_t max_in_flight_;
   std::size_t in_flight_ = 0;
   bool stopped_ = false;
+  // False once stopped; shared with the cancellers' tasks, which may outlive
+  // the transport. Read and written on the loop thread only.
+  std::shared_ptr<bool> running_ = std::make_shared<bool>(true);
   bool starting_ = false;
   bool protocol_known_ = false;
   std::vector<std::unique_ptr<Transfer>> slots_;

@@ -29,9 +29,41 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
   void ReadRequest() {
     parser_.emplace();
     parser_->body_limit(256 * 1024 * 1024);
+    if (!server_.options.cut_reading) return ReadBody();
+    http::async_read_header(
+        *stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnHead(ec); });
+  }
+
+  void ReadBody() {
     http::async_read(
         *stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRequest(ec); });
+  }
+
+  // The head has arrived: read the rest, or as much as a ReadCut says.
+  void OnHead(beast::error_code ec) {
+    if (ec) return Close();
+    std::optional<ReadCut> cut = server_.options.cut_reading(Received());
+    if (!cut) return ReadBody();
+    ReadPart(std::move(*cut));
+  }
+
+  void ReadPart(ReadCut cut) {
+    if (parser_->is_done() || parser_->get().body().size() >= cut.body_bytes) {
+      ServerRequest request = Received();
+      request.body.resize(std::min(request.body.size(), cut.body_bytes));
+      request.whole = false;
+      ++requests_;
+      server_.Received(std::move(request));
+      if (cut.end.behaviour == Reply::Behaviour::kCloseBeforeHeaders) return Close();
+      return Reset();
+    }
+    http::async_read_some(*stream_, buffer_, *parser_,
+                          [self = shared_from_this(), cut](beast::error_code ec, std::size_t) {
+                            if (ec) return self->Close();
+                            self->ReadPart(cut);
+                          });
   }
 
   void OnRequest(beast::error_code ec) {
@@ -39,6 +71,22 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
       Close();
       return;
     }
+    ServerRequest request = Received();
+    ++requests_;
+    keep_alive_ = parser_->get().keep_alive();
+    awaiting_reply_ = true;
+    Reply reply = server_.Handle(std::move(request));
+    if (reply.header_delay > Duration::zero()) {
+      delay_ = server_.After(reply.header_delay, shared_from_this(),
+                             [this, reply = std::move(reply)] { Act(reply); });
+    } else {
+      Act(reply);
+    }
+  }
+
+  // The request the parser holds, as far as it has read it, numbered as
+  // the next on this connection.
+  ServerRequest Received() {
     const auto& req = parser_->get();
     ServerRequest request;
     request.method = std::string(req.method_string());
@@ -51,16 +99,8 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
     request.body = req.body();
     request.version = "1.1";
     request.connection_id = connection_id_;
-    request.stream_id = ++requests_;
-    keep_alive_ = req.keep_alive();
-    awaiting_reply_ = true;
-    Reply reply = server_.Handle(std::move(request));
-    if (reply.header_delay > Duration::zero()) {
-      delay_ = server_.After(reply.header_delay, shared_from_this(),
-                             [this, reply = std::move(reply)] { Act(reply); });
-    } else {
-      Act(reply);
-    }
+    request.stream_id = requests_ + 1;
+    return request;
   }
 
   void Act(const Reply& reply) {

@@ -2,6 +2,7 @@
 // file moves its bytes to and from the socket and plays each stream's Reply.
 #include <nghttp2/nghttp2.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -60,6 +61,7 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     bool answered = false;   // the server finished with it, well or badly
     bool trickle_ready = true;
     Timer timer;
+    std::optional<ReadCut> cut;  // Options::cut_reading's, once the head is in
   };
 
   static Http2Session& Self(void* user_data) { return *static_cast<Http2Session*>(user_data); }
@@ -96,9 +98,12 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
 
   static int OnData(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data, size_t len,
                     void* user_data) {
-    auto it = Self(user_data).streams_.find(stream_id);
-    if (it != Self(user_data).streams_.end()) {
-      it->second.request.body.append(reinterpret_cast<const char*>(data), len);
+    Http2Session& self = Self(user_data);
+    auto it = self.streams_.find(stream_id);
+    if (it == self.streams_.end() || it->second.answered) return 0;
+    it->second.request.body.append(reinterpret_cast<const char*>(data), len);
+    if (it->second.cut && it->second.request.body.size() >= it->second.cut->body_bytes) {
+      self.Cut(stream_id);
     }
     return 0;
   }
@@ -110,10 +115,57 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     }
     bool request_done = (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
                         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
-    if (request_done && self.streams_.count(frame->hd.stream_id)) {
+    auto it = self.streams_.find(frame->hd.stream_id);
+    if (it == self.streams_.end() || it->second.answered) return 0;
+    bool head = frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST;
+    if (head && self.server_.options.cut_reading && it->first <= self.goaway_last_stream_) {
+      it->second.cut = self.server_.options.cut_reading(it->second.request);
+      if (it->second.cut && (request_done || it->second.cut->body_bytes == 0)) {
+        self.Cut(it->first);
+        return 0;
+      }
+    }
+    if (request_done && it->second.cut) {
+      self.Cut(it->first);  // the whole body was shorter than the cut
+    } else if (request_done) {
       self.OnRequest(frame->hd.stream_id);
     }
     return 0;
+  }
+
+  // Stops reading stream `id` as its ReadCut says: records what was read
+  // and ends the exchange.
+  void Cut(int32_t id) {
+    Stream& stream = streams_[id];
+    ReadCut cut = std::move(*stream.cut);
+    stream.cut.reset();
+    stream.answered = true;
+    ++requests_;
+    ServerRequest request = stream.request;
+    request.body.resize(std::min(request.body.size(), cut.body_bytes));
+    request.whole = false;
+    server_.Received(std::move(request));
+    using B = Reply::Behaviour;
+    if (cut.end.behaviour == B::kResetConnection) return End(/*reset=*/true);
+    if (cut.end.behaviour != B::kResetBeforeHeaders) return End();
+    ResetStream(id, cut.end, /*answer_begun=*/false);
+  }
+
+  // A reset of stream `id`, as `reply.h2_reset` says.
+  void ResetStream(int32_t id, const Reply& reply, bool answer_begun) {
+    switch (reply.h2_reset) {
+      case Reply::H2Reset::kStream:
+        nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, reply.rst_code);
+        return;
+      case Reply::H2Reset::kGoaway:
+        goaway_last_stream_ = answer_begun ? id : std::max(0, id - 2);
+        nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, goaway_last_stream_, reply.rst_code,
+                              nullptr, 0);
+        end_after_write_ = true;
+        return;
+      case Reply::H2Reset::kConnection:
+        return End();
+    }
   }
 
   static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, void* user_data) {
@@ -181,8 +233,7 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
         return StartRaw(id, reply);
       case B::kResetBeforeHeaders:
         stream.answered = true;
-        nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, reply.rst_code);
-        return;
+        return ResetStream(id, reply, /*answer_begun=*/false);
       default:
         break;
     }
@@ -235,9 +286,9 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     if (stalls && stream.offset == end) return NGHTTP2_ERR_DEFERRED;  // and never resumed
     if (resets && stream.offset == end) {
       stream.answered = true;
-      asio::post(self.server_.io, [weak = self.weak_from_this(), id, code = reply.rst_code] {
+      asio::post(self.server_.io, [weak = self.weak_from_this(), id, reply] {
         if (auto alive = weak.lock()) {
-          nghttp2_submit_rst_stream(alive->session_, NGHTTP2_FLAG_NONE, id, code);
+          alive->ResetStream(id, reply, /*answer_begun=*/true);
           alive->Flush();
         }
       });
@@ -294,7 +345,7 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     if (out.empty()) {
       if (raw_mode_) return;  // the script is done: wait for the client to leave
       bool done = !nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_);
-      if (done || (closing_ && streams_.empty())) End();
+      if (done || end_after_write_ || (closing_ && streams_.empty())) End();
       return;
     }
     writing_ = true;
@@ -368,6 +419,7 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
   bool writing_ = false;
   bool closing_ = false;
   bool ended_ = false;
+  bool end_after_write_ = false;  // a GOAWAY reset: close once it is written
   // Reply::Frames and Reply::Flood: what is left to write raw.
   bool raw_mode_ = false;
   std::string raw_first_;

@@ -1,7 +1,8 @@
 // The FakeServer's scripted faults, byte by byte: what a broken HTTP/1.1
 // answer puts on the wire (read over plain TCP with a bare socket), HTTP/2
-// frames as encoded and as the curl command receives them, TLS cipher
-// choice, and the BlackHole that never accepts.
+// frames as encoded and as the curl and nghttp commands receive them,
+// requests cut while being read (ReadCut), TLS cipher choice, and the
+// BlackHole that never accepts.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -122,6 +123,79 @@ TEST(FakeServerFaultsTest, ResetConnectionSendsATcpReset) {
   EXPECT_EQ(server->request_count(), 1u);
 }
 
+// Sends a POST of `body` over plain TCP; what the server wrote until it
+// closed, and whether it reset.
+Exchange RawPost(const FakeServer& server, const std::string& body) {
+  int fd = ConnectTo(server.port());
+  std::string request =
+      "POST / HTTP/1.1\r\nHost: payments\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  EXPECT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  Exchange out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.bytes.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    out.reset = n < 0 && errno == ECONNRESET;
+    break;
+  }
+  close(fd);
+  return out;
+}
+
+// A ReadCut stops reading the body part way: the server records what it
+// read, answers nothing, and closes or resets; the handler is not called.
+TEST(FakeServerFaultsTest, ACutRequestIsRecordedAsReadThenClosedOrReset) {
+  for (bool reset : {false, true}) {
+    bool handled = false;
+    auto server = FakeServer::Start(
+        {.handler =
+             [&](const ServerRequest&) {
+               handled = true;
+               return Reply::Ok();
+             },
+         .cut_reading = [reset](const ServerRequest& head) -> std::optional<ReadCut> {
+           EXPECT_EQ(head.target, "/");
+           EXPECT_EQ(head.body, "");
+           return ReadCut{4, reset ? Reply::Reset() : Reply::Close()};
+         }});
+    ASSERT_TRUE(server) << server.error().message();
+    Exchange exchange = RawPost(**server, "0123456789");
+    EXPECT_EQ(exchange.bytes, "");
+    EXPECT_EQ(exchange.reset, reset);
+    ASSERT_EQ((*server)->request_count(), 1u);
+    ServerRequest request = (*server)->requests()[0];
+    EXPECT_EQ(request.body, "0123");
+    EXPECT_FALSE(request.whole);
+    EXPECT_EQ(request.stream_id, 1);
+    EXPECT_FALSE(handled);
+    EXPECT_EQ((*server)->cancelled_requests(), 0);  // the server's doing, not the client's
+  }
+}
+
+// With no cut, the request is read whole and handled as ever.
+TEST(FakeServerFaultsTest, NoCutReadsTheRequestWhole) {
+  auto server = FakeServer::Start(
+      {.handler = [](const ServerRequest& r) { return Reply::Ok(r.body); },
+       .cut_reading = [](const ServerRequest&) -> std::optional<ReadCut> { return std::nullopt; }});
+  ASSERT_TRUE(server) << server.error().message();
+  int fd = ConnectTo((*server)->port());
+  std::string request =
+      "POST / HTTP/1.1\r\nHost: payments\r\nConnection: close\r\nContent-Length: 3\r\n\r\nabc";
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::string got;
+  char buf[256];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
+    got.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  EXPECT_NE(got.find("\r\n\r\nabc"), std::string::npos) << got;
+  ASSERT_EQ((*server)->request_count(), 1u);
+  EXPECT_TRUE((*server)->requests()[0].whole);
+}
+
 TEST(H2FrameTest, FramesAreEncodedAsRfc9113Says) {
   using namespace h2;
   EXPECT_EQ(Ping(0x0102030405060708).Encode(),
@@ -223,6 +297,79 @@ TEST(FakeServerOptionsTest, AnUnknownCipherListIsRefused) {
 }
 
 // A connect to a black hole neither completes nor fails.
+// HTTP/2 cuts on the wire, as nghttp (nghttp2's own client) prints them:
+// RST_STREAM with the code given, or the connection closed with no frame;
+// the request is recorded as far as it was read, once.
+TEST_F(FakeServerFramesTest, Http2CutsEndTheStreamAsScripted) {
+  struct Row {
+    Reply end;
+    std::string printed;  // what nghttp prints of the end
+  };
+  for (const Row& row :
+       {Row{Reply::Reset(7), "error_code=REFUSED_STREAM(0x07)"},
+        Row{Reply::Reset(2), "error_code=INTERNAL_ERROR(0x02)"}, Row{Reply::Close(), ""}}) {
+    SCOPED_TRACE(row.printed);
+    auto server = FakeServer::Start(
+        {.tls = ServerTls{ca.IssueServer({"payments", "127.0.0.1"})},
+         .cut_reading = [end = row.end](const ServerRequest&) -> std::optional<ReadCut> {
+           return ReadCut{4, end};
+         }});
+    ASSERT_TRUE(server) << server.error().message();
+    std::string data = dir.Write("body", "0123456789");
+    CommandResult result =
+        RunCommand("nghttp -nv -y -t 5 -d " + data + " " + (*server)->url() + "/ 2>&1");
+    ASSERT_EQ((*server)->request_count(), 1u) << result.output;
+    EXPECT_EQ((*server)->requests()[0].body, "0123");
+    EXPECT_FALSE((*server)->requests()[0].whole);
+    EXPECT_EQ(result.output.find("recv HEADERS"), std::string::npos) << result.output;
+    if (row.printed.empty()) {
+      EXPECT_EQ(result.output.find("recv RST_STREAM"), std::string::npos) << result.output;
+      EXPECT_EQ(result.output.find("recv GOAWAY"), std::string::npos) << result.output;
+    } else {
+      EXPECT_NE(result.output.find("recv RST_STREAM"), std::string::npos) << result.output;
+      EXPECT_NE(result.output.find(row.printed), std::string::npos) << result.output;
+    }
+  }
+}
+
+// A cut by GOAWAY leaves the stream out of the GOAWAY's last-stream-id,
+// as nghttp (nghttp2's own client) prints the frame.
+TEST_F(FakeServerFramesTest, AGoawayCutLeavesTheStreamOut) {
+  auto server =
+      FakeServer::Start({.tls = ServerTls{ca.IssueServer({"payments", "127.0.0.1"})},
+                         .cut_reading = [](const ServerRequest&) -> std::optional<ReadCut> {
+                           return ReadCut{4, Reply::Reset(0).ResetBy(Reply::H2Reset::kGoaway)};
+                         }});
+  ASSERT_TRUE(server) << server.error().message();
+  std::string data = dir.Write("body", "0123456789");
+  CommandResult result =
+      RunCommand("nghttp -nv -y -t 5 -d " + data + " " + (*server)->url() + "/ 2>&1");
+  ASSERT_EQ((*server)->request_count(), 1u) << result.output;
+  ServerRequest request = (*server)->requests()[0];
+  EXPECT_EQ(request.body, "0123");
+  EXPECT_FALSE(request.whole);
+  EXPECT_NE(result.output.find("recv GOAWAY"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("last_stream_id=" + std::to_string(request.stream_id - 2)),
+            std::string::npos)
+      << result.output;
+  EXPECT_TRUE((*server)->WaitFor([](const FakeServer& s) { return s.connections_open() == 0; }));
+}
+
+// A reset mid-answer by GOAWAY keeps the stream in (its answer began) and
+// closes the connection; by kConnection it closes with no frame: curl gets
+// part of the body either way, and fails.
+TEST_F(FakeServerFramesTest, Http2ResetsMidAnswerByGoawayOrClose) {
+  for (Reply::H2Reset how : {Reply::H2Reset::kGoaway, Reply::H2Reset::kConnection}) {
+    auto server = Serve(Reply::ResetAfter(3, "0123456789").ResetBy(how),
+                        ServerTls{ca.IssueServer({"payments"})});
+    CommandResult result = Curl(*server, "--http2 --max-time 5");
+    EXPECT_NE(result.exit_code, 0);
+    EXPECT_EQ(result.output, "2 200");       // the headers came
+    EXPECT_EQ(server->request_count(), 1u);  // not sent again: the stream was processed
+    EXPECT_TRUE(server->WaitFor([](const FakeServer& s) { return s.connections_open() == 0; }));
+  }
+}
+
 TEST(BlackHoleTest, AConnectIsNeverAccepted) {
   auto hole = BlackHole::Start();
   ASSERT_TRUE(hole) << hole.error().message();

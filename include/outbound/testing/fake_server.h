@@ -58,6 +58,9 @@ struct ServerRequest {
   std::string version;    // "1.1" or "2"
   int connection_id = 0;  // 1, 2, ... in the order connections were accepted
   int stream_id = 0;      // HTTP/2 stream id; on HTTP/1.1 the request's index on its connection
+  // False when the server stopped reading it part way (Options::cut_reading):
+  // `body` then holds only what was read.
+  bool whole = true;
 
   // The first value of the header `name` (any case), or "" if absent.
   std::string header(std::string_view name) const;
@@ -78,6 +81,15 @@ struct Reply {
     kResetConnection,     // reset the whole connection with a TCP RST, on either protocol
     kStall,               // headers and `cut_after` body bytes, then nothing; the connection stays
     kFrames,              // HTTP/2: `frames`, then `flood` `flood_count` times, written raw
+  };
+
+  // How HTTP/2 resets (Reset, ResetAfter, ResetAfterHeaders, a ReadCut's)
+  // end the exchange. HTTP/1.1 resets are always a TCP RST.
+  enum class H2Reset {
+    kStream,      // RST_STREAM `rst_code` on the request's stream
+    kGoaway,      // GOAWAY `rst_code` whose last-stream-id leaves the stream
+                  // out (not processed) unless its answer has begun, then a close
+    kConnection,  // the TCP connection closes (FIN), with neither frame
   };
 
   // How the body's length is told (RFC 9112 §6, RFC 9113 §8.1).
@@ -137,6 +149,11 @@ struct Reply {
     rst_code = code;
     return *this;
   }
+  // HTTP/2: a reset is done as `how` says rather than with RST_STREAM.
+  Reply& ResetBy(H2Reset how) {
+    h2_reset = how;
+    return *this;
+  }
   // Announces `n` bytes in Content-Length, whatever the body's size.
   Reply& AnnounceLength(std::uint64_t n) {
     announced_length = n;
@@ -171,6 +188,7 @@ struct Reply {
   Duration header_delay{0};
   std::size_t cut_after = 0;
   std::uint32_t rst_code = 7;
+  H2Reset h2_reset = H2Reset::kStream;
   std::size_t trickle_bytes = 1;
   Duration trickle_every{0};
   Framing framing = Framing::kContentLength;
@@ -182,6 +200,16 @@ struct Reply {
 };
 
 using Handler = std::function<Reply(const ServerRequest&)>;
+
+// A request the server stops reading part way (Options::cut_reading): it
+// reads `body_bytes` of the body (0: none; all of it if shorter), records the
+// request with what it read (ServerRequest::whole false) and ends the
+// exchange as `end` says: Close(), Reset(code) (with ResetBy on HTTP/2) or
+// ResetConnection(). The handler is not called for it.
+struct ReadCut {
+  std::size_t body_bytes = 0;
+  Reply end = Reply::Close();
+};
 
 // TLS for the server. HTTP/2 and HTTP/1.1 are offered by ALPN (h2 first).
 struct ServerTls {
@@ -222,6 +250,10 @@ class FakeServer {
     // HTTP/2: the SETTINGS_MAX_CONCURRENT_STREAMS the server advertises;
     // streams over it are refused (RST_STREAM REFUSED_STREAM), as nghttp2 does.
     std::uint32_t max_concurrent_streams = 100;
+    // Called with each request's head (method, target, headers, ids; no
+    // body yet) as it arrives, on the server's thread: a ReadCut to stop
+    // reading it part way, or nullopt to read it whole and call `handler`.
+    std::function<std::optional<ReadCut>(const ServerRequest& head)> cut_reading;
   };
 
   // Listens on 127.0.0.1, on a port of the OS's choosing.
