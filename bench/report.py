@@ -44,6 +44,7 @@ for who in ("raw", "outbound", "native"):
 outage = json.load(open(os.path.join(work, "outage.json")))
 soak = json.load(open(os.path.join(work, "soak.json")))
 soak_native = json.load(open(os.path.join(work, "soak_native.json")))
+over_limit = json.load(open(os.path.join(work, "over_limit.json")))
 
 
 def quarters(samples):
@@ -103,6 +104,9 @@ results = {
     "outage": outage,
     "memory": {"calls": soak["calls"], "rss_kb_first_quarter": first, "rss_kb_last_quarter": last,
                "growth": last / first - 1, "samples_kb": samples},
+    # Peak RSS of `outbound call` under 100 MiB sent without a length, limit
+    # 64 MiB, beside the same process's peak for a 100-byte body.
+    "memory_over_limit": over_limit,
     "memory_native": {"calls": soak_native["calls"], "rss_kb_first_quarter": first_native,
                       "rss_kb_last_quarter": last_native, "growth": last_native / first_native - 1,
                       "samples_kb": soak_native["rss_kb_samples"]},
@@ -142,6 +146,11 @@ print(f"outage, attempts per call: default budget {outage['attempts_per_call_def
 print(f"memory over {soak['calls']} calls: RSS {first/1024:.1f} MiB (first quarter) -> "
       f"{last/1024:.1f} MiB (last quarter), {100*(last/first-1):+.1f}%; native "
       f"{first_native/1024:.1f} -> {last_native/1024:.1f} MiB, {100*(last_native/first_native-1):+.1f}%")
+ol = over_limit
+print(f"peak RSS under 100 MiB without a length, limit 64 MiB (small body {ol['small_body_kb']/1024:.1f} MiB): "
+      f"native h1 {ol['native_h1_kb']/1024:.1f}, h2 {ol['native_h2_kb']/1024:.1f} MiB; "
+      f"curl h1 {ol['curl_h1_kb']/1024:.1f}, h2 {ol['curl_h2_kb']/1024:.1f} MiB "
+      f"(bound: small body + limit + 1 MiB = {(ol['small_body_kb'] + ol['limit_kb'])/1024 + 1:.1f} MiB)")
 for name, row in micro_rows.items():
     print(f"  {name:44}{row['ns']:8.1f} ns  allocs/op {row['allocs_per_op']:.2g}")
 

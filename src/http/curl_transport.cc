@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "body_growth.h"
 #include "curl_tls.h"
 
 namespace outbound::http::internal {
@@ -641,7 +642,7 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
   }
 
   // Counts the body as it arrives: past the limit, the transfer is aborted.
-  // The buffer grows by doubling but never past the limit, so a body near
+  // The buffer grows as MakeRoom says, never past the limit, so a body near
   // the limit never holds twice the limit.
   static size_t OnBody(char* data, size_t size, size_t n, void* user) {
     auto& t = *static_cast<Transfer*>(user);
@@ -651,9 +652,7 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
       t.too_large = true;
       return 0;
     }
-    if (body.size() + len > body.capacity()) {
-      body.reserve(std::min(t.max_bytes, std::max(body.capacity() * 2, body.size() + len)));
-    }
+    MakeRoom(body, len, t.max_bytes);
     body.append(data, len);
     return len;
   }

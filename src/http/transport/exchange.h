@@ -3,12 +3,14 @@
 #ifndef OUTBOUND_SRC_HTTP_TRANSPORT_EXCHANGE_H_
 #define OUTBOUND_SRC_HTTP_TRANSPORT_EXCHANGE_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "../body_growth.h"
 #include "../layers.h"
 
 namespace outbound::http::internal::transport {

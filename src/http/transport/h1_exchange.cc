@@ -14,7 +14,7 @@
 namespace outbound::http::internal::transport {
 namespace beast_http = boost::beast::http;
 
-// A body kept in a string that grows by doubling but never past its cap
+// A body kept in a string that grows as MakeRoom says, never past its cap
 // (the response limit), so a body near the limit never holds twice it.
 struct CappedBody {
   struct value_type {
@@ -38,10 +38,7 @@ struct CappedBody {
       ec = {};
       std::size_t n = boost::asio::buffer_size(buffers);
       std::string& text = body_.text;
-      if (text.size() + n > text.capacity()) {
-        text.reserve(std::min(std::max(body_.cap, text.size() + n),
-                              std::max(text.capacity() * 2, text.size() + n)));
-      }
+      MakeRoom(text, n, body_.cap);
       for (auto it = boost::asio::buffer_sequence_begin(buffers);
            it != boost::asio::buffer_sequence_end(buffers); ++it) {
         boost::asio::const_buffer b = *it;

@@ -359,10 +359,7 @@ int H2Session::OnDataChunk(nghttp2_session*, std::uint8_t, std::int32_t stream_i
                 TooLarge("body is larger than " + std::to_string(exchange->max_body) + " bytes"));
     return 0;
   }
-  // Grows by doubling, never past the limit.
-  if (body.size() + len > body.capacity()) {
-    body.reserve(std::min(exchange->max_body, std::max(body.capacity() * 2, body.size() + len)));
-  }
+  MakeRoom(body, len, exchange->max_body);
   body.append(reinterpret_cast<const char*>(data), len);
   return 0;
 }

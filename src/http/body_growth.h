@@ -1,0 +1,29 @@
+// How a response body's string grows while it arrives, for both
+// transports. Internal.
+#ifndef OUTBOUND_SRC_HTTP_BODY_GROWTH_H_
+#define OUTBOUND_SRC_HTTP_BODY_GROWTH_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+
+namespace outbound::http::internal {
+
+// Makes room in `body` for `more` bytes, for `limit` in all at most.
+// Small bodies grow by doubling; past 1 MiB the string takes the whole
+// limit at once, so a large body is never copied (its untouched pages cost
+// no memory) and a body near the limit never holds twice it. Doubling all
+// the way would not do: libstdc++ rounds a reserve below twice the capacity
+// up to twice it, and the copy holds the old buffer beside the new.
+inline void MakeRoom(std::string& body, std::size_t more, std::size_t limit) {
+  constexpr std::size_t kDoublingBound = std::size_t{1} << 20;
+  std::size_t needed = body.size() + more;
+  if (needed <= body.capacity()) return;
+  std::size_t doubled = std::max(body.capacity() * 2, needed);
+  body.reserve(doubled <= kDoublingBound ? std::min(doubled, std::max(needed, limit))
+                                         : std::max(needed, limit));
+}
+
+}  // namespace outbound::http::internal
+
+#endif  // OUTBOUND_SRC_HTTP_BODY_GROWTH_H_
