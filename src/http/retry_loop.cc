@@ -21,8 +21,9 @@ constexpr std::size_t kRetriedBodyLimit = 64 * 1024;
 constexpr int kMaxCollateralRetries = 3;
 // Sends of a request left out by retired connections (AttemptOutcome::
 // connection_retired). Each one means the server answered others first, so
-// a request waits its turn through a few rotations: 64 in flight on
-// connections retired after 10 requests each leave one out 6 times at most.
+// a request waits its turn through a few rotations (with queue places
+// kept, 64 in flight on connections retired after 10 requests each should
+// leave one out about 6 times; tests/peers/nginx_test.cc runs that case).
 constexpr int kMaxRetiredRetries = 10;
 
 class RetryingRequest final : public AttemptOwner,
