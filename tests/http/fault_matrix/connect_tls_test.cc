@@ -74,8 +74,12 @@ TEST_P(ConnectMatrix, AConnectNeverAcceptedEndsAtTheAttemptTimeoutThenTheDeadlin
   network.Add("payments", 8443, "127.0.0.1", (*hole)->port());
   StartClient();
   Begin(Request::Get("/"));
-  WaitThenAdvance(5s);      // the first attempt's timeout
-  WaitThenAdvance(50ms);    // the backoff
+  WaitThenAdvance(5s);    // the first attempt's timeout
+  WaitThenAdvance(50ms);  // the backoff
+  // The second attempt is dialling once its own timeout (due at 10.05 s)
+  // stands beside the call's deadline; before that, the deadline would
+  // find it still on its way to the transport.
+  ASSERT_TRUE(clock.WaitForTimers(2, kSafetyNet)) << "the second attempt was never handed over";
   WaitThenAdvance(4950ms);  // the call's deadline, before the second attempt's timeout
   ExpectEnds({.error = ErrorKind::kDeadline,
               .attempts = 2,
