@@ -598,6 +598,9 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
         t.response.received_at = t.clock->WallNow();
         t.attempt->HeadersArrived();
       }
+    } else if (t.headers_done) {
+      // A trailer field (libcurl passes them here too): dropped, as the
+      // native transport does (Response::headers).
     } else if (auto colon = line.find(':'); colon != std::string_view::npos) {
       std::string_view name = line.substr(0, colon);
       std::string_view value = line.substr(colon + 1);

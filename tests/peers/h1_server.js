@@ -7,7 +7,8 @@
 //
 //   node h1_server.js --cert=chain.pem --key=key.pem [options]
 //
-// Answers with 200 and a 100-byte body. Options:
+// Answers with 200 and a 100-byte body; on /trailers, chunked with a
+// trailer field (x-checksum) after it. Options:
 //   --drop=close|reset     drop requests that are not the first on their
 //   --drop-methods=M,M     connection, of these methods (POST): close sends
 //                          FIN, reset sends TCP RST; off by default
@@ -69,6 +70,12 @@ server.on('request', (req, res) => {
     }
     stats.answered++;
     if (record) record.answered++;
+    if (req.url === '/trailers') {
+      res.writeHead(200, {'trailer': 'x-checksum'});
+      res.addTrailers({'x-checksum': 'sha256=abc'});
+      res.end(body);
+      return;
+    }
     res.writeHead(200, {'content-length': body.length});
     res.end(body);
   });

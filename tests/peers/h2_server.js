@@ -5,7 +5,8 @@
 //
 //   node h2_server.js --cert=chain.pem --key=key.pem [options]
 //
-// Answers every request with 200 and a body of --body-bytes (100) bytes.
+// Answers every request with 200 and a body of --body-bytes (100) bytes
+// (on /trailers, without a length and with a trailer field, x-checksum).
 // Options (all off by default):
 //   --max-concurrent-streams=N  SETTINGS_MAX_CONCURRENT_STREAMS we advertise
 //   --delay-ms=D                /slow always, and --delay-percent of the
@@ -101,9 +102,14 @@ server.on('session', (session) => {
   session.on('error', () => {});
 });
 
-function answer(stream) {
+function answer(stream, path) {
   if (stream.destroyed || stream.closed) return;
-  stream.respond({':status': 200, 'content-length': body.length});
+  if (path === '/trailers') {
+    stream.respond({':status': 200}, {waitForTrailers: true});
+    stream.on('wantTrailers', () => stream.sendTrailers({'x-checksum': 'sha256=abc'}));
+  } else {
+    stream.respond({':status': 200, 'content-length': body.length});
+  }
   stream.end(body);
   stats.answered++;
 }
@@ -161,7 +167,7 @@ server.on('stream', (stream, headers) => {
                                        delayPercent > 0 && random() * 100 < delayPercent;
     const finish = () => {
       if (record && !stream.destroyed) record.answered++;
-      answer(stream);
+      answer(stream, path);
     };
     if (delayed) {
       stats.delayed++;

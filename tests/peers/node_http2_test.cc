@@ -41,6 +41,18 @@ class NodeHttp2Test : public PeerTestBase, public ::testing::Test {
   }
 };
 
+// Trailer fields are read and dropped: the body is whole, and the trailer
+// never joins the headers (both transports alike).
+TEST_F(NodeHttp2Test, TrailerFieldsDoNotJoinTheHeaders) {
+  StartPeer("h2_server.js", {});
+  auto client = MakeClient(PaymentsSettings());
+  auto response = client->Send(Request::Get("/trailers"));
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, std::string(100, 'x'));
+  EXPECT_EQ(response->header("x-checksum"), "");
+}
+
 // Node advertises no stream limit (2^32-1): one connection carries all 64.
 TEST_F(NodeHttp2Test, SixtyFourInFlightOnAStockServer) { SixtyFourInFlight(3000, 1 << 30, {}); }
 

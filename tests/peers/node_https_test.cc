@@ -68,6 +68,24 @@ TEST_P(NodeHttpsTest, GetDroppedOnAReusedConnectionIsResentOnlyAsARecordedAttemp
   EXPECT_EQ(stats["requests"].get<int>(), log->attempts());
 }
 
+// A chunked body's trailer section is read and dropped: the body is whole,
+// the trailer never joins the headers, and the connection is used again.
+class NodeHttpsTrailersTest : public PeerTestBase, public ::testing::Test {};
+
+TEST_F(NodeHttpsTrailersTest, TrailerFieldsDoNotJoinTheHeaders) {
+  StartPeer("h1_server.js", {});
+  auto client = MakeClient(PaymentsSettings());
+  for (int i = 0; i < 2; ++i) {
+    auto response = client->Send(Request::Get("/trailers"));
+    ASSERT_TRUE(response) << response.error().message();
+    EXPECT_EQ(response->status, 200);
+    EXPECT_EQ(response->version, "1.1");
+    EXPECT_EQ(response->body, std::string(100, 'x'));
+    EXPECT_EQ(response->header("x-checksum"), "");
+  }
+  EXPECT_EQ(peer->Stats()["connections"].get<int>(), 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Peers, NodeHttpsTest, ::testing::Values("close", "reset"), PeerParamName);
 
 }  // namespace

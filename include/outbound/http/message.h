@@ -225,6 +225,10 @@ class ResponseHeaders {
 // took.
 struct Response {
   int status = 0;
+  // The header section. Trailer fields (after a chunked HTTP/1.1 body, or
+  // an HTTP/2 HEADERS frame after DATA) are read and dropped, on either
+  // transport: they never join the headers, which a classify function or
+  // a Retry-After reads before the body was complete.
   ResponseHeaders headers;
   std::string body;
   // The protocol of the attempt that answered: "1.1" or "2" (HTTP/1.1 or
