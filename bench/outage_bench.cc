@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Under an outage the retry budget holds: every request is answered 503 and
 // many callers keep calling; the dependency's load per call is counted with
 // the default budget and with a budget too large to run out in the run.

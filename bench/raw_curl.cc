@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The floor of outbound's transport: libcurl's multi interface used
 // directly, as a careful hand-written client would, with nothing on top.
 // N GETs, C in flight, HTTP/2 over TLS multiplexed on one connection (or

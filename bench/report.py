@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Turns bench/run's raw figures into the side-by-side table and
 bench/results.json. Medians across runs; ratios within the same run set."""
 import json

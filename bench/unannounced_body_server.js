@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/run's server of bodies sent without a length: every request on the
 // HTTPS (HTTP/1.1, chunked) and HTTP/2 (no content-length) ports it prints
 // as {"h1":P,"h2":Q} is answered 200 with BYTES bytes, written as fast as

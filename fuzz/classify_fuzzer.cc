@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fuzz/classify_fuzzer.cc
 //
 // Fuzzes http::DefaultClassify, which decides after each attempt whether

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fuzz/fuzz_input.h
 //
 // What every fuzz target shares: a splitter that reads a fuzzer's bytes as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fuzz/origin_fuzzer.cc
 //
 // Fuzzes the URL and origin parsing every request goes through:

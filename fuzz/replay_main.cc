@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fuzz/replay_main.cc
 //
 // The `main` of a fuzz target built without libFuzzer: it runs every file of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fuzz/request_check_fuzzer.cc
 //
 // Fuzzes internal::CheckRequest, the gate every request passes before

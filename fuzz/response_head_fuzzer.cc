@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fuzz/response_head_fuzzer.cc
 //
 // Fuzzes the native transport's HTTP/1.1 response handling: H1Exchange,

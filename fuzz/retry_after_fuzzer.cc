@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fuzz/retry_after_fuzzer.cc
 //
 // Fuzzes http::ParseRetryAfter, which turns a server's Retry-After value

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fails if real time is read anywhere in the library but system_clock.cc:
 # every wait and every "now" must go through the injected Clock.
 set -u

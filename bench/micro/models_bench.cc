@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The models are on every attempt's path: they must cost nanoseconds and
 // allocate nothing. Each benchmark reports allocs/op, counted by replacing
 // the global operator new in this binary.

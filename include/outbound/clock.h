@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/clock.h
 //
 // Time, as the library sees it. Every wait in outbound (a backoff, a

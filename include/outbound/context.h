@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/context.h
 //
 // What one call carries besides its request: a deadline, a way for the

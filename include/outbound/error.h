@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/error.h
 //
 // The errors a call can end with, as values. A failure that is a normal

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/network.h
 //
 // How a client reaches a host: the seeds' Host.Dial. A client never resolves

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/random.h
 //
 // The randomness behind jitter, injectable so a test can assert exact waits

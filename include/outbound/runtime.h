@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/runtime.h
 //
 // What a client takes from its process: the clock every wait runs on, the

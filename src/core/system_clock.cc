@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one file in outbound that reads real time.
 #include <condition_variable>
 #include <mutex>

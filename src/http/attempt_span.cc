@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The attempt span: one record, one CLIENT span and one duration data point
 // per attempt, rejected ones included, timed on the client's clock. The span
 // starts above the breaker, so a rejection has its span too, and ends when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AttemptTimeout: an attempt gets `timeout` from the moment the transport
 // hands it to a connection to its headers. Dialling counts; time queued in
 // the client's own FIFO does not (it is not the dependency's), nor does the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Credentials pinned to the client's origin, as attempt middleware.
 #include "outbound/http/auth.h"
 

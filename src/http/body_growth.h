@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a response body's string grows while it arrives, for both
 // transports. Internal.
 #ifndef OUTBOUND_SRC_HTTP_BODY_GROWTH_H_

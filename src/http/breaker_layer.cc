@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The breaker layer: every attempt is one the breaker admits or rejects, and
 // every admitted attempt's result is counted in it, once, as classified.
 // With the breaker's slow-call rule on, an attempt whose headers have not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a client reports through the Runtime's telemetry: a CLIENT span per
 // attempt with its trace context put on the wire, the HTTP client metrics,
 // the library's own instruments (breaker state, transitions, calls; retry

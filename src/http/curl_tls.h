@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TLS for the libcurl transport, held by the client and applied to every
 // easy handle: trust exactly the roots the settings give (the system store
 // only when none are given), a client certificate for mTLS, TLS 1.2 at

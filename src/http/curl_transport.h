@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bottom layer: attempts as libcurl transfers on a multi handle of the
 // client's own (its connection pool), driven by the client's event loop.
 // HTTP/2 with multiplexing over TLS (ALPN h2, then http/1.1); HTTP/1.1 for

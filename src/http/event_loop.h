@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The thread that drives one client's transfers: an epoll loop that runs
 // that client's libcurl multi socket interface, and whatever is posted to
 // it. One per client, so a dependency that keeps its transport busy cannot

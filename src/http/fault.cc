@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Failure injection: a call's scenario is read once per call (only when
 // the client's faults are on), and its attempts aborted, delayed or
 // answered below the attempt timeout, where a real dependency's failure

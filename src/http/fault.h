@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Failure injection: the scenario a call's baggage carries, and the attempt
 // layer that acts on it. Internal; docs/failure-injection.md describes the
 // format.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pieces the client's call path is made of. A call goes through
 //
 //   OriginCheck -> CallMiddleware -> Redirects -> RetryLoop

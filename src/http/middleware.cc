@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The user's middleware as two layers of the call path: one call layer that
 // runs every call middleware in order, above the redirects, and one attempt
 // layer that runs every attempt middleware, below the breaker. One layer per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Origins and URLs, read as RFC 3986 says, by the client itself rather than
 // by its transport, so the rules below hold whatever sends the request; the
 // transport is only ever given a URL in the normal form made here. Internal.

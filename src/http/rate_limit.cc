@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client's outbound rate limit: a token bucket on the Runtime's clock,
 // shared by every call. A call takes a token as it starts, or waits for
 // the next one; it fails at once with kDeadline if that wait would end

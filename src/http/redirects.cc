@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Redirects: a 3xx with a Location on the client's origin is followed, up to
 // 10, each as a request of its own with attempts of its own. One to another
 // origin, or one whose Location holds user info, goes back to the caller as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks every request passes before anything is dialled.
 #include "request_check.h"
 

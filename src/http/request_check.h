@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks every request passes before anything is dialled: its method
 // and header fields are well formed, and its URL names the client's origin.
 // Internal.

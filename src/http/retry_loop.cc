@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retry loop: the attempts of one request. Each attempt's classification
 // goes to retry::Loop, which decides; the client then adds its own rules: a
 // request that is not safe to repeat is sent once, and a response whose body

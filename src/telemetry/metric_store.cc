@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-memory aggregation behind every metrics reader. Recording looks
 // its attribute set up under a shared lock and adds with atomics, so the
 // hot path allocates nothing and threads do not queue once a set is known.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OTLP/HTTP JSON bodies: spans, log records and metrics as the proto3 JSON
 // mapping of OTLP's Export*ServiceRequest messages, with OTLP's own
 // exceptions (trace and span ids as lower-case hex, not base64). Enums are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The FakeServer's pieces, shared by its three files: the server (accept,
 // TLS, records), an HTTP/1.1 session on Beast and an HTTP/2 session on
 // nghttp2. Not public API.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP/1.1 for the FakeServer: Beast parses each request; well-behaved
 // responses are written by Beast, and the scripted misbehaviours write the
 // bytes a broken server would.

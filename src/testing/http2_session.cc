@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP/2 for the FakeServer: nghttp2's server session does the protocol; this
 // file moves its bytes to and from the socket and plays each stream's Reply.
 #include <nghttp2/nghttp2.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "outbound/testing/test_ca.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How long the breaker stays open: an interval that starts short and grows
 // while probes fail, and a busy breaker that probes once per
 // `calls_per_probe` turned-away attempts. First the rule itself, then whole

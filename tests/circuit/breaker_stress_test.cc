@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Many threads on one breaker: run under ThreadSanitizer in CI. The
 // invariants checked hold whatever the interleaving.
 #include <gtest/gtest.h>

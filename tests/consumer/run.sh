@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # How a user gets outbound into their build, each way tested:
 #  1. cmake --install of shared libraries into a scratch prefix (SONAME
 #     checked), then an outside project with find_package(outbound 0.2

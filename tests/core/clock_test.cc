@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The system clock, the one real-time piece. Its timers are checked for
 // firing and cancelling only: how long they take is never asserted.
 #include "outbound/clock.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client reads nothing ambient. This binary sets every variable libcurl
 // and OpenSSL are known to read against it, and runs in a mount namespace
 // of its own where the system's CA store is a CA made by the test — so

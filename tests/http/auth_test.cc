@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Credentials held by the client: pinned to its origin, asked per attempt,
 // refreshed once on a 401, and never written anywhere but the header.
 #include "outbound/http/auth.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "outbound/http/classify.h"
 
 #include <gtest/gtest.h>

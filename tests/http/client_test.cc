@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client against a fake dependency over real TLS and real sockets, with
 // time on a ManualClock: each behaviour of seed 000's Testing section.
 #include "outbound/http/client.h"

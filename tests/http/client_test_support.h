@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fixture of the client's tests: a fake `payments` dependency over TLS
 // with a CA made for the test, reached by name through a NetworkMap, and a
 // client on a ManualClock, so every wait is free and exact.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Failure injection in fake time: a scenario in a call's baggage aborts,
 // delays or answers this client's attempts, and every layer sees it as real.
 #include <gmock/gmock.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The user's middleware in the client's call path, against the fake
 // `payments` dependency, in fake time.
 #include "outbound/http/middleware.h"

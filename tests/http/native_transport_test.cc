@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What only the native transport promises, beyond the suites both
 // transports run (client, outage, redirect, fault matrix, peers, soak): its
 // pool's rules for HTTP/1.1, and names resolved by the OS.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Never sent twice (issue 11): POSTs with unique bodies and no
 // Idempotency-Key, through a server that ends the exchange at every phase
 // (before reading the body, after part of it, after all of it, after

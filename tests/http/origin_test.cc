@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // URL and origin parsing as RFC 3986 reads it, and the client's own rules
 // on top (see origin.h): what names the same origin, what is refused, and
 // how a redirect's Location resolves.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client under the faults it exists for must not cause the outage
 // itself: a lost connection, a refused stream, its own queue, this
 // process's own shortages, a rejection answered on the caller's stack, a

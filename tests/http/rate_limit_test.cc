@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The outbound rate limit in fake time: calls wait for their token at the
 // exact instant, never past their deadline, never after their caller gave up.
 #include <gmock/gmock.h>

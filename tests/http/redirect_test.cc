@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Redirects against a fake dependency over TLS, both protocols: which are
 // followed (same origin, however written), which go back to the caller as
 // they came (another scheme, host or port, or user info), and how a loop ends.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks a request passes before anything is dialled, against a fake
 // dependency over TLS: headers the client owns cannot be set by hand, header
 // values hold no control characters, and the URL names the client's origin

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a client records through the Runtime's telemetry: a CLIENT span per
 // attempt (a child of the caller's span, its context on the wire), the HTTP
 // client metrics, the library's own instruments and a log record per

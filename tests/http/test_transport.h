@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which transport a test binary runs its clients on: the default, native
 // transport, or libcurl when the binary is built with OUTBOUND_TEST_CURL
 // (each client suite is built twice, the second time with the define and a

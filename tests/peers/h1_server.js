@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stock Node HTTP/1.1 server over TLS (https.createServer, keep-alive as
 // Node does by default) that can drop a request on a reused connection: it
 // reads the request whole, records it, then closes or resets the connection

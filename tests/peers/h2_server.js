@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stock Node http2 server (http2.createSecureServer: TLS, ALPN h2), with
 // the faults a real deployment produces switched on by flags. Everything on
 // the wire is Node's and nghttp2's own; the script only decides when to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A hostile HTTP/2 server written on raw TLS (tls.createServer, ALPN h2):
 // it speaks just enough HTTP/2 to be accepted — its SETTINGS, the ACK of the
 // client's — and then misbehaves on the first request's stream:

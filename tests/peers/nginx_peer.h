@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // nginx (Debian's nginx-light, with its echo module), run for one test as a
 // child process in the foreground, one process, from a configuration written
 // for the test into a directory of its own: an HTTPS server on loopback

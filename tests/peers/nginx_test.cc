@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client against nginx (Debian's nginx-light 1.22), a server nobody here
 // wrote, over HTTP/2 and HTTP/1.1 with TLS (issue 13's peers). What a stock
 // server does that the kit's FakeServer only scripts: it ends a connection

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client against Node 20's own http2 server (tests/peers/h2_server.js):
 // the faults a stock HTTP/2 server produces — streams over its limit
 // refused, REFUSED_STREAM, a connection lost with streams open — must not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client against Node 20's own HTTP/1.1 server over TLS
 // (tests/peers/h1_server.js), keep-alive as Node does it. The server reads a
 // request on a reused connection whole, then closes or resets the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A server nobody here wrote, run for one test: `node <script> args...` as a
 // child process (the scripts are beside this file). The script prints the
 // port it listens on; the test reads counts from it over the same control

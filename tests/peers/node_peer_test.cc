@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The helper that runs the Node peers: it starts a script, learns its port,
 // reads its counts, and leaves no process or descriptor behind.
 #include "node_peer.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every peer script shares: its command line, a seeded random source,
 // and the control channel to the test that started it.
 //

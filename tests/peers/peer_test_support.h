@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the peer, isolation and soak tests share: a client of `payments:8443`
 // on the real clock, reaching a Node peer (or the kit's FakeServer) through a
 // NetworkMap; a record of every attempt; and a load driver that keeps a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "outbound/retry/retrier.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One hostile dependency must not delay another client's calls (issue 10,
 // case 4). A flooding or hanging HTTP/2 server (tests/peers/hostile_h2.js)
 // and a healthy one (the kit's FakeServer), each with its own client, in one

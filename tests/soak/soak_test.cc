@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The soak (issue 10): calls from 8 threads through one client against a
 // Node http2 server (tests/peers/h2_server.js) that resets 10 % of its
 // connections with streams open (the others end gracefully with GOAWAY after

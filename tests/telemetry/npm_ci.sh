@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the OTLP receiver's npm packages (pinned in package-lock.json
 # beside this script) into a build directory, with `npm ci`. Run by ctest as
 # the fixture the OTLP tests require; a missing npm or an unreachable

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An OTLP/HTTP JSON receiver for the OTLP exporter's tests, decoding with
 // definitions nobody here wrote: OpenTelemetry JS's generated protobuf root
 // (@opentelemetry/otlp-transformer, pinned in package-lock.json beside this

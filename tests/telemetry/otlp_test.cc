@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The OTLP exporter, against a receiver nobody here wrote: otlp_receiver.js
 // decodes every request through OpenTelemetry JS's generated OTLP types and
 // hands back what they decoded, which is what these tests read. The client

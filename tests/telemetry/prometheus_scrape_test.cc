@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A real Prometheus (Debian's `prometheus`) scrapes a client's metrics while
 // the test drives an outage, and the test asks Prometheus's HTTP API the
 // questions an operator's alerts ask. This proves the names, the labels and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Prometheus exposition of a MetricStore, read as Prometheus's text
 // format. A real Prometheus scraping a client is in prometheus_scrape_test.cc.
 #include "outbound/telemetry/prometheus.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The FakeServer, seen by a client nobody here wrote: the curl command.
 // Each test names the dependency `payments:8443` and reaches the server on
 // loopback through --connect-to, trusting only the test's CA.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The FakeServer's scripted faults, byte by byte: what a broken HTTP/1.1
 // answer puts on the wire (read over plain TCP with a bare socket), HTTP/2
 // frames as encoded and as the curl and nghttp commands receive them,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The FakeServer through libcurl in-process, on HTTP/1.1 and HTTP/2, with
 // the dependency's name routed by a NetworkMap.
 #include <curl/curl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TestCA's certificates, checked by OpenSSL's own verifier.
 #include "outbound/testing/test_ca.h"
 

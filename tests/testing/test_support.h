@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for the test kit's own tests: temp files, running the curl command,
 // counting this process's descriptors and threads.
 #ifndef OUTBOUND_TESTS_TESTING_TEST_SUPPORT_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `outbound` command, run as a program against the test kit's
 // FakeServer, as an operator would run it.
 #include <gtest/gtest.h>

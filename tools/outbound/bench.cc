@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `outbound bench`: the client as a load generator. N calls, C in flight,
 // through one http::Client with settings from the OUTBOUND_* variables.
 #include <sys/resource.h>

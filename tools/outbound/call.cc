@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `outbound call`: one call through an http::Client built for the URL's
 // origin, with settings from the OUTBOUND_* variables.
 #include <fstream>

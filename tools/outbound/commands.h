@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `outbound` subcommands.
 #ifndef OUTBOUND_TOOLS_OUTBOUND_COMMANDS_H_
 #define OUTBOUND_TOOLS_OUTBOUND_COMMANDS_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pieces the `outbound` subcommands share: argument reading, the
 // --connect-to network, exit codes, settings from OUTBOUND_* variables.
 #ifndef OUTBOUND_TOOLS_OUTBOUND_COMMON_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `outbound demo`: what a circuit breaker is for, measured. An embedded
 // flaky dependency (the test kit's FakeServer, over TLS with its own TestCA,
 // no network needed) is called by two services side by side, each with a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/circuit/breaker.h
 //
 // A circuit breaker for one dependency. It admits or rejects each attempt,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/config/http_settings.h
 //
 // http::Settings sourced from variables named PREFIX + field, one per

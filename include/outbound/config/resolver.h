@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/config/resolver.h
 //
 // Sourcing settings from named variables, as seed 003's config.Struct does:

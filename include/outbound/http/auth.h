@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/http/auth.h
 //
 // Credentials held by a client, as attempt middleware: the Authorization

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/http/classify.h
 //
 // What each attempt's result means: whether another attempt follows, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/http/client.h
 //
 // A client of one HTTP dependency: one origin, one breaker, one retry

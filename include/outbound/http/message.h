@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/http/message.h
 //
 // A request as the caller builds it and a response as the client returns it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/http/middleware.h
 //
 // A user's own layers in a client's call path, at two levels:

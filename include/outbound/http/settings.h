@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/http/settings.h
 //
 // The settings of a client of one HTTP dependency. Plain values; a field's

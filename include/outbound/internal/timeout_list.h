@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/internal/timeout_list.h
 //
 // Many timeouts on one Clock for the price of one timer. A client arms a

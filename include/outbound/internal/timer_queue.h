@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/internal/timer_queue.h
 //
 // The pending timers of one clock, in deadline order, ties in the order they

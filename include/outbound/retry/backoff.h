@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/retry/backoff.h
 //
 // Full-jitter exponential backoff: the wait after attempt n (n >= 1) is drawn

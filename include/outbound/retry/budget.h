@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/retry/budget.h
 //
 // A retry budget shared by every call to one dependency: gRPC's retry

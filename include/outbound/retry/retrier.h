@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/retry/retrier.h
 //
 // The attempt loop of one call, as pure logic: after each attempt the caller

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/telemetry/attributes.h
 //
 // Attributes: the key-value pairs on spans, data points and log records.

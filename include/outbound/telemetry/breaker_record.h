@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/telemetry/breaker_record.h
 //
 // The log record every client writes when its circuit breaker changes

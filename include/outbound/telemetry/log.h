@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/telemetry/log.h
 //
 // Log records, shaped like OpenTelemetry's Logs API: a severity, a body,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/telemetry/metric_store.h
 //
 // The library's MeterProvider: aggregates every instrument in memory

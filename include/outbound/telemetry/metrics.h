@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/telemetry/metrics.h
 //
 // Metrics, shaped like OpenTelemetry's API: counters, histograms and

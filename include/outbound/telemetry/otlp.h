@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/telemetry/otlp.h — in the library `outbound::otlp`.
 //
 // Spans, log records and a MetricStore's metrics sent to an OpenTelemetry

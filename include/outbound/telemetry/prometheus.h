@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/telemetry/prometheus.h — in the library `outbound::prometheus`.
 //
 // A MetricStore's metrics in Prometheus's exposition, through prometheus-cpp:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/telemetry/propagation.h
 //
 // W3C Trace Context (`traceparent`, `tracestate`) and W3C Baggage, as

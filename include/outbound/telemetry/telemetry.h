@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/telemetry/telemetry.h
 //
 // What a client reports through: a tracer, a meter provider and a logger,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/telemetry/trace.h
 //
 // Tracing, shaped like OpenTelemetry's API so an adapter to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/testing/black_hole.h
 //
 // A port on loopback where a connection is never accepted: a dependency

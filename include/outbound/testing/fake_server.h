@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/testing/fake_server.h
 //
 // A scripted dependency on loopback: a real HTTP/1.1 and HTTP/2 server

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/testing/h2_frame.h
 //
 // HTTP/2 frames built byte by byte (RFC 9113 §4.1, §6), for the faults a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/testing/manual_clock.h
 //
 // A Clock that moves only when a test moves it. Timers fire inside

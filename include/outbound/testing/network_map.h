@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/testing/network_map.h
 //
 // A Network for tests: names map to loopback endpoints, and every other name

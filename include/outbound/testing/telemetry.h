@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/testing/telemetry.h
 //
 // Telemetry that keeps everything in memory, so a test asserts the spans,

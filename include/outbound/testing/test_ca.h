@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // outbound/testing/test_ca.h
 //
 // A certificate authority made in memory for one test, so no key,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a connection speaks once it is open: HTTP/2 (H2Session) or
 // HTTP/1.1 (H1Exchange). A codec turns exchanges into bytes to write and
 // bytes read into responses; it does no I/O. Internal.

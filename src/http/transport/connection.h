@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One connection to the origin, on the client's event loop: a socket,
 // TLS when the origin is https, and a codec (HTTP/2 or HTTP/1.1, as ALPN
 // decided). It dials, shakes hands, then moves bytes between the socket

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One attempt inside the native transport (an exchange: a request sent, a
 // response read), and what the codecs tell the pool. Internal.
 #ifndef OUTBOUND_SRC_HTTP_TRANSPORT_EXCHANGE_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP/1.1 on one connection: one exchange at a time, the request written
 // once and never again, the response read by Boost.Beast's parser. Every
 // HTTP/1.1 rule of the client lives here:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP/2 on one connection: nghttp2's client session, fed the bytes the
 // connection reads and asked for the bytes it writes. Every HTTP/2 rule of
 // the client lives here:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The native transport: the bottom AttemptLayer and the client's
 // connection pool, on the client's event loop. It decides which connection
 // each attempt goes on, and how many connections there are:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The native transport's TLS: one OpenSSL context per client, made from
 // TlsSettings, and a session per connection. Every TLS rule of the client
 // lives here:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A program outside the project, built against the installed outbound.
 #include <cstdio>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault matrix: the connection never becomes one. Nothing listens, nothing
 // accepts, or TLS fails. Every row: a GET, the defaults (Timeout 10 s,
 // AttemptTimeout 5 s, 3 attempts), jitter of one half.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault matrix: the answer's framing. Resets and closes after the request,
 // bodies cut short, lengths that lie or disagree, broken status lines,
 // header bombs and bodies over the limit; over HTTP/1.1 and HTTP/2 wherever

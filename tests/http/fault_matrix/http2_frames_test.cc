@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault matrix: HTTP/2 frames. RST_STREAM with each code at each phase of
 // the response, GOAWAY below streams in flight, a stream limit of one, and
 // floods written raw by the kit's frame writer.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Run by ctest after the fault matrix's tests are discovered (the directory's
 # TEST_INCLUDE_FILES): every row named in open_rows.txt gets the label
 # matrix_open as well as fault_matrix. Rows are named as gtest names them;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every row's "nothing leaked" is measured against. The first client
 // in a process may start what the process keeps for every client after it
 // (the event loop's thread, its descriptors, TLS and libcurl's global

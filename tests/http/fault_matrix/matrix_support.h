@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fault matrix's fixture: a fake `payments:8443` over real TLS (h2 or
 // HTTP/1.1 by ALPN) with a CA made for the test, a client of it on a
 // ManualClock with jitter fixed at one half (so the waits after attempts 1

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault matrix: redirects and the credentials a call carries. The caller
 // sets Authorization and Cookie; a redirect to anywhere but the client's
 // own origin is returned to the caller as the 3xx, and nothing is dialled:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault matrix: requests that must not reach the wire. CR, LF, NUL and the
 // other control characters in header names and values, names that are not
 // tokens, the fields the client frames itself (issue 11 #5, #6), and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault matrix: hostile Retry-After values on a 503 (Retry after
 // Retry-After, Failure). RFC 9110 §10.2.3: delay-seconds is 1*DIGIT, or an
 // HTTP-date. A malformed value is ignored (the backoff alone paces the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault matrix: a dependency that is slow rather than broken. Its waits run
 // on the ManualClock (the server's too), so each row shows the exact fake
 // instant the call ends at, and that the caller hears of it within 50 ms of
