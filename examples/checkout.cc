@@ -58,4 +58,17 @@ outbound::Result<void> Checkout::Cancel(std::string_view charge_id) {
 }
 // [end cancel]
 
+// [example export]
+outbound::Result<void> Checkout::Export(std::string_view month, std::ostream& out) {
+  // The body of the 2xx answer goes to `out` as it arrives, with no size
+  // limit; the call returns once it has ended (or failed: kTransport).
+  auto write = [&out](std::string_view chunk) {
+    return static_cast<bool>(out.write(chunk.data(), static_cast<std::streamsize>(chunk.size())));
+  };
+  auto sent = payments_->Send(
+      http::Request::Get("/exports/" + http::PercentEncode(month) + ".csv").StreamBodyTo(write));
+  return http::Require2xx(std::move(sent)).map([](const http::Response&) {});
+}
+// [end export]
+
 }  // namespace checkout

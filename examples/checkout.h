@@ -7,6 +7,7 @@
 #define OUTBOUND_EXAMPLES_CHECKOUT_H_
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,10 @@ class Checkout {
 
   // Cancels a charge; a charge already gone counts as cancelled.
   outbound::Result<void> Cancel(std::string_view charge_id);
+
+  // Writes every charge of a month ("2026-11") to `out` as CSV, as the
+  // dependency sends it: however large, it is never held whole.
+  outbound::Result<void> Export(std::string_view month, std::ostream& out);
 
  private:
   std::unique_ptr<outbound::http::Client> payments_;

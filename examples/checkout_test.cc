@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <future>
+#include <sstream>
 
 #include "outbound/testing/fake_server.h"
 #include "outbound/testing/fixed_random.h"
@@ -110,6 +111,22 @@ TEST_F(CheckoutTest, ListingGivesUpAfterItsOwnTimeoutOnTheClock) {
   auto ids = listed.get();
   ASSERT_FALSE(ids);
   EXPECT_EQ(ids.error().kind(), outbound::ErrorKind::kDeadline);
+}
+
+TEST_F(CheckoutTest, ExportsAMonthAsItArrivesWithNoSizeLimit) {
+  std::string csv = "id,amount\n";
+  while (csv.size() < 1024 * 1024) csv += "ch_" + std::to_string(csv.size()) + ",500\n";
+  Serve([&](const ServerRequest& r) {
+    return r.target == "/exports/2026-11.csv" ? Reply::Ok(csv) : Reply::Status(404);
+  });
+  std::ostringstream out;
+  auto exported = checkout->Export("2026-11", out);
+  ASSERT_TRUE(exported) << exported.error().message();
+  EXPECT_EQ(out.str(), csv);
+
+  auto missing = checkout->Export("1999-01", out);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind(), outbound::ErrorKind::kHttpStatus);
 }
 
 TEST_F(CheckoutTest, DescribesWithAPutAndCancelsWithADelete) {

@@ -2,8 +2,9 @@
 // outbound/runtime.h
 //
 // What a client takes from its process: the clock every wait runs on, the
-// network names are dialled through, the randomness behind jitter, and the
-// telemetry it reports through (none by default). The defaults are the
+// network names are dialled through, the randomness behind jitter, the
+// telemetry it reports through (none by default), and whether failures may
+// be injected. The defaults are the
 // process's own; a test swaps in a ManualClock, a NetworkMap and an
 // InMemoryTelemetry. Everything a Runtime points to must outlive the clients built
 // with it.
@@ -27,6 +28,12 @@ struct Runtime {
   const Network* network = &OsNetwork();
   Random* random = &DefaultRandom();
   telemetry::Telemetry telemetry;
+  // Failure injection (docs/failure-injection.md) for every HTTP client
+  // built on this Runtime, as if each had Settings::faults.enabled: one
+  // switch for a whole process. Off by default; a client's own setting
+  // turns it on for that client alone. (The gRPC client has no injection
+  // point yet.)
+  bool inject_faults = false;
 };
 
 }  // namespace outbound

@@ -75,7 +75,37 @@ constexpr const char* kFields[] = {
     "CERT_FILE",
     "KEY_FILE",
     "TRANSPORT",
+    "RATE_LIMIT",
+    "FAULTS",
 };
+
+// "50/s" or "50/s,10" (a burst of 10), or "off".
+Result<std::optional<http::RateLimit>> ParseRateLimit(const std::string& text) {
+  if (text == "off") return std::optional<http::RateLimit>();
+  auto bad = [&] {
+    return Fail(ErrorKind::kInvalidSettings,
+                "\"" + text + "\" is not a rate such as 50/s or 50/s,10 (a burst of 10), or off");
+  };
+  std::size_t per = text.find("/s");
+  if (per == std::string::npos || per == 0) return bad();
+  std::string rest = text.substr(per + 2);
+  if (!rest.empty() && rest[0] != ',') return bad();
+  Result<double> rate = ParseDouble(text.substr(0, per));
+  if (!rate) return bad();
+  http::RateLimit limit = http::WithRateLimit(*rate);
+  if (!rest.empty()) {
+    Result<int> burst = ParseInt(rest.substr(1));
+    if (!burst) return bad();
+    limit.burst = *burst;
+  }
+  return std::optional(limit);
+}
+
+Result<bool> ParseOnOff(const std::string& text) {
+  if (text == "on") return true;
+  if (text == "off") return false;
+  return Fail(ErrorKind::kInvalidSettings, "must be on or off");
+}
 
 }  // namespace
 
@@ -149,6 +179,11 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
   };
   s.transport = r.Get(name("TRANSPORT"), transport, std::optional(d.transport),
                       Checking(http::CheckTransport));
+  s.rate_limit = r.Get(name("RATE_LIMIT"), Parser<std::optional<http::RateLimit>>(ParseRateLimit),
+                       std::optional<std::optional<http::RateLimit>>(d.rate_limit),
+                       Check<std::optional<http::RateLimit>>(http::CheckRateLimit));
+  s.faults.enabled =
+      r.Get(name("FAULTS"), Parser<bool>(ParseOnOff), std::optional(d.faults.enabled));
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }

@@ -125,7 +125,10 @@ class BreakerLayer final : public AttemptLayer, public SlowWatcher {
       // The dependency sent its headers and then failed.
       if (outcome.body_failed) return {Outcome::kStop, {}, kFailure};
     }
-    return classify_(outcome.result);
+    Classification c = classify_(outcome.result);
+    // The caller has part of this answer already: no other can follow it.
+    if (outcome.body_streamed) c.retry = Outcome::kStop;
+    return c;
   }
 
   // Whether `connection`'s loss is heard of for the first time: the

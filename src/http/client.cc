@@ -83,9 +83,15 @@ struct Client::Impl {
     idle.notify_all();
   }
 
+  // Failure injection is on for every client of a Runtime that says so.
+  static Settings WithRuntimeFaults(const Runtime& rt, Settings s) {
+    s.faults.enabled = s.faults.enabled || rt.inject_faults;
+    return s;
+  }
+
   Impl(const Runtime& rt, Settings s, internal::Origin o)
       : runtime(rt),
-        settings(std::move(s)),
+        settings(WithRuntimeFaults(rt, std::move(s))),
         origin(std::move(o)),
         origin_text(origin.ToString()),
         dependency(origin.host + ":" + std::to_string(origin.port)),
@@ -257,6 +263,7 @@ void Client::SendAsync(Request request, Callback done) {
   auto call = std::make_shared<LiveCall>(deadline, request.context.cancel, std::move(done),
                                          std::move(*checked));
   call->parent = std::move(request.context.trace);
+  call->body_sink = std::move(request.body_sink);
   if (impl.settings.faults.enabled) impl.TakeFault(*call, request.context.baggage);
   if (!request.context.baggage.empty()) {
     call->baggage = telemetry::FormatBaggage(request.context.baggage);

@@ -104,6 +104,14 @@ struct Transfer {
   bool transfer_encoding = false;
   const char* invalid = nullptr;  // why the response is malformed
   bool headers_too_large = false;
+  // The call's BodySink, if it has one (set per use of the slot); what the
+  // body gave it, and whether it said no more.
+  const BodySink* sink = nullptr;
+  std::uint64_t streamed = 0;
+  bool stopped = false;
+  bool Streams() const {
+    return sink != nullptr && response.status >= 200 && response.status <= 299;
+  }
 
   void Reset() {
     response = Response{};
@@ -116,6 +124,8 @@ struct Transfer {
     socket_errno = 0;
     ResetHead();
     headers_too_large = false;
+    streamed = 0;
+    stopped = false;
   }
   // A new header block (after a 1xx) starts from scratch.
   void ResetHead() {
@@ -226,6 +236,7 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
     Transfer& t = Acquire();
     t.attempt = std::move(attempt);
     t.max_bytes = settings_.max_response_bytes;
+    t.sink = t.attempt->call->body_sink ? &t.attempt->call->body_sink : nullptr;
     t.clock = &clock_;
     t.owner = this;
     if (stopped_) return Finish(t, Failed(ErrorKind::kCancelled, "the client was destroyed"));
@@ -590,11 +601,13 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
           // not be trusted after it.
           return Invalid(t, "both Content-Length and Transfer-Encoding");
         }
-        if (t.content_length && *t.content_length > t.max_bytes) {
+        if (t.content_length && *t.content_length > t.max_bytes && !t.Streams()) {
           t.too_large = true;  // announced: fail now, read nothing of it
           return 0;
         }
-        if (t.content_length) t.response.body.reserve(static_cast<std::size_t>(*t.content_length));
+        if (t.content_length && !t.Streams()) {
+          t.response.body.reserve(static_cast<std::size_t>(*t.content_length));
+        }
         t.headers_done = true;
         t.response.received_at = t.clock->WallNow();
         t.attempt->HeadersArrived();
@@ -651,6 +664,14 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
   static size_t OnBody(char* data, size_t size, size_t n, void* user) {
     auto& t = *static_cast<Transfer*>(user);
     size_t len = size * n;
+    if (t.Streams()) {
+      if (!(*t.sink)(std::string_view(data, len))) {
+        t.stopped = true;
+        return 0;
+      }
+      t.streamed += len;
+      return len;
+    }
     std::string& body = t.response.body;
     if (body.size() + len > t.max_bytes) {
       t.too_large = true;
@@ -727,15 +748,17 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
   AttemptOutcome Answered(Transfer& t) const {
     AttemptOutcome outcome;
     outcome.connection = t.connection;
+    outcome.body_streamed = t.streamed > 0;
     const Response& response = t.response;
     bool bodyless =
         t.attempt->request->method == "HEAD" || response.status == 204 || response.status == 304;
-    if (t.content_length && !bodyless && response.body.size() != *t.content_length) {
+    std::uint64_t got = t.Streams() ? t.streamed : response.body.size();
+    if (t.content_length && !bodyless && got != *t.content_length) {
       outcome.body_failed = true;
       outcome.result =
-          Fail(ErrorKind::kTransport,
-               "the response ended after " + std::to_string(response.body.size()) + " of the " +
-                   std::to_string(*t.content_length) + " bytes its Content-Length announced");
+          Fail(ErrorKind::kTransport, "the response ended after " + std::to_string(got) +
+                                          " of the " + std::to_string(*t.content_length) +
+                                          " bytes its Content-Length announced");
       return outcome;
     }
     outcome.result = std::move(t.response);
@@ -747,11 +770,13 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
     AttemptOutcome outcome;
     outcome.connection = t.connection;
     outcome.body_failed = t.headers_done;
+    outcome.body_streamed = t.streamed > 0;
     std::string detail = t.error[0] ? t.error : curl_easy_strerror(code);
     auto fail = [&](ErrorKind kind, std::string message) {
       outcome.result = Fail(kind, std::move(message));
       return outcome;
     };
+    if (t.stopped) return fail(ErrorKind::kCancelled, "the caller stopped reading the body");
     if (t.too_large) {
       return fail(ErrorKind::kResponseTooLarge, "the response's body is larger than " +
                                                     std::to_string(settings_.max_response_bytes) +

@@ -78,18 +78,30 @@ Result<std::optional<InjectedFault>> ParseFaultScenario(std::string_view scenari
     std::string_view name = Trim(rule.substr(0, equals));
     std::string_view rest = Trim(rule.substr(equals + 1));
     if (!name.starts_with("http:") && !name.starts_with("grpc:")) return malformed();
-    double percent = 100;
-    if (std::size_t comma = rest.find(','); comma != std::string_view::npos) {
-      std::string_view p = Trim(rest.substr(comma + 1));
-      if (!p.ends_with('%') || !Number(Trim(p.substr(0, p.size() - 1)), percent) ||
-          !(percent >= 0 && percent <= 100)) {
+    std::size_t comma = rest.find(',');
+    auto fault = ParseAction(Trim(rest.substr(0, comma)));
+    if (!fault) return malformed();
+    // The options, each at most once: a percentage, and for a status a
+    // Retry-After in whole seconds.
+    bool have_percent = false;
+    while (comma != std::string_view::npos) {
+      rest.remove_prefix(comma + 1);
+      comma = rest.find(',');
+      std::string_view option = Trim(rest.substr(0, comma));
+      double percent = 0;
+      if (option.ends_with('%') && !have_percent &&
+          Number(Trim(option.substr(0, option.size() - 1)), percent) && percent >= 0 &&
+          percent <= 100) {
+        have_percent = true;
+        fault->probability = percent / 100;
+      } else if (option.starts_with("retry-after:") &&
+                 fault->kind == InjectedFault::Kind::kStatus && !fault->retry_after &&
+                 Number(option.substr(12), fault->retry_after.emplace()) &&
+                 *fault->retry_after <= kMaxInjectedRetryAfterSeconds) {
+      } else {
         return malformed();
       }
-      rest = Trim(rest.substr(0, comma));
     }
-    auto fault = ParseAction(rest);
-    if (!fault) return malformed();
-    fault->probability = percent / 100;
     if (!found && SameText(name, point)) found = fault;
     if (end == std::string_view::npos) break;
     scenario.remove_prefix(end + 1);
@@ -137,6 +149,9 @@ class FaultInjection final : public AttemptLayer {
         attempt->HeadersArrived();
         Response response;
         response.status = fault->status;
+        if (fault->retry_after) {
+          response.headers.Add("Retry-After", std::to_string(*fault->retry_after));
+        }
         response.version = "1.1";
         response.received_at = clock_.WallNow();
         outcome.result = std::move(response);

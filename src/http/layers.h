@@ -111,6 +111,9 @@ class CallState : public std::enable_shared_from_this<CallState> {
   // The fault the call's scenario injects into this client's attempts
   // (only read when the client's faults are on).
   std::optional<InjectedFault> fault;
+  // Where the body of the call's 2xx answer goes as it arrives (empty: into
+  // Response::body). Called by the transport, on its loop thread only.
+  BodySink body_sink;
   // Retry loop: an attempt was repeated at a middleware's request (once
   // per call).
   bool repeated = false;
@@ -179,6 +182,9 @@ struct AttemptOutcome {
   // That is no sign of load: it is sent again on a new connection without
   // spending TransparentRetries, a bounded number of times per request.
   bool connection_retired = false;
+  // Set by the transport: part of the body went to the call's BodySink.
+  // The attempt is then final, whatever classify says.
+  bool body_streamed = false;
   // The transport knows that sending the request again cannot help (a TLS
   // protocol refusal, a malformed response): the attempt is not retried.
   bool cannot_improve = false;

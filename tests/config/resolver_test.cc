@@ -54,7 +54,9 @@ TEST(ResolverTest, ReadsEveryVariable) {
                       {"P_BREAKER_SLOW_CALL", "1s"},
 
                       {"P_MAX_RESPONSE_BYTES", "1048576"},
-                      {"P_MAX_CONNECTIONS", "8"}}));
+                      {"P_MAX_CONNECTIONS", "8"},
+                      {"P_RATE_LIMIT", "50/s,10"},
+                      {"P_FAULTS", "on"}}));
   http::Settings s = ReadHttpSettings(r, "P_", http::DefaultSettings());
   ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
   EXPECT_EQ(s.base_url, "http://ledger:8080");
@@ -75,6 +77,10 @@ TEST(ResolverTest, ReadsEveryVariable) {
   EXPECT_EQ(s.breaker.slow_call, seconds(1));
   EXPECT_EQ(s.max_response_bytes, 1048576u);
   EXPECT_EQ(s.max_connections, 8);
+  ASSERT_TRUE(s.rate_limit);
+  EXPECT_DOUBLE_EQ(s.rate_limit->per_second, 50);
+  EXPECT_EQ(s.rate_limit->burst, 10);
+  EXPECT_TRUE(s.faults.enabled);
   EXPECT_TRUE(http::Validate(s)) << http::Validate(s).error().message();
 }
 
@@ -92,7 +98,7 @@ TEST(ResolverTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 21u);
+  EXPECT_EQ(listed.size(), 23u);
 }
 
 TEST(ResolverTest, TheBaseUrlInOneVariable) {
@@ -155,6 +161,35 @@ TEST(ResolverTest, ReportsEveryBadVariableTogetherByName) {
             "OUTBOUND_RETRY_BUDGET_MAX_TOKENS: must be from 3 to 1000, not 2; "
             "OUTBOUND_BREAKER_OPEN_FOR: must be positive; "
             "OUTBOUND_BREAKER_CALLS_PER_PROBE: must be from 1 to 10000, not 0");
+}
+
+TEST(ResolverTest, ARateLimitIsARateAndABurstOrOff) {
+  http::Settings d = http::DefaultSettings();
+  d.base_url = "http://payments:8080";
+  d.rate_limit = http::WithRateLimit(5);
+  {
+    Resolver r(FromMap({{"P_RATE_LIMIT", "2.5/s"}}));
+    http::Settings s = ReadHttpSettings(r, "P_", d);
+    ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
+    ASSERT_TRUE(s.rate_limit);
+    EXPECT_DOUBLE_EQ(s.rate_limit->per_second, 2.5);
+    EXPECT_EQ(s.rate_limit->burst, 1);
+  }
+  {
+    Resolver r(FromMap({{"P_RATE_LIMIT", "off"}, {"P_FAULTS", "off"}}));
+    http::Settings s = ReadHttpSettings(r, "P_", d);
+    ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
+    EXPECT_FALSE(s.rate_limit);
+    EXPECT_FALSE(s.faults.enabled);
+  }
+  for (const char* bad : {"50", "/s", "50/m", "50/s,", "50/s,x", "0/s", "-1/s", "50/s,0"}) {
+    Resolver r(FromMap({{"P_RATE_LIMIT", bad}, {"P_FAULTS", "yes"}}));
+    (void)ReadHttpSettings(r, "P_", d);
+    auto done = r.Finish();
+    ASSERT_FALSE(done) << bad;
+    EXPECT_NE(done.error().message().find("P_RATE_LIMIT: "), std::string::npos) << bad;
+    EXPECT_NE(done.error().message().find("P_FAULTS: must be on or off"), std::string::npos);
+  }
 }
 
 TEST(ResolverTest, RequiredVariableMustBeSetAndFilesMustExist) {

@@ -115,6 +115,26 @@ TEST_F(FaultInjectionTest, AStatusAnswersInsteadOfTheDependencyWithItsProbabilit
   EXPECT_EQ(server->request_count(), 1u);
 }
 
+// As a real overloaded dependency would: the 503 carries Retry-After, and
+// the retry waits exactly that long instead of its 50 ms backoff.
+TEST_F(FaultInjectionTest, AStatusCanCarryARetryAfterThatTheRetryHonours) {
+  Settings settings = FaultsOn();
+  settings.max_attempts = 2;
+  auto client = FaultyClient(std::move(settings));
+  TimePoint start = clock.Now();
+  auto call = client->SendAsync(WithScenario("http:payments:8443=status:503,retry-after:2"));
+  ASSERT_TRUE(WaitForAttempts(1));
+  ASSERT_TRUE(clock.WaitForTimers(2));  // the wait, and the call's deadline
+  EXPECT_EQ(clock.next_timer(), start + std::chrono::seconds(2));
+  clock.Advance(std::chrono::seconds(2));
+  auto result = call.get();
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, 503);
+  EXPECT_EQ(result->header("Retry-After"), "2");
+  EXPECT_EQ(result->attempts, 2);
+  EXPECT_EQ(server->request_count(), 0u);
+}
+
 TEST_F(FaultInjectionTest, TheScenarioIsStrippedFromTheBaggageSentUnlessForwarded) {
   Settings settings = FaultsOn();
   auto client = FaultyClient(settings);
@@ -125,6 +145,16 @@ TEST_F(FaultInjectionTest, TheScenarioIsStrippedFromTheBaggageSentUnlessForwarde
   auto forwarding = MakeClient(settings);
   ASSERT_TRUE(forwarding->Send(WithScenario("http:ledger:443=abort")));
   EXPECT_THAT(server->requests()[1].header("baggage"), HasSubstr("outbound-fault="));
+}
+
+// One switch for every client of a process: the Runtime's.
+TEST_F(FaultInjectionTest, TheRuntimeTurnsFaultsOnForEveryClientBuiltOnIt) {
+  runtime.inject_faults = true;
+  auto client = FaultyClient(PaymentsSettings());  // faults.enabled not set
+  auto result = client->Send(WithScenario("http:payments:8443=status:418"));
+  ASSERT_TRUE(result) << result.error().message();
+  EXPECT_EQ(result->status, 418);
+  EXPECT_EQ(server->request_count(), 0u);
 }
 
 TEST_F(FaultInjectionTest, WithFaultsOffNothingIsReadOrStripped) {
@@ -140,13 +170,15 @@ TEST_F(FaultInjectionTest, AMalformedScenarioIsIgnoredAndCounted) {
   auto client = FaultyClient(FaultsOn());
   for (const char* scenario :
        {"http:payments:8443=explode", "http:payments:8443=abort,150%", "payments=abort",
-        "http:payments:8443=delay:soon", "http:payments:8443=status:42"}) {
+        "http:payments:8443=delay:soon", "http:payments:8443=status:42",
+        "http:payments:8443=abort,retry-after:2", "http:payments:8443=status:503,retry-after:-1",
+        "http:payments:8443=status:503,50%,50%"}) {
     auto result = client->Send(WithScenario(scenario));
     ASSERT_TRUE(result) << scenario;
     EXPECT_EQ(result->body, "real") << scenario;
   }
-  EXPECT_EQ(telemetry.Value("outbound.fault.malformed"), 5);
-  EXPECT_EQ(server->request_count(), 5u);
+  EXPECT_EQ(telemetry.Value("outbound.fault.malformed"), 8);
+  EXPECT_EQ(server->request_count(), 8u);
   EXPECT_EQ(server->requests()[0].header("baggage"), "tenant=acme");
 }
 

@@ -64,7 +64,9 @@ NginxPeer::NginxPeer(const PeerFiles& files, NginxOptions options) {
   std::string pattern = (std::filesystem::temp_directory_path() / "outbound-nginx-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = pattern;
-  WriteFile(dir_ + "/big", std::string(options.big_bytes, 'b'));
+  // Zeros, in a sparse file: a test's own memory holds none of it.
+  WriteFile(dir_ + "/big", "");
+  std::filesystem::resize_file(dir_ + "/big", options.big_bytes);
   port_ = FreePort();
   std::ostringstream conf;
   // One process in the foreground, everything in dir_: a test's nginx

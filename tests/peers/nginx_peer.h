@@ -40,6 +40,7 @@ struct NginxOptions {
   int keepalive_requests = 1000;
   // http2_max_concurrent_streams.
   int max_concurrent_streams = 128;
+  // The size of /big (zeros).
   std::size_t big_bytes = 2 << 20;
 };
 

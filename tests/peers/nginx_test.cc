@@ -7,6 +7,7 @@
 // streams of a connection, and it sends a file larger than the client takes.
 // Every case counts what nginx logged, never only what the client says.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <map>
@@ -18,6 +19,13 @@
 
 namespace outbound::peers {
 namespace {
+
+// This process's peak resident set so far, in KiB.
+long PeakResidentKib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
 
 using http::Request;
 
@@ -108,6 +116,42 @@ TEST_P(NginxTest, AFileOverTheLimitIsTooLargeAndNotTheDependencysFault) {
   ASSERT_TRUE(fine) << fine.error().message();
   EXPECT_EQ(fine->body, "ok");
   EXPECT_TRUE(Transitions().empty());
+}
+
+// A 1 GiB file streamed to a sink that counts it (Request::StreamBodyTo):
+// the process's peak RSS grows by no more than a few MiB, whatever the
+// body's size (issue 17: a download in constant memory).
+TEST_P(NginxTest, AGibibyteDownloadStreamsInConstantMemory) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr std::uint64_t kBytes = std::uint64_t{256} << 20;  // the same path, at their pace
+#else
+  constexpr std::uint64_t kBytes = std::uint64_t{1} << 30;
+#endif
+  StartNginx({.big_bytes = kBytes});
+  http::Settings settings = PaymentsSettings();
+  settings.timeout = std::chrono::seconds(120);  // a sanitizer build's pace
+  auto client = MakeClient(settings);
+  ASSERT_TRUE(client->Send(Request::Get("/")));  // the connection made, the code paged in
+  long before = PeakResidentKib();
+  std::uint64_t got = 0;
+  bool zeros = true;
+  auto response = client->Send(Request::Get("/big").StreamBodyTo([&](std::string_view chunk) {
+    got += chunk.size();
+    zeros = zeros && chunk.find_first_not_of('\0') == std::string_view::npos;
+    return true;
+  }));
+  long grown = PeakResidentKib() - before;
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "");
+  EXPECT_EQ(got, kBytes);
+  EXPECT_TRUE(zeros);
+  std::printf("%llu MiB streamed over %s: peak RSS %ld KiB before, grew by %ld KiB\n",
+              static_cast<unsigned long long>(kBytes >> 20), http2() ? "h2" : "h1.1", before,
+              grown);
+#if !defined(__SANITIZE_ADDRESS__)  // ASan's quarantine keeps freed memory on purpose
+  EXPECT_LT(grown, 16 * 1024) << "KiB";
+#endif
 }
 
 INSTANTIATE_TEST_SUITE_P(Peers, NginxTest, ::testing::Bool(),

@@ -14,6 +14,9 @@
 //   MAX_RESPONSE_BYTES MAX_CONNECTIONS
 //   CA_FILE CERT_FILE KEY_FILE  paths of PEM files, read when URL is https
 //   TRANSPORT                  "curl" or "native"
+//   RATE_LIMIT                 "50/s", "50/s,10" (a burst of 10) or "off"
+//   FAULTS                     "on" or "off": failure injection
+//                              (docs/failure-injection.md)
 //
 //   config::Resolver env(config::ProcessEnvironment());
 //   http::Settings payments = config::ReadHttpSettings(env, "PAYMENTS_", http::DefaultSettings());

@@ -20,8 +20,9 @@
 // timeout, and libcurl. Every wait runs on the Runtime's clock.
 //
 // The response's body is read whole before the call returns (up to
-// Settings::max_response_bytes); so the breaker counts a body that fails
-// mid-read as a failure, and Timeout bounds the body too.
+// Settings::max_response_bytes), or handed to the request's BodySink as it
+// arrives (Request::StreamBodyTo); either way the breaker counts a body
+// that fails mid-read as a failure, and Timeout bounds the body too.
 #ifndef OUTBOUND_HTTP_CLIENT_H_
 #define OUTBOUND_HTTP_CLIENT_H_
 

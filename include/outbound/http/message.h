@@ -20,6 +20,7 @@
 #include <chrono>
 #include <concepts>
 #include <cstddef>
+#include <functional>
 #include <initializer_list>
 #include <iterator>
 #include <optional>
@@ -85,6 +86,14 @@ struct Body {
   std::string content_type;  // empty: no Content-Type is set
 };
 
+// Reads a response body as it arrives (Request::StreamBodyTo): called with
+// each piece of the body of the call's 2xx answer, in order, on the
+// client's event-loop thread, so it must be quick (append to a file, feed
+// a parser) and must not wait on this client. Returns false to stop: the
+// call then ends with kCancelled ("the caller stopped reading the body"),
+// and the breaker counts nothing.
+using BodySink = std::function<bool(std::string_view chunk)>;
+
 struct Request {
   std::string method = "GET";
   // An absolute URL on the client's origin, or a path ("/charges/1") that
@@ -107,6 +116,9 @@ struct Request {
   // and `context.deadline` ends the call. Empty: Settings::timeout alone.
   // Zero or less: the call fails with kDeadline and nothing is sent.
   std::optional<Duration> timeout;
+  // Empty (the default): the body is read whole into Response::body, up to
+  // Settings::max_response_bytes. Set (StreamBodyTo): see there.
+  BodySink body_sink;
 
   static Request Get(std::string url) { return Request{"GET", std::move(url)}; }
   static Request Head(std::string url) { return Request{"HEAD", std::move(url)}; }
@@ -146,6 +158,21 @@ struct Request {
   }
   Request& WithContext(Context ctx) {
     context = std::move(ctx);
+    return *this;
+  }
+  // Streams the body of the call's 2xx answer to `sink` as it arrives,
+  // without a size limit, instead of collecting it in Response::body (which
+  // stays empty); the call returns once the body has ended, and Timeout
+  // bounds the body too. Every other answer (a 503 the retry loop retries,
+  // a 3xx it follows, a 4xx) is read whole as without a sink. Once the first
+  // byte has gone to `sink` the attempt is final: a body cut short fails the
+  // call (kTransport; a failure to the breaker) and is never retried.
+  //
+  //   std::ofstream file("big.tar", std::ios::binary);
+  //   auto got = client->Send(http::Request::Get("/big.tar").StreamBodyTo(
+  //       [&](std::string_view chunk) { return bool(file.write(chunk.data(), chunk.size())); }));
+  Request& StreamBodyTo(BodySink sink) {
+    body_sink = std::move(sink);
     return *this;
   }
 

@@ -41,6 +41,13 @@ struct Exchange {
   bool request_sent = false;          // HTTP/2: its HEADERS frame was written
   std::size_t body_offset = 0;        // HTTP/2: how much of the request body went out
   std::optional<std::uint64_t> content_length;
+  // The call's BodySink, if it has one; whether any of the body went to it.
+  const BodySink* sink = nullptr;
+  bool streamed = false;
+  // Whether the body goes to `sink`: a 2xx answer's (the status known).
+  bool Streams() const {
+    return sink != nullptr && response.status >= 200 && response.status <= 299;
+  }
   // What the codec decided when it had to end the exchange before the
   // stream or connection did (a limit, a malformed field).
   std::optional<AttemptOutcome> verdict;

@@ -16,11 +16,16 @@ namespace outbound::http::internal::transport {
 namespace beast_http = boost::beast::http;
 
 // A body kept in a string that grows as MakeRoom says, never past its cap
-// (the response limit), so a body near the limit never holds twice it.
+// (the response limit), so a body near the limit never holds twice it; or,
+// once `sink` is set (a 2xx answer to a call that streams), handed to the
+// sink piece by piece, with no limit.
 struct CappedBody {
   struct value_type {
     std::string text;
     std::size_t cap = 0;
+    const BodySink* sink = nullptr;
+    bool streamed = false;  // some of it went to `sink`
+    bool stopped = false;   // `sink` said no more
   };
 
   class reader {
@@ -28,17 +33,31 @@ struct CappedBody {
     template <bool isRequest, class Fields>
     reader(beast_http::header<isRequest, Fields>&, value_type& body) : body_(body) {}
 
-    void init(const boost::optional<std::uint64_t>& length, boost::system::error_code& ec) {
-      ec = {};
-      if (length)
-        body_.text.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(*length, body_.cap)));
-    }
+    // Room is made once the head has been judged (H1Exchange::Parse).
+    void init(const boost::optional<std::uint64_t>&, boost::system::error_code& ec) { ec = {}; }
 
     template <class ConstBufferSequence>
     std::size_t put(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
       ec = {};
       std::size_t n = boost::asio::buffer_size(buffers);
+      if (body_.sink != nullptr) {
+        for (auto it = boost::asio::buffer_sequence_begin(buffers);
+             it != boost::asio::buffer_sequence_end(buffers); ++it) {
+          boost::asio::const_buffer b = *it;
+          if (!(*body_.sink)(std::string_view(static_cast<const char*>(b.data()), b.size()))) {
+            body_.stopped = true;
+            ec = boost::system::errc::make_error_code(boost::system::errc::operation_canceled);
+            return 0;
+          }
+          body_.streamed = true;
+        }
+        return n;
+      }
       std::string& text = body_.text;
+      if (text.size() + n > body_.cap) {
+        ec = beast_http::error::body_limit;
+        return 0;
+      }
       MakeRoom(text, n, body_.cap);
       for (auto it = boost::asio::buffer_sequence_begin(buffers);
            it != boost::asio::buffer_sequence_end(buffers); ++it) {
@@ -129,7 +148,8 @@ void H1Exchange::NewParser() {
   parser_ = std::make_unique<H1Parser>();
   head_read_.clear();
   parser_->header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
-  parser_->body_limit(current_->max_body);
+  // The body's limit is CappedBody's own: a 2xx answer a sink takes has none.
+  parser_->body_limit(boost::none);
   // The head alone first, so that Parse takes it before any of the body is
   // read: however the bytes arrive, a body's error comes after the headers
   // and the trailer fields never join them. Parse turns eager on after it.
@@ -177,6 +197,10 @@ bool H1Exchange::Parse() {
     }
     if (!current_->headers_done) head_read_.append(in_, 0, used);
     in_.erase(0, used);
+    if (parser_->get().body().stopped) {
+      Fail(Failed(ErrorKind::kCancelled, "the caller stopped reading the body"));
+      return false;
+    }
     bool need_more = ec == beast_http::error::need_more;
     // Beast bounds the status line and the fields each on its own; the
     // bound is the whole head's. Until the head is whole, all the parser
@@ -233,6 +257,18 @@ bool H1Exchange::Parse() {
             std::string_view(field.value().data(), field.value().size()));
       }
       response.received_at = clock_.WallNow();
+      if (current_->Streams()) {
+        parser_->get().body().sink = current_->sink;
+      } else if (auto length = parser_->content_length()) {
+        if (*length > current_->max_body) {
+          // Announced: fail now, read nothing of it.
+          Fail(Failed(ErrorKind::kResponseTooLarge, "the response's body is larger than " +
+                                                        std::to_string(current_->max_body) +
+                                                        " bytes"));
+          return false;
+        }
+        parser_->get().body().text.reserve(static_cast<std::size_t>(*length));
+      }
       current_->headers_done = true;
       current_->attempt->HeadersArrived();
       parser_->eager(true);
@@ -299,6 +335,7 @@ void H1Exchange::Closed(const std::string& why) {
 void H1Exchange::End(AttemptOutcome&& outcome) {
   Exchange* exchange = current_;
   current_ = nullptr;
+  if (parser_) outcome.body_streamed = parser_->get().body().streamed;
   parser_.reset();
   outcome.connection = connection_id_;
   if (!outcome.result && exchange->headers_done) outcome.body_failed = true;

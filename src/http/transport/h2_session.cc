@@ -200,6 +200,7 @@ void H2Session::End(std::int32_t stream_id, AttemptOutcome&& outcome) {
   if (!broken_) nghttp2_session_set_stream_user_data(session_, stream_id, nullptr);
   outcome.connection = connection_id_;
   if (!outcome.result && exchange->headers_done) outcome.body_failed = true;
+  outcome.body_streamed = exchange->streamed;
   ended_.push_back({exchange, std::move(outcome)});
   room_changed_ = true;
 }
@@ -282,7 +283,7 @@ int H2Session::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const std:
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), length);
     if (ec == std::errc() && end == v.data() + v.size()) {
       exchange->content_length = length;
-      if (length > exchange->max_body) {
+      if (length > exchange->max_body && !exchange->Streams()) {
         // Announced: fail now, read nothing of it.
         self.Refuse(*exchange, TooLarge("body is larger than " +
                                         std::to_string(exchange->max_body) + " bytes"));
@@ -328,7 +329,7 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
       exchange->headers_done = true;
       exchange->response.version = "2";
       exchange->response.received_at = self.clock_.WallNow();
-      if (exchange->content_length) {
+      if (exchange->content_length && !exchange->Streams()) {
         exchange->response.body.reserve(static_cast<std::size_t>(*exchange->content_length));
       }
       exchange->attempt->HeadersArrived();
@@ -354,6 +355,14 @@ int H2Session::OnDataChunk(nghttp2_session*, std::uint8_t, std::int32_t stream_i
   Exchange* exchange = self.Find(stream_id);
   if (exchange == nullptr || len == 0) return 0;
   self.frames_without_progress_ = 0;
+  if (exchange->Streams()) {
+    if (!(*exchange->sink)(std::string_view(reinterpret_cast<const char*>(data), len))) {
+      self.Refuse(*exchange, Failed(ErrorKind::kCancelled, "the caller stopped reading the body"));
+      return 0;
+    }
+    exchange->streamed = true;
+    return 0;
+  }
   std::string& body = exchange->response.body;
   if (body.size() + len > exchange->max_body) {
     self.Refuse(*exchange,

@@ -233,6 +233,7 @@ class NativeTransport final : public AttemptLayer,
     exchange.attempt = std::move(attempt);
     exchange.authority = &authority_;
     exchange.max_body = settings_.max_response_bytes;
+    if (exchange.attempt->call->body_sink) exchange.sink = &exchange.attempt->call->body_sink;
     const std::string& url = exchange.attempt->request->url;
     auto scheme_end = url.find("://");
     auto path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);

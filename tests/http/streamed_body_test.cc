@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// Streamed response bodies (Request::StreamBodyTo), over HTTP/2 and
+// HTTP/1.1, in fake time: the body of the call's 2xx answer reaches the
+// sink as it arrives and without a size limit; every other answer is read
+// whole and retried as without a sink; a body cut after the sink had some
+// of it is the call's failure, never retried; a sink that says no more ends
+// the call as cancelled, and the breaker counts nothing.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "client_test_support.h"
+
+namespace outbound::http {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::Reply;
+using testing::ServerRequest;
+
+// What a sink was given, safe to read from the test's thread while the
+// client's loop thread writes it.
+class Collected {
+ public:
+  BodySink Sink(std::size_t stop_after = SIZE_MAX) {
+    return [this, stop_after](std::string_view chunk) {
+      std::lock_guard lock(mu_);
+      text_.append(chunk);
+      ++chunks_;
+      return text_.size() < stop_after;
+    };
+  }
+  std::string text() const {
+    std::lock_guard lock(mu_);
+    return text_;
+  }
+  int chunks() const {
+    std::lock_guard lock(mu_);
+    return chunks_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::string text_;
+  int chunks_ = 0;
+};
+
+// Every circuit::Counts failure opens the breaker: a test sees any failure
+// the breaker counted as a transition.
+Settings TripOnFirstFailure(Settings settings) {
+  settings.breaker_policy.trip = [](const circuit::Counts& counts) {
+    return counts.consecutive_failures >= 1;
+  };
+  return settings;
+}
+
+class StreamedBodyTest : public ClientTestBase, public ::testing::TestWithParam<Protocol> {};
+
+// The first bytes reach the sink while the rest has not come: a caller
+// streams what it has, where a buffered call would still hold nothing.
+TEST_P(StreamedBodyTest, TheBodyReachesTheSinkAsItArrives) {
+  Serve([](const ServerRequest&) { return Reply::Stall(5, "hello, world"); }, GetParam());
+  auto client = MakeClient();
+  Collected got;
+  auto call = client->SendAsync(Request::Get("/feed").StreamBodyTo(got.Sink()));
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (got.text().size() < 5 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_EQ(got.text(), "hello");
+  EXPECT_EQ(call.wait_for(milliseconds(0)), std::future_status::timeout) << "ended too soon";
+  clock.Advance(std::chrono::seconds(10));  // the call's Timeout bounds the body
+  auto result = call.get();
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().kind(), ErrorKind::kDeadline) << result.error().message();
+  EXPECT_EQ(server->request_count(), 1u);
+}
+
+// Settings::max_response_bytes bounds what the client holds; a streamed
+// body is the sink's to hold, announced length or not.
+TEST_P(StreamedBodyTest, A2xxBodyOverTheLimitStreamsWhole) {
+  std::string big;
+  for (int i = 0; big.size() < 300 * 1024; ++i) big += std::to_string(i) + ",";
+  Serve(
+      [&](const ServerRequest& r) {
+        Reply reply = Reply::Ok(big);
+        if (r.target == "/unannounced") reply.Unannounced();
+        return reply;
+      },
+      GetParam());
+  Settings settings = PaymentsSettings();
+  settings.max_response_bytes = 1024;
+  auto client = MakeClient(settings);
+  for (const char* target : {"/announced", "/unannounced"}) {
+    SCOPED_TRACE(target);
+    Collected got;
+    auto result = client->Send(Request::Get(target).StreamBodyTo(got.Sink()));
+    ASSERT_TRUE(result) << result.error().message();
+    EXPECT_EQ(result->status, 200);
+    EXPECT_EQ(result->body, "");
+    EXPECT_EQ(got.text(), big);
+    EXPECT_GT(got.chunks(), 1);
+    EXPECT_EQ(result->attempts, 1);
+  }
+  // Without a sink the same body is too large, as ever.
+  auto buffered = client->Send(Request::Get("/announced"));
+  ASSERT_FALSE(buffered);
+  EXPECT_EQ(buffered.error().kind(), ErrorKind::kResponseTooLarge);
+}
+
+// A 503 is read whole into the answer the retry loop judges, and retried;
+// only the 2xx answer that ends the call goes to the sink.
+TEST_P(StreamedBodyTest, OnlyThe2xxAnswerStreamsAnyOtherIsReadWholeAndRetried) {
+  std::atomic<int> seen{0};
+  Serve(
+      [&](const ServerRequest&) {
+        return seen++ == 0 ? Reply::Status(503, "busy") : Reply::Ok("the data");
+      },
+      GetParam());
+  auto client = MakeClient();
+  Collected got;
+  auto call = client->SendAsync(Request::Get("/data").StreamBodyTo(got.Sink()));
+  AdvanceAfterAttempt(1, milliseconds(50));
+  auto result = call.get();
+  ASSERT_TRUE(result) << result.error().message();
+  EXPECT_EQ(result->status, 200);
+  EXPECT_EQ(result->attempts, 2);
+  EXPECT_EQ(got.text(), "the data");
+  EXPECT_EQ(result->body, "");
+}
+
+// The sink has part of the body: the answer cannot be taken back, so a cut
+// fails the call, once, and the breaker counts it.
+TEST_P(StreamedBodyTest, ABodyCutAfterTheSinkHadSomeFailsTheCallOnce) {
+  Serve([](const ServerRequest&) { return Reply::ResetAfter(5, "hello, world"); }, GetParam());
+  auto client = MakeClient(TripOnFirstFailure(PaymentsSettings()));
+  Collected got;
+  auto result = client->Send(Request::Get("/feed").StreamBodyTo(got.Sink()));
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().kind(), ErrorKind::kTransport) << result.error().message();
+  EXPECT_EQ(result.error().attempts(), 1);
+  EXPECT_EQ(got.text(), "hello");
+  EXPECT_EQ(server->request_count(), 1u);
+  EXPECT_EQ(Transitions().size(), 1u) << "the breaker counts the failure";
+}
+
+// A sink that says no more: the call ends cancelled, nothing more is read
+// or retried, the breaker counts nothing, and the client goes on.
+TEST_P(StreamedBodyTest, ASinkThatStopsEndsTheCallCancelledAndTheBreakerCountsNothing) {
+  std::string big(200 * 1024, 'x');
+  Serve([&](const ServerRequest&) { return Reply::Ok(big); }, GetParam());
+  auto client = MakeClient(TripOnFirstFailure(PaymentsSettings()));
+  Collected got;
+  auto result = client->Send(Request::Get("/big").StreamBodyTo(got.Sink(/*stop_after=*/1)));
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().kind(), ErrorKind::kCancelled) << result.error().message();
+  EXPECT_NE(result.error().message().find("stopped reading the body"), std::string::npos);
+  EXPECT_EQ(result.error().attempts(), 1);
+  EXPECT_EQ(got.chunks(), 1);
+  EXPECT_LT(got.text().size(), big.size());
+  EXPECT_TRUE(Transitions().empty());
+
+  auto next = client->Send(Request::Get("/again"));
+  ASSERT_TRUE(next) << next.error().message();
+  EXPECT_EQ(next->body, big);
+  EXPECT_EQ(server->request_count(), 2u);
+}
+
+// A classify that asks to retry a streamed 2xx is overruled: the caller
+// has the body already.
+TEST_P(StreamedBodyTest, AStreamedAnswerIsFinalWhateverClassifySays) {
+  Serve([](const ServerRequest&) { return Reply::Ok("once"); }, GetParam());
+  Settings settings = PaymentsSettings();
+  settings.classify = [](const Result<Response>&) {
+    return Classification{retry::Outcome::kRetry, {}, circuit::Outcome::kSuccess};
+  };
+  auto client = MakeClient(settings);
+  Collected got;
+  auto result = client->Send(Request::Get("/once").StreamBodyTo(got.Sink()));
+  ASSERT_TRUE(result) << result.error().message();
+  EXPECT_EQ(result->attempts, 1);
+  EXPECT_EQ(got.text(), "once");
+  EXPECT_EQ(server->request_count(), 1u);
+}
+
+std::string ProtocolName(const ::testing::TestParamInfo<Protocol>& param) {
+  return param.param == Protocol::kHttp2 ? "http2" : "http1";
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, StreamedBodyTest,
+                         ::testing::Values(Protocol::kHttp2, Protocol::kHttp11), ProtocolName);
+
+}  // namespace
+}  // namespace outbound::http
