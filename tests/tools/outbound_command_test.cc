@@ -386,5 +386,26 @@ TEST(OutboundDemoTest, ShortRunShowsWhatTheBreakerIsFor) {
   }
 }
 
+// --fault injects into both services' calls: with every attempt answered
+// 500, neither service serves a request that needs the dependency, even
+// while the dependency is healthy.
+TEST(OutboundDemoTest, AFaultScenarioReachesBothServicesCalls) {
+  TempDir dir;
+  std::string json = dir.Write("demo.json", "");
+  CommandResult result =
+      RunCommand(kOutbound + " demo --seconds 3 --fault 'http:payments:8443=status:500' --json " +
+                 json + " --svg " + dir.Write("demo.svg", ""));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  auto report = nlohmann::json::parse(RunCommand("cat " + json).output);
+  for (const char* side : {"naive", "outbound"}) {
+    SCOPED_TRACE(side);
+    const auto& healthy = report["clients"][side]["phases"]["healthy"];
+    EXPECT_GT(healthy["dependency_requests"].get<int>(), 0);
+    EXPECT_EQ(healthy["dependency_served"].get<double>(), 0.0) << result.output;
+  }
+  CommandResult bad = RunCommand(kOutbound + " demo --fault");
+  EXPECT_NE(bad.exit_code, 0);
+}
+
 }  // namespace
 }  // namespace outbound::testing

@@ -50,7 +50,7 @@ using std::chrono::milliseconds;
 using Seconds = duration<double>;
 
 constexpr const char* kHelp =
-    R"(usage: outbound demo [--seconds N] [--rps R] [--svg FILE] [--json FILE]
+    R"(usage: outbound demo [--seconds N] [--rps R] [--svg FILE] [--json FILE] [--fault SCENARIO]
 
 Starts an embedded dependency on loopback (TLS, a certificate from a CA made
 for this run) that is healthy, then answers one request in ten with 503 and
@@ -70,6 +70,10 @@ options:
                 the dependency (default 200 at 30 s, scaled as above)
   --svg FILE    where to write the timeline (default outbound-demo.svg)
   --json FILE   where to write the raw series and summary
+  --fault SCENARIO
+                also inject failures into both services' calls to the
+                dependency, whose point is http:payments:8443, e.g.
+                'http:payments:8443=abort,20%' (docs/failure-injection.md)
 )";
 
 // Each service's capacity: requests it serves at once.
@@ -349,6 +353,7 @@ int RunDemo(const std::vector<std::string>& args) {
   double run_seconds = 30;
   std::optional<int> rps_option;
   std::string svg_path = "outbound-demo.svg", json_path;
+  std::optional<std::string> fault;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     bool has_value = i + 1 < args.size();
@@ -364,6 +369,8 @@ int RunDemo(const std::vector<std::string>& args) {
         svg_path = args[++i];
       } else if (a == "--json" && has_value) {
         json_path = args[++i];
+      } else if (a == "--fault" && has_value) {
+        fault = args[++i];
       } else {
         return Usage("demo", "unknown option " + a);
       }
@@ -427,6 +434,7 @@ int RunDemo(const std::vector<std::string>& args) {
   http::Settings base = http::DefaultSettings();
   base.base_url = "https://payments:8443";
   base.tls = http::TlsSettings{.root_pem = ca.pem()};
+  base.faults.enabled = fault.has_value();
   base.timeout = scaled(base.timeout);
   base.attempt_timeout = scaled(base.attempt_timeout);
   base.backoff_base = scaled(base.backoff_base);
@@ -487,6 +495,7 @@ int RunDemo(const std::vector<std::string>& args) {
     ++side.in_flight;
     http::Request request = http::Request::Get("/charges/42");
     request.Header("X-Client", side.name == "naive" ? "naive" : "outbound");
+    if (fault) request.context.baggage.push_back({"outbound-fault", *fault, ""});
     side.client->SendAsync(
         std::move(request),
         [&side, record, start, &clock](Result<http::Response> result, std::exception_ptr) mutable {
