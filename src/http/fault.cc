@@ -95,9 +95,12 @@ Result<std::optional<InjectedFault>> ParseFaultScenario(std::string_view scenari
         have_percent = true;
         fault->probability = percent / 100;
       } else if (option.starts_with("retry-after:") &&
-                 fault->kind == InjectedFault::Kind::kStatus && !fault->retry_after &&
-                 Number(option.substr(12), fault->retry_after.emplace()) &&
-                 *fault->retry_after <= kMaxInjectedRetryAfterSeconds) {
+                 fault->kind == InjectedFault::Kind::kStatus && !fault->retry_after) {
+        std::uint32_t seconds = 0;
+        if (!Number(option.substr(12), seconds) || seconds > kMaxInjectedRetryAfterSeconds) {
+          return malformed();
+        }
+        fault->retry_after = seconds;
       } else {
         return malformed();
       }
