@@ -109,9 +109,7 @@ struct Transfer {
   const BodySink* sink = nullptr;
   std::uint64_t streamed = 0;
   bool stopped = false;
-  bool Streams() const {
-    return sink != nullptr && response.status >= 200 && response.status <= 299;
-  }
+  bool Streams() const { return sink != nullptr && response.successful(); }
 
   void Reset() {
     response = Response{};

@@ -45,9 +45,7 @@ struct Exchange {
   const BodySink* sink = nullptr;
   bool streamed = false;
   // Whether the body goes to `sink`: a 2xx answer's (the status known).
-  bool Streams() const {
-    return sink != nullptr && response.status >= 200 && response.status <= 299;
-  }
+  bool Streams() const { return sink != nullptr && response.successful(); }
   // What the codec decided when it had to end the exchange before the
   // stream or connection did (a limit, a malformed field).
   std::optional<AttemptOutcome> verdict;
