@@ -75,12 +75,12 @@ endfunction()
 outbound_pkg_config(core "outbound: Result/Error, clocks, the retry and circuit models"
                     "" "" "-pthread")
 outbound_pkg_config(http "outbound: the HTTP client of one dependency"
-                    "outbound-core" "libcurl openssl libnghttp2" "")
+                    "outbound-core" "libcurl openssl libnghttp2 zlib" "")
 outbound_pkg_config(config "outbound: client settings sourced from variables"
                     "outbound-http" "" "")
 if(TARGET outbound_testing)
   outbound_pkg_config(testing "outbound: the test kit (ManualClock, TestCA, FakeServer)"
-                      "outbound-core" "openssl libnghttp2" "")
+                      "outbound-http" "openssl libnghttp2" "")
 endif()
 
 if(TARGET outbound_prometheus)
@@ -106,7 +106,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # What the headers and the static libraries need at build time.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libexpected-dev, libcurl4-openssl-dev, libssl-dev")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libexpected-dev, libcurl4-openssl-dev, libssl-dev, zlib1g-dev")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libnghttp2-dev, nlohmann-json3-dev")
 include(CPack)
 

@@ -2,7 +2,8 @@
 //
 // A service's code that calls its payments dependency through outbound:
 // the example the README and docs/http-client.md quote. The client is
-// built once (in main, or in a test with the kit) and handed in.
+// built once (in main, or in a test with the kit) and handed in as an
+// http::Sender, so a unit test can hand in a testing::ScriptedClient.
 #ifndef OUTBOUND_EXAMPLES_CHECKOUT_H_
 #define OUTBOUND_EXAMPLES_CHECKOUT_H_
 
@@ -13,13 +14,13 @@
 #include <vector>
 
 #include "outbound/error.h"
-#include "outbound/http/client.h"
+#include "outbound/http/sender.h"
 
 namespace checkout {
 
 class Checkout {
  public:
-  explicit Checkout(std::unique_ptr<outbound::http::Client> payments)
+  explicit Checkout(std::unique_ptr<outbound::http::Sender> payments)
       : payments_(std::move(payments)) {}
 
   // Charges a customer; returns the charge's id. `key` identifies this
@@ -41,7 +42,7 @@ class Checkout {
   outbound::Result<void> Export(std::string_view month, std::ostream& out);
 
  private:
-  std::unique_ptr<outbound::http::Client> payments_;
+  std::unique_ptr<outbound::http::Sender> payments_;
 };
 
 }  // namespace checkout

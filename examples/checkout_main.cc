@@ -9,6 +9,7 @@
 
 #include "checkout.h"
 #include "outbound/config/http_settings.h"
+#include "outbound/http/client.h"
 
 namespace http = outbound::http;
 namespace config = outbound::config;

@@ -12,10 +12,12 @@
 #include <future>
 #include <sstream>
 
+#include "outbound/http/client.h"
 #include "outbound/testing/fake_server.h"
 #include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
+#include "outbound/testing/scripted_client.h"
 #include "outbound/testing/test_ca.h"
 
 namespace {
@@ -147,5 +149,23 @@ TEST_F(CheckoutTest, DescribesWithAPutAndCancelsWithADelete) {
   EXPECT_EQ(requests[0].body, "two shirts");
   EXPECT_EQ(requests[0].header("content-type"), "text/plain");
 }
+
+// [example scripted-test]
+// The checkout code's own logic, with no network: a ScriptedClient answers
+// as the test says and keeps what was sent.
+TEST(CheckoutUnitTest, ACancelOfAChargeAlreadyGoneSucceeds) {
+  ScriptedClient payments([](const http::Request& r) -> outbound::Result<http::Response> {
+    if (r.method == "DELETE" && r.url == "/charges/ch_gone") return Respond(404);
+    return Respond(500);
+  });
+  checkout::Checkout checkout(payments.handle());
+
+  EXPECT_TRUE(checkout.Cancel("ch_gone"));
+  auto failed = checkout.Cancel("ch_1");  // a 500 that outlasted the retries
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().kind(), outbound::ErrorKind::kHttpStatus);
+  EXPECT_EQ(payments.requests().at(1).url, "/charges/ch_1");
+}
+// [end scripted-test]
 
 }  // namespace

@@ -241,7 +241,7 @@ void Client::SendAsync(Request request, Callback done) {
       done(tl::unexpected(error), nullptr);
     });
   };
-  auto checked = internal::CheckRequest(impl.origin, impl.origin_text, request);
+  auto checked = internal::CheckRequest(impl.origin, impl.origin_text, request, impl.settings.gzip);
   if (!checked) return refuse(checked.error());
   Clock& clock = *impl.runtime.clock;
   TimePoint now = clock.Now();
@@ -298,21 +298,6 @@ void Client::SendAsync(Request request, Callback done) {
   call->Arm(impl.deadlines);
   impl.calls->Send(call);
 }
-
-std::future<Result<Response>> Client::SendAsync(Request request) {
-  auto promise = std::make_shared<std::promise<Result<Response>>>();
-  std::future<Result<Response>> future = promise->get_future();
-  SendAsync(std::move(request), [promise](Result<Response> result, std::exception_ptr thrown) {
-    if (thrown) {
-      promise->set_exception(thrown);
-    } else {
-      promise->set_value(std::move(result));
-    }
-  });
-  return future;
-}
-
-Result<Response> Client::Send(Request request) { return SendAsync(std::move(request)).get(); }
 
 circuit::State Client::breaker_state() const {
   return impl_->breaker.state(impl_->runtime.clock->Now());

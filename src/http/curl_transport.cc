@@ -20,6 +20,7 @@
 
 #include "body_growth.h"
 #include "curl_tls.h"
+#include "gzip_decoder.h"
 
 namespace outbound::http::internal {
 namespace {
@@ -110,6 +111,12 @@ struct Transfer {
   std::uint64_t streamed = 0;
   bool stopped = false;
   bool Streams() const { return sink != nullptr && response.successful(); }
+  // Decodes a gzip-coded body (Settings::gzip). Ours, not libcurl's
+  // (CURLOPT_ACCEPT_ENCODING is never set, so libcurl passes the body as it
+  // came): libcurl takes a gzip stream cut short for a whole body, and the
+  // two transports should fail the same bodies the same way.
+  std::unique_ptr<GzipDecoder> decoder;
+  std::uint64_t coded_bytes = 0;  // the body as it came, when decoded
 
   void Reset() {
     response = Response{};
@@ -124,6 +131,8 @@ struct Transfer {
     headers_too_large = false;
     streamed = 0;
     stopped = false;
+    decoder.reset();
+    coded_bytes = 0;
   }
   // A new header block (after a 1xx) starts from scratch.
   void ResetHead() {
@@ -599,11 +608,16 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
           // not be trusted after it.
           return Invalid(t, "both Content-Length and Transfer-Encoding");
         }
-        if (t.content_length && *t.content_length > t.max_bytes && !t.Streams()) {
+        // A gzip-coded body is judged by its decoded size, as it arrives.
+        if (t.attempt->request->decode_gzip &&
+            GzipDecoder::IsGzip(t.response.headers.Find("content-encoding"))) {
+          t.decoder = std::make_unique<GzipDecoder>();
+        }
+        if (t.content_length && *t.content_length > t.max_bytes && !t.Streams() && !t.decoder) {
           t.too_large = true;  // announced: fail now, read nothing of it
           return 0;
         }
-        if (t.content_length && !t.Streams()) {
+        if (t.content_length && !t.Streams() && !t.decoder) {
           t.response.body.reserve(static_cast<std::size_t>(*t.content_length));
         }
         t.headers_done = true;
@@ -656,28 +670,46 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
     return 0;  // curl aborts the transfer and does not reuse its connection
   }
 
-  // Counts the body as it arrives: past the limit, the transfer is aborted.
-  // The buffer grows as MakeRoom says, never past the limit, so a body near
-  // the limit never holds twice the limit.
+  // Takes the body as it arrives, decoded first if it is gzip-coded: past
+  // the limit, the transfer is aborted.
   static size_t OnBody(char* data, size_t size, size_t n, void* user) {
     auto& t = *static_cast<Transfer*>(user);
     size_t len = size * n;
+    if (!t.decoder) return Take(t, std::string_view(data, len)) ? len : 0;
+    t.coded_bytes += len;
+    BodySink take = [&t](std::string_view piece) { return Take(t, piece); };
+    switch (t.decoder->Feed(std::string_view(data, len), take)) {
+      case GzipDecoder::Status::kOk:
+        return len;
+      case GzipDecoder::Status::kStopped:
+        return 0;  // Take said why
+      case GzipDecoder::Status::kCorrupt:
+      case GzipDecoder::Status::kNoMemory:
+        break;
+    }
+    return Invalid(t, "a gzip-coded body that does not decode");
+  }
+
+  // A piece of the (decoded) body: to the sink, or into the response, which
+  // grows as MakeRoom says, never past the limit, so a body near the limit
+  // never holds twice the limit. False ends the transfer.
+  static bool Take(Transfer& t, std::string_view piece) {
     if (t.Streams()) {
-      if (!(*t.sink)(std::string_view(data, len))) {
+      if (!(*t.sink)(piece)) {
         t.stopped = true;
-        return 0;
+        return false;
       }
-      t.streamed += len;
-      return len;
+      t.streamed += piece.size();
+      return true;
     }
     std::string& body = t.response.body;
-    if (body.size() + len > t.max_bytes) {
+    if (body.size() + piece.size() > t.max_bytes) {
       t.too_large = true;
-      return 0;
+      return false;
     }
-    MakeRoom(body, len, t.max_bytes);
-    body.append(data, len);
-    return len;
+    MakeRoom(body, piece.size(), t.max_bytes);
+    body.append(piece);
+    return true;
   }
 
   static int OnSocket(CURL*, curl_socket_t fd, int what, void* user, void*) {
@@ -750,13 +782,20 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
     const Response& response = t.response;
     bool bodyless =
         t.attempt->request->method == "HEAD" || response.status == 204 || response.status == 304;
-    std::uint64_t got = t.Streams() ? t.streamed : response.body.size();
+    std::uint64_t got = t.decoder ? t.coded_bytes : t.Streams() ? t.streamed : response.body.size();
     if (t.content_length && !bodyless && got != *t.content_length) {
       outcome.body_failed = true;
       outcome.result =
           Fail(ErrorKind::kTransport, "the response ended after " + std::to_string(got) +
                                           " of the " + std::to_string(*t.content_length) +
                                           " bytes its Content-Length announced");
+      return outcome;
+    }
+    if (t.decoder && !bodyless && !t.decoder->finished()) {
+      outcome.body_failed = true;
+      outcome.cannot_improve = true;
+      outcome.result = Fail(ErrorKind::kInvalidResponse,
+                            "the response has a gzip-coded body that ended before its gzip stream");
       return outcome;
     }
     outcome.result = std::move(t.response);

@@ -57,6 +57,9 @@ struct CallRequest {
   Headers headers;
   std::string body;
   bool replayable = true;
+  // The call asked for a gzip answer (Settings::gzip): the transport
+  // decodes a gzip-coded body.
+  bool decode_gzip = false;
 };
 
 // How a call ended: a result, or the user's own exception.

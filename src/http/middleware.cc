@@ -66,6 +66,8 @@ Result<std::shared_ptr<const CallRequest>> Recheck(const Origin& origin,
     Error error(checked.error().kind(), "a middleware's request: " + checked.error().message());
     return tl::unexpected(std::move(error));
   }
+  // Still a request whose gzip answer is decoded, if the original was.
+  checked->decode_gzip = c.decode_gzip;
   return std::make_shared<const CallRequest>(std::move(*checked));
 }
 

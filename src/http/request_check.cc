@@ -108,15 +108,19 @@ Result<void> CheckHeader(std::string_view name, std::string& value) {
 // The origin check: the request names the client's origin (or a path on
 // it) and carries nothing that would change its meaning on the wire.
 Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_text,
-                                 Request& request) {
+                                 Request& request, bool ask_gzip) {
   if (!IsToken(request.method)) {
     return Fail(ErrorKind::kInvalidRequest, "\"" + request.method + "\" is not an HTTP method");
   }
   bool has_user_agent = false;
+  bool has_accept_encoding = false;
   for (auto& [name, value] : request.headers) {
     if (auto checked = CheckHeader(name, value); !checked) return tl::unexpected(checked.error());
     has_user_agent = has_user_agent || SameHeaderName(name, "User-Agent");
+    has_accept_encoding = has_accept_encoding || SameHeaderName(name, "Accept-Encoding");
   }
+  bool decode_gzip = ask_gzip && !has_accept_encoding;
+  if (decode_gzip) request.headers.emplace_back("Accept-Encoding", "gzip");
   // A server's logs should say who called: the library names itself unless
   // the caller names its own program.
   if (!has_user_agent) request.headers.emplace_back("User-Agent", kDefaultUserAgent);
@@ -133,8 +137,8 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
     }
     full = std::move(url->full);
   }
-  return CallRequest{std::move(request.method), std::move(*full), std::move(request.headers),
-                     std::move(request.body), request.body_replayable};
+  return CallRequest{std::move(request.method), std::move(*full),        std::move(request.headers),
+                     std::move(request.body),   request.body_replayable, decode_gzip};
 }
 
 }  // namespace outbound::http::internal

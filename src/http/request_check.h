@@ -24,9 +24,11 @@ inline constexpr char kDefaultUserAgent[] = "outbound/" OUTBOUND_VERSION_STRING;
 // control character in a value, or user info in the URL; kOriginRefused for
 // a URL on another origin. Whitespace around a header value is trimmed (RFC
 // 9110 5.5); a request without a User-Agent gets kDefaultUserAgent. `origin_text` is
-// `origin.ToString()`. Moves the request's parts out of `request`.
+// `origin.ToString()`. Moves the request's parts out of `request`. With
+// `ask_gzip` (Settings::gzip), a request without an Accept-Encoding of its
+// own gets `Accept-Encoding: gzip` and CallRequest::decode_gzip.
 [[nodiscard]] Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_text,
-                                               Request& request);
+                                               Request& request, bool ask_gzip = false);
 
 }  // namespace outbound::http::internal
 

@@ -60,6 +60,14 @@ void WriteFile(const std::string& path, const std::string& content) {
 
 }  // namespace
 
+std::string NginxText() {
+  std::string text;
+  for (int line = 1; text.size() < 64 * 1024; ++line) {
+    text += "line " + std::to_string(line) + ": the quick brown fox jumps over the lazy dog\n";
+  }
+  return text;
+}
+
 NginxPeer::NginxPeer(const PeerFiles& files, NginxOptions options) {
   std::string pattern = (std::filesystem::temp_directory_path() / "outbound-nginx-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
@@ -67,6 +75,7 @@ NginxPeer::NginxPeer(const PeerFiles& files, NginxOptions options) {
   // Zeros, in a sparse file: a test's own memory holds none of it.
   WriteFile(dir_ + "/big", "");
   std::filesystem::resize_file(dir_ + "/big", options.big_bytes);
+  WriteFile(dir_ + "/text", NginxText());
   port_ = FreePort();
   std::ostringstream conf;
   // One process in the foreground, everything in dir_: a test's nginx
@@ -92,6 +101,7 @@ NginxPeer::NginxPeer(const PeerFiles& files, NginxOptions options) {
        << "    location = /echo { client_body_buffer_size 64k; echo_read_request_body;"
        << " echo -n $request_body; }\n"
        << "    location = /big { default_type application/octet-stream; }\n"
+       << "    location = /text { default_type text/plain; gzip on; gzip_types text/plain; }\n"
        << "  }\n}\n";
   WriteFile(dir_ + "/nginx.conf", conf.str());
 

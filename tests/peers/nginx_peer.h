@@ -44,6 +44,10 @@ struct NginxOptions {
   std::size_t big_bytes = 2 << 20;
 };
 
+// What nginx serves at /text (text/plain, gzip-coded when the request
+// accepts gzip): 64 KiB of numbered lines.
+std::string NginxText();
+
 // One line of the access log.
 struct NginxRequest {
   std::uint64_t connection = 0;  // nginx's connection serial number

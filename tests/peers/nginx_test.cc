@@ -156,6 +156,41 @@ TEST_P(NginxTest, AGibibyteDownloadStreamsInConstantMemory) {
 #endif
 }
 
+// Settings::gzip against nginx's own gzip: the request asks for it, nginx
+// codes the body, the client decodes it; without the setting nothing is
+// asked and the body comes as it is.
+TEST_P(NginxTest, GzipBodiesAreAskedForAndDecoded) {
+  StartNginx({});
+  http::Settings settings = PaymentsSettings();
+  settings.gzip = true;
+  auto client = MakeClient(settings);
+  auto coded = client->Send(Request::Get("/text"));
+  ASSERT_TRUE(coded) << coded.error().message();
+  EXPECT_EQ(coded->status, 200);
+  EXPECT_EQ(coded->header("content-encoding"), "gzip");  // nginx did code it
+  EXPECT_EQ(coded->body, NginxText());
+
+  // Streamed, the sink gets the decoded bytes.
+  std::string streamed;
+  auto sunk = client->Send(Request::Get("/text").StreamBodyTo([&](std::string_view chunk) {
+    streamed += chunk;
+    return true;
+  }));
+  ASSERT_TRUE(sunk) << sunk.error().message();
+  EXPECT_EQ(streamed, NginxText());
+
+  // A decoded body over the limit fails, though its coded form is under it.
+  settings.max_response_bytes = 16 * 1024;
+  auto limited = MakeClient(settings)->Send(Request::Get("/text"));
+  ASSERT_FALSE(limited);
+  EXPECT_EQ(limited.error().kind(), ErrorKind::kResponseTooLarge);
+
+  auto plain = MakeClient(PaymentsSettings())->Send(Request::Get("/text"));
+  ASSERT_TRUE(plain) << plain.error().message();
+  EXPECT_EQ(plain->header("content-encoding"), "");
+  EXPECT_EQ(plain->body, NginxText());
+}
+
 INSTANTIATE_TEST_SUITE_P(Peers, NginxTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& param) {
                            return std::string(param.param ? "http2" : "http1");

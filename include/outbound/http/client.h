@@ -27,17 +27,17 @@
 #define OUTBOUND_HTTP_CLIENT_H_
 
 #include <chrono>
-#include <future>
 #include <memory>
 
 #include "outbound/error.h"
 #include "outbound/http/message.h"
+#include "outbound/http/sender.h"
 #include "outbound/http/settings.h"
 #include "outbound/runtime.h"
 
 namespace outbound::http {
 
-class Client {
+class Client final : public Sender {
  public:
   // Checks `settings` (every bad field named in one kInvalidSettings error)
   // and builds the client. Dials nothing.
@@ -52,26 +52,23 @@ class Client {
   // Ends calls still in flight with kCancelled and closes the pooled
   // connections, idle ones included. Must not run on a callback of this
   // client (classify, an observer).
-  ~Client();
+  ~Client() override;
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // Sends `request` and waits for the outcome. What the user's classify or
-  // breaker policy throws is rethrown here, after the library has let go of
-  // what it held.
-  [[nodiscard]] Result<Response> Send(Request request);
-
-  // Sends `request` without waiting: many calls may be in flight at once on
-  // the client's one event-loop thread. The future holds the outcome, or
-  // rethrows what the user's classify or breaker policy threw.
-  [[nodiscard]] std::future<Result<Response>> SendAsync(Request request);
+  // Sends `request` and waits for the outcome (Sender::Send): what the
+  // user's classify or breaker policy throws is rethrown there, after the
+  // library has let go of what it held. Sender::SendAsync(request) gives the
+  // outcome in a future instead.
+  using Sender::Send;
+  using Sender::SendAsync;
 
   // The callback form, for many calls with no thread waiting on each: `done`
   // runs once, on the client's event-loop thread or the clock's timer thread,
   // and must not block or throw. `thrown` carries what the user's classify
-  // or breaker policy threw (the result is then an error).
-  using Callback = std::function<void(Result<Response> result, std::exception_ptr thrown)>;
-  void SendAsync(Request request, Callback done);
+  // or breaker policy threw (the result is then an error). Many calls may be
+  // in flight at once on the client's one event-loop thread.
+  void SendAsync(Request request, Callback done) override;
 
   // The breaker's state now (read, not tracked: half-open as soon as its
   // open interval has passed).

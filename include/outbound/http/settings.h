@@ -159,6 +159,15 @@ struct Settings {
   // kResponseTooLarge. Default 64 MiB. Valid: positive.
   std::size_t max_response_bytes = 64 * 1024 * 1024;
 
+  // Asks for compressed answers: each request carries `Accept-Encoding:
+  // gzip` (unless it sets its own Accept-Encoding, whose answers are then
+  // left as they come), and a gzip-coded body is decoded as it arrives.
+  // max_response_bytes bounds the decoded body, so a small body that
+  // inflates past it (a bomb) fails with kResponseTooLarge having held no
+  // more than the limit. Response::headers stay as the server sent them
+  // (Content-Encoding: gzip, the coded Content-Length). Default off.
+  bool gzip = false;
+
   // Connections kept to the origin, busy or idle; also how many attempts
   // are handed to the transport at once on HTTP/1.1 (more wait in the
   // client's own FIFO queue). Default 100. Valid: 1 to 10000.

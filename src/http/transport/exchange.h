@@ -12,6 +12,7 @@
 #include <string>
 
 #include "../body_growth.h"
+#include "../gzip_decoder.h"
 #include "../layers.h"
 
 namespace outbound::http::internal::transport {
@@ -46,10 +47,79 @@ struct Exchange {
   bool streamed = false;
   // Whether the body goes to `sink`: a 2xx answer's (the status known).
   bool Streams() const { return sink != nullptr && response.successful(); }
+  // Set once the head says the body is gzip-coded and the call asked for
+  // it to be decoded (Settings::gzip): the body is decoded as it arrives.
+  std::unique_ptr<GzipDecoder> decoder;
   // What the codec decided when it had to end the exchange before the
   // stream or connection did (a limit, a malformed field).
   std::optional<AttemptOutcome> verdict;
 };
+
+// An outcome of `kind` with `message`, on `connection`.
+inline AttemptOutcome Failed(ErrorKind kind, std::string message) {
+  AttemptOutcome outcome;
+  outcome.result = Fail(kind, std::move(message));
+  return outcome;
+}
+
+// Takes a piece of the (decoded) body: to the sink when the body streams,
+// else into the response within max_body. Empty, or the outcome that ends
+// the exchange (too large, the caller stopped reading).
+inline std::optional<AttemptOutcome> TakeBody(Exchange& exchange, std::string_view piece) {
+  if (exchange.Streams()) {
+    if (!(*exchange.sink)(piece)) {
+      return Failed(ErrorKind::kCancelled, "the caller stopped reading the body");
+    }
+    exchange.streamed = true;
+    return std::nullopt;
+  }
+  std::string& body = exchange.response.body;
+  if (body.size() + piece.size() > exchange.max_body) {
+    return Failed(
+        ErrorKind::kResponseTooLarge,
+        std::string(exchange.decoder ? "the response's decoded body" : "the response's body") +
+            " is larger than " + std::to_string(exchange.max_body) + " bytes");
+  }
+  MakeRoom(body, piece.size(), exchange.max_body);
+  body.append(piece);
+  return std::nullopt;
+}
+
+// Takes body bytes as they came on the wire: decoded first when the body
+// is gzip-coded, so the limit and the sink see the decoded bytes.
+inline std::optional<AttemptOutcome> TakeWireBody(Exchange& exchange, std::string_view wire) {
+  if (!exchange.decoder) return TakeBody(exchange, wire);
+  std::optional<AttemptOutcome> verdict;
+  BodySink take = [&](std::string_view piece) {
+    verdict = TakeBody(exchange, piece);
+    return !verdict;
+  };
+  switch (exchange.decoder->Feed(wire, take)) {
+    case GzipDecoder::Status::kOk:
+    case GzipDecoder::Status::kStopped:
+      return verdict;
+    case GzipDecoder::Status::kNoMemory:
+      return Failed(ErrorKind::kLocalResource, "no memory to decode the gzip body");
+    case GzipDecoder::Status::kCorrupt:
+      break;
+  }
+  AttemptOutcome corrupt = Failed(ErrorKind::kInvalidResponse,
+                                  "the response is malformed: its gzip-coded body does not decode");
+  corrupt.cannot_improve = true;
+  return corrupt;
+}
+
+// Starts decoding the body if the head says it is gzip-coded and the call
+// asked for decoding; called once the head is whole. An answer with no
+// body (to a HEAD, a 204, a 304) has nothing to decode.
+inline void ChooseDecoder(Exchange& exchange) {
+  int status = exchange.response.status;
+  if (exchange.attempt->request->decode_gzip && exchange.attempt->request->method != "HEAD" &&
+      status != 204 && status != 304 &&
+      GzipDecoder::IsGzip(exchange.response.headers.Find("content-encoding"))) {
+    exchange.decoder = std::make_unique<GzipDecoder>();
+  }
+}
 
 // Calls `field(name, value)` for each header the attempt sends: its trace
 // headers (traceparent, tracestate, baggage), then the request's own, less
@@ -63,13 +133,6 @@ void ForEachRequestHeader(const Attempt& attempt, Field&& field) {
     for (const auto& header : trace) replaced = replaced || SameHeaderName(name, header.first);
     if (!replaced) field(name, value);
   }
-}
-
-// An outcome of `kind` with `message`, on `connection`.
-inline AttemptOutcome Failed(ErrorKind kind, std::string message) {
-  AttemptOutcome outcome;
-  outcome.result = Fail(kind, std::move(message));
-  return outcome;
 }
 
 // The status code of a status field ("200"): three digits, 100 to 599; 0

@@ -15,17 +15,14 @@
 namespace outbound::http::internal::transport {
 namespace beast_http = boost::beast::http;
 
-// A body kept in a string that grows as MakeRoom says, never past its cap
-// (the response limit), so a body near the limit never holds twice it; or,
-// once `sink` is set (a 2xx answer to a call that streams), handed to the
-// sink piece by piece, with no limit.
-struct CappedBody {
+// A body handed to its exchange as it arrives (TakeWireBody: decoded if
+// gzip-coded, to the sink or into the response within the limit). Beast
+// keeps no copy of it.
+struct ExchangeBody {
   struct value_type {
-    std::string text;
-    std::size_t cap = 0;
-    const BodySink* sink = nullptr;
-    bool streamed = false;  // some of it went to `sink`
-    bool stopped = false;   // `sink` said no more
+    Exchange* exchange = nullptr;
+    // Why the body cannot go on (too large, the caller stopped reading).
+    std::optional<AttemptOutcome> verdict;
   };
 
   class reader {
@@ -39,32 +36,17 @@ struct CappedBody {
     template <class ConstBufferSequence>
     std::size_t put(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
       ec = {};
-      std::size_t n = boost::asio::buffer_size(buffers);
-      if (body_.sink != nullptr) {
-        for (auto it = boost::asio::buffer_sequence_begin(buffers);
-             it != boost::asio::buffer_sequence_end(buffers); ++it) {
-          boost::asio::const_buffer b = *it;
-          if (!(*body_.sink)(std::string_view(static_cast<const char*>(b.data()), b.size()))) {
-            body_.stopped = true;
-            ec = boost::system::errc::make_error_code(boost::system::errc::operation_canceled);
-            return 0;
-          }
-          body_.streamed = true;
-        }
-        return n;
-      }
-      std::string& text = body_.text;
-      if (text.size() + n > body_.cap) {
-        ec = beast_http::error::body_limit;
-        return 0;
-      }
-      MakeRoom(text, n, body_.cap);
       for (auto it = boost::asio::buffer_sequence_begin(buffers);
            it != boost::asio::buffer_sequence_end(buffers); ++it) {
         boost::asio::const_buffer b = *it;
-        text.append(static_cast<const char*>(b.data()), b.size());
+        body_.verdict = TakeWireBody(
+            *body_.exchange, std::string_view(static_cast<const char*>(b.data()), b.size()));
+        if (body_.verdict) {
+          ec = boost::system::errc::make_error_code(boost::system::errc::operation_canceled);
+          return 0;
+        }
       }
-      return n;
+      return boost::asio::buffer_size(buffers);
     }
 
     void finish(boost::system::error_code& ec) { ec = {}; }
@@ -74,7 +56,7 @@ struct CappedBody {
   };
 };
 
-class H1Parser : public beast_http::response_parser<CappedBody> {};
+class H1Parser : public beast_http::response_parser<ExchangeBody> {};
 
 namespace {
 
@@ -148,14 +130,14 @@ void H1Exchange::NewParser() {
   parser_ = std::make_unique<H1Parser>();
   head_read_.clear();
   parser_->header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
-  // The body's limit is CappedBody's own: a 2xx answer a sink takes has none.
+  // The body's limit is TakeBody's: a 2xx answer a sink takes has none.
   parser_->body_limit(boost::none);
   // The head alone first, so that Parse takes it before any of the body is
   // read: however the bytes arrive, a body's error comes after the headers
   // and the trailer fields never join them. Parse turns eager on after it.
   parser_->eager(false);
   parser_->skip(head_);
-  parser_->get().body().cap = current_->max_body;
+  parser_->get().body().exchange = current_;
 }
 
 bool H1Exchange::Abandon(Exchange&) {
@@ -197,8 +179,8 @@ bool H1Exchange::Parse() {
     }
     if (!current_->headers_done) head_read_.append(in_, 0, used);
     in_.erase(0, used);
-    if (parser_->get().body().stopped) {
-      Fail(Failed(ErrorKind::kCancelled, "the caller stopped reading the body"));
+    if (auto& verdict = parser_->get().body().verdict) {
+      Fail(std::move(*verdict));
       return false;
     }
     bool need_more = ec == beast_http::error::need_more;
@@ -214,11 +196,6 @@ bool H1Exchange::Parse() {
       }
       Fail(Failed(ErrorKind::kResponseTooLarge, "the response's header section is larger than " +
                                                     std::to_string(kMaxHeaderBytes) + " bytes"));
-      return false;
-    }
-    if (ec == beast_http::error::body_limit) {
-      Fail(Failed(ErrorKind::kResponseTooLarge, "the response's body is larger than " +
-                                                    std::to_string(current_->max_body) + " bytes"));
       return false;
     }
     if (ec && !need_more) {
@@ -257,8 +234,10 @@ bool H1Exchange::Parse() {
             std::string_view(field.value().data(), field.value().size()));
       }
       response.received_at = clock_.WallNow();
-      if (current_->Streams()) {
-        parser_->get().body().sink = current_->sink;
+      ChooseDecoder(*current_);
+      if (current_->Streams() || current_->decoder) {
+        // No announced length to judge: a streamed body has no limit, and
+        // a decoded one is judged by its decoded size.
       } else if (auto length = parser_->content_length()) {
         if (*length > current_->max_body) {
           // Announced: fail now, read nothing of it.
@@ -267,7 +246,7 @@ bool H1Exchange::Parse() {
                                                         " bytes"));
           return false;
         }
-        parser_->get().body().text.reserve(static_cast<std::size_t>(*length));
+        current_->response.body.reserve(static_cast<std::size_t>(*length));
       }
       current_->headers_done = true;
       current_->attempt->HeadersArrived();
@@ -288,10 +267,12 @@ bool H1Exchange::Parse() {
 void H1Exchange::Answered() {
   auto& message = parser_->get();
   if (!message.keep_alive()) reusable_ = false;
+  if (current_->decoder && !current_->decoder->finished()) {
+    reusable_ = false;
+    return End(Invalid("its gzip-coded body ended before the gzip stream did"));
+  }
   AttemptOutcome outcome;
-  Response response = std::move(current_->response);
-  response.body = std::move(message.body().text);
-  outcome.result = std::move(response);
+  outcome.result = std::move(current_->response);
   End(std::move(outcome));
 }
 
@@ -335,7 +316,7 @@ void H1Exchange::Closed(const std::string& why) {
 void H1Exchange::End(AttemptOutcome&& outcome) {
   Exchange* exchange = current_;
   current_ = nullptr;
-  if (parser_) outcome.body_streamed = parser_->get().body().streamed;
+  outcome.body_streamed = exchange->streamed;
   parser_.reset();
   outcome.connection = connection_id_;
   if (!outcome.result && exchange->headers_done) outcome.body_failed = true;

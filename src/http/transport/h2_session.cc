@@ -283,12 +283,6 @@ int H2Session::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const std:
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), length);
     if (ec == std::errc() && end == v.data() + v.size()) {
       exchange->content_length = length;
-      if (length > exchange->max_body && !exchange->Streams()) {
-        // Announced: fail now, read nothing of it.
-        self.Refuse(*exchange, TooLarge("body is larger than " +
-                                        std::to_string(exchange->max_body) + " bytes"));
-        return 0;
-      }
     }
   }
   exchange->response.headers.Add(n, v);
@@ -329,7 +323,14 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
       exchange->headers_done = true;
       exchange->response.version = "2";
       exchange->response.received_at = self.clock_.WallNow();
-      if (exchange->content_length && !exchange->Streams()) {
+      ChooseDecoder(*exchange);
+      if (exchange->content_length && !exchange->Streams() && !exchange->decoder) {
+        if (*exchange->content_length > exchange->max_body) {
+          // Announced: fail now, read nothing of it.
+          self.Refuse(*exchange, TooLarge("body is larger than " +
+                                          std::to_string(exchange->max_body) + " bytes"));
+          return 0;
+        }
         exchange->response.body.reserve(static_cast<std::size_t>(*exchange->content_length));
       }
       exchange->attempt->HeadersArrived();
@@ -355,22 +356,10 @@ int H2Session::OnDataChunk(nghttp2_session*, std::uint8_t, std::int32_t stream_i
   Exchange* exchange = self.Find(stream_id);
   if (exchange == nullptr || len == 0) return 0;
   self.frames_without_progress_ = 0;
-  if (exchange->Streams()) {
-    if (!(*exchange->sink)(std::string_view(reinterpret_cast<const char*>(data), len))) {
-      self.Refuse(*exchange, Failed(ErrorKind::kCancelled, "the caller stopped reading the body"));
-      return 0;
-    }
-    exchange->streamed = true;
-    return 0;
+  if (auto verdict =
+          TakeWireBody(*exchange, std::string_view(reinterpret_cast<const char*>(data), len))) {
+    self.Refuse(*exchange, std::move(*verdict));
   }
-  std::string& body = exchange->response.body;
-  if (body.size() + len > exchange->max_body) {
-    self.Refuse(*exchange,
-                TooLarge("body is larger than " + std::to_string(exchange->max_body) + " bytes"));
-    return 0;
-  }
-  MakeRoom(body, len, exchange->max_body);
-  body.append(reinterpret_cast<const char*>(data), len);
   return 0;
 }
 
@@ -426,6 +415,9 @@ int H2Session::OnStreamClose(nghttp2_session*, std::int32_t stream_id, std::uint
   if (exchange->verdict) {
     outcome = std::move(*exchange->verdict);
     outcome.body_failed = exchange->headers_done;
+  } else if (exchange->end_stream && exchange->headers_done && error_code == NGHTTP2_NO_ERROR &&
+             exchange->decoder && !exchange->decoder->finished()) {
+    outcome = Invalid("its gzip-coded body ended before the gzip stream did");
   } else if (exchange->end_stream && exchange->headers_done && error_code == NGHTTP2_NO_ERROR) {
     outcome.result = std::move(exchange->response);
   } else if (!exchange->request_sent) {

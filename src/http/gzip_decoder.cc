@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "gzip_decoder.h"
+
+namespace outbound::http::internal {
+
+bool GzipDecoder::IsGzip(std::string_view content_encoding) {
+  auto trimmed = content_encoding;
+  while (!trimmed.empty() && (trimmed.front() == ' ' || trimmed.front() == '\t')) {
+    trimmed.remove_prefix(1);
+  }
+  while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == '\t')) {
+    trimmed.remove_suffix(1);
+  }
+  return SameHeaderName(trimmed, "gzip") || SameHeaderName(trimmed, "x-gzip");
+}
+
+GzipDecoder::GzipDecoder() {
+  // 16 + 15: a gzip header and trailer around a deflate stream with the
+  // largest window.
+  ready_ = inflateInit2(&stream_, 16 + MAX_WBITS) == Z_OK;
+}
+
+GzipDecoder::~GzipDecoder() {
+  if (ready_) inflateEnd(&stream_);
+}
+
+GzipDecoder::Status GzipDecoder::Feed(std::string_view in, const BodySink& out) {
+  if (!ready_) return Status::kNoMemory;
+  if (in.empty()) return Status::kOk;
+  if (finished_) return Status::kCorrupt;  // bytes after the end
+  // zlib's interface is not const-correct; it only reads next_in.
+  stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  stream_.avail_in = static_cast<uInt>(in.size());
+  while (stream_.avail_in > 0 || stream_.avail_out == 0) {
+    stream_.next_out = buffer_.data();
+    stream_.avail_out = static_cast<uInt>(buffer_.size());
+    int code = inflate(&stream_, Z_NO_FLUSH);
+    std::size_t produced = buffer_.size() - stream_.avail_out;
+    if (produced > 0 &&
+        !out(std::string_view(reinterpret_cast<const char*>(buffer_.data()), produced))) {
+      return Status::kStopped;
+    }
+    if (code == Z_STREAM_END) {
+      finished_ = true;
+      return stream_.avail_in == 0 ? Status::kOk : Status::kCorrupt;
+    }
+    if (code == Z_BUF_ERROR && produced == 0) return Status::kOk;  // needs more input
+    if (code != Z_OK && code != Z_BUF_ERROR) return Status::kCorrupt;
+  }
+  return Status::kOk;
+}
+
+}  // namespace outbound::http::internal

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// Inflates a gzip-coded response body as it arrives (Settings::gzip), for
+// the native transport; libcurl decodes its own. Internal.
+#ifndef OUTBOUND_SRC_HTTP_GZIP_DECODER_H_
+#define OUTBOUND_SRC_HTTP_GZIP_DECODER_H_
+
+#include <zlib.h>
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+
+#include "outbound/http/message.h"
+
+namespace outbound::http::internal {
+
+class GzipDecoder {
+ public:
+  enum class Status {
+    kOk,        // all of the input was taken
+    kStopped,   // `out` returned false
+    kCorrupt,   // not gzip, or bytes after the gzip stream's end
+    kNoMemory,  // zlib could not have its state
+  };
+
+  // Whether a Content-Encoding value is the gzip coding ("gzip", or
+  // "x-gzip" as RFC 9110 §8.4.1.3 asks a recipient to take it), any case.
+  static bool IsGzip(std::string_view content_encoding);
+
+  GzipDecoder();
+  ~GzipDecoder();
+  GzipDecoder(const GzipDecoder&) = delete;
+  GzipDecoder& operator=(const GzipDecoder&) = delete;
+
+  // Decodes `in`, handing each decoded piece to `out` (at most 16 KiB at a
+  // time), so memory never holds more decoded bytes than `out` keeps.
+  Status Feed(std::string_view in, const BodySink& out);
+
+  // Whether the gzip stream has ended (its trailer checked): a body that
+  // ends before is cut short.
+  bool finished() const { return finished_; }
+
+ private:
+  z_stream stream_{};
+  bool ready_ = false;  // inflateInit2 succeeded
+  bool finished_ = false;
+  std::array<unsigned char, 16 * 1024> buffer_{};
+};
+
+}  // namespace outbound::http::internal
+
+#endif  // OUTBOUND_SRC_HTTP_GZIP_DECODER_H_

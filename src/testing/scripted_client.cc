@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "outbound/testing/scripted_client.h"
+
+#include <exception>
+
+namespace outbound::testing {
+
+http::Response Respond(int status, std::string body, http::ResponseHeaders headers) {
+  http::Response response;
+  response.status = status;
+  response.body = std::move(body);
+  response.headers = std::move(headers);
+  response.version = "1.1";
+  response.attempts = 1;
+  return response;
+}
+
+ScriptedClient::ScriptedClient(Handler handler)
+    : handler_(std::move(handler)), thread_([this] { Run(); }) {}
+
+ScriptedClient::~ScriptedClient() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+void ScriptedClient::SendAsync(http::Request request, Callback done) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(Call{std::move(request), std::move(done)});
+  }
+  wake_.notify_one();
+}
+
+std::vector<http::Request> ScriptedClient::requests() const {
+  std::lock_guard lock(mu_);
+  return answered_;
+}
+
+std::size_t ScriptedClient::request_count() const {
+  std::lock_guard lock(mu_);
+  return answered_.size();
+}
+
+void ScriptedClient::Run() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, nothing left
+    Call call = std::move(queue_.front());
+    queue_.pop_front();
+    if (stopping_) {
+      lock.unlock();
+      call.done(tl::unexpected(Error(ErrorKind::kCancelled,
+                                     "the ScriptedClient was destroyed with the call queued")),
+                nullptr);
+      lock.lock();
+      continue;
+    }
+    answered_.push_back(call.request);
+    lock.unlock();
+    Answer(call);
+    lock.lock();
+  }
+}
+
+void ScriptedClient::Answer(Call& call) {
+  Result<http::Response> result;
+  try {
+    result = handler_(call.request);
+  } catch (...) {
+    // As a classify function's throw reaches a Client's caller.
+    call.done(tl::unexpected(Error(ErrorKind::kTransport, "the handler threw")),
+              std::current_exception());
+    return;
+  }
+  if (result && result->attempts == 0) result->attempts = 1;
+  if (result && call.request.body_sink && result->successful()) {
+    std::string body = std::move(result->body);
+    result->body.clear();
+    if (!body.empty() && !call.request.body_sink(body)) {
+      result = tl::unexpected(Error(ErrorKind::kCancelled, "the caller stopped reading the body"));
+    }
+  }
+  call.done(std::move(result), nullptr);
+}
+
+namespace {
+
+// Forwards to a ScriptedClient the test owns.
+class Handle final : public http::Sender {
+ public:
+  explicit Handle(ScriptedClient& target) : target_(target) {}
+  using Sender::SendAsync;
+  void SendAsync(http::Request request, Callback done) override {
+    target_.SendAsync(std::move(request), std::move(done));
+  }
+
+ private:
+  ScriptedClient& target_;
+};
+
+}  // namespace
+
+std::unique_ptr<http::Sender> ScriptedClient::handle() { return std::make_unique<Handle>(*this); }
+
+}  // namespace outbound::testing

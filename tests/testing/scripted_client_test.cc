@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// testing::ScriptedClient, the client's stand-in for a caller's unit tests:
+// it answers as the test's function says, keeps the requests, and behaves
+// as a Client does where a caller could tell (callbacks off the caller's
+// stack, sinks, throws).
+#include "outbound/testing/scripted_client.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <stdexcept>
+#include <thread>
+
+namespace outbound::testing {
+namespace {
+
+using http::Request;
+using http::Response;
+
+TEST(ScriptedClientTest, AnswersAsTheHandlerSaysAndKeepsTheRequests) {
+  ScriptedClient payments([](const Request& r) -> Result<Response> {
+    if (r.method == "DELETE") return Respond(404);
+    if (r.url == "/down") return tl::unexpected(Error(ErrorKind::kRejected, "breaker open"));
+    return Respond(201, R"({"id":"ch_1"})", {{"Content-Type", "application/json"}});
+  });
+  http::Sender& sender = payments;
+
+  auto created = sender.Send(Request::Post("/charges", "{}").Header("Idempotency-Key", "k1"));
+  ASSERT_TRUE(created);
+  EXPECT_EQ(created->status, 201);
+  EXPECT_EQ(created->body, R"({"id":"ch_1"})");
+  EXPECT_EQ(created->header("content-type"), "application/json");
+  EXPECT_EQ(created->attempts, 1);
+  EXPECT_EQ(sender.Send(Request::Delete("/charges/1"))->status, 404);
+  auto down = sender.Send(Request::Get("/down"));
+  ASSERT_FALSE(down);
+  EXPECT_EQ(down.error().kind(), ErrorKind::kRejected);
+
+  auto sent = payments.requests();
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[0].method, "POST");
+  EXPECT_EQ(sent[0].url, "/charges");
+  EXPECT_EQ(sent[0].body, "{}");
+  EXPECT_EQ(http::FindHeader(sent[0].headers, "idempotency-key"), "k1");
+  EXPECT_EQ(sent[1].method, "DELETE");
+  EXPECT_EQ(payments.request_count(), 3u);
+}
+
+TEST(ScriptedClientTest, CallbacksNeverRunOnTheCallersStack) {
+  ScriptedClient payments([](const Request&) -> Result<Response> { return Respond(200); });
+  std::promise<std::thread::id> ran_on;
+  payments.SendAsync(Request::Get("/"), [&](Result<Response>, std::exception_ptr) {
+    ran_on.set_value(std::this_thread::get_id());
+  });
+  EXPECT_NE(ran_on.get_future().get(), std::this_thread::get_id());
+}
+
+TEST(ScriptedClientTest, ASinkGetsTheBodyOfA2xxAndCanStop) {
+  ScriptedClient exports([](const Request& r) -> Result<Response> {
+    return r.url == "/missing" ? Respond(404, "no such export") : Respond(200, "a,b\n1,2\n");
+  });
+  std::string streamed;
+  auto sink = [&](std::string_view chunk) {
+    streamed += chunk;
+    return true;
+  };
+  auto got = exports.Send(Request::Get("/ok").StreamBodyTo(sink));
+  ASSERT_TRUE(got);
+  EXPECT_EQ(streamed, "a,b\n1,2\n");
+  EXPECT_EQ(got->body, "");  // as with a Client: the body went to the sink
+
+  auto missing = exports.Send(Request::Get("/missing").StreamBodyTo(sink));
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->body, "no such export");  // not 2xx: read whole
+
+  auto stopped =
+      exports.Send(Request::Get("/ok").StreamBodyTo([](std::string_view) { return false; }));
+  ASSERT_FALSE(stopped);
+  EXPECT_EQ(stopped.error().kind(), ErrorKind::kCancelled);
+}
+
+TEST(ScriptedClientTest, WhatTheHandlerThrowsReachesTheCaller) {
+  ScriptedClient payments(
+      [](const Request&) -> Result<Response> { throw std::logic_error("unexpected request"); });
+  EXPECT_THROW((void)payments.Send(Request::Get("/")), std::logic_error);
+}
+
+TEST(ScriptedClientTest, AHandleForwardsForCodeThatOwnsItsClient) {
+  ScriptedClient payments([](const Request&) -> Result<Response> { return Respond(200, "ok"); });
+  std::unique_ptr<http::Sender> owned = payments.handle();
+  EXPECT_EQ(owned->Send(Request::Get("/x"))->body, "ok");
+  EXPECT_EQ(payments.requests().at(0).url, "/x");
+}
+
+}  // namespace
+}  // namespace outbound::testing
