@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The unary call: the attempts of one call, each admitted by the breaker,
-// sent on a fresh grpc::ClientContext, classified (the client's own rules
-// first, then Settings::classify), settled in the breaker, and handed to
-// retry::Loop, which decides whether and when the next one goes. Waits run
-// on the Runtime's clock.
+// The attempts of one call, each admitted by the breaker, sent on a fresh
+// grpc::ClientContext, classified (the client's own rules first, then
+// Settings::classify), settled in the breaker, and handed to retry::Loop,
+// which decides whether and when the next one goes. Waits run on the
+// Runtime's clock. One loop (Client::Impl::Run) serves a unary call, the
+// caller's own attempt (a generated stub's method), a server stream, and a
+// stream's opening; an open Stream holds its ticket until it ends.
 #include "outbound/rpc/client.h"
 
 #include <grpc/grpc.h>
