@@ -335,6 +335,37 @@ TEST_F(RpcStream, ADroppedStreamIsCancelledAndIgnoredByTheBreaker) {
   EXPECT_EQ(holding.half_closed.load(), 0);
 }
 
+TEST_F(RpcStream, AReplyThatDoesNotParseEndsTheStreamAndIsNotCounted) {
+  EchoServer server(Echoing());
+  server.service().chat = [](int, grpc::ServerContext*, ChatStream* stream) {
+    EchoReply reply;
+    // Not UTF-8: a proto3 string that does not parse (protobuf logs both
+    // ends of it to stderr; the library writes nothing).
+    reply.set_text("\xff\xfe");
+    stream->Write(reply);
+    EchoRequest request;
+    while (stream->Read(&request)) {
+    }
+    return grpc::Status::OK;
+  };
+  FailEverything fail;
+  Settings settings = DefaultSettings();
+  settings.classify = fail.classify();
+  auto client = Make(server, settings);
+  Stream stream = client->OpenStream(kChat);
+  ASSERT_TRUE(stream.opened());
+  EchoReply reply;
+  EXPECT_FALSE(stream.Read(&reply));
+  EXPECT_FALSE(stream.Write(Text("after")));  // the stream has ended
+  Status status = stream.Finish();
+  EXPECT_EQ(status.code, Code::kInternal);
+  EXPECT_EQ(status.message, "a response message did not parse");
+  EXPECT_EQ(fail.asked.load(), 0);
+  circuit::Counts counts = client->breaker().counts(clock_.Now());
+  EXPECT_EQ(counts.failures, 0);
+  EXPECT_EQ(counts.successes, 0);
+}
+
 TEST_F(RpcStream, AnOpenBreakerRejectsTheStreamAndNothingIsSent) {
   EchoServer server([](int, grpc::ServerContext*, const EchoRequest&, EchoReply*) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
