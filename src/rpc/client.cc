@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The unary call: the attempts of one call, each admitted by the breaker,
-// sent on a fresh grpc::ClientContext, classified (the client's own rules
-// first, then Settings::classify), settled in the breaker, and handed to
-// retry::Loop, which decides whether and when the next one goes. Waits run
-// on the Runtime's clock.
+// The attempts of one call, each admitted by the breaker, sent on a fresh
+// grpc::ClientContext, classified (the client's own rules first, then
+// Settings::classify), settled in the breaker, and handed to retry::Loop,
+// which decides whether and when the next one goes. Waits run on the
+// Runtime's clock. One loop (Client::Impl::Run) serves a unary call, the
+// caller's own attempt (a generated stub's method), a server stream, and a
+// stream's opening; an open Stream holds its ticket until it ends.
 #include "outbound/rpc/client.h"
 
 #include <grpc/grpc.h>
@@ -138,6 +140,85 @@ class CauseScope {
 
 using OnMessage = std::function<void(std::string_view)>;
 
+Status ToStatus(const grpc::Status& status) {
+  return Status{static_cast<Code>(status.error_code()), status.error_message()};
+}
+
+void ReadTrailers(const grpc::ClientContext& cc, Trailers& trailers) {
+  for (const auto& [name, value] : cc.GetServerTrailingMetadata()) {
+    trailers.emplace(std::string(name.data(), name.size()),
+                     std::string(value.data(), value.size()));
+  }
+}
+
+// One attempt, once the breaker admitted it: what it is made with, and
+// what it reports back to the loop.
+struct AttemptState {
+  std::optional<TimePoint> deadline;      // for the attempt's grpc::ClientContext
+  std::unique_ptr<telemetry::Span> span;  // null without a tracer
+  circuit::Ticket ticket;                 // settled by the loop, unless a stream took it
+  std::string body;                       // a unary response's bytes
+  Trailers trailers;                      // the server's trailing metadata
+  bool committed = false;                 // a message reached the caller: never sent again
+  bool opened = false;                    // a stream opened and took the ticket and span
+};
+
+// A stream's completion queue, waited on by whichever of the stream's
+// threads needs a result (a reader and a writer may wait at once): the
+// thread that polls records what the others wait for and wakes them. So a
+// stream costs no thread of its own.
+class Completions {
+ public:
+  Completions() = default;
+  // Every operation started on the queue must have been waited for.
+  ~Completions() {
+    queue_.Shutdown();
+    void* tag;
+    bool ok;
+    while (queue_.Next(&tag, &ok)) {
+    }
+  }
+  Completions(const Completions&) = delete;
+  Completions& operator=(const Completions&) = delete;
+
+  grpc::CompletionQueue* queue() { return &queue_; }
+
+  // Blocks until the operation started with `tag` completes; its ok.
+  bool Wait(const void* tag) {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      auto it = std::find_if(done_.begin(), done_.end(),
+                             [tag](const auto& entry) { return entry.first == tag; });
+      if (it != done_.end()) {
+        bool ok = it->second;
+        done_.erase(it);
+        return ok;
+      }
+      if (polling_) {
+        cv_.wait(lock);
+        continue;
+      }
+      polling_ = true;
+      lock.unlock();
+      void* got = nullptr;
+      bool ok = false;
+      bool alive = queue_.Next(&got, &ok);
+      lock.lock();
+      polling_ = false;
+      if (alive) done_.emplace_back(got, ok);
+      cv_.notify_all();
+      if (!alive) return false;  // not reached: the queue shuts down in the destructor
+    }
+  }
+
+ private:
+  grpc::CompletionQueue queue_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool polling_ = false;
+  std::vector<std::pair<const void*, bool>> done_;
+};
+
 }  // namespace
 
 struct Client::Impl {
@@ -248,33 +329,19 @@ struct Client::Impl {
     span->End(runtime.clock->Now());
   }
 
-  // One attempt on the channel: its status, body and trailers.
-  Status Attempt(const std::string& method, std::string_view request,
-                 std::optional<TimePoint> deadline, const Context& context, std::string& body,
-                 Trailers& trailers, const OnMessage* on_message, int& messages) {
-    auto span = StartSpan(method, context);
-    Status status =
-        Send(method, request, deadline, context, span.get(), body, trailers, on_message, messages);
-    EndSpan(span.get(), status);
-    return status;
-  }
-
-  Status Send(const std::string& method, std::string_view request,
-              std::optional<TimePoint> deadline, const Context& context, telemetry::Span* span,
-              std::string& body, Trailers& trailers, const OnMessage* on_message, int& messages) {
-    if (!stub) {
-      return Status{Code::kUnavailable,
-                    "the name " + addr.host + " does not exist on this network"};
-    }
+  // A fresh grpc::ClientContext for one attempt: its deadline, and the
+  // trace context and baggage in its metadata.
+  std::shared_ptr<grpc::ClientContext> NewContext(const AttemptState& attempt,
+                                                  const Context& context) {
     auto cc = std::make_shared<grpc::ClientContext>();
-    if (deadline) {
-      Duration remaining = *deadline - runtime.clock->Now();
+    if (attempt.deadline) {
+      Duration remaining = *attempt.deadline - runtime.clock->Now();
       // A span of time, which gRPC adds to its own now: the Runtime's clock
       // decides how much is left, gRPC's clock when it ends.
       cc->set_deadline(gpr_time_from_nanos(remaining.count(), GPR_TIMESPAN));
     }
     // The attempt's trace context: its own span's, or the caller's.
-    const telemetry::SpanContext* trace = span ? &span->context() : &context.trace;
+    const telemetry::SpanContext* trace = attempt.span ? &attempt.span->context() : &context.trace;
     if (trace->valid()) {
       cc->AddMetadata("traceparent", telemetry::FormatTraceparent(*trace));
       if (!trace->trace_state.empty()) cc->AddMetadata("tracestate", trace->trace_state);
@@ -282,32 +349,24 @@ struct Client::Impl {
     if (!context.baggage.empty()) {
       cc->AddMetadata("baggage", telemetry::FormatBaggage(context.baggage));
     }
+    return cc;
+  }
+
+  Status NoRoute() const {
+    return Status{Code::kUnavailable, "the name " + addr.host + " does not exist on this network"};
+  }
+
+  // A unary attempt by name, on the generic stub.
+  Status SendUnary(const std::string& method, std::string_view request, const Context& context,
+                   AttemptState& attempt) {
+    if (!stub) return NoRoute();
+    auto cc = NewContext(attempt, context);
     grpc::Slice slice(request.data(), request.size());
     grpc::ByteBuffer request_buffer(&slice, 1);
     grpc::ByteBuffer response_buffer;
     grpc::Status status;
-    if (on_message != nullptr) {
-      // A server stream: read to its end on the caller's thread.
-      CancelHook hook(context, [cc] { cc->TryCancel(); });
-      std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
-          grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
-              channel.get(),
-              grpc::internal::RpcMethod(method.c_str(),
-                                        grpc::internal::RpcMethod::SERVER_STREAMING),
-              cc.get(), request_buffer));
-      try {
-        while (reader->Read(&response_buffer)) {
-          ++messages;
-          (*on_message)(ToString(response_buffer));
-        }
-      } catch (...) {  // the caller's callback threw: end the stream, then pass it on
-        cc->TryCancel();
-        reader->Finish();
-        throw;
-      }
-      status = reader->Finish();
-    } else {
-      auto signal = std::make_shared<Signal>();
+    auto signal = std::make_shared<Signal>();
+    {
       CancelHook hook(context, [cc] { cc->TryCancel(); });
       stub->UnaryCall(cc.get(), method, grpc::StubOptions(), &request_buffer, &response_buffer,
                       [&status, signal](grpc::Status s) {
@@ -316,13 +375,56 @@ struct Client::Impl {
                       });
       signal->Wait();
     }
-    for (const auto& [name, value] : cc->GetServerTrailingMetadata()) {
-      trailers.emplace(std::string(name.data(), name.size()),
-                       std::string(value.data(), value.size()));
-    }
-    if (status.ok() && on_message == nullptr) body = ToString(response_buffer);
-    return Status{static_cast<Code>(status.error_code()), status.error_message()};
+    ReadTrailers(*cc, attempt.trailers);
+    if (status.ok()) attempt.body = ToString(response_buffer);
+    return ToStatus(status);
   }
+
+  // A server stream: read to its end on the caller's thread.
+  Status SendServerStream(const std::string& method, std::string_view request,
+                          const Context& context, const OnMessage& on_message,
+                          AttemptState& attempt) {
+    if (!stub) return NoRoute();
+    auto cc = NewContext(attempt, context);
+    grpc::Slice slice(request.data(), request.size());
+    grpc::ByteBuffer request_buffer(&slice, 1);
+    grpc::ByteBuffer response_buffer;
+    CancelHook hook(context, [cc] { cc->TryCancel(); });
+    std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+        grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
+            channel.get(),
+            grpc::internal::RpcMethod(method.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING),
+            cc.get(), request_buffer));
+    try {
+      while (reader->Read(&response_buffer)) {
+        attempt.committed = true;  // a message reached the caller
+        on_message(ToString(response_buffer));
+      }
+    } catch (...) {  // the caller's callback threw: end the stream, then pass it on
+      cc->TryCancel();
+      reader->Finish();
+      throw;
+    }
+    grpc::Status status = reader->Finish();
+    ReadTrailers(*cc, attempt.trailers);
+    return ToStatus(status);
+  }
+
+  // The caller's own attempt (a generated stub's method) on a fresh context.
+  Status SendOwn(const Client::Attempt& own, const Context& context, AttemptState& attempt) {
+    if (!channel) return NoRoute();
+    auto cc = NewContext(attempt, context);
+    CancelHook hook(context, [cc] { cc->TryCancel(); });
+    Status status = own(cc.get());
+    ReadTrailers(*cc, attempt.trailers);
+    return status;
+  }
+
+  // Opens a stream: the attempt succeeds once gRPC has sent the call's
+  // headers on a connection; the open stream then takes the attempt's
+  // ticket and span.
+  Status SendOpen(const std::string& method, const Context& context, AttemptState& attempt,
+                  std::unique_ptr<Stream::Impl>& opened);
 
   // Waits `wait` on the clock, or until the caller cancels.
   void Sleep(Duration wait, const Context& context) {
@@ -332,19 +434,21 @@ struct Client::Impl {
     signal->Wait();
   }
 
-  // A unary call, or with on_message a server-streaming one: opening is
-  // retried as a unary attempt is; once a message has arrived the stream is
-  // never retried, and its end settles the breaker's ticket.
-  Reply Call(std::string_view method_view, std::string_view request, const Context& context,
-             const OnMessage* on_message = nullptr) {
-    const std::string method(method_view);
+  // The loop of every call: a unary one, a server stream, the caller's own
+  // attempt, a stream's opening. Each attempt is admitted by the breaker,
+  // made by `send`, classified (the client's own rules first), settled, and
+  // handed to retry::Loop, which decides whether and when the next one
+  // goes. For a stream (`stream` set) Timeout bounds only the retries: its
+  // attempts get the caller's deadline alone. An attempt that committed (a
+  // server stream's message reached the caller) is never sent again; one
+  // that opened a stream ends the loop, its ticket and span handed over.
+  Reply Run(const std::string& method, const Context& context, bool stream,
+            const std::function<Status(AttemptState&)>& send) {
     Clock& clock = *runtime.clock;
     TimePoint deadline = clock.Now() + settings.timeout;
     if (context.deadline && *context.deadline < deadline) deadline = *context.deadline;
-    // Timeout bounds a unary call; a stream only by the caller's deadline
-    // (Timeout still bounds the retries of its opening).
     std::optional<TimePoint> attempt_deadline = deadline;
-    if (on_message != nullptr) attempt_deadline = context.deadline;
+    if (stream) attempt_deadline = context.deadline;
     retry::Loop loop = retrier.Start(deadline);
     Reply reply;
     for (;;) {
@@ -379,13 +483,20 @@ struct Client::Impl {
         EndSpan(span.get(), reply.status);
         return reply;
       }
-      circuit::Ticket ticket = std::move(*admitted);
-      reply.body.clear();
-      reply.trailers.clear();
       ++reply.attempts;
-      int messages = 0;
-      reply.status = Attempt(method, request, attempt_deadline, context, reply.body, reply.trailers,
-                             on_message, messages);
+      AttemptState attempt{attempt_deadline, StartSpan(method, context), std::move(*admitted)};
+      reply.status = send(attempt);
+      reply.body = std::move(attempt.body);
+      reply.trailers = std::move(attempt.trailers);
+      if (attempt.opened) {
+        // A stream that opened is a Success for retry, without asking
+        // classify; its end settles the ticket and ends the span.
+        retry::Decision decision = loop.Done(retry::Outcome::kSuccess, Duration::zero(),
+                                             clock.Now(), runtime.random->Uniform());
+        Count(decisions.get(), "decision", retry::ToString(decision.kind));
+        return reply;
+      }
+      EndSpan(attempt.span.get(), reply.status);
 
       Classification c;
       if (Cancelled(context)) {
@@ -400,20 +511,22 @@ struct Client::Impl {
       if (c.retry == retry::Outcome::kRetry && c.retry_after < Duration::zero()) {
         c.retry = retry::Outcome::kStop;
       }
-      if (messages > 0) {  // an open stream is never sent again
+      if (attempt.committed) {  // an open stream is never sent again
         c.retry = reply.status.ok() ? retry::Outcome::kSuccess : retry::Outcome::kStop;
       }
-      {
-        CauseScope cause(&context.trace);
-        Count(breaker_calls.get(), "outcome", circuit::ToString(c.breaker));
-        ticket.Settle(c.breaker, clock.Now());
-      }
+      Settle(attempt.ticket, c.breaker, context);
       retry::Decision decision =
           loop.Done(c.retry, c.retry_after, clock.Now(), runtime.random->Uniform());
       Count(decisions.get(), "decision", retry::ToString(decision.kind));
       if (decision.kind != retry::DecisionKind::kAgain) return reply;
       Sleep(decision.wait, context);
     }
+  }
+
+  void Settle(circuit::Ticket& ticket, circuit::Outcome outcome, const Context& context) {
+    CauseScope cause(&context.trace);
+    Count(breaker_calls.get(), "outcome", circuit::ToString(outcome));
+    ticket.Settle(outcome, runtime.clock->Now());
   }
 
   Runtime runtime;
@@ -481,12 +594,27 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
-Reply Client::Call(std::string_view method, std::string_view request, const Context& context) {
+Reply Client::Call(std::string_view method_view, std::string_view request, const Context& context) {
+  const std::string method(method_view);
   TimePoint start = impl_->runtime.clock->Now();
-  Reply reply = impl_->Call(method, request, context);
+  Reply reply = impl_->Run(method, context, /*stream=*/false, [&](AttemptState& attempt) {
+    return impl_->SendUnary(method, request, context, attempt);
+  });
   impl_->RecordCall(method, reply.status, impl_->runtime.clock->Now() - start);
   return reply;
 }
+
+Reply Client::Invoke(std::string_view method_view, const Attempt& own, const Context& context) {
+  const std::string method(method_view);
+  TimePoint start = impl_->runtime.clock->Now();
+  Reply reply = impl_->Run(method, context, /*stream=*/false, [&](AttemptState& attempt) {
+    return impl_->SendOwn(own, context, attempt);
+  });
+  impl_->RecordCall(method, reply.status, impl_->runtime.clock->Now() - start);
+  return reply;
+}
+
+std::shared_ptr<grpc::Channel> Client::channel() const { return impl_->channel; }
 
 bool Client::Connected(Duration wait) {
   Impl& impl = *impl_;
@@ -506,13 +634,208 @@ bool Client::Connected(Duration wait) {
   return true;
 }
 
-Reply Client::ServerStream(std::string_view method, std::string_view request,
+Reply Client::ServerStream(std::string_view method_view, std::string_view request,
                            const std::function<void(std::string_view message)>& on_message,
                            const Context& context) {
+  const std::string method(method_view);
   TimePoint start = impl_->runtime.clock->Now();
-  Reply reply = impl_->Call(method, request, context, &on_message);
+  Reply reply = impl_->Run(method, context, /*stream=*/true, [&](AttemptState& attempt) {
+    return impl_->SendServerStream(method, request, context, on_message, attempt);
+  });
   impl_->RecordCall(method, reply.status, impl_->runtime.clock->Now() - start);
   return reply;
+}
+
+// --- Stream ---
+
+// An open stream's call, or the status of one that never opened.
+struct Stream::Impl {
+  Impl(Client::Impl& owner, std::string name, const Context& caller)
+      : client(&owner), method(std::move(name)), context(caller) {}
+  ~Impl() {
+    if (!finished) End(/*abandoned=*/true);
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  // Starts the call and waits until its headers are sent (ok) or it failed.
+  Status Open(grpc::GenericStub& stub) {
+    call = stub.PrepareCall(cc.get(), method, completions.queue());
+    if (call == nullptr) return Status{Code::kInternal, "gRPC did not prepare the call"};
+    hook = std::make_unique<CancelHook>(context, [cc = cc] { cc->TryCancel(); });
+    call->StartCall(&start_tag);
+    if (completions.Wait(&start_tag)) return Status{};
+    grpc::Status failed;
+    call->Finish(&failed, &finish_tag);
+    completions.Wait(&finish_tag);
+    call.reset();
+    finished = true;  // nothing of it is left to end
+    return ToStatus(failed);
+  }
+
+  void EndLocally(Status why) {
+    {
+      std::lock_guard lock(mu);
+      if (!local) local = std::move(why);
+    }
+    if (cc) cc->TryCancel();
+  }
+
+  // Ends the call, once: cancelled when abandoned, else half-closed and read
+  // to its end; then settles the ticket and ends the span.
+  Status End(bool abandoned) {
+    finished = true;
+    if (call == nullptr) return status;  // it never opened
+    bool ended_locally = false;
+    {
+      std::lock_guard lock(mu);
+      ended_locally = local.has_value();
+    }
+    if (abandoned || ended_locally) {
+      cc->TryCancel();
+    } else {
+      if (!writes_done) {
+        call->WritesDone(&write_tag);
+        completions.Wait(&write_tag);
+        writes_done = true;
+      }
+      grpc::ByteBuffer unread;
+      while (!read_done) {
+        call->Read(&unread, &read_tag);
+        read_done = !completions.Wait(&read_tag);
+      }
+    }
+    grpc::Status final_status;
+    call->Finish(&final_status, &finish_tag);
+    completions.Wait(&finish_tag);
+    ReadTrailers(*cc, trailers);
+    {
+      std::lock_guard lock(mu);
+      status = local ? *local : ToStatus(final_status);
+    }
+    Client::Impl& owner = *client;
+    owner.EndSpan(span.get(), status);
+    owner.RecordCall(method, status, owner.runtime.clock->Now() - start);
+    circuit::Outcome outcome = circuit::Outcome::kIgnored;
+    if (!abandoned && !ended_locally && !Cancelled(context)) {
+      // May throw: the ticket stays unsettled and frees its slot when the
+      // stream goes.
+      outcome = owner.settings.classify(method, status, trailers).breaker;
+    }
+    owner.Settle(*ticket, outcome, context);
+    return status;
+  }
+
+  Client::Impl* client;
+  const std::string method;
+  const Context context;
+  TimePoint start;
+  int attempts = 0;
+
+  // Destroyed last: the call below holds the queue until it goes.
+  Completions completions;
+  std::shared_ptr<grpc::ClientContext> cc;
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;  // null unless open
+  std::unique_ptr<CancelHook> hook;
+  std::optional<circuit::Ticket> ticket;
+  std::unique_ptr<telemetry::Span> span;
+  // One operation of each kind at a time (a writer, a reader, Finish), so a
+  // tag per kind.
+  char start_tag = 0, write_tag = 0, read_tag = 0, finish_tag = 0;
+
+  bool writes_done = false;  // the writer's
+  bool read_done = false;    // the reader's
+  bool finished = false;     // Finish's or the destructor's
+  std::mutex mu;
+  std::optional<Status> local;  // why the client ended the stream itself
+  Status status;
+  Trailers trailers;
+};
+
+Stream Client::OpenStream(std::string_view method_view, const Context& context) {
+  const std::string method(method_view);
+  TimePoint start = impl_->runtime.clock->Now();
+  std::unique_ptr<Stream::Impl> opened;
+  Reply reply = impl_->Run(method, context, /*stream=*/true, [&](AttemptState& attempt) {
+    return impl_->SendOpen(method, context, attempt, opened);
+  });
+  if (opened == nullptr) {  // it never opened: a stream that only reports why
+    impl_->RecordCall(method, reply.status, impl_->runtime.clock->Now() - start);
+    opened = std::make_unique<Stream::Impl>(*impl_, method, context);
+    opened->status = std::move(reply.status);
+    opened->trailers = std::move(reply.trailers);
+  }
+  opened->start = start;
+  opened->attempts = reply.attempts;
+  return Stream(std::move(opened));
+}
+
+Status Client::Impl::SendOpen(const std::string& method, const Context& context,
+                              AttemptState& attempt, std::unique_ptr<Stream::Impl>& opened) {
+  if (!stub) return NoRoute();
+  auto stream = std::make_unique<Stream::Impl>(*this, method, context);
+  stream->cc = NewContext(attempt, context);
+  Status status = stream->Open(*stub);
+  if (!status.ok()) {
+    ReadTrailers(*stream->cc, attempt.trailers);
+    return status;
+  }
+  stream->ticket.emplace(std::move(attempt.ticket));
+  stream->span = std::move(attempt.span);
+  attempt.opened = true;
+  opened = std::move(stream);
+  return status;
+}
+
+Stream::Stream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Stream::Stream(Stream&& other) noexcept = default;
+Stream& Stream::operator=(Stream&& other) noexcept = default;
+Stream::~Stream() = default;
+
+bool Stream::opened() const { return impl_ != nullptr && impl_->call != nullptr; }
+
+int Stream::attempts() const { return impl_ ? impl_->attempts : 0; }
+
+bool Stream::Write(std::string_view message) {
+  if (!opened() || impl_->finished || impl_->writes_done) return false;
+  grpc::Slice slice(message.data(), message.size());
+  grpc::ByteBuffer buffer(&slice, 1);
+  impl_->call->Write(buffer, &impl_->write_tag);
+  return impl_->completions.Wait(&impl_->write_tag);
+}
+
+bool Stream::WritesDone() {
+  if (!opened() || impl_->finished || impl_->writes_done) return false;
+  impl_->call->WritesDone(&impl_->write_tag);
+  impl_->writes_done = true;
+  return impl_->completions.Wait(&impl_->write_tag);
+}
+
+bool Stream::Read(std::string* message) {
+  if (!opened() || impl_->finished || impl_->read_done) return false;
+  grpc::ByteBuffer buffer;
+  impl_->call->Read(&buffer, &impl_->read_tag);
+  if (!impl_->completions.Wait(&impl_->read_tag)) {
+    impl_->read_done = true;
+    return false;
+  }
+  *message = ToString(buffer);
+  return true;
+}
+
+Status Stream::Finish() {
+  if (impl_ == nullptr) return Status{Code::kInternal, "the stream was moved from"};
+  if (impl_->finished) return impl_->status;
+  return impl_->End(/*abandoned=*/false);
+}
+
+const Trailers& Stream::trailers() const {
+  static const Trailers kNone;
+  return impl_ ? impl_->trailers : kNone;
+}
+
+void Stream::EndLocally(Status status) {
+  if (impl_ != nullptr) impl_->EndLocally(std::move(status));
 }
 
 circuit::Breaker& Client::breaker() { return impl_->breaker; }

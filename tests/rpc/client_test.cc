@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "echo.grpc.pb.h"
+#include "echo_server.h"
 #include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
@@ -22,117 +22,6 @@
 
 namespace outbound::rpc {
 namespace {
-
-using outbound::test::Echo;
-using outbound::test::EchoReply;
-using outbound::test::EchoRequest;
-using Handler =
-    std::function<grpc::Status(int call, grpc::ServerContext*, const EchoRequest&, EchoReply*)>;
-
-constexpr char kSay[] = "/outbound.test.Echo/Say";
-
-class EchoService final : public Echo::Service {
- public:
-  explicit EchoService(Handler handler) : handler_(std::move(handler)) {}
-  grpc::Status Say(grpc::ServerContext* context, const EchoRequest* request,
-                   EchoReply* reply) override {
-    int n = ++calls_;
-    return handler_(n, context, *request, reply);
-  }
-  grpc::Status Count(grpc::ServerContext* context, const EchoRequest* request,
-                     grpc::ServerWriter<EchoReply>* writer) override {
-    int n = ++stream_calls_;
-    if (!stream) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no stream");
-    return stream(n, context, *request, writer);
-  }
-  int calls() const { return calls_.load(); }
-  int stream_calls() const { return stream_calls_.load(); }
-
-  // Set before the first call.
-  std::function<grpc::Status(int call, grpc::ServerContext*, const EchoRequest&,
-                             grpc::ServerWriter<EchoReply>*)>
-      stream;
-
- private:
-  Handler handler_;
-  std::atomic<int> calls_{0};
-  std::atomic<int> stream_calls_{0};
-};
-
-// A grpc++ server on 127.0.0.1, on a port the kernel picks.
-class EchoServer {
- public:
-  explicit EchoServer(Handler handler, std::shared_ptr<grpc::ServerCredentials> credentials =
-                                           grpc::InsecureServerCredentials())
-      : service_(std::move(handler)) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", credentials, &port_);
-    builder.RegisterService(&service_);
-    server_ = builder.BuildAndStart();
-  }
-  ~EchoServer() { server_->Shutdown(); }
-  std::uint16_t port() const { return static_cast<std::uint16_t>(port_); }
-  int calls() const { return service_.calls(); }
-  int stream_calls() const { return service_.stream_calls(); }
-  EchoService& service() { return service_; }
-  bool started() const { return server_ != nullptr && port_ > 0; }
-
- private:
-  EchoService service_;
-  int port_ = 0;
-  std::unique_ptr<grpc::Server> server_;
-};
-
-grpc::Status Ok(EchoReply* reply, const EchoRequest& request) {
-  reply->set_text("echo: " + request.text());
-  return grpc::Status::OK;
-}
-
-Handler Echoing() {
-  return [](int, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
-    return Ok(reply, request);
-  };
-}
-
-class RpcClient : public ::testing::Test {
- protected:
-  RpcClient() : random_(0.0) {
-    runtime_.clock = &clock_;
-    runtime_.network = &network_;
-    runtime_.random = &random_;
-  }
-
-  std::unique_ptr<Client> Make(const EchoServer& server, Settings settings = DefaultSettings()) {
-    network_.Add("backend", 9090, "127.0.0.1", server.port());
-    settings.addr = "backend:9090";
-    auto client = Client::Create(runtime_, std::move(settings));
-    EXPECT_TRUE(client) << client.error().message();
-    return client ? std::move(*client) : nullptr;
-  }
-
-  // Runs fn on its own thread, advancing the fake clock to every timer it
-  // sets, until it returns.
-  template <typename Fn>
-  auto Drive(Fn fn) {
-    auto future = std::async(std::launch::async, std::move(fn));
-    while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
-      if (auto next = clock_.next_timer()) clock_.AdvanceTo(*next);
-    }
-    return future.get();
-  }
-
-  Status Say(Client& client, const std::string& text, const Context& context = {}) {
-    EchoRequest request;
-    request.set_text(text);
-    return Drive([&] { return client.Call(kSay, request, &reply_, context); });
-  }
-
-  testing::ManualClock clock_;
-  testing::NetworkMap network_;
-  testing::FixedRandom random_;
-  Runtime runtime_;
-  EchoReply reply_;
-};
 
 TEST_F(RpcClient, CreateNamesEveryBadFieldAndOpensNothing) {
   Settings settings = DefaultSettings();

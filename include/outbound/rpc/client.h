@@ -6,11 +6,18 @@
 //   auto carts = rpc::Client::Create(Runtime{}, settings);  // names every bad field
 //   rpc::Reply reply = (*carts)->Call("/cart.v1.Carts/Get", request_bytes);
 //
+// or through a generated stub on the client's channel, with the same loop:
+//
+//   auto stub = cart::v1::Carts::NewStub((*carts)->channel());
+//   rpc::Status status = (*carts)->Call("/cart.v1.Carts/Get", &cart::v1::Carts::Stub::Get,
+//                                       *stub, request, &cart, context);
+//
 // One Client is one dependency: one channel, one circuit breaker, one retry
 // budget. Every unary call is retried by the library's own loop (gRPC's own
 // retries are off), each attempt through the breaker, classified by
 // Settings::classify, with grpc-retry-pushback-ms as the least wait. Every
-// wait runs on the Runtime's clock. Create opens no connection.
+// wait runs on the Runtime's clock. Create opens no connection. Streams
+// (ServerStream, OpenStream) are retried only while they open.
 #ifndef OUTBOUND_RPC_CLIENT_H_
 #define OUTBOUND_RPC_CLIENT_H_
 
@@ -18,12 +25,21 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "outbound/circuit/breaker.h"
 #include "outbound/context.h"
 #include "outbound/error.h"
 #include "outbound/rpc/settings.h"
+#include "outbound/rpc/stream.h"
 #include "outbound/runtime.h"
+
+// Declared only: this header compiles without grpc++'s. A caller of the stub
+// helpers has them from its generated code.
+namespace grpc {
+class Channel;
+class ClientContext;
+}  // namespace grpc
 
 namespace outbound::rpc {
 
@@ -77,6 +93,69 @@ class Client {
   Reply ServerStream(std::string_view method, std::string_view request,
                      const std::function<void(std::string_view message)>& on_message,
                      const Context& context = {});
+
+  // Opens a client-streaming or bidirectional stream by full method name
+  // (see outbound/rpc/stream.h). Opening runs the unary call's loop: each
+  // attempt admitted by the breaker, and a failed one (nothing listening,
+  // the channel failing, no route to the name) classified with no trailers
+  // and retried as a unary attempt is; Timeout bounds those retries. An
+  // attempt has opened once gRPC has sent the call's headers on a
+  // connection; the stream is then a Success for the retry budget (classify
+  // is not asked) and holds the breaker's ticket until it ends. Only the
+  // Context's deadline bounds an open stream, and its cancel ends it.
+  // Returns a stream that did not open (opened() false, Finish saying why)
+  // rather than an error, so a caller has one path to its status. Blocks
+  // while it opens; safe to call from many threads.
+  Stream OpenStream(std::string_view method, const Context& context = {});
+
+  // One attempt of a unary call that the caller makes itself, on the fresh
+  // grpc::ClientContext the client hands it: its deadline (what is left of
+  // the call's), trace context and baggage set, the caller's cancel wired
+  // to TryCancel. It must make one RPC on the client's channel with that
+  // context and return its status; its trailers are read from the context.
+  using Attempt = std::function<Status(grpc::ClientContext* attempt)>;
+
+  // Runs `attempt` through the unary call's loop (breaker, classify under
+  // `method`, retries, telemetry), as Call does. The Reply has no body: the
+  // attempt keeps its response. method is the full name the attempt calls,
+  // "/pkg.Service/Method"; classify, spans and metrics go by it. An attempt
+  // is not run when the client has no channel (the Runtime's network has no
+  // route for the name): it fails UNAVAILABLE as Call's do.
+  Reply Invoke(std::string_view method, const Attempt& attempt, const Context& context = {});
+
+  // A generated stub's unary method through the library's loop:
+  //
+  //   auto stub = Echo::NewStub(client->channel());
+  //   rpc::Status status = client->Call("/pkg.Echo/Say", &Echo::Stub::Say, *stub,
+  //                                     request, &reply, context);
+  //
+  // Each attempt calls (stub.*stub_method)(fresh context, request, response).
+  // method must name the RPC that stub_method makes (the stub cannot tell
+  // it). The stub should be on channel(); on another channel its calls are
+  // still counted by this client's breaker.
+  template <typename Stub, typename Request, typename Response, typename GrpcStatus,
+            typename GrpcContext>
+  Status Call(std::string_view method,
+              GrpcStatus (Stub::*stub_method)(GrpcContext*, const Request&, Response*),
+              std::type_identity_t<Stub>& stub, const Request& request, Response* response,
+              const Context& context = {}) {
+    static_assert(std::is_same_v<GrpcContext, grpc::ClientContext>,
+                  "a generated stub's blocking unary method");
+    return Invoke(
+               method,
+               [&](grpc::ClientContext* attempt) {
+                 GrpcStatus status = (stub.*stub_method)(attempt, request, response);
+                 return Status{static_cast<Code>(status.error_code()), status.error_message()};
+               },
+               context)
+        .status;
+  }
+
+  // The client's channel, for a generated stub (Service::NewStub(channel())).
+  // Null when the Runtime's network has no route for addr's host; every
+  // call of the client then fails UNAVAILABLE without one. Calls made on it
+  // directly bypass the client's retries and breaker.
+  std::shared_ptr<grpc::Channel> channel() const;
 
   // Readiness, latched: false until the channel is first READY, true from
   // then on (an outage of the dependency is the breaker's business, not

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+// outbound/rpc/stream.h
+//
+// A client-streaming or bidirectional gRPC call that Client::OpenStream
+// opened through the client's breaker and retries (seed 001 revision 1,
+// "Streams"). The caller writes and reads it directly:
+//
+//   rpc::Stream chat = carts->OpenStream("/chat.v1.Chat/Talk", context);
+//   chat.Write(hello);        // a protobuf message, or serialised bytes
+//   chat.WritesDone();
+//   chat::v1::Line line;
+//   while (chat.Read(&line)) Show(line);
+//   rpc::Status status = chat.Finish();  // the breaker counts this status
+//
+// A client-streaming call is the same object used as write-many, read-one:
+// Write each message, WritesDone, Read the one reply, Finish.
+//
+// An open stream is never sent again, whatever its end: the caller has
+// written to it and read from it, and a retry would replay that. Its end
+// settles the breaker's ticket once: Finish's status through
+// Settings::classify; Ignored when the caller cancelled the Context; Ignored
+// when the stream is destroyed before Finish (it is cancelled then).
+//
+// One thread may Write (and WritesDone) while another Reads, as with
+// grpc++'s own streams; Finish and the destructor run once neither is.
+// A stream must end (Finish or destruction) before its Client is destroyed,
+// as a circuit::Ticket must be settled before its Breaker.
+#ifndef OUTBOUND_RPC_STREAM_H_
+#define OUTBOUND_RPC_STREAM_H_
+
+#include <concepts>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "outbound/rpc/settings.h"
+
+namespace outbound::rpc {
+
+// A protobuf message, as far as a stream needs one.
+template <typename M>
+concept ProtoMessage = requires(const M& message, M* out, std::string* bytes,
+                                const std::string& in) {
+  { message.SerializeToString(bytes) } -> std::convertible_to<bool>;
+  { out->ParseFromString(in) } -> std::convertible_to<bool>;
+};
+
+class Stream {
+ public:
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  // Cancels a stream that was not finished; the breaker ignores it.
+  ~Stream();
+
+  // Whether the stream opened. One that did not (every attempt failed, the
+  // breaker rejected it, the caller gave up) writes and reads nothing, and
+  // its Finish returns why, as a unary call's status would say it
+  // (`rejected` set for the breaker's rejection).
+  bool opened() const;
+
+  // Attempts made to open the stream (0 when nothing was tried).
+  int attempts() const;
+
+  // Sends one serialised message. Blocks until gRPC has taken it (flow
+  // control may hold it). False once the stream has ended, for whatever
+  // reason: Finish says which.
+  bool Write(std::string_view message);
+
+  // Serialises and sends a protobuf message. A message that does not
+  // serialise ends the stream, which Finish reports as INTERNAL (not the
+  // dependency's failure: the breaker ignores it).
+  template <ProtoMessage M>
+  bool Write(const M& message) {
+    std::string bytes;
+    if (!message.SerializeToString(&bytes)) {
+      EndLocally(Status{Code::kInternal, "a request message did not serialise"});
+      return false;
+    }
+    return Write(std::string_view(bytes));
+  }
+
+  // Tells the server that nothing more will be written (half-close). False
+  // once the stream has ended.
+  bool WritesDone();
+
+  // Receives the next serialised message into *message. Blocks until one
+  // arrives; false when the server has sent its last one or the stream
+  // ended: call Finish then.
+  bool Read(std::string* message);
+
+  // Receives and parses the next protobuf message. One that does not parse
+  // ends the stream, which Finish reports as INTERNAL (the breaker ignores
+  // it, as a unary call's unparsable reply is not counted against the
+  // dependency).
+  template <ProtoMessage M>
+  bool Read(M* message) {
+    std::string bytes;
+    if (!Read(&bytes)) return false;
+    if (!message->ParseFromString(bytes)) {
+      EndLocally(Status{Code::kInternal, "a response message did not parse"});
+      return false;
+    }
+    return true;
+  }
+
+  // Ends the stream and returns its final status, and settles the breaker's
+  // ticket with it (through Settings::classify; Ignored when the caller
+  // cancelled). Half-closes first if WritesDone was not called, and discards
+  // what the caller left unread: it blocks until the server ends the call or
+  // the Context's deadline or cancel does. Later calls return the same
+  // status. A Settings::classify that throws reaches the caller here; the
+  // stream is ended all the same and its ticket freed.
+  Status Finish();
+
+  // The server's trailing metadata, once Finish has returned.
+  const Trailers& trailers() const;
+
+  struct Impl;
+  explicit Stream(std::unique_ptr<Impl> impl);
+
+ private:
+  // Ends the stream on the client's side with `status`: cancels the call;
+  // Finish returns `status`.
+  void EndLocally(Status status);
+
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace outbound::rpc
+
+#endif  // OUTBOUND_RPC_STREAM_H_
