@@ -77,6 +77,7 @@ constexpr const char* kFields[] = {
     "TRANSPORT",
     "RATE_LIMIT",
     "FAULTS",
+    "GZIP",
 };
 
 // "50/s" or "50/s,10" (a burst of 10), or "off".
@@ -184,6 +185,7 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
                        Check<std::optional<http::RateLimit>>(http::CheckRateLimit));
   s.faults.enabled =
       r.Get(name("FAULTS"), Parser<bool>(ParseOnOff), std::optional(d.faults.enabled));
+  s.gzip = r.Get(name("GZIP"), Parser<bool>(ParseOnOff), std::optional(d.gzip));
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }

@@ -609,11 +609,14 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
           return Invalid(t, "both Content-Length and Transfer-Encoding");
         }
         // A gzip-coded body is judged by its decoded size, as it arrives.
-        if (t.attempt->request->decode_gzip &&
+        bool no_body = t.attempt->request->method == "HEAD" || t.response.status == 204 ||
+                       t.response.status == 304;
+        if (t.attempt->request->decode_gzip && !no_body &&
             GzipDecoder::IsGzip(t.response.headers.Find("content-encoding"))) {
           t.decoder = std::make_unique<GzipDecoder>();
         }
-        if (t.content_length && *t.content_length > t.max_bytes && !t.Streams() && !t.decoder) {
+        if (t.content_length && *t.content_length > t.max_bytes && !t.Streams() && !t.decoder &&
+            !no_body) {
           t.too_large = true;  // announced: fail now, read nothing of it
           return 0;
         }
@@ -791,7 +794,7 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
                                           " bytes its Content-Length announced");
       return outcome;
     }
-    if (t.decoder && !bodyless && !t.decoder->finished()) {
+    if (t.decoder && !bodyless && !t.decoder->complete()) {
       outcome.body_failed = true;
       outcome.cannot_improve = true;
       outcome.result = Fail(ErrorKind::kInvalidResponse,

@@ -27,11 +27,16 @@ GzipDecoder::~GzipDecoder() {
 GzipDecoder::Status GzipDecoder::Feed(std::string_view in, const BodySink& out) {
   if (!ready_) return Status::kNoMemory;
   if (in.empty()) return Status::kOk;
-  if (finished_) return Status::kCorrupt;  // bytes after the end
+  started_ = true;
   // zlib's interface is not const-correct; it only reads next_in.
   stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
   stream_.avail_in = static_cast<uInt>(in.size());
-  while (stream_.avail_in > 0 || stream_.avail_out == 0) {
+  for (;;) {
+    if (at_member_end_ && stream_.avail_in > 0) {
+      // Another member follows the one that ended.
+      if (inflateReset(&stream_) != Z_OK) return Status::kCorrupt;
+      at_member_end_ = false;
+    }
     stream_.next_out = buffer_.data();
     stream_.avail_out = static_cast<uInt>(buffer_.size());
     int code = inflate(&stream_, Z_NO_FLUSH);
@@ -40,14 +45,26 @@ GzipDecoder::Status GzipDecoder::Feed(std::string_view in, const BodySink& out) 
         !out(std::string_view(reinterpret_cast<const char*>(buffer_.data()), produced))) {
       return Status::kStopped;
     }
-    if (code == Z_STREAM_END) {
-      finished_ = true;
-      return stream_.avail_in == 0 ? Status::kOk : Status::kCorrupt;
+    switch (code) {
+      case Z_STREAM_END:
+        at_member_end_ = true;
+        break;
+      case Z_OK:
+        break;
+      case Z_BUF_ERROR:  // no progress was possible: fine only for want of input
+        if (stream_.avail_in > 0) return Status::kCorrupt;
+        break;
+      case Z_MEM_ERROR:
+        return Status::kNoMemory;
+      default:  // Z_DATA_ERROR, Z_NEED_DICT, Z_STREAM_ERROR
+        return Status::kCorrupt;
     }
-    if (code == Z_BUF_ERROR && produced == 0) return Status::kOk;  // needs more input
-    if (code != Z_OK && code != Z_BUF_ERROR) return Status::kCorrupt;
+    // Done once the input is taken and zlib holds no more output (a buffer
+    // it did not fill, or a member's end).
+    if (stream_.avail_in == 0 && (produced < buffer_.size() || at_member_end_)) {
+      return Status::kOk;
+    }
   }
-  return Status::kOk;
 }
 
 }  // namespace outbound::http::internal

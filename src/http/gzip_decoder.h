@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Inflates a gzip-coded response body as it arrives (Settings::gzip), for
-// the native transport; libcurl decodes its own. Internal.
+// both transports (libcurl's own decoding is never asked for). Internal.
 #ifndef OUTBOUND_SRC_HTTP_GZIP_DECODER_H_
 #define OUTBOUND_SRC_HTTP_GZIP_DECODER_H_
 
@@ -33,17 +33,21 @@ class GzipDecoder {
   GzipDecoder& operator=(const GzipDecoder&) = delete;
 
   // Decodes `in`, handing each decoded piece to `out` (at most 16 KiB at a
-  // time), so memory never holds more decoded bytes than `out` keeps.
+  // time), so memory never holds more decoded bytes than `out` keeps. A body
+  // of several gzip members back to back (RFC 1952 §2.2) decodes as their
+  // concatenation.
   Status Feed(std::string_view in, const BodySink& out);
 
-  // Whether the gzip stream has ended (its trailer checked): a body that
-  // ends before is cut short.
-  bool finished() const { return finished_; }
+  // Whether the body may end here: nothing of it came (an empty body), or
+  // the last gzip member ended (its trailer checked). A body that ends
+  // elsewhere is cut short.
+  bool complete() const { return !started_ || at_member_end_; }
 
  private:
   z_stream stream_{};
-  bool ready_ = false;  // inflateInit2 succeeded
-  bool finished_ = false;
+  bool ready_ = false;          // inflateInit2 succeeded
+  bool started_ = false;        // some coded bytes came
+  bool at_member_end_ = false;  // the last byte fed ended a gzip member
   std::array<unsigned char, 16 * 1024> buffer_{};
 };
 

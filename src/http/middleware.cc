@@ -66,8 +66,9 @@ Result<std::shared_ptr<const CallRequest>> Recheck(const Origin& origin,
     Error error(checked.error().kind(), "a middleware's request: " + checked.error().message());
     return tl::unexpected(std::move(error));
   }
-  // Still a request whose gzip answer is decoded, if the original was.
-  checked->decode_gzip = c.decode_gzip;
+  // Still a request whose gzip answer is decoded, if the original was and
+  // the middleware left its Accept-Encoding as the client set it.
+  checked->decode_gzip = c.decode_gzip && FindHeader(checked->headers, "Accept-Encoding") == "gzip";
   return std::make_shared<const CallRequest>(std::move(*checked));
 }
 

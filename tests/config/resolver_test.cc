@@ -56,7 +56,8 @@ TEST(ResolverTest, ReadsEveryVariable) {
                       {"P_MAX_RESPONSE_BYTES", "1048576"},
                       {"P_MAX_CONNECTIONS", "8"},
                       {"P_RATE_LIMIT", "50/s,10"},
-                      {"P_FAULTS", "on"}}));
+                      {"P_FAULTS", "on"},
+                      {"P_GZIP", "on"}}));
   http::Settings s = ReadHttpSettings(r, "P_", http::DefaultSettings());
   ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
   EXPECT_EQ(s.base_url, "http://ledger:8080");
@@ -77,6 +78,7 @@ TEST(ResolverTest, ReadsEveryVariable) {
   EXPECT_EQ(s.breaker.slow_call, seconds(1));
   EXPECT_EQ(s.max_response_bytes, 1048576u);
   EXPECT_EQ(s.max_connections, 8);
+  EXPECT_TRUE(s.gzip);
   ASSERT_TRUE(s.rate_limit);
   EXPECT_DOUBLE_EQ(s.rate_limit->per_second, 50);
   EXPECT_EQ(s.rate_limit->burst, 10);
@@ -98,7 +100,7 @@ TEST(ResolverTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 23u);
+  EXPECT_EQ(listed.size(), 24u);
 }
 
 TEST(ResolverTest, TheBaseUrlInOneVariable) {

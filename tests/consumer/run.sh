@@ -3,8 +3,9 @@
 # How a user gets outbound into their build, each way tested:
 #  1. cmake --install of shared libraries into a scratch prefix (SONAME
 #     checked), then an outside project with find_package(outbound 0.2
-#     CONFIG COMPONENTS http testing), and a plain compiler command with
-#     pkg-config;
+#     CONFIG COMPONENTS http testing), building the checkout example and its
+#     tests with the kit as a user's project would, and a plain compiler
+#     command with pkg-config;
 #  2. add_subdirectory of the source tree, which builds only the libraries.
 set -euo pipefail
 src=$1 work=$2 cmake=$3 cxx=$4
@@ -35,10 +36,13 @@ test -f "$work/prefix/share/doc/outbound/LICENSE"
 
 echo "== find_package"
 "$cmake" -S "$src/tests/consumer/project" -B "$work/consumer" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
-  -DCMAKE_PREFIX_PATH="$work/prefix" -DOUTBOUND_ASK="$major_minor" >/dev/null
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DOUTBOUND_ASK="$major_minor" \
+  -DOUTBOUND_EXAMPLES_DIR="$src/examples" >/dev/null
 "$cmake" --build "$work/consumer" >/dev/null
 "$work/consumer/consumer"
 "$work/consumer/http_consumer"
+echo "== the checkout example and its tests, built against the installed tree"
+"$work/consumer/checkout_walk" --gtest_brief=1
 # While the major version is 0, another minor version is not this one.
 major=${version%%.*} minor=${major_minor#*.}
 for other in "$major.$((minor - 1))" "$major.$((minor + 1))"; do

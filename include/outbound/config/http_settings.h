@@ -17,6 +17,7 @@
 //   RATE_LIMIT                 "50/s", "50/s,10" (a burst of 10) or "off"
 //   FAULTS                     "on" or "off": failure injection
 //                              (docs/failure-injection.md)
+//   GZIP                       "on" or "off": ask for gzip, decode it
 //
 //   config::Resolver env(config::ProcessEnvironment());
 //   http::Settings payments = config::ReadHttpSettings(env, "PAYMENTS_", http::DefaultSettings());

@@ -21,6 +21,11 @@
 // user's classify or breaker policy throws is the `thrown` argument: a
 // coroutine's co_await rethrows it.
 //
+// The operation is not cancellable through Asio (a `||` with a timer still
+// waits for the call): bound a call with Request::WithTimeout or a Context's
+// CancelToken. Destroy the Sender (a Client ends its calls with kCancelled)
+// before the execution context its calls complete on.
+//
 // Optional and header-only: outbound's libraries do not depend on Boost;
 // including this header needs Boost.Asio (1.81 or later) on the include
 // path.

@@ -11,7 +11,7 @@
 //     if (r.method == "DELETE") return testing::Respond(404);
 //     return testing::Respond(201, R"({"id":"ch_1"})");
 //   });
-//   Checkout checkout(payments.shared());  // or a unique_ptr of one
+//   Checkout checkout(payments.handle());  // a std::unique_ptr<http::Sender>
 //   EXPECT_EQ(checkout.Charge("cus_7", 500, "k1").value(), "ch_1");
 //   EXPECT_EQ(payments.requests()[0].url, "/charges");
 //
@@ -25,7 +25,8 @@
 // gets a 2xx answer's body through its sink (the body then empty), and the
 // call ends with kCancelled if the sink returns false. What the handler
 // throws reaches the caller as a classify function's throw would. Calls
-// still queued when it is destroyed end with kCancelled. Thread-safe.
+// still queued when it is destroyed end with kCancelled; it must not be
+// destroyed from its own callback or handler. Thread-safe.
 #ifndef OUTBOUND_TESTING_SCRIPTED_CLIENT_H_
 #define OUTBOUND_TESTING_SCRIPTED_CLIENT_H_
 
@@ -65,7 +66,8 @@ class ScriptedClient final : public http::Sender {
   using Sender::SendAsync;
   void SendAsync(http::Request request, Callback done) override;
 
-  // The requests answered so far, in order, as the caller built them.
+  // The requests taken so far (each is recorded before the handler sees
+  // it), in order, as the caller built them.
   std::vector<http::Request> requests() const;
   std::size_t request_count() const;
 

@@ -109,13 +109,17 @@ inline std::optional<AttemptOutcome> TakeWireBody(Exchange& exchange, std::strin
   return corrupt;
 }
 
-// Starts decoding the body if the head says it is gzip-coded and the call
-// asked for decoding; called once the head is whole. An answer with no
-// body (to a HEAD, a 204, a 304) has nothing to decode.
-inline void ChooseDecoder(Exchange& exchange) {
+// Whether the final answer has no body whatever its headers say (RFC 9110
+// §6.4.1): the answer to a HEAD, a 204, a 304.
+inline bool HasNoBody(const Exchange& exchange) {
   int status = exchange.response.status;
-  if (exchange.attempt->request->decode_gzip && exchange.attempt->request->method != "HEAD" &&
-      status != 204 && status != 304 &&
+  return exchange.attempt->request->method == "HEAD" || status == 204 || status == 304;
+}
+
+// Starts decoding the body if the head says it is gzip-coded and the call
+// asked for decoding; called once the head is whole.
+inline void ChooseDecoder(Exchange& exchange) {
+  if (exchange.attempt->request->decode_gzip && !HasNoBody(exchange) &&
       GzipDecoder::IsGzip(exchange.response.headers.Find("content-encoding"))) {
     exchange.decoder = std::make_unique<GzipDecoder>();
   }

@@ -235,9 +235,10 @@ bool H1Exchange::Parse() {
       }
       response.received_at = clock_.WallNow();
       ChooseDecoder(*current_);
-      if (current_->Streams() || current_->decoder) {
-        // No announced length to judge: a streamed body has no limit, and
-        // a decoded one is judged by its decoded size.
+      if (current_->Streams() || current_->decoder || HasNoBody(*current_)) {
+        // No announced length to judge: a streamed body has no limit, a
+        // decoded one is judged by its decoded size, and a HEAD's or a
+        // 304's length is of a body that does not come.
       } else if (auto length = parser_->content_length()) {
         if (*length > current_->max_body) {
           // Announced: fail now, read nothing of it.
@@ -267,7 +268,7 @@ bool H1Exchange::Parse() {
 void H1Exchange::Answered() {
   auto& message = parser_->get();
   if (!message.keep_alive()) reusable_ = false;
-  if (current_->decoder && !current_->decoder->finished()) {
+  if (current_->decoder && !current_->decoder->complete()) {
     reusable_ = false;
     return End(Invalid("its gzip-coded body ended before the gzip stream did"));
   }

@@ -324,7 +324,8 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
       exchange->response.version = "2";
       exchange->response.received_at = self.clock_.WallNow();
       ChooseDecoder(*exchange);
-      if (exchange->content_length && !exchange->Streams() && !exchange->decoder) {
+      if (exchange->content_length && !exchange->Streams() && !exchange->decoder &&
+          !HasNoBody(*exchange)) {
         if (*exchange->content_length > exchange->max_body) {
           // Announced: fail now, read nothing of it.
           self.Refuse(*exchange, TooLarge("body is larger than " +
@@ -416,7 +417,7 @@ int H2Session::OnStreamClose(nghttp2_session*, std::int32_t stream_id, std::uint
     outcome = std::move(*exchange->verdict);
     outcome.body_failed = exchange->headers_done;
   } else if (exchange->end_stream && exchange->headers_done && error_code == NGHTTP2_NO_ERROR &&
-             exchange->decoder && !exchange->decoder->finished()) {
+             exchange->decoder && !exchange->decoder->complete()) {
     outcome = Invalid("its gzip-coded body ended before the gzip stream did");
   } else if (exchange->end_stream && exchange->headers_done && error_code == NGHTTP2_NO_ERROR) {
     outcome.result = std::move(exchange->response);
