@@ -554,7 +554,14 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   auto impl = std::make_unique<Impl>(runtime, std::move(settings), *addr);
 
   grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // the library's loop retries, never both
+  // gRPC's configurable retries need a retryPolicy from a service config,
+  // and no service config can come (none is given, none is looked up): the
+  // library's loop does the retrying. Retries stay enabled for what is left
+  // of them, gRFC A6's transparent retry of an RPC the server never saw (a
+  // stream caught by a GOAWAY, from MaxConnectionAge or a rollout): sending
+  // it again is always safe and no failure of the dependency, as HTTP's
+  // unprocessed attempts are not.
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
   args.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
   args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);  // no proxy from the environment
   args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, impl->settings.addr);

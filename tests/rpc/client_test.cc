@@ -11,6 +11,7 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "echo_server.h"
@@ -460,6 +461,45 @@ std::function<void(std::string_view)> Collect(std::vector<std::string>& into) {
     ASSERT_TRUE(reply.ParseFromString(std::string(message)));
     into.push_back(reply.text());
   };
+}
+
+// gRFC A9's MaxConnectionAge: the server sends a GOAWAY when a connection
+// reaches its age (docs/grpc-client.md, spreading load). Calls ride through
+// it: each answered at its first attempt, the breaker counting no failure,
+// on connections that changed under them.
+TEST_F(RpcClient, CallsRideThroughTheServersMaxConnectionAge) {
+  std::mutex mu;
+  std::set<std::string> peers;  // one client address per connection
+  EchoServer server(
+      [&](int, grpc::ServerContext* context, const EchoRequest& request, EchoReply* reply) {
+        {
+          std::lock_guard lock(mu);
+          peers.insert(context->peer());
+        }
+        return Ok(reply, request);
+      },
+      grpc::InsecureServerCredentials(), 0,
+      {{GRPC_ARG_MAX_CONNECTION_AGE_MS, 20}, {GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 10000}});
+  auto client = Make(server);
+  EchoRequest request;
+  request.set_text("hi");
+  std::string bytes = request.SerializeAsString();
+  auto connections = [&] {
+    std::lock_guard lock(mu);
+    return peers.size();
+  };
+  int calls = 0;
+  // Until the server has retired two connections (a safety net of 20 000
+  // calls; a few hundred do it).
+  while (connections() < 3 && calls < 20000) {
+    Reply reply = Drive([&] { return client->Call(kSay, bytes); });
+    ASSERT_TRUE(reply.status.ok()) << "call " << calls << ": " << reply.status.message;
+    ASSERT_EQ(reply.attempts, 1) << "call " << calls;
+    ++calls;
+  }
+  EXPECT_GE(connections(), 3u) << calls << " calls";
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 0);
+  EXPECT_TRUE(client->Connected());
 }
 
 TEST_F(RpcClient, AServerStreamIsReadToItsEnd) {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -81,15 +82,17 @@ class EchoService final : public Echo::Service {
   std::atomic<int> chat_calls_{0};
 };
 
-// A grpc++ server on 127.0.0.1, on a port the kernel picks (or `port`).
+// A grpc++ server on 127.0.0.1, on a port the kernel picks (or `port`),
+// with the integer channel arguments in `args`.
 class EchoServer {
  public:
   explicit EchoServer(
       Handler handler,
       std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials(),
-      int port = 0)
+      int port = 0, const std::map<std::string, int>& args = {})
       : service_(std::move(handler)) {
     grpc::ServerBuilder builder;
+    for (const auto& [name, value] : args) builder.AddChannelArgument(name, value);
     builder.AddListeningPort("127.0.0.1:" + std::to_string(port), credentials, &port_);
     builder.RegisterService(&service_);
     server_ = builder.BuildAndStart();
