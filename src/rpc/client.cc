@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -485,7 +486,16 @@ struct Client::Impl {
       }
       ++reply.attempts;
       AttemptState attempt{attempt_deadline, StartSpan(method, context), std::move(*admitted)};
+      auto slow = std::make_shared<SlowRule>(&attempt.ticket);
+      Timer slow_timer;
+      if (!stream && settings.breaker.slow_call > Duration::zero()) {
+        slow_timer = clock.ScheduleAfter(settings.breaker.slow_call,
+                                         [this, slow, &context] { CountSlow(*slow, context); });
+      }
       reply.status = send(attempt);
+      slow->Disarm();
+      slow_timer.Cancel();
+      if (slow->thrown) std::rethrow_exception(slow->thrown);  // the user's policy
       reply.body = std::move(attempt.body);
       reply.trailers = std::move(attempt.trailers);
       if (attempt.opened) {
@@ -514,12 +524,41 @@ struct Client::Impl {
       if (attempt.committed) {  // an open stream is never sent again
         c.retry = reply.status.ok() ? retry::Outcome::kSuccess : retry::Outcome::kStop;
       }
-      Settle(attempt.ticket, c.breaker, context);
+      if (!slow->counted) Settle(attempt.ticket, c.breaker, context);
       retry::Decision decision =
           loop.Done(c.retry, c.retry_after, clock.Now(), runtime.random->Uniform());
       Count(decisions.get(), "decision", retry::ToString(decision.kind));
       if (decision.kind != retry::DecisionKind::kAgain) return reply;
       Sleep(decision.wait, context);
+    }
+  }
+
+  // The breaker's slow-call rule (Config::slow_call): a unary attempt not
+  // answered `slow_call` after it was sent is counted a failure then, on the
+  // clock's thread, so a hung dependency opens the breaker long before the
+  // attempt's Timeout; the attempt goes on, and its result is not counted
+  // again. Streams are left out: their life is the caller's.
+  struct SlowRule {
+    explicit SlowRule(circuit::Ticket* t) : ticket(t) {}
+    // The attempt has its result: the rule leaves the ticket alone.
+    void Disarm() {
+      std::lock_guard lock(mu);
+      ticket = nullptr;
+    }
+    std::mutex mu;
+    circuit::Ticket* ticket;  // null once disarmed
+    bool counted = false;
+    std::exception_ptr thrown;  // what the user's breaker policy threw
+  };
+
+  void CountSlow(SlowRule& slow, const Context& context) {
+    std::lock_guard lock(slow.mu);
+    if (slow.ticket == nullptr || slow.ticket->settled()) return;
+    slow.counted = true;
+    try {
+      Settle(*slow.ticket, circuit::Outcome::kFailure, context);
+    } catch (...) {  // settled all the same; the caller hears of it
+      slow.thrown = std::current_exception();
     }
   }
 

@@ -264,6 +264,27 @@ TEST_F(RpcClient, TimeoutEndsAHungCallAndCountsAgainstTheBreaker) {
   EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
 }
 
+// The breaker's slow-call rule: a hung attempt is counted a failure
+// `slow_call` after it was sent, on the manual clock, while it goes on; its
+// own end (DEADLINE_EXCEEDED, a failure to classify) is not counted again.
+TEST_F(RpcClient, TheSlowCallRuleCountsAHungAttemptOnceBeforeItsTimeout) {
+  EchoServer server(Hang);
+  Settings settings = DefaultSettings();
+  settings.max_attempts = 1;
+  settings.timeout = std::chrono::milliseconds(1500);  // gRPC's own deadline ends it
+  settings.breaker.slow_call = std::chrono::milliseconds(500);
+  auto client = Make(server, settings);
+  auto call = std::async(std::launch::async, [&] { return client->Call(kSay, ""); });
+  ASSERT_TRUE(clock_.WaitForTimerBy(clock_.Now() + std::chrono::milliseconds(500)));
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 0);
+  clock_.Advance(std::chrono::milliseconds(500));
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);                   // counted now...
+  EXPECT_EQ(call.wait_for(std::chrono::seconds(0)), std::future_status::timeout);  // ...in flight
+  Reply reply = call.get();
+  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);  // not twice
+}
+
 TEST_F(RpcClient, TheCallersEarlierDeadlineWins) {
   EchoServer server(Hang);
   auto client = Make(server);  // Timeout 10s
