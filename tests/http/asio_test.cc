@@ -49,8 +49,10 @@ class CountingSender final : public Sender {
 
 TEST_F(AsioTest, ACoroutineAwaitsACallAndResumesOnItsOwnExecutor) {
   Serve([](const ServerRequest& r) { return Reply::Status(200, "charge " + r.target); });
-  auto client = MakeClient();
+  // The context first: the client (its loop thread posts completions to
+  // the context) is destroyed before it, as asio.h asks.
   asio::io_context io;
+  auto client = MakeClient();
   std::optional<Result<Response>> got;
   std::thread::id resumed_on;
   asio::co_spawn(
@@ -77,8 +79,8 @@ TEST_F(AsioTest, RunWaitsForACallWaitingOutItsRetryAfter) {
     if (++calls == 1) return Reply::Status(503).Header("Retry-After", "2");
     return Reply::Status(200, "second");
   });
-  auto client = MakeClient();
   asio::io_context io;
+  auto client = MakeClient();
   std::optional<Result<Response>> got;
   asio::co_spawn(
       io,
@@ -106,8 +108,8 @@ TEST_F(AsioTest, CoAwaitRethrowsWhatClassifyThrew) {
   settings.classify = [](const Result<Response>&) -> Classification {
     throw std::runtime_error("classify bug");
   };
-  auto client = MakeClient(settings);
   asio::io_context io;
+  auto client = MakeClient(settings);
   std::string caught;
   asio::co_spawn(
       io,
@@ -125,8 +127,8 @@ TEST_F(AsioTest, CoAwaitRethrowsWhatClassifyThrew) {
 
 TEST_F(AsioTest, AFailedCallIsAValueNotAThrow) {
   Serve([](const ServerRequest&) { return Reply::Status(200); });
-  auto client = MakeClient();
   asio::io_context io;
+  auto client = MakeClient();
   std::optional<Result<Response>> got;
   asio::co_spawn(
       io,
@@ -145,8 +147,8 @@ TEST_F(AsioTest, AFailedCallIsAValueNotAThrow) {
 
 TEST_F(AsioTest, UseFutureAndDeferredAreTheOtherTokens) {
   Serve([](const ServerRequest&) { return Reply::Status(204); });
-  auto client = MakeClient();
   asio::io_context io;
+  auto client = MakeClient();
   auto guard = asio::make_work_guard(io);
   std::thread runner([&] { io.run(); });
 

@@ -23,8 +23,10 @@
 //
 // The operation is not cancellable through Asio (a `||` with a timer still
 // waits for the call): bound a call with Request::WithTimeout or a Context's
-// CancelToken. Destroy the Sender (a Client ends its calls with kCancelled)
-// before the execution context its calls complete on.
+// CancelToken. Destroy the Sender (a Client ends its calls with kCancelled
+// and joins its thread) before the execution context its calls complete
+// on: the Sender's thread posts each completion to the context, and may
+// still be returning from that post when `run()` has already returned.
 //
 // Optional and header-only: outbound's libraries do not depend on Boost;
 // including this header needs Boost.Asio (1.81 or later) on the include
