@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// How a response body's string grows while it arrives, for both
-// transports. Internal.
+// How a response body's string grows while it arrives, and which answers
+// have none, for both transports. Internal.
 #ifndef OUTBOUND_SRC_HTTP_BODY_GROWTH_H_
 #define OUTBOUND_SRC_HTTP_BODY_GROWTH_H_
 
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace outbound::http::internal {
 
@@ -23,6 +24,21 @@ inline void MakeRoom(std::string& body, std::size_t more, std::size_t limit) {
   std::size_t doubled = std::max(body.capacity() * 2, needed);
   body.reserve(doubled <= kDoublingBound ? std::min(doubled, std::max(needed, limit))
                                          : std::max(needed, limit));
+}
+
+// Appends `piece` to `body` unless that would take it past `limit`: then
+// false, and `body` is unchanged.
+inline bool AppendWithin(std::string& body, std::string_view piece, std::size_t limit) {
+  if (body.size() + piece.size() > limit) return false;
+  MakeRoom(body, piece.size(), limit);
+  body.append(piece);
+  return true;
+}
+
+// Whether an answer has no body whatever its headers say (RFC 9110
+// §6.4.1): the answer to a HEAD, a 204, a 304.
+inline bool HasNoBody(std::string_view method, int status) {
+  return method == "HEAD" || status == 204 || status == 304;
 }
 
 }  // namespace outbound::http::internal

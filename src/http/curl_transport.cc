@@ -609,8 +609,7 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
           return Invalid(t, "both Content-Length and Transfer-Encoding");
         }
         // A gzip-coded body is judged by its decoded size, as it arrives.
-        bool no_body = t.attempt->request->method == "HEAD" || t.response.status == 204 ||
-                       t.response.status == 304;
+        bool no_body = HasNoBody(t.attempt->request->method, t.response.status);
         if (t.attempt->request->decode_gzip && !no_body &&
             GzipDecoder::IsGzip(t.response.headers.Find("content-encoding"))) {
           t.decoder = std::make_unique<GzipDecoder>();
@@ -705,13 +704,10 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
       t.streamed += piece.size();
       return true;
     }
-    std::string& body = t.response.body;
-    if (body.size() + piece.size() > t.max_bytes) {
+    if (!AppendWithin(t.response.body, piece, t.max_bytes)) {
       t.too_large = true;
       return false;
     }
-    MakeRoom(body, piece.size(), t.max_bytes);
-    body.append(piece);
     return true;
   }
 
@@ -783,8 +779,7 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
     outcome.connection = t.connection;
     outcome.body_streamed = t.streamed > 0;
     const Response& response = t.response;
-    bool bodyless =
-        t.attempt->request->method == "HEAD" || response.status == 204 || response.status == 304;
+    bool bodyless = HasNoBody(t.attempt->request->method, response.status);
     std::uint64_t got = t.decoder ? t.coded_bytes : t.Streams() ? t.streamed : response.body.size();
     if (t.content_length && !bodyless && got != *t.content_length) {
       outcome.body_failed = true;

@@ -86,6 +86,12 @@ std::string ToString(const grpc::ByteBuffer& buffer) {
   return out;
 }
 
+// A serialised message as grpc++ sends it (one copied slice).
+grpc::ByteBuffer ToByteBuffer(std::string_view bytes) {
+  grpc::Slice slice(bytes.data(), bytes.size());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
 std::string Millis(Duration d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + "ms";
 }
@@ -362,8 +368,7 @@ struct Client::Impl {
                    AttemptState& attempt) {
     if (!stub) return NoRoute();
     auto cc = NewContext(attempt, context);
-    grpc::Slice slice(request.data(), request.size());
-    grpc::ByteBuffer request_buffer(&slice, 1);
+    grpc::ByteBuffer request_buffer = ToByteBuffer(request);
     grpc::ByteBuffer response_buffer;
     grpc::Status status;
     auto signal = std::make_shared<Signal>();
@@ -387,8 +392,7 @@ struct Client::Impl {
                           AttemptState& attempt) {
     if (!stub) return NoRoute();
     auto cc = NewContext(attempt, context);
-    grpc::Slice slice(request.data(), request.size());
-    grpc::ByteBuffer request_buffer(&slice, 1);
+    grpc::ByteBuffer request_buffer = ToByteBuffer(request);
     grpc::ByteBuffer response_buffer;
     CancelHook hook(context, [cc] { cc->TryCancel(); });
     std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
@@ -844,8 +848,7 @@ int Stream::attempts() const { return impl_ ? impl_->attempts : 0; }
 
 bool Stream::Write(std::string_view message) {
   if (!opened() || impl_->finished || impl_->writes_done) return false;
-  grpc::Slice slice(message.data(), message.size());
-  grpc::ByteBuffer buffer(&slice, 1);
+  grpc::ByteBuffer buffer = ToByteBuffer(message);
   impl_->call->Write(buffer, &impl_->write_tag);
   return impl_->completions.Wait(&impl_->write_tag);
 }

@@ -156,18 +156,9 @@ TEST_F(RpcClient, BreakerOpensAfterFiveFailuresAndRejectsTheSixth) {
 }
 
 TEST_F(RpcClient, NothingListeningFailsUnavailableAfterItsRetries) {
-  std::uint16_t port;
-  {
-    EchoServer gone(
-        [](int, grpc::ServerContext*, const EchoRequest&, EchoReply*) { return grpc::Status::OK; });
-    port = gone.port();
-  }
-  network_.Add("backend", 9090, "127.0.0.1", port);
-  Settings settings = DefaultSettings();
-  settings.addr = "backend:9090";
-  auto client = Client::Create(runtime_, settings);
-  ASSERT_TRUE(client);
-  Reply reply = Drive([&] { return (*client)->Call(kSay, ""); });
+  auto client = Make(PortNothingListensOn());
+  ASSERT_NE(client, nullptr);
+  Reply reply = Drive([&] { return client->Call(kSay, ""); });
   EXPECT_EQ(reply.status.code, Code::kUnavailable);
   EXPECT_FALSE(reply.status.rejected);
   EXPECT_EQ(reply.attempts, 3);
@@ -388,18 +379,10 @@ TEST_F(RpcClient, ARejectedCallHasAFailedSpanOfItsOwn) {
 }
 
 TEST_F(RpcClient, ConnectedIsFalseWhileNothingListens) {
-  std::uint16_t port;
-  {
-    EchoServer gone(Echoing());
-    port = gone.port();
-  }
-  network_.Add("backend", 9090, "127.0.0.1", port);
-  Settings settings = DefaultSettings();
-  settings.addr = "backend:9090";
-  auto client = Client::Create(runtime_, settings);
-  ASSERT_TRUE(client);
-  EXPECT_FALSE((*client)->Connected());
-  EXPECT_FALSE((*client)->Connected(std::chrono::milliseconds(300)));
+  auto client = Make(PortNothingListensOn());
+  ASSERT_NE(client, nullptr);
+  EXPECT_FALSE(client->Connected());
+  EXPECT_FALSE(client->Connected(std::chrono::milliseconds(300)));
 }
 
 TEST_F(RpcClient, ConnectedLatchesOnceServedAndMakesNoRpc) {

@@ -129,12 +129,22 @@ class RpcClient : public ::testing::Test {
     runtime_.random = &random_;
   }
 
-  std::unique_ptr<Client> Make(const EchoServer& server, Settings settings = DefaultSettings()) {
-    network_.Add("backend", 9090, "127.0.0.1", server.port());
+  // A client of backend:9090, which the network sends to `port` on loopback.
+  std::unique_ptr<Client> Make(std::uint16_t port, Settings settings = DefaultSettings()) {
+    network_.Add("backend", 9090, "127.0.0.1", port);
     settings.addr = "backend:9090";
     auto client = Client::Create(runtime_, std::move(settings));
     EXPECT_TRUE(client) << client.error().message();
     return client ? std::move(*client) : nullptr;
+  }
+  std::unique_ptr<Client> Make(const EchoServer& server, Settings settings = DefaultSettings()) {
+    return Make(server.port(), std::move(settings));
+  }
+
+  // A loopback port a server listened on and no longer does.
+  static std::uint16_t PortNothingListensOn() {
+    EchoServer gone(Echoing());
+    return gone.port();
   }
 
   // Runs fn on its own thread, advancing the fake clock to every timer it

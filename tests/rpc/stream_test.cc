@@ -152,17 +152,10 @@ TEST_F(RpcStream, OneThreadWritesWhileAnotherReads) {
 }
 
 TEST_F(RpcStream, OpeningIsRetriedUntilTheServerListens) {
-  std::uint16_t port;
-  {
-    EchoServer gone(Echoing());
-    port = gone.port();
-  }
-  network_.Add("backend", 9090, "127.0.0.1", port);
-  Settings settings = DefaultSettings();
-  settings.addr = "backend:9090";
-  auto created = Client::Create(runtime_, settings);
-  ASSERT_TRUE(created);
-  Client& client = **created;
+  std::uint16_t port = PortNothingListensOn();
+  auto created = Make(port);
+  ASSERT_NE(created, nullptr);
+  Client& client = *created;
   auto opening = std::async(std::launch::async, [&] { return client.OpenStream(kChat); });
   // The first attempt found nothing listening: the loop waits out its
   // backoff (FixedRandom(0): due now) on the fake clock.
@@ -189,17 +182,9 @@ TEST_F(RpcStream, OpeningIsRetriedUntilTheServerListens) {
 }
 
 TEST_F(RpcStream, AnOpeningThatNeverSucceedsEndsWithTheLastStatus) {
-  std::uint16_t port;
-  {
-    EchoServer gone(Echoing());
-    port = gone.port();
-  }
-  network_.Add("backend", 9090, "127.0.0.1", port);
-  Settings settings = DefaultSettings();
-  settings.addr = "backend:9090";
-  auto client = Client::Create(runtime_, settings);
-  ASSERT_TRUE(client);
-  Stream stream = Drive([&] { return (*client)->OpenStream(kChat); });
+  auto client = Make(PortNothingListensOn());
+  ASSERT_NE(client, nullptr);
+  Stream stream = Drive([&] { return client->OpenStream(kChat); });
   EXPECT_FALSE(stream.opened());
   EXPECT_EQ(stream.attempts(), 3);
   EXPECT_FALSE(stream.Write(Text("x")));
@@ -208,7 +193,7 @@ TEST_F(RpcStream, AnOpeningThatNeverSucceedsEndsWithTheLastStatus) {
   Status status = stream.Finish();
   EXPECT_EQ(status.code, Code::kUnavailable);
   EXPECT_FALSE(status.rejected);
-  EXPECT_EQ((*client)->breaker().counts(clock_.Now()).failures, 3);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 3);
 }
 
 TEST_F(RpcStream, AStreamFailingAfterAMessageIsNotRetriedAndCountsOneFailure) {

@@ -73,15 +73,12 @@ inline std::optional<AttemptOutcome> TakeBody(Exchange& exchange, std::string_vi
     exchange.streamed = true;
     return std::nullopt;
   }
-  std::string& body = exchange.response.body;
-  if (body.size() + piece.size() > exchange.max_body) {
+  if (!AppendWithin(exchange.response.body, piece, exchange.max_body)) {
     return Failed(
         ErrorKind::kResponseTooLarge,
         std::string(exchange.decoder ? "the response's decoded body" : "the response's body") +
             " is larger than " + std::to_string(exchange.max_body) + " bytes");
   }
-  MakeRoom(body, piece.size(), exchange.max_body);
-  body.append(piece);
   return std::nullopt;
 }
 
@@ -109,11 +106,9 @@ inline std::optional<AttemptOutcome> TakeWireBody(Exchange& exchange, std::strin
   return corrupt;
 }
 
-// Whether the final answer has no body whatever its headers say (RFC 9110
-// §6.4.1): the answer to a HEAD, a 204, a 304.
+// Whether the final answer has no body whatever its headers say.
 inline bool HasNoBody(const Exchange& exchange) {
-  int status = exchange.response.status;
-  return exchange.attempt->request->method == "HEAD" || status == 204 || status == 304;
+  return internal::HasNoBody(exchange.attempt->request->method, exchange.response.status);
 }
 
 // Starts decoding the body if the head says it is gzip-coded and the call
