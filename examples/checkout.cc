@@ -2,6 +2,8 @@
 #include "checkout.h"
 
 #include <chrono>
+#include <filesystem>
+#include <system_error>
 
 #include "outbound/http/json.h"
 
@@ -70,5 +72,22 @@ outbound::Result<void> Checkout::Export(std::string_view month, std::ostream& ou
   return http::Require2xx(std::move(sent)).map([](const http::Response&) {});
 }
 // [end export]
+
+// [example upload]
+outbound::Result<void> Checkout::SubmitEvidence(std::string_view dispute_id,
+                                                const std::string& path) {
+  std::error_code error;
+  std::uintmax_t size = std::filesystem::file_size(path, error);
+  if (error)
+    return outbound::Fail(outbound::ErrorKind::kInvalidRequest, path + ": " + error.message());
+  // Each attempt reads the file again from its start: a PUT is retried
+  // like a GET, the file sent whole each time, never held in memory.
+  auto sent = payments_->Send(
+      http::Request::Put("/disputes/" + http::PercentEncode(dispute_id) + "/evidence")
+          .Header("Content-Type", "application/pdf")
+          .StreamBodyFrom(http::FileReader(path), size));
+  return http::Require2xx(std::move(sent)).map([](const http::Response&) {});
+}
+// [end upload]
 
 }  // namespace checkout

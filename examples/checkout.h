@@ -41,6 +41,10 @@ class Checkout {
   // dependency sends it: however large, it is never held whole.
   outbound::Result<void> Export(std::string_view month, std::ostream& out);
 
+  // Sends the file at `path` as evidence for a disputed charge, read as it
+  // goes: however large, it is never held whole.
+  outbound::Result<void> SubmitEvidence(std::string_view dispute_id, const std::string& path);
+
  private:
   std::unique_ptr<outbound::http::Sender> payments_;
 };

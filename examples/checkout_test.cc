@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <sstream>
 
@@ -129,6 +131,33 @@ TEST_F(CheckoutTest, ExportsAMonthAsItArrivesWithNoSizeLimit) {
   auto missing = checkout->Export("1999-01", out);
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().kind(), outbound::ErrorKind::kHttpStatus);
+}
+
+TEST_F(CheckoutTest, SubmitsEvidenceReadFromAFileAgainForTheRetry) {
+  std::atomic<int> seen{0};
+  Serve([&](const ServerRequest& r) {
+    if (r.target != "/disputes/dp_1/evidence") return Reply::Status(404);
+    return ++seen == 1 ? Reply::Status(503) : Reply::Ok(r.body);
+  });
+  std::string path = ::testing::TempDir() + "checkout_evidence.pdf";
+  std::string pdf(300 * 1024, 'p');
+  std::ofstream(path, std::ios::binary) << pdf;
+  auto submitted =
+      std::async(std::launch::async, [&] { return checkout->SubmitEvidence("dp_1", path); });
+  ASSERT_TRUE(server->WaitForRequests(1));
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + 50ms));  // the backoff: half of 100ms
+  clock.Advance(50ms);
+  auto done = submitted.get();
+  ASSERT_TRUE(done) << done.error().message();
+  auto requests = server->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_TRUE(requests[1].body == pdf) << "the retry sent another body";
+  EXPECT_EQ(requests[1].header("content-length"), std::to_string(pdf.size()));
+  std::filesystem::remove(path);
+
+  auto missing = checkout->SubmitEvidence("dp_1", path);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind(), outbound::ErrorKind::kInvalidRequest);
 }
 
 TEST_F(CheckoutTest, DescribesWithAPutAndCancelsWithADelete) {

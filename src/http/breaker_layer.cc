@@ -108,9 +108,10 @@ class BreakerLayer final : public AttemptLayer, public SlowWatcher {
         return {Outcome::kStop, {}, kIgnored};
       }
       if (outcome.rejected) return {Outcome::kStop, {}, kIgnored};
-      // This process's own shortage, or the caller's own limit: nothing
-      // about the dependency's health.
-      if (kind == ErrorKind::kLocalResource || kind == ErrorKind::kResponseTooLarge) {
+      // This process's own shortage, the caller's own limit, or its body
+      // reader's failure: nothing about the dependency's health.
+      if (kind == ErrorKind::kLocalResource || kind == ErrorKind::kResponseTooLarge ||
+          kind == ErrorKind::kInvalidRequest) {
         return {Outcome::kStop, {}, kIgnored};
       }
       // Never handed to a connection: it waited in the client's own queue.

@@ -239,7 +239,12 @@ void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outco
   attributes[n++] = {"url.scheme", scheme_};
   std::span<const KeyValue> used(attributes.data(), n);
   duration_->Record(std::chrono::duration<double>(now - attempt.started).count(), used);
-  body_size_->Record(static_cast<double>(attempt.request->body.size()), used);
+  const BodySource& source = attempt.request->body_source;
+  if (!source) {
+    body_size_->Record(static_cast<double>(attempt.request->body.size()), used);
+  } else if (source.length) {
+    body_size_->Record(static_cast<double>(*source.length), used);
+  }
 }
 
 void ClientTelemetry::BreakerCounted(std::string_view outcome) const {

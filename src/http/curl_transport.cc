@@ -15,10 +15,12 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <span>
 #include <unordered_set>
 #include <vector>
 
 #include "body_growth.h"
+#include "body_upload.h"
 #include "curl_tls.h"
 #include "gzip_decoder.h"
 
@@ -117,6 +119,10 @@ struct Transfer {
   // two transports should fail the same bodies the same way.
   std::unique_ptr<GzipDecoder> decoder;
   std::uint64_t coded_bytes = 0;  // the body as it came, when decoded
+  // A request body read as it is sent (Request::StreamBodyFrom), and
+  // whether its reader failed (curl then ends the transfer as aborted).
+  std::optional<BodyUpload> upload;
+  bool upload_failed = false;
 
   void Reset() {
     response = Response{};
@@ -133,6 +139,8 @@ struct Transfer {
     stopped = false;
     decoder.reset();
     coded_bytes = 0;
+    upload.reset();
+    upload_failed = false;
   }
   // A new header block (after a 1xx) starts from scratch.
   void ResetHead() {
@@ -431,7 +439,8 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
 
     const std::string& method = request.method;
     const std::string& body = request.body;
-    bool has_body = !body.empty() || method == "POST" || method == "PUT" || method == "PATCH";
+    bool has_body = !body.empty() || method == "POST" || method == "PUT" || method == "PATCH" ||
+                    request.body_source;
     const Headers& trace_headers = t.attempt->trace_headers;
     bool plain_get =
         method == "GET" && !has_body && request.headers.empty() && trace_headers.empty();
@@ -446,7 +455,16 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
     } else if (method != "GET" || has_body) {
       curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method.c_str());
     }
-    if (has_body) {
+    if (request.body_source) {
+      // Read by OnUploadWanted as curl sends it: chunked on HTTP/1.1 when
+      // its length is not known (-1).
+      t.upload.emplace(request.body_source);
+      const auto& length = request.body_source.length;
+      curl_easy_setopt(easy, CURLOPT_POST, 1L);
+      curl_easy_setopt(easy, CURLOPT_POSTFIELDS, nullptr);
+      curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
+                       length ? static_cast<curl_off_t>(*length) : curl_off_t{-1});
+    } else if (has_body) {
       curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
       curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body.data());  // the call owns it
     }
@@ -513,6 +531,8 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
     curl_easy_setopt(easy, CURLOPT_MAXAGE_CONN, 90L);    // idle connections kept 90 s
     curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, OnHeaderLine);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, OnBody);
+    curl_easy_setopt(easy, CURLOPT_READFUNCTION, OnUploadWanted);
+    curl_easy_setopt(easy, CURLOPT_READDATA, &t);
     // Every write of a request is one the retry layer decided: curl's own
     // resends (a reused connection found dead, a refused HTTP/2 stream) are
     // refused here and reported up as a lost connection.
@@ -525,6 +545,18 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
     if (!https_) return;
     curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);  // share a connection rather than open one
     tls_->Apply(easy);
+  }
+
+  static std::size_t OnUploadWanted(char* buffer, std::size_t size, std::size_t count, void* user) {
+    auto& t = *static_cast<Transfer*>(user);
+    if (!t.upload) return 0;
+    Result<std::size_t> n = t.upload->Read(std::span<char>(buffer, size * count));
+    if (!n) {
+      t.upload_failed = true;
+      return CURL_READFUNC_ABORT;
+    }
+    if (t.upload->done()) t.attempt->BodySent(t.clock->Now());
+    return *n;
   }
 
   static int OnAboutToWrite(void* user, char*, char* local_ip, int remote_port, int local_port) {
@@ -812,6 +844,10 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
       return outcome;
     };
     if (t.stopped) return fail(ErrorKind::kCancelled, "the caller stopped reading the body");
+    if (t.upload_failed) {
+      AttemptOutcome failure = t.upload->Failure();
+      return fail(ErrorKind::kInvalidRequest, failure.result.error().message());
+    }
     if (t.too_large) {
       return fail(ErrorKind::kResponseTooLarge, "the response's body is larger than " +
                                                     std::to_string(settings_.max_response_bytes) +
@@ -842,14 +878,17 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
       return fail(ErrorKind::kInvalidResponse,
                   "the response broke the HTTP/2 protocol on its stream (PROTOCOL_ERROR)");
     }
-    if (t.resend_refused && t.fresh_connection) {
+    // A streamed body cannot be rewound (no CURLOPT_SEEKFUNCTION): curl's
+    // own resend of it ends here instead of at OnAboutToWrite.
+    bool resend_refused = t.resend_refused || code == CURLE_SEND_FAIL_REWIND;
+    if (resend_refused && t.fresh_connection) {
       // curl resends a request written on a new connection only when the
       // server refused its stream (REFUSED_STREAM, or above a GOAWAY's last
       // stream): nothing was processed.
       outcome.unprocessed = true;
       return fail(ErrorKind::kTransport, "the server refused the stream without processing it");
     }
-    if (t.resend_refused) {
+    if (resend_refused) {
       outcome.connection_lost = true;
       return fail(ErrorKind::kTransport,
                   "the connection ended before any response (the server closed it, or refused "

@@ -98,6 +98,24 @@ void Attempt::HandedOver(TimePoint now) {
   if (handed_over_.exchange(true)) return;
   call->attempts_sent.fetch_add(1, std::memory_order_relaxed);
   if (headers_arrived_.load()) return;
+  // A streamed body may take longer to send than any answer takes to come
+  // (a 1 GiB upload): the wait for the headers starts once it has gone.
+  if (request->body_source && !body_sent_) return;  // BodySent starts it
+  ArmHeaderTimers(now);
+}
+
+void Attempt::BodySent(TimePoint now) {
+  std::lock_guard lock(mu_);
+  if (body_sent_) return;
+  body_sent_ = true;
+  if (!handed_over_.load() || completed_.load() || cut_.load() != CutReason::kNone ||
+      headers_arrived_.load()) {
+    return;
+  }
+  ArmHeaderTimers(now);
+}
+
+void Attempt::ArmHeaderTimers(TimePoint now) {
   if (slow_timeouts_ != nullptr) {
     slow_timer_armed_ = true;
     slow_timeouts_->Arm(slow_timer_, now + slow_after_);

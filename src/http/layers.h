@@ -57,6 +57,9 @@ struct CallRequest {
   Headers headers;
   std::string body;
   bool replayable = true;
+  // Set: the body is read from it as it is sent (Request::StreamBodyFrom),
+  // and `body` is empty.
+  BodySource body_source;
   // The call asked for a gzip answer (Settings::gzip): the transport
   // decodes a gzip-coded body.
   bool decode_gzip = false;
@@ -301,6 +304,10 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   // client's own queue before this is not the dependency's.
   void HandedOver(TimePoint now);
   bool handed_over() const { return handed_over_.load(); }
+  // The transport has sent the whole of a streamed request body
+  // (Request::StreamBodyFrom): the header timeout and the slow-call timer,
+  // which wait for it, start now. Thread-safe; once.
+  void BodySent(TimePoint now);
 
   // Cutting short: the transport says how; layers above say when. Both
   // thread-safe; the canceller runs at most once, at Cut or at SetCanceller
@@ -346,6 +353,10 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   std::atomic<bool> completed_{false};
   bool launched_ = false;  // guarded by mu_
   std::function<void()> canceller_;
+  // Arms the header timeout and the slow-call timer; under mu_.
+  void ArmHeaderTimers(TimePoint now);
+  bool body_sent_ = false;  // guarded by mu_
+
   HeaderTimeout header_timeout_{*this};
   outbound::internal::TimeoutList* header_timeouts_ = nullptr;
   Duration header_timeout_length_{0};

@@ -4,7 +4,12 @@
 #include "outbound/http/message.h"
 
 #include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 
 namespace outbound::http {
 namespace {
@@ -69,6 +74,42 @@ Request& Request::WithBody(Body new_body) {
     headers.emplace_back("Content-Type", std::move(new_body.content_type));
   }
   return *this;
+}
+
+Request& Request::StreamBodyFromOnce(BodyReader reader, std::optional<std::uint64_t> length) {
+  // The client asks once (body_replayable says so); a second `open` would
+  // be a bug, and gets a reader that says so rather than a drained one.
+  auto once = std::make_shared<BodyReader>(std::move(reader));
+  body_source = BodySource{[once]() -> BodyReader {
+                             if (*once) return std::exchange(*once, nullptr);
+                             return [](std::span<char>) -> Result<std::size_t> {
+                               return Fail(ErrorKind::kInvalidRequest,
+                                           "a body that can be read once was asked for twice");
+                             };
+                           },
+                           length};
+  body_replayable = false;
+  return *this;
+}
+
+std::function<BodyReader()> FileReader(std::string path) {
+  return [path = std::move(path)]() -> BodyReader {
+    std::shared_ptr<std::FILE> file(std::fopen(path.c_str(), "rb"), [](std::FILE* f) {
+      if (f != nullptr) std::fclose(f);
+    });
+    int open_errno = errno;
+    return [file, open_errno, path](std::span<char> buffer) -> Result<std::size_t> {
+      if (file == nullptr) {
+        return Fail(ErrorKind::kInvalidRequest,
+                    "cannot open " + path + " for the request body: " + std::strerror(open_errno));
+      }
+      std::size_t n = std::fread(buffer.data(), 1, buffer.size(), file.get());
+      if (n == 0 && std::ferror(file.get()) != 0) {
+        return Fail(ErrorKind::kInvalidRequest, "cannot read " + path + " for the request body");
+      }
+      return n;
+    };
+  };
 }
 
 Result<Response> Require2xx(Result<Response> result) {

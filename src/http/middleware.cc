@@ -61,6 +61,7 @@ Result<std::shared_ptr<const CallRequest>> Recheck(const Origin& origin,
   request.headers = c.headers;
   request.body = c.body;
   request.body_replayable = c.replayable;
+  request.body_source = c.body_source;
   auto checked = CheckRequest(origin, origin_text, request);
   if (!checked) {
     Error error(checked.error().kind(), "a middleware's request: " + checked.error().message());

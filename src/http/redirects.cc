@@ -70,10 +70,13 @@ class Redirects final : public CallLayer {
     if (status == 303 || ((status == 301 || status == 302) && request.method == "POST")) {
       next->method = request.method == "HEAD" ? "HEAD" : "GET";
       next->body.clear();
+      next->body_source = {};
       std::erase_if(next->headers, [](const auto& h) {
         return SameHeaderName(h.first, "Content-Type") || SameHeaderName(h.first, "Content-Length");
       });
     }
+    // A body read once is gone: the redirect is the caller's to handle.
+    if (next->body_source && !next->replayable) return nullptr;
     return next;
   }
 

@@ -112,6 +112,10 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
   if (!IsToken(request.method)) {
     return Fail(ErrorKind::kInvalidRequest, "\"" + request.method + "\" is not an HTTP method");
   }
+  if (request.body_source && !request.body.empty()) {
+    return Fail(ErrorKind::kInvalidRequest,
+                "a request has both a body and a body source (StreamBodyFrom); set one");
+  }
   bool has_user_agent = false;
   bool has_accept_encoding = false;
   for (auto& [name, value] : request.headers) {
@@ -137,8 +141,13 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
     }
     full = std::move(url->full);
   }
-  return CallRequest{std::move(request.method), std::move(*full),        std::move(request.headers),
-                     std::move(request.body),   request.body_replayable, decode_gzip};
+  return CallRequest{std::move(request.method),
+                     std::move(*full),
+                     std::move(request.headers),
+                     std::move(request.body),
+                     request.body_replayable,
+                     std::move(request.body_source),
+                     decode_gzip};
 }
 
 }  // namespace outbound::http::internal

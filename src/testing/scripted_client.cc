@@ -45,6 +45,28 @@ std::size_t ScriptedClient::request_count() const {
   return answered_.size();
 }
 
+namespace {
+
+// A streamed request body, read whole into `body`, as a handler reads a
+// request's body; the source is cleared.
+Result<void> ReadStreamedBody(http::Request& request) {
+  http::BodyReader reader = request.body_source.open();
+  std::string piece(16 * 1024, '\0');
+  for (;;) {
+    Result<std::size_t> n = reader(piece);
+    if (!n) {
+      return tl::unexpected(Error(ErrorKind::kInvalidRequest,
+                                  "the request body's reader failed: " + n.error().message()));
+    }
+    if (*n == 0) break;
+    request.body.append(piece, 0, *n);
+  }
+  request.body_source = {};
+  return {};
+}
+
+}  // namespace
+
 void ScriptedClient::Run() {
   std::unique_lock lock(mu_);
   for (;;) {
@@ -60,9 +82,22 @@ void ScriptedClient::Run() {
       lock.lock();
       continue;
     }
+    lock.unlock();
+    // Recorded, and handed to the handler, with a streamed body read whole.
+    Result<void> read;
+    try {
+      if (call.request.body_source) read = ReadStreamedBody(call.request);
+    } catch (...) {  // as a Client takes a reader's throw
+      read = tl::unexpected(Error(ErrorKind::kInvalidRequest, "the request body's reader threw"));
+    }
+    lock.lock();
     answered_.push_back(call.request);
     lock.unlock();
-    Answer(call);
+    if (read) {
+      Answer(call);
+    } else {
+      call.done(tl::unexpected(read.error()), nullptr);
+    }
     lock.lock();
   }
 }

@@ -19,7 +19,7 @@
 'use strict';
 const fs = require('node:fs');
 const https = require('node:https');
-const {parseArgs, serveControl, ignoreSocketErrors} = require('./peer_common.js');
+const {parseArgs, serveControl, ignoreSocketErrors, digestBody} = require('./peer_common.js');
 
 const args = parseArgs(process.argv.slice(2));
 const body = Buffer.alloc(100, 'x');
@@ -52,6 +52,13 @@ server.on('request', (req, res) => {
   const index = (requestsByPort.get(port) || 0) + 1;
   requestsByPort.set(port, index);
   stats.requests++;
+  if (req.url === '/digest') {
+    digestBody(req, (digest) => {
+      res.writeHead(200, {'content-length': digest.length});
+      res.end(digest);
+    });
+    return;
+  }
   const chunks = [];
   req.on('data', (chunk) => chunks.push(chunk));
   req.on('end', () => {

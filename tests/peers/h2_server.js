@@ -38,7 +38,7 @@
 'use strict';
 const fs = require('node:fs');
 const http2 = require('node:http2');
-const {parseArgs, numberArg, seededRandom, serveControl, ignoreSocketErrors} =
+const {parseArgs, numberArg, seededRandom, serveControl, ignoreSocketErrors, digestBody} =
     require('./peer_common.js');
 
 const args = parseArgs(process.argv.slice(2));
@@ -182,6 +182,14 @@ server.on('stream', (stream, headers) => {
 
   const method = headers[':method'];
   const path = headers[':path'];
+  if (path === '/digest') {
+    digestBody(stream, (digest) => {
+      if (stream.destroyed || stream.closed) return;
+      stream.respond({':status': 200, 'content-length': digest.length});
+      stream.end(digest);
+    });
+    return;
+  }
   const chunks = [];
   stream.on('data', (chunk) => chunks.push(chunk));
   stream.on('end', () => {

@@ -101,6 +101,8 @@ NginxPeer::NginxPeer(const PeerFiles& files, NginxOptions options) {
        << "    location = /echo { client_body_buffer_size 64k; echo_read_request_body;"
        << " echo -n $request_body; }\n"
        << "    location = /big { default_type application/octet-stream; }\n"
+       << "    location = /small-upload { client_max_body_size 1k; echo_read_request_body;"
+       << " echo -n stored; }\n"
        << "    location = /text { default_type text/plain; gzip on; gzip_types text/plain; }\n"
        << "  }\n}\n";
   WriteFile(dir_ + "/nginx.conf", conf.str());

@@ -7,25 +7,18 @@
 // streams of a connection, and it sends a file larger than the client takes.
 // Every case counts what nginx logged, never only what the client says.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 
 #include <cstdio>
 #include <map>
 #include <set>
 #include <string>
 
+#include "generated_body.h"
 #include "nginx_peer.h"
 #include "peer_test_support.h"
 
 namespace outbound::peers {
 namespace {
-
-// This process's peak resident set so far, in KiB.
-long PeakResidentKib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss;
-}
 
 using http::Request;
 
@@ -189,6 +182,52 @@ TEST_P(NginxTest, GzipBodiesAreAskedForAndDecoded) {
   ASSERT_TRUE(plain) << plain.error().message();
   EXPECT_EQ(plain->header("content-encoding"), "");
   EXPECT_EQ(plain->body, NginxText());
+}
+
+// Streamed request bodies (Request::StreamBodyFrom) as nginx reads them:
+// chunked on HTTP/1.1 or unannounced on HTTP/2 when the length is unknown,
+// with Content-Length when known; /echo answers with the body it read.
+TEST_P(NginxTest, StreamedRequestBodiesArriveWhole) {
+  StartNginx({});
+  auto client = MakeClient(PaymentsSettings());
+  std::string text;
+  for (int i = 0; i < 48 * 1024; ++i) text += static_cast<char>('a' + (i * 7 + i / 251) % 26);
+  auto reader_over = [&text]() -> http::BodyReader {
+    auto at = std::make_shared<std::size_t>(0);
+    return [&text, at](std::span<char> buffer) -> Result<std::size_t> {
+      std::size_t n = std::min({buffer.size(), std::size_t{5000}, text.size() - *at});
+      text.copy(buffer.data(), n, *at);
+      *at += n;
+      return n;
+    };
+  };
+  auto unannounced = client->Send(Request::Post("/echo").StreamBodyFrom(reader_over));
+  ASSERT_TRUE(unannounced) << unannounced.error().message();
+  EXPECT_EQ(unannounced->status, 200);
+  EXPECT_TRUE(unannounced->body == text) << "nginx read another body";
+  auto announced = client->Send(Request::Post("/echo").StreamBodyFrom(reader_over, text.size()));
+  ASSERT_TRUE(announced) << announced.error().message();
+  EXPECT_TRUE(announced->body == text) << "nginx read another body";
+}
+
+// nginx refuses a body over its client_max_body_size (1k here) with 413
+// while the client is still sending it: the 413 is the call's answer, the
+// breaker counts nothing, and the next call goes through.
+TEST_P(NginxTest, AnUploadOverTheServersLimitIsAnsweredWith413) {
+  StartNginx({});
+  auto client = MakeClient(PaymentsSettings());
+  GeneratedBody body(8 << 20);
+  auto announced =
+      client->Send(Request::Post("/small-upload").StreamBodyFrom(body.Opener(), body.size()));
+  ASSERT_TRUE(announced) << announced.error().message();
+  EXPECT_EQ(announced->status, 413);
+  auto unannounced = client->Send(Request::Post("/small-upload").StreamBodyFrom(body.Opener()));
+  ASSERT_TRUE(unannounced) << unannounced.error().message();
+  EXPECT_EQ(unannounced->status, 413);
+  EXPECT_TRUE(Transitions().empty());
+  auto small = client->Send(Request::Post("/small-upload", "tiny"));
+  ASSERT_TRUE(small) << small.error().message();
+  EXPECT_EQ(small->body, "stored");
 }
 
 INSTANTIATE_TEST_SUITE_P(Peers, NginxTest, ::testing::Bool(),

@@ -65,4 +65,17 @@ function ignoreSocketErrors(emitter) {
   emitter.on('error', () => {});
 }
 
-module.exports = {parseArgs, numberArg, seededRandom, serveControl, ignoreSocketErrors};
+// Reads a request body as it comes, keeping only its size and SHA-256, and
+// calls done("<bytes> <sha256 hex>"): what a test uploading a body larger
+// than it would hold asks the stock server about (path /digest).
+function digestBody(readable, done) {
+  const hash = require('node:crypto').createHash('sha256');
+  let bytes = 0;
+  readable.on('data', (chunk) => {
+    bytes += chunk.length;
+    hash.update(chunk);
+  });
+  readable.on('end', () => done(`${bytes} ${hash.digest('hex')}`));
+}
+
+module.exports = {parseArgs, numberArg, seededRandom, serveControl, ignoreSocketErrors, digestBody};

@@ -10,6 +10,7 @@
 #define OUTBOUND_TESTS_PEERS_PEER_TEST_SUPPORT_H_
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -28,6 +29,13 @@
 #include "outbound/testing/test_ca.h"
 
 namespace outbound::peers {
+
+// This process's peak resident set so far, in KiB.
+inline long PeakResidentKib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
 
 // How a set of calls ended.
 struct LoadReport {

@@ -85,6 +85,35 @@ TEST(ScriptedClientTest, WhatTheHandlerThrowsReachesTheCaller) {
   EXPECT_THROW((void)payments.Send(Request::Get("/")), std::logic_error);
 }
 
+// The handler and requests() see a streamed body (StreamBodyFrom) read
+// whole; a reader's failure fails the call as a Client's would.
+TEST(ScriptedClientTest, AStreamedRequestBodyReachesTheHandlerWhole) {
+  ScriptedClient uploads([](const Request& r) -> Result<Response> {
+    return Respond(201, std::to_string(r.body.size()));
+  });
+  auto opener = [] {
+    auto left = std::make_shared<int>(3);
+    return http::BodyReader([left](std::span<char> buffer) -> Result<std::size_t> {
+      if ((*left)-- == 0) return 0;
+      std::fill_n(buffer.data(), 10000, 'q');
+      return 10000;
+    });
+  };
+  auto got = uploads.Send(Request::Put("/files/a").StreamBodyFrom(opener));
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->body, "30000");
+  EXPECT_EQ(uploads.requests().at(0).body, std::string(30000, 'q'));
+  EXPECT_FALSE(uploads.requests().at(0).body_source);
+
+  auto failed = uploads.Send(Request::Put("/files/b").StreamBodyFrom([] {
+    return http::BodyReader(
+        [](std::span<char>) -> Result<std::size_t> { return Fail(ErrorKind::kTransport, "gone"); });
+  }));
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().kind(), ErrorKind::kInvalidRequest);
+  EXPECT_NE(failed.error().message().find("gone"), std::string::npos);
+}
+
 TEST(ScriptedClientTest, AHandleForwardsForCodeThatOwnsItsClient) {
   ScriptedClient payments([](const Request&) -> Result<Response> { return Respond(200, "ok"); });
   std::unique_ptr<http::Sender> owned = payments.handle();

@@ -20,10 +20,12 @@
 #include <chrono>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <iterator>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -94,6 +96,35 @@ struct Body {
 // and the breaker counts nothing.
 using BodySink = std::function<bool(std::string_view chunk)>;
 
+// Gives a request body as it is sent (Request::StreamBodyFrom): writes up to
+// `buffer.size()` bytes of the body's next bytes into `buffer` and returns
+// how many, 0 once the body has ended. Called on the client's event-loop
+// thread whenever the connection can take more, so it must not wait on
+// anything slow (reading a local file or memory is fine; a socket is not).
+// An error it returns, or an exception it throws, ends the call with
+// kInvalidRequest carrying its message: the attempt is not retried and the
+// breaker counts nothing, for the caller's reader is not the dependency.
+using BodyReader = std::function<Result<std::size_t>(std::span<char> buffer)>;
+
+// Where a streamed request body comes from: `open` gives a reader at the
+// body's first byte, once per attempt; `length`, if known, is the body's
+// size in bytes.
+struct BodySource {
+  std::function<BodyReader()> open;
+  std::optional<std::uint64_t> length;
+
+  explicit operator bool() const { return static_cast<bool>(open); }
+};
+
+// A BodySource's `open` for the file at `path`: each attempt opens the file
+// afresh and reads it from its start. A file that cannot be opened or read
+// fails the call with kInvalidRequest naming the path and why.
+//
+//   auto upload = client->Send(http::Request::Put("/backups/today.tar")
+//                                  .StreamBodyFrom(http::FileReader(path),
+//                                                  std::filesystem::file_size(path)));
+std::function<BodyReader()> FileReader(std::string path);
+
 struct Request {
   std::string method = "GET";
   // An absolute URL on the client's origin, or a path ("/charges/1") that
@@ -110,6 +141,9 @@ struct Request {
   // False for a body the caller cannot produce twice (read from a stream it
   // does not keep): such a request makes one attempt, whatever its method.
   bool body_replayable = true;
+  // Set (StreamBodyFrom): the body is read from here as it is sent, and
+  // `body` must be empty. See there.
+  BodySource body_source;
   Context context;
   // This call's own bound, as a duration from when it is sent, on the
   // client's clock (the Runtime's): the earliest of it, Settings::timeout
@@ -123,6 +157,11 @@ struct Request {
   static Request Get(std::string url) { return Request{"GET", std::move(url)}; }
   static Request Head(std::string url) { return Request{"HEAD", std::move(url)}; }
   static Request Delete(std::string url) { return Request{"DELETE", std::move(url)}; }
+  // Post, Put and Patch with the URL alone take their body later
+  // (WithBody, StreamBodyFrom); as they are, they send an empty one.
+  static Request Post(std::string url) { return Request{"POST", std::move(url)}; }
+  static Request Put(std::string url) { return Request{"PUT", std::move(url)}; }
+  static Request Patch(std::string url) { return Request{"PATCH", std::move(url)}; }
   static Request Post(std::string url, std::string body) {
     return WithMethod("POST", std::move(url), std::move(body));
   }
@@ -175,6 +214,30 @@ struct Request {
     body_sink = std::move(sink);
     return *this;
   }
+  // Sends a body read as it goes, in constant memory, instead of `body`
+  // (which must stay empty; the call fails with kInvalidRequest if both are
+  // set). `open` is called for each attempt and gives a reader at the
+  // body's first byte (seed 002's GetBody), so the request is retried, and
+  // followed through a 307 or 308, as a request with `body` would be. With
+  // `length`, the body goes out with that Content-Length and the reader is
+  // asked for no more; ending short of it fails the call (kInvalidRequest).
+  // Without, HTTP/1.1 sends the body chunked and HTTP/2 without a length.
+  //
+  //   std::string path = "/var/backups/today.tar";
+  //   auto upload = client->Send(http::Request::Put("/backups/today.tar")
+  //                                  .StreamBodyFrom(http::FileReader(path),
+  //                                                  std::filesystem::file_size(path)));
+  Request& StreamBodyFrom(std::function<BodyReader()> open,
+                          std::optional<std::uint64_t> length = std::nullopt) {
+    body_source = BodySource{std::move(open), length};
+    return *this;
+  }
+  // A body that can be read once only (a pipe, data being generated): sent
+  // as StreamBodyFrom sends it, in one attempt whatever the method. It is
+  // never sent again: not after a failure, not after a refused HTTP/2
+  // stream, and a 307 or 308 is returned as the answer rather than followed.
+  Request& StreamBodyFromOnce(BodyReader reader,
+                              std::optional<std::uint64_t> length = std::nullopt);
 
  private:
   static Request WithMethod(const char* method, std::string url, std::string body) {

@@ -133,7 +133,9 @@ struct Settings {
   Duration timeout = std::chrono::seconds(10);
 
   // Bounds one attempt from its start (queueing and dialling included) to
-  // the response's headers. Default 5s. Valid: positive.
+  // the response's headers; for a streamed request body (StreamBodyFrom),
+  // from when the whole body has been sent, however long that took (the
+  // call's Timeout bounds the sending). Default 5s. Valid: positive.
   Duration attempt_timeout = std::chrono::seconds(5);
 
   // Attempts of one request, the first included. Default 3. Valid: >= 1.

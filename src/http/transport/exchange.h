@@ -12,6 +12,7 @@
 #include <string>
 
 #include "../body_growth.h"
+#include "../body_upload.h"
 #include "../gzip_decoder.h"
 #include "../layers.h"
 
@@ -41,6 +42,9 @@ struct Exchange {
   std::int32_t stream_id = -1;        // HTTP/2
   bool request_sent = false;          // HTTP/2: its HEADERS frame was written
   std::size_t body_offset = 0;        // HTTP/2: how much of the request body went out
+  // A request body read as it is sent (Request::StreamBodyFrom), opened
+  // when the exchange starts on a connection.
+  std::optional<BodyUpload> upload;
   std::optional<std::uint64_t> content_length;
   // The call's BodySink, if it has one; whether any of the body went to it.
   const BodySink* sink = nullptr;

@@ -8,6 +8,8 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/optional.hpp>
+#include <charconv>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
@@ -117,8 +119,18 @@ bool H1Exchange::Start(Exchange& exchange) {
   });
   bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
                   request.method == "PATCH";
-  if (has_body)
+  if (request.body_source) {
+    // Produce writes the body as the connection takes it, chunked unless
+    // its length is known.
+    exchange.upload.emplace(request.body_source);
+    if (const auto& length = request.body_source.length) {
+      request_.append("Content-Length: ").append(std::to_string(*length)).append("\r\n");
+    } else {
+      request_.append("Transfer-Encoding: chunked\r\n");
+    }
+  } else if (has_body) {
     request_.append("Content-Length: ").append(std::to_string(request.body.size())).append("\r\n");
+  }
   request_.append("\r\n");
   request_.append(request.body);
   NewParser();
@@ -152,6 +164,37 @@ bool H1Exchange::Produce(std::string& out) {
     out.append(request_);
     request_.clear();
     request_.shrink_to_fit();
+  }
+  if (current_ == nullptr || !current_->upload || current_->upload->done()) return true;
+  return ProduceUploadPiece(out);
+}
+
+bool H1Exchange::ProduceUploadPiece(std::string& out) {
+  // One piece per call: the connection asks again once it has written it,
+  // so the body is never held whole, however long it is.
+  constexpr std::size_t kPiece = 64 * 1024;
+  BodyUpload& upload = *current_->upload;
+  upload_buffer_.resize(kPiece);
+  Result<std::size_t> n = upload.Read(upload_buffer_);
+  if (!n) {
+    // Part of the request is on the wire: the connection cannot carry
+    // another, and the exchange ends with the reader's failure.
+    Fail(upload.Failure());
+    return false;
+  }
+  bool chunked = !upload.length().has_value();
+  if (chunked && *n > 0) {
+    char size[20];
+    auto [end, ec] = std::to_chars(std::begin(size), std::end(size), *n, 16);
+    out.append(size, end).append("\r\n");
+  }
+  out.append(upload_buffer_.data(), *n);
+  if (chunked && *n > 0) out.append("\r\n");
+  if (upload.done()) {
+    if (chunked) out.append("0\r\n\r\n");
+    current_->attempt->BodySent(clock_.Now());
+    upload_buffer_.clear();
+    upload_buffer_.shrink_to_fit();
   }
   return true;
 }
@@ -317,6 +360,9 @@ void H1Exchange::Closed(const std::string& why) {
 void H1Exchange::End(AttemptOutcome&& outcome) {
   Exchange* exchange = current_;
   current_ = nullptr;
+  // Answered before its body was all sent (a 413, say): the rest of the
+  // body would be read as the next request.
+  if (exchange->upload && !exchange->upload->done()) reusable_ = false;
   outcome.body_streamed = exchange->streamed;
   parser_.reset();
   outcome.connection = connection_id_;

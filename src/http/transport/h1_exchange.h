@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "codec.h"
 #include "outbound/clock.h"
@@ -56,6 +57,9 @@ class H1Exchange final : public Codec {
   void Answered();
   void Fail(AttemptOutcome&& outcome);
   void End(AttemptOutcome&& outcome);
+  // Appends the next piece of a streamed request body; false if its reader
+  // failed (the exchange has failed with it).
+  bool ProduceUploadPiece(std::string& out);
 
   CodecEvents& events_;
   std::uint64_t connection_id_;
@@ -63,9 +67,10 @@ class H1Exchange final : public Codec {
   Exchange* current_ = nullptr;
   bool reusable_ = true;
   bool head_ = false;
-  std::string request_;    // written once, by Produce
-  std::string in_;         // read, not yet taken by the parser
-  std::string head_read_;  // of the head being read, what the parser took
+  std::string request_;              // written once, by Produce
+  std::vector<char> upload_buffer_;  // a streamed body's piece being written
+  std::string in_;                   // read, not yet taken by the parser
+  std::string head_read_;            // of the head being read, what the parser took
   std::unique_ptr<H1Parser> parser_;
 };
 

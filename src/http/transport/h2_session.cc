@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -113,12 +114,19 @@ bool H2Session::Start(Exchange& exchange) {
   bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
                   request.method == "PATCH";
   std::string length = std::to_string(request.body.size());
+  if (request.body_source) {
+    // A streamed body says its length if it knows it; else END_STREAM ends it.
+    exchange.upload.emplace(request.body_source);
+    has_body = request.body_source.length.has_value();
+    if (has_body) length = std::to_string(*request.body_source.length);
+  }
   if (has_body) fields.push_back(Field("content-length", length));
   nghttp2_data_provider body{};
   body.source.ptr = nullptr;  // ReadBody finds the exchange by its stream
   body.read_callback = ReadBody;
+  bool sends_data = !request.body.empty() || exchange.upload.has_value();
   std::int32_t id = nghttp2_submit_request(session_, nullptr, fields.data(), fields.size(),
-                                           request.body.empty() ? nullptr : &body, &exchange);
+                                           sends_data ? &body : nullptr, &exchange);
   if (id < 0) {
     goaway_ = true;  // stream ids ran out, or the session is going: no more here
     return false;
@@ -459,6 +467,20 @@ ssize_t H2Session::ReadBody(nghttp2_session*, std::int32_t stream_id, std::uint8
   // is written.
   Exchange* exchange = static_cast<H2Session*>(user)->Find(stream_id);
   if (exchange == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  if (exchange->upload) {
+    Result<std::size_t> n =
+        exchange->upload->Read(std::span<char>(reinterpret_cast<char*>(buf), length));
+    if (!n) {
+      // nghttp2 resets the stream; OnStreamClose ends the exchange with this.
+      if (!exchange->verdict) exchange->verdict = exchange->upload->Failure();
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    if (exchange->upload->done()) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF;
+      exchange->attempt->BodySent(static_cast<H2Session*>(user)->clock_.Now());
+    }
+    return static_cast<ssize_t>(*n);
+  }
   const std::string& body = exchange->attempt->request->body;
   std::size_t n = std::min(length, body.size() - exchange->body_offset);
   std::copy_n(body.data() + exchange->body_offset, n, buf);

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+// Streamed request bodies (Request::StreamBodyFrom) against Node 20's own
+// http2 and https servers (tests/peers/*_server.js, path /digest: the size
+// and SHA-256 of the body as the server read it): a body of 1 GiB goes out
+// in constant memory and arrives byte for byte, with its length announced
+// and without (chunked, on HTTP/1.1) — issue 17.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "generated_body.h"
+#include "peer_test_support.h"
+
+namespace outbound::peers {
+namespace {
+
+using http::Request;
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr std::uint64_t kLarge = std::uint64_t{256} << 20;  // the same path, at their pace
+#else
+constexpr std::uint64_t kLarge = std::uint64_t{1} << 30;
+#endif
+
+class NodeUploadTest : public PeerTestBase, public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override { StartPeer(GetParam(), {}); }
+  bool http2() const { return std::string(GetParam()) == "h2_server.js"; }
+};
+
+TEST_P(NodeUploadTest, AGibibyteUploadGoesOutInConstantMemoryAndArrivesWhole) {
+  http::Settings settings = PaymentsSettings();
+  settings.timeout = std::chrono::seconds(240);  // a sanitizer build's pace
+  // Far less than the upload takes (seconds): the wait for the headers
+  // starts once the body has gone, so it does not cut the upload.
+  settings.attempt_timeout = std::chrono::milliseconds(500);
+  auto client = MakeClient(settings);
+  ASSERT_TRUE(client->Send(Request::Get("/")));  // the connection made, the code paged in
+  GeneratedBody body(kLarge);
+  long before = PeakResidentKib();
+  auto response = client->Send(Request::Put("/digest").StreamBodyFrom(body.Opener(), body.size()));
+  long grown = PeakResidentKib() - before;
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, body.Digest()) << "the server read another body";
+  EXPECT_EQ(response->attempts, 1);
+  std::printf("%llu MiB uploaded over %s: peak RSS %ld KiB before, grew by %ld KiB\n",
+              static_cast<unsigned long long>(kLarge >> 20), http2() ? "h2" : "h1.1", before,
+              grown);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_LT(grown, 16 * 1024) << "KiB";
+#endif
+}
+
+// No length: HTTP/1.1 sends it chunked, HTTP/2 ends it with END_STREAM;
+// Node reads either whole.
+TEST_P(NodeUploadTest, ABodyOfUnknownLengthArrivesWhole) {
+  auto client = MakeClient(PaymentsSettings());
+  GeneratedBody body(5 * 1024 * 1024 + 123);
+  auto response = client->Send(Request::Post("/digest").StreamBodyFrom(body.Opener()));
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, body.Digest()) << "the server read another body";
+}
+
+INSTANTIATE_TEST_SUITE_P(Peers, NodeUploadTest, ::testing::Values("h2_server.js", "h1_server.js"),
+                         [](const ::testing::TestParamInfo<const char*>& param) {
+                           return std::string(param.param) == "h2_server.js" ? "http2" : "http1";
+                         });
+
+}  // namespace
+}  // namespace outbound::peers
