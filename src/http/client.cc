@@ -264,6 +264,7 @@ void Client::SendAsync(Request request, Callback done) {
                                          std::move(*checked));
   call->parent = std::move(request.context.trace);
   call->body_sink = std::move(request.body_sink);
+  call->body_timeout = request.body_timeout;
   if (impl.settings.faults.enabled) impl.TakeFault(*call, request.context.baggage);
   if (!request.context.baggage.empty()) {
     call->baggage = telemetry::FormatBaggage(request.context.baggage);

@@ -657,6 +657,7 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
         t.headers_done = true;
         t.response.received_at = t.clock->WallNow();
         t.attempt->HeadersArrived();
+        if (t.Streams()) t.attempt->BodyStreaming(t.clock->Now());
       }
     } else if (t.headers_done) {
       // A trailer field (libcurl passes them here too): dropped, as the

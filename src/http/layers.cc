@@ -2,6 +2,7 @@
 #include "layers.h"
 
 #include <cstdlib>
+#include <utility>
 
 namespace outbound::http::internal {
 
@@ -31,7 +32,33 @@ void CallState::Arm(outbound::internal::TimeoutList& deadlines) {
 void CallState::DeadlineEntry::Expired() {
   // Null when the call is being destroyed on another thread (which waits
   // for this to return).
-  if (auto live = call.weak_from_this().lock()) live->Interrupt(CutReason::kDeadline);
+  auto live = call.weak_from_this().lock();
+  if (!live) return;
+  {
+    std::lock_guard lock(live->mu_);
+    if (live->deadline_held_) {
+      live->deadline_missed_ = true;  // ReleaseDeadline ends the call
+      return;
+    }
+  }
+  live->Interrupt(CutReason::kDeadline);
+}
+
+bool CallState::HoldDeadline() {
+  std::lock_guard lock(mu_);
+  if (reason_.load() != CutReason::kNone) return false;
+  deadline_held_ = true;
+  return true;
+}
+
+void CallState::ReleaseDeadline() {
+  bool missed = false;
+  {
+    std::lock_guard lock(mu_);
+    deadline_held_ = false;
+    missed = std::exchange(deadline_missed_, false);
+  }
+  if (missed) Interrupt(CutReason::kDeadline);
 }
 
 void CallState::Disarm() {
@@ -76,6 +103,7 @@ void Attempt::Enter(AttemptLayer& layer) {
 
 bool Attempt::Complete(AttemptOutcome&& outcome) {
   if (completed_.exchange(true)) return false;
+  DisarmBodyTimer();  // the call's deadline holds again
   while (depth_ > 0) entered_[--depth_]->Finish(*this, outcome);
   std::shared_ptr<AttemptOwner> to = std::move(owner);
   to->AttemptEnded(std::move(outcome));
@@ -168,10 +196,50 @@ AttemptOutcome Attempt::CutOutcome() const {
                    "ms)");
       break;
     default:
-      outcome.result = Fail(ErrorKind::kDeadline, "the call's deadline passed");
+      if (body_timer_fired_.load()) {
+        outcome.result =
+            Fail(ErrorKind::kDeadline,
+                 "the body did not end within its body timeout (" +
+                     std::to_string(
+                         std::chrono::duration_cast<std::chrono::milliseconds>(*call->body_timeout)
+                             .count()) +
+                     "ms)");
+      } else {
+        outcome.result = Fail(ErrorKind::kDeadline, "the call's deadline passed");
+      }
       break;
   }
   return outcome;
+}
+
+void Attempt::BodyStreaming(TimePoint now) {
+  if (!call->body_timeout) return;
+  outbound::internal::TimeoutList* list = call->deadlines();
+  if (list == nullptr) return;
+  std::lock_guard lock(mu_);
+  if (completed_.load() || cut_.load() != CutReason::kNone || body_timer_armed_) return;
+  if (!call->HoldDeadline()) return;
+  body_timer_armed_ = true;
+  body_timeouts_ = list;
+  list->Arm(body_timer_, now + *call->body_timeout);
+}
+
+void Attempt::DisarmBodyTimer() {
+  {
+    std::lock_guard lock(mu_);
+    if (!body_timer_armed_) return;
+    body_timer_armed_ = false;
+  }
+  // Outside the lock, as for the header timeout.
+  body_timeouts_->Cancel(body_timer_);
+  call->ReleaseDeadline();
+}
+
+void Attempt::BodyTimer::Expired() {
+  if (auto live = attempt.weak_from_this().lock()) {
+    live->body_timer_fired_ = true;
+    live->call->DeadlinePassed();
+  }
 }
 
 void Attempt::SetHeaderTimeout(outbound::internal::TimeoutList& timeouts, Duration timeout) {

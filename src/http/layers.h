@@ -99,6 +99,16 @@ class CallState : public std::enable_shared_from_this<CallState> {
 
   TimePoint deadline() const { return deadline_; }
   bool deadline_passed() const { return reason_.load() == CutReason::kDeadline; }
+  // The list the call's deadline is armed on (null before Arm).
+  outbound::internal::TimeoutList* deadlines() const { return deadlines_; }
+  // While held, the call's deadline passing ends nothing: an attempt whose
+  // body has a timer of its own (Request::WithBodyTimeout) holds it. A
+  // deadline that passed meanwhile ends the call at the release. Hold is
+  // false if the call is ending already. Thread-safe.
+  bool HoldDeadline();
+  void ReleaseDeadline();
+  // Ends the call as its deadline passing would (a body timer ran out).
+  void DeadlinePassed() { Interrupt(CutReason::kDeadline); }
   bool cancelled() const { return reason_.load() == CutReason::kCancelled; }
   // Attempts started so far by the whole call, redirects included.
   std::atomic<int> attempts{0};
@@ -120,6 +130,8 @@ class CallState : public std::enable_shared_from_this<CallState> {
   // Where the body of the call's 2xx answer goes as it arrives (empty: into
   // Response::body). Called by the transport, on its loop thread only.
   BodySink body_sink;
+  // The streamed body's own bound, from its headers (WithBodyTimeout).
+  std::optional<Duration> body_timeout;
   // Retry loop: an attempt was repeated at a middleware's request (once
   // per call).
   bool repeated = false;
@@ -156,6 +168,8 @@ class CallState : public std::enable_shared_from_this<CallState> {
   std::atomic<CutReason> reason_{CutReason::kNone};
   std::mutex mu_;
   std::weak_ptr<Interruptible> interrupt_;
+  bool deadline_held_ = false;    // guarded by mu_
+  bool deadline_missed_ = false;  // guarded by mu_
   DeadlineEntry deadline_entry_{*this};
   outbound::internal::TimeoutList* deadlines_ = nullptr;
   std::atomic<bool> disarmed_{false};
@@ -242,6 +256,7 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   ~Attempt() {
     DisarmHeaderTimeout();
     DisarmSlowTimer();
+    DisarmBodyTimer();
   }
 
   // What is sent, shared by every attempt of the request (not copied).
@@ -336,7 +351,14 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
                     SlowWatcher& watcher);
   void DisarmSlowTimer();
 
+  // The transport: the headers of the call's 2xx answer arrived and its
+  // body goes to the call's sink. With a body timeout (WithBodyTimeout) the
+  // body has that long from `now`, and the call's deadline waits until the
+  // attempt ends. Thread-safe.
+  void BodyStreaming(TimePoint now);
+
  private:
+  void DisarmBodyTimer();
   // Room for every attempt layer a client has, with space to grow.
   static constexpr std::size_t kMaxLayers = 8;
   std::array<AttemptLayer*, kMaxLayers> entered_{};
@@ -374,6 +396,16 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   bool slow_timer_armed_ = false;  // guarded by mu_
   std::atomic<bool> headers_arrived_{false};
   std::atomic<bool> handed_over_{false};
+
+  struct BodyTimer final : outbound::internal::TimeoutList::Entry {
+    explicit BodyTimer(Attempt& a) : attempt(a) {}
+    void Expired() override;
+    Attempt& attempt;
+  };
+  BodyTimer body_timer_{*this};
+  outbound::internal::TimeoutList* body_timeouts_ = nullptr;
+  bool body_timer_armed_ = false;  // guarded by mu_
+  std::atomic<bool> body_timer_fired_{false};
 };
 
 class AttemptLayer {

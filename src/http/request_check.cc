@@ -116,6 +116,13 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
     return Fail(ErrorKind::kInvalidRequest,
                 "a request has both a body and a body source (StreamBodyFrom); set one");
   }
+  if (request.body_timeout && !request.body_sink) {
+    return Fail(ErrorKind::kInvalidRequest,
+                "a body timeout (WithBodyTimeout) bounds a streamed body: set StreamBodyTo too");
+  }
+  if (request.body_timeout && *request.body_timeout <= Duration::zero()) {
+    return Fail(ErrorKind::kInvalidRequest, "a body timeout must be positive");
+  }
   bool has_user_agent = false;
   bool has_accept_encoding = false;
   for (auto& [name, value] : request.headers) {

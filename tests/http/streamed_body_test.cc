@@ -186,6 +186,85 @@ TEST_P(StreamedBodyTest, AStreamedAnswerIsFinalWhateverClassifySays) {
   EXPECT_EQ(server->request_count(), 1u);
 }
 
+// WithBodyTimeout: the call's Timeout (5 s) bounds the answer, the body
+// has its own 60 s. The server trickles 20 bytes, one a second of the
+// test's clock: the body outlives the call's deadline and arrives whole.
+TEST_P(StreamedBodyTest, ABodyTimeoutLetsTheBodyOutliveTheCallsDeadline) {
+  const std::string body = "twenty bytes of body";
+  Serve([&](const ServerRequest&) { return Reply::Trickle(body, 1, std::chrono::seconds(1)); },
+        GetParam());
+  auto client = MakeClient();
+  Collected got;
+  auto call = client->SendAsync(Request::Get("/feed")
+                                    .WithTimeout(std::chrono::seconds(5))
+                                    .StreamBodyTo(got.Sink())
+                                    .WithBodyTimeout(std::chrono::seconds(60)));
+  // The first byte comes at once, each next one a second later.
+  for (std::size_t byte = 1; byte <= body.size(); ++byte) {
+    if (byte > 1) {
+      ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + std::chrono::seconds(1)));
+      clock.Advance(std::chrono::seconds(1));
+    }
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (got.text().size() < byte && std::chrono::steady_clock::now() < give_up &&
+           call.wait_for(milliseconds(0)) == std::future_status::timeout) {
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    ASSERT_EQ(got.text(), body.substr(0, byte)) << "at second " << byte;
+  }
+  auto result = call.get();
+  ASSERT_TRUE(result) << result.error().message();
+  EXPECT_EQ(result->attempts, 1);
+  EXPECT_EQ(got.text(), body);
+}
+
+// The body's own bound ends a body that stalls, counted from its headers,
+// with a message that names it; the call's longer Timeout does not matter.
+TEST_P(StreamedBodyTest, ABodyTimeoutEndsAStalledBodyAtItsOwnTime) {
+  Serve([](const ServerRequest&) { return Reply::Stall(5, "hello, world"); }, GetParam());
+  auto client = MakeClient();
+  Collected got;
+  auto call = client->SendAsync(Request::Get("/feed")
+                                    .WithTimeout(std::chrono::seconds(10))
+                                    .StreamBodyTo(got.Sink())
+                                    .WithBodyTimeout(std::chrono::seconds(3)));
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + std::chrono::seconds(3)));
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (got.text().size() < 5 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  ASSERT_EQ(got.text(), "hello");
+  clock.Advance(std::chrono::milliseconds(2999));
+  EXPECT_EQ(call.wait_for(milliseconds(0)), std::future_status::timeout) << "ended too soon";
+  clock.Advance(std::chrono::milliseconds(1));
+  auto result = call.get();
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().kind(), ErrorKind::kDeadline);
+  EXPECT_NE(result.error().message().find("body timeout (3000ms)"), std::string::npos)
+      << result.error().message();
+}
+
+// Until the headers come, the call's deadline is the bound, body timeout
+// or not; and a body timeout needs a streamed body.
+TEST_P(StreamedBodyTest, ABodyTimeoutLeavesTheWaitForTheAnswerToTheCallsDeadline) {
+  Serve([](const ServerRequest&) { return Reply::Hang(); }, GetParam());
+  auto client = MakeClient();
+  Collected got;
+  auto call = client->SendAsync(Request::Get("/feed")
+                                    .WithTimeout(std::chrono::seconds(1))
+                                    .StreamBodyTo(got.Sink())
+                                    .WithBodyTimeout(std::chrono::seconds(60)));
+  ASSERT_TRUE(server->WaitForRequests(1));
+  clock.Advance(std::chrono::seconds(1));
+  auto result = call.get();
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().kind(), ErrorKind::kDeadline) << result.error().message();
+
+  auto unstreamed = client->Send(Request::Get("/feed").WithBodyTimeout(std::chrono::seconds(60)));
+  ASSERT_FALSE(unstreamed);
+  EXPECT_EQ(unstreamed.error().kind(), ErrorKind::kInvalidRequest);
+}
+
 std::string ProtocolName(const ::testing::TestParamInfo<Protocol>& param) {
   return param.param == Protocol::kHttp2 ? "http2" : "http1";
 }

@@ -153,6 +153,8 @@ struct Request {
   // Empty (the default): the body is read whole into Response::body, up to
   // Settings::max_response_bytes. Set (StreamBodyTo): see there.
   BodySink body_sink;
+  // With body_sink: the streamed body's own bound (WithBodyTimeout).
+  std::optional<Duration> body_timeout;
 
   static Request Get(std::string url) { return Request{"GET", std::move(url)}; }
   static Request Head(std::string url) { return Request{"HEAD", std::move(url)}; }
@@ -202,16 +204,33 @@ struct Request {
   // Streams the body of the call's 2xx answer to `sink` as it arrives,
   // without a size limit, instead of collecting it in Response::body (which
   // stays empty); the call returns once the body has ended, and Timeout
-  // bounds the body too. Every other answer (a 503 the retry loop retries,
-  // a 3xx it follows, a 4xx) is read whole as without a sink. Once the first
-  // byte has gone to `sink` the attempt is final: a body cut short fails the
-  // call (kTransport; a failure to the breaker) and is never retried.
+  // bounds the body too (unless WithBodyTimeout gives it its own bound). Every other answer (a 503
+  // the retry loop retries, a 3xx it follows, a 4xx) is read whole as without a sink. Once the
+  // first byte has gone to `sink` the attempt is final: a body cut short fails the call
+  // (kTransport; a failure to the breaker) and is never retried.
   //
   //   std::ofstream file("big.tar", std::ios::binary);
   //   auto got = client->Send(http::Request::Get("/big.tar").StreamBodyTo(
   //       [&](std::string_view chunk) { return bool(file.write(chunk.data(), chunk.size())); }));
   Request& StreamBodyTo(BodySink sink) {
     body_sink = std::move(sink);
+    return *this;
+  }
+  // Gives a streamed body (StreamBodyTo) a bound of its own: once the
+  // headers of the 2xx answer whose body streams have arrived, the body has
+  // `d` from then, in place of what is left of the call's deadline
+  // (Timeout, WithTimeout, the context's). The call's deadline then bounds
+  // getting an answer, retries included, and `d` the download, so a short
+  // Timeout and a long body go together. A body not done in time fails the
+  // call with kDeadline ("the body did not end within its body timeout").
+  // Positive; the call fails with kInvalidRequest without StreamBodyTo.
+  //
+  //   client->Send(http::Request::Get("/exports/2026.csv")
+  //                    .WithTimeout(2s)          // to the answer's headers
+  //                    .StreamBodyTo(write)
+  //                    .WithBodyTimeout(10min)); // the body, from its headers
+  Request& WithBodyTimeout(Duration d) {
+    body_timeout = d;
     return *this;
   }
   // Sends a body read as it goes, in constant memory, instead of `body`

@@ -294,6 +294,7 @@ bool H1Exchange::Parse() {
       }
       current_->headers_done = true;
       current_->attempt->HeadersArrived();
+      if (current_->Streams()) current_->attempt->BodyStreaming(clock_.Now());
       parser_->eager(true);
       head_read_.clear();
       head_read_.shrink_to_fit();

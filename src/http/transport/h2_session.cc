@@ -343,6 +343,7 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
         exchange->response.body.reserve(static_cast<std::size_t>(*exchange->content_length));
       }
       exchange->attempt->HeadersArrived();
+      if (exchange->Streams()) exchange->attempt->BodyStreaming(self.clock_.Now());
     }
   }
   if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) exchange->end_stream = true;
