@@ -5,43 +5,15 @@
 #ifndef OUTBOUND_SRC_HTTP_FAULT_H_
 #define OUTBOUND_SRC_HTTP_FAULT_H_
 
-#include <cstdint>
-#include <optional>
-#include <string_view>
-
-#include "outbound/clock.h"
-#include "outbound/error.h"
+#include "outbound/internal/fault_scenario.h"
 
 namespace outbound::http::internal {
 
-// The baggage member that carries a scenario.
-inline constexpr std::string_view kFaultBaggageKey = "outbound-fault";
-
-// What a scenario does to one injection point's attempts.
-struct InjectedFault {
-  enum class Kind { kAbort, kDelay, kStatus };
-  Kind kind = Kind::kAbort;
-  Duration delay{0};  // kDelay
-  int status = 0;     // kStatus
-  // kStatus: the answer's Retry-After, in seconds (none: no such header).
-  std::optional<std::uint32_t> retry_after;
-  double probability = 1.0;  // of each attempt, 0 to 1
-};
-
-// The longest Retry-After a scenario may ask for: a day.
-inline constexpr std::uint32_t kMaxInjectedRetryAfterSeconds = 86400;
-
-// The fault `scenario` holds for `point` ("http:payments:8443"), none if it
-// names another point only; kInvalidRequest if any of its rules is
-// malformed (the whole scenario is then ignored).
-//
-//   scenario = rule *(";" rule)
-//   rule     = point "=" action *("," option)
-//   action   = "abort" | "delay:" n ("ms" | "s") | "status:" 3DIGIT
-//   option   = percent "%"             (default 100%)
-//            | "retry-after:" seconds  (with a status only; at most a day)
-Result<std::optional<InjectedFault>> ParseFaultScenario(std::string_view scenario,
-                                                        std::string_view point);
+// The scenario's reading is outbound/internal/fault_scenario.h, shared
+// with the gRPC client.
+using outbound::internal::InjectedFault;
+using outbound::internal::kFaultBaggageKey;
+using outbound::internal::ParseFaultScenario;
 
 }  // namespace outbound::http::internal
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "address.h"
+#include "outbound/internal/fault_scenario.h"
 #include "outbound/telemetry/breaker_record.h"
 #include "outbound/telemetry/metrics.h"
 #include "outbound/telemetry/propagation.h"
@@ -354,9 +355,91 @@ struct Client::Impl {
       if (!trace->trace_state.empty()) cc->AddMetadata("tracestate", trace->trace_state);
     }
     if (!context.baggage.empty()) {
-      cc->AddMetadata("baggage", telemetry::FormatBaggage(context.baggage));
+      cc->AddMetadata("baggage", telemetry::FormatBaggage(SentBaggage(context.baggage)));
     }
     return cc;
+  }
+
+  // The caller's baggage as the dependency gets it: without a failure
+  // scenario unless the settings forward it.
+  telemetry::Baggage SentBaggage(const telemetry::Baggage& baggage) const {
+    if (settings.faults.forward_scenario ||
+        telemetry::FindBaggage(baggage, outbound::internal::kFaultBaggageKey) == nullptr) {
+      return baggage;
+    }
+    telemetry::Baggage sent = baggage;
+    std::erase_if(sent, [](const telemetry::BaggageEntry& entry) {
+      return entry.key == outbound::internal::kFaultBaggageKey;
+    });
+    return sent;
+  }
+
+  // Failure injection: the fault the call's scenario holds for this client,
+  // if its faults are on (a malformed scenario is ignored, as HTTP's is).
+  std::optional<outbound::internal::InjectedFault> FaultFor(const Context& context) const {
+    if (!settings.faults.enabled) return std::nullopt;
+    const std::string* scenario =
+        telemetry::FindBaggage(context.baggage, outbound::internal::kFaultBaggageKey);
+    if (scenario == nullptr) return std::nullopt;
+    auto fault = outbound::internal::ParseFaultScenario(*scenario, fault_point);
+    return fault ? *fault : std::nullopt;
+  }
+
+  // One attempt as the fault has it: aborted (never sent), answered with a
+  // status (never sent), or sent once the delay has passed within the
+  // attempt's deadline. Real to everything above: classified, retried,
+  // counted by the breaker, on the span.
+  Status Inject(const outbound::internal::InjectedFault& fault, AttemptState& attempt,
+                const Context& context, const std::function<Status(AttemptState&)>& send) {
+    using Kind = outbound::internal::InjectedFault::Kind;
+    static constexpr std::string_view kNames[] = {"abort", "delay", "status"};
+    if (attempt.span) {
+      attempt.span->SetAttribute({"outbound.fault.injected", kNames[static_cast<int>(fault.kind)]});
+    }
+    switch (fault.kind) {
+      case Kind::kAbort:
+        return {Code::kUnavailable, "injected fault: the attempt was aborted"};
+      case Kind::kStatus:
+        if (fault.retry_after) {
+          attempt.trailers.emplace("grpc-retry-pushback-ms",
+                                   std::to_string(std::uint64_t{*fault.retry_after} * 1000));
+        }
+        return {CodeOfHttpStatus(fault.status),
+                "injected fault: HTTP status " + std::to_string(fault.status)};
+      case Kind::kDelay:
+        break;
+    }
+    Clock& clock = *runtime.clock;
+    TimePoint until = clock.Now() + fault.delay;
+    if (attempt.deadline && *attempt.deadline < until) until = *attempt.deadline;
+    if (until > clock.Now()) Sleep(until - clock.Now(), context);
+    if (Cancelled(context)) return {Code::kCancelled, "the caller cancelled the call"};
+    if (attempt.deadline && clock.Now() >= *attempt.deadline) {
+      return {Code::kDeadlineExceeded, "the deadline passed during an injected delay"};
+    }
+    return send(attempt);
+  }
+
+  // The code gRPC gives an HTTP status (its "HTTP to gRPC status code
+  // mapping").
+  static Code CodeOfHttpStatus(int status) {
+    switch (status) {
+      case 400:
+        return Code::kInternal;
+      case 401:
+        return Code::kUnauthenticated;
+      case 403:
+        return Code::kPermissionDenied;
+      case 404:
+        return Code::kUnimplemented;
+      case 429:
+      case 502:
+      case 503:
+      case 504:
+        return Code::kUnavailable;
+      default:
+        return Code::kUnknown;
+    }
   }
 
   Status NoRoute() const {
@@ -455,6 +538,7 @@ struct Client::Impl {
     std::optional<TimePoint> attempt_deadline = deadline;
     if (stream) attempt_deadline = context.deadline;
     retry::Loop loop = retrier.Start(deadline);
+    std::optional<outbound::internal::InjectedFault> fault = FaultFor(context);
     Reply reply;
     for (;;) {
       // Nothing is sent once the caller gave up or the deadline passed; the
@@ -496,7 +580,8 @@ struct Client::Impl {
         slow_timer = clock.ScheduleAfter(settings.breaker.slow_call,
                                          [this, slow, &context] { CountSlow(*slow, context); });
       }
-      reply.status = send(attempt);
+      bool injected = fault && runtime.random->Uniform() < fault->probability;
+      reply.status = injected ? Inject(*fault, attempt, context, send) : send(attempt);
       slow->Disarm();
       slow_timer.Cancel();
       if (slow->thrown) std::rethrow_exception(slow->thrown);  // the user's policy
@@ -575,6 +660,8 @@ struct Client::Impl {
   Runtime runtime;
   Settings settings;
   internal::Addr addr;
+  // This client's injection point: "grpc:<host>:<port>".
+  std::string fault_point = "grpc:" + addr.host + ":" + std::to_string(addr.port);
   retry::Budget budget;
   retry::Retrier retrier;
   circuit::Breaker breaker;
@@ -592,6 +679,7 @@ struct Client::Impl {
 
 Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings settings) {
   if (auto valid = Validate(settings); !valid) return tl::unexpected(valid.error());
+  settings.faults.enabled = settings.faults.enabled || runtime.inject_faults;
   auto addr = internal::ParseAddr(settings.addr);
   if (!addr) return tl::unexpected(addr.error());
   auto impl = std::make_unique<Impl>(runtime, std::move(settings), *addr);

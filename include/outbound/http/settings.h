@@ -26,6 +26,7 @@
 
 #include "outbound/circuit/breaker.h"
 #include "outbound/error.h"
+#include "outbound/fault.h"
 #include "outbound/http/classify.h"
 #include "outbound/http/middleware.h"
 #include "outbound/retry/budget.h"
@@ -98,16 +99,9 @@ inline RateLimit WithRateLimit(double per_second, int burst = 1) {
   return RateLimit{per_second, burst};
 }
 
-// Failure injection (docs/failure-injection.md): with `enabled`, the client
-// is the injection point "http:<host>:<port>", and a call whose baggage
-// carries a scenario (member "outbound-fault") naming it has its attempts
-// aborted, delayed or answered. Off (the default): no baggage is read.
-struct FaultSettings {
-  bool enabled = false;
-  // Send the scenario on to the dependency in the `baggage` header (for a
-  // dependency that injects faults of its own). Default: stripped.
-  bool forward_scenario = false;
-};
+// Failure injection (outbound/fault.h, docs/failure-injection.md): the
+// client is the injection point "http:<host>:<port>".
+using FaultSettings = outbound::FaultSettings;
 
 // What moves a client's bytes. kNative (the default): the library's own
 // transport (nghttp2's client session for HTTP/2, Boost.Beast's parser for

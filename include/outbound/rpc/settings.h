@@ -14,6 +14,7 @@
 #include "outbound/circuit/breaker.h"
 #include "outbound/clock.h"
 #include "outbound/error.h"
+#include "outbound/fault.h"
 #include "outbound/retry/budget.h"
 #include "outbound/retry/retrier.h"
 
@@ -128,6 +129,15 @@ struct Settings {
 
   // How each attempt's result counts. Default DefaultClassify. Must be set.
   Classify classify = DefaultClassify;
+
+  // Failure injection (outbound/fault.h): the client is the injection
+  // point "grpc:<host>:<port>" of addr. An injected abort is UNAVAILABLE, a
+  // delay is waited within the attempt's deadline, and "status:NNN" is the
+  // gRPC code gRPC gives that HTTP status (429, 502, 503, 504: UNAVAILABLE;
+  // 400: INTERNAL; 401: UNAUTHENTICATED; 403: PERMISSION_DENIED; 404:
+  // UNIMPLEMENTED; any other: UNKNOWN), its retry-after sent as
+  // grpc-retry-pushback-ms. Off by default, or on with Runtime::inject_faults.
+  FaultSettings faults;
 };
 
 // The defaults; addr is empty, which CheckAddr rejects.
