@@ -65,6 +65,13 @@ double CpuSeconds() {
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
+// Voluntary and involuntary context switches of this process so far.
+long ContextSwitches() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_nvcsw + usage.ru_nivcsw;
+}
+
 double MillisSince(Clock::time_point began) {
   return std::chrono::duration<double, std::milli>(Clock::now() - began).count();
 }
@@ -103,6 +110,7 @@ using Call = std::function<bool()>;
 struct Figures {
   double seconds = 0;
   double cpu = 0;
+  long switches = 0;  // context switches while the calls ran
   long errors = 0;
   std::vector<double> latencies_ms;
 };
@@ -115,6 +123,7 @@ Figures RunThreads(long n, long threads, const Call& call) {
   std::vector<std::vector<double>> latencies(static_cast<std::size_t>(threads));
   Figures figures;
   double cpu_before = CpuSeconds();
+  long switches_before = ContextSwitches();
   auto t0 = Clock::now();
   {
     std::vector<std::jthread> pool;
@@ -131,6 +140,7 @@ Figures RunThreads(long n, long threads, const Call& call) {
   }
   figures.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   figures.cpu = CpuSeconds() - cpu_before;
+  figures.switches = ContextSwitches() - switches_before;
   figures.errors = errors.load();
   for (auto& mine : latencies) {
     figures.latencies_ms.insert(figures.latencies_ms.end(), mine.begin(), mine.end());
@@ -162,6 +172,7 @@ Figures RunAsync(long n, long outstanding, Echo::Stub& stub, const EchoRequest& 
   Figures figures;
   figures.latencies_ms.reserve(static_cast<std::size_t>(n));
   double cpu_before = CpuSeconds();
+  long switches_before = ContextSwitches();
   auto t0 = Clock::now();
   for (Pending& slot : slots) {
     if (started < n) start(slot);
@@ -177,6 +188,7 @@ Figures RunAsync(long n, long outstanding, Echo::Stub& stub, const EchoRequest& 
   }
   figures.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   figures.cpu = CpuSeconds() - cpu_before;
+  figures.switches = ContextSwitches() - switches_before;
   queue.Shutdown();
   void* tag = nullptr;
   bool ok = false;
@@ -306,9 +318,11 @@ int main(int argc, char** argv) {
       "{\"client\":\"%s\",\"calls\":%ld,\"concurrency\":%ld,\"seconds\":%.6f,"
       "\"calls_per_second\":%.1f,\"errors\":%ld,"
       "\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"max\":%.3f},"
-      "\"cpu_seconds\":%.6f,\"cpu_us_per_call\":%.3f,\"peak_rss_kb\":%ld}\n",
+      "\"cpu_seconds\":%.6f,\"cpu_us_per_call\":%.3f,\"context_switches_per_call\":%.2f,"
+      "\"peak_rss_kb\":%ld}\n",
       who.c_str(), n, concurrency, figures.seconds, static_cast<double>(n) / figures.seconds,
       figures.errors, pct(0.5), pct(0.9), pct(0.99), latencies.back(), figures.cpu,
-      figures.cpu * 1e6 / static_cast<double>(n), usage.ru_maxrss);
+      figures.cpu * 1e6 / static_cast<double>(n),
+      static_cast<double>(figures.switches) / static_cast<double>(n), usage.ru_maxrss);
   return figures.errors == 0 ? 0 : 1;
 }
