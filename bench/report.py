@@ -9,11 +9,120 @@ import sys
 from datetime import datetime, timezone
 
 work, quick, commit = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+only = sys.argv[4] if len(sys.argv) > 4 else ""  # "grpc": bench/run --only grpc
 
 
 def load_lines(path):
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def ratio(a, b):
+    return a / b if b else float("nan")  # h2load's CPU can round to 0 on short runs
+
+
+GRPC_CLIENTS = ["raw", "outbound", "by-name", "telemetry", "async"]
+
+
+def grpc_section():
+    """The gRPC row: medians across runs of each client, instructions per call
+    (the median of its callgrind repeats), the ratios against the raw stub,
+    and the issue's targets beside them. Prints its table."""
+    side = load_lines(os.path.join(work, "grpc.jsonl"))
+    med = {}
+    for who in GRPC_CLIENTS:
+        runs = [r["result"] for r in side if r["client"] == who]
+        med[who] = {
+            "calls_per_second": statistics.median(r["calls_per_second"] for r in runs),
+            "cpu_us_per_call": statistics.median(r["cpu_us_per_call"] for r in runs),
+            "p50_ms": statistics.median(r["latency_ms"]["p50"] for r in runs),
+            "p99_ms": statistics.median(r["latency_ms"]["p99"] for r in runs),
+            "peak_rss_kb": statistics.median(r["peak_rss_kb"] for r in runs),
+            "context_switches_per_call": statistics.median(r["context_switches_per_call"]
+                                                           for r in runs),
+            "runs": len(runs),
+            "calls_per_second_each_run": [r["calls_per_second"] for r in runs],
+            "cpu_us_per_call_each_run": [r["cpu_us_per_call"] for r in runs],
+        }
+    cg_per = {}
+    for row in load_lines(os.path.join(work, "grpc_callgrind.jsonl")):
+        small, large = row["counts"]
+        cg_per.setdefault(row["client"], []).append((large - small) / (row["large"] - row["small"]))
+    instr = {who: statistics.median(v) for who, v in cg_per.items()}
+    r, o = med["raw"], med["outbound"]
+    rat = {
+        "throughput_outbound_over_raw": ratio(o["calls_per_second"], r["calls_per_second"]),
+        "cpu_outbound_over_raw": ratio(o["cpu_us_per_call"], r["cpu_us_per_call"]),
+        "instructions_outbound_over_raw": ratio(instr["outbound"], instr["raw"]),
+        "throughput_by_name_over_raw": ratio(med["by-name"]["calls_per_second"],
+                                             r["calls_per_second"]),
+        "cpu_by_name_over_raw": ratio(med["by-name"]["cpu_us_per_call"], r["cpu_us_per_call"]),
+        "instructions_by_name_over_raw": ratio(instr["by-name"], instr["raw"]),
+        "throughput_telemetry_over_outbound": ratio(med["telemetry"]["calls_per_second"],
+                                                    o["calls_per_second"]),
+        "cpu_telemetry_over_outbound": ratio(med["telemetry"]["cpu_us_per_call"],
+                                             o["cpu_us_per_call"]),
+        "throughput_raw_over_async": ratio(r["calls_per_second"], med["async"]["calls_per_second"]),
+        "cpu_raw_over_async": ratio(r["cpu_us_per_call"], med["async"]["cpu_us_per_call"]),
+    }
+    if "telemetry" in instr:
+        rat["instructions_telemetry_over_outbound"] = ratio(instr["telemetry"], instr["outbound"])
+    # Issue 14: throughput >= 0.95x the raw stub's, CPU and instructions <=
+    # 1.10x; for both unary forms, the stub helper and the call by name.
+    targets = {}
+    for form in ("outbound", "by_name"):
+        targets[f"throughput_{form}_over_raw"] = [">=", 0.95]
+        targets[f"cpu_{form}_over_raw"] = ["<=", 1.10]
+        targets[f"instructions_{form}_over_raw"] = ["<=", 1.10]
+    met = {k: (rat[k] >= v if op == ">=" else rat[k] <= v) for k, (op, v) in targets.items()}
+
+    print()
+    print("gRPC, unary calls, 64 in flight (64 threads; async: one thread, one queue)")
+    heads = {"raw": "raw stub", "outbound": "outbound", "by-name": "by name",
+             "telemetry": "telemetry", "async": "async stub"}
+    print(f"{'':28}" + "".join(f"{heads[w]:>12}" for w in GRPC_CLIENTS))
+    print(f"{'calls/s':28}" + "".join(f"{med[w]['calls_per_second']:>12.0f}" for w in GRPC_CLIENTS))
+    print(f"{'CPU us/call (user+sys)':28}" +
+          "".join(f"{med[w]['cpu_us_per_call']:>12.1f}" for w in GRPC_CLIENTS))
+    print(f"{'p50 latency ms':28}" + "".join(f"{med[w]['p50_ms']:>12.2f}" for w in GRPC_CLIENTS))
+    print(f"{'p99 latency ms':28}" + "".join(f"{med[w]['p99_ms']:>12.2f}" for w in GRPC_CLIENTS))
+    print(f"{'context switches/call':28}" +
+          "".join(f"{med[w]['context_switches_per_call']:>12.2f}" for w in GRPC_CLIENTS))
+    print(f"{'peak RSS MiB':28}" +
+          "".join(f"{med[w]['peak_rss_kb']/1024:>12.1f}" for w in GRPC_CLIENTS))
+    print(f"{'instructions/call':28}" +
+          "".join(f"{instr[w]:>12.0f}" if w in instr else f"{'':>12}" for w in GRPC_CLIENTS))
+    print()
+    for form, label in (("outbound", "outbound (stub method)"), ("by_name", "by name")):
+        print(f"{label} / raw stub: " + ", ".join(
+            f"{k.split('_')[0]} {rat[k]:.3f}x (target {op} {v:.2f}x: "
+            f"{'met' if met[k] else 'NOT met'})"
+            for k, (op, v) in targets.items() if f"_{form}_" in k))
+    print(f"telemetry on / off: throughput "
+          f"{rat['throughput_telemetry_over_outbound']:.2f}x, CPU "
+          f"{rat['cpu_telemetry_over_outbound']:.2f}x; raw stub (64 threads) / async stub: "
+          f"throughput {rat['throughput_raw_over_async']:.2f}x, CPU {rat['cpu_raw_over_async']:.2f}x")
+    return {"side_by_side": med, "instructions_per_call": instr,
+            "instructions_per_call_each_repeat": cg_per, "ratios": rat,
+            "targets": targets, "targets_met": met, "calls_per_run": side[0]["result"]["calls"]}
+
+
+if only == "grpc":
+    grpc = grpc_section()
+    grpc.update({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                 "commit": commit, "quick": quick})
+    if quick:
+        out = os.path.join(work, "results.json")
+        with open(out, "w") as f:
+            json.dump({"grpc": grpc}, f, indent=2)
+    else:  # the gRPC part of the last full run's results, the rest kept
+        out = "bench/results.json"
+        results = json.load(open(out)) if os.path.exists(out) else {}
+        results["grpc"] = grpc
+        with open(out, "w") as f:
+            json.dump(results, f, indent=2)
+    print(f"\nwritten: {out}" + (" (quick runs never overwrite bench/results.json)" if quick else ""))
+    sys.exit(0)
 
 
 side = load_lines(os.path.join(work, "side.jsonl"))
@@ -68,10 +177,6 @@ for b in micro["benchmarks"]:
 
 o, r, h, t, n = (median["outbound"], median["raw"], median["h2load"], median["telemetry"],
                  median["native"])
-
-
-def ratio(a, b):
-    return a / b if b else float("nan")  # h2load's CPU can round to 0 on short runs
 
 
 ratios = {
@@ -154,6 +259,7 @@ print(f"peak RSS under 100 MiB without a length, limit 64 MiB (small body {ol['s
       f"(bound: small body + limit + 1 MiB = {(ol['small_body_kb'] + ol['limit_kb'])/1024 + 1:.1f} MiB)")
 for name, row in micro_rows.items():
     print(f"  {name:44}{row['ns']:8.1f} ns  allocs/op {row['allocs_per_op']:.2g}")
+results["grpc"] = grpc_section()
 
 out = "bench/results.json" if not quick else os.path.join(work, "results.json")
 with open(out, "w") as f:

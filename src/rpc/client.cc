@@ -54,11 +54,13 @@ struct Signal {
   }
 };
 
-// Registers fn with the caller's cancel for this scope.
+// Registers fn with the caller's cancel for this scope. fn becomes a
+// std::function (which may allocate) only when the caller can cancel.
 class CancelHook {
  public:
-  CancelHook(const Context& context, std::function<void()> fn) : state_(context.cancel) {
-    if (state_) id_ = state_->OnCancel(std::move(fn));
+  template <typename Fn>
+  CancelHook(const Context& context, Fn&& fn) : state_(context.cancel) {
+    if (state_) id_ = state_->OnCancel(std::forward<Fn>(fn));
   }
   ~CancelHook() {
     if (state_ && id_ >= 0) state_->Forget(id_);
@@ -389,8 +391,9 @@ struct Client::Impl {
   // status (never sent), or sent once the delay has passed within the
   // attempt's deadline. Real to everything above: classified, retried,
   // counted by the breaker, on the span.
+  template <typename Send>
   Status Inject(const outbound::internal::InjectedFault& fault, AttemptState& attempt,
-                const Context& context, const std::function<Status(AttemptState&)>& send) {
+                const Context& context, Send& send) {
     using Kind = outbound::internal::InjectedFault::Kind;
     static constexpr std::string_view kNames[] = {"abort", "delay", "status"};
     if (attempt.span) {
@@ -530,8 +533,10 @@ struct Client::Impl {
   // attempts get the caller's deadline alone. An attempt that committed (a
   // server stream's message reached the caller) is never sent again; one
   // that opened a stream ends the loop, its ticket and span handed over.
-  Reply Run(const std::string& method, const Context& context, bool stream,
-            const std::function<Status(AttemptState&)>& send) {
+  // `send` is called in place (a template, not a std::function: nothing to
+  // allocate per call).
+  template <typename Send>
+  Reply Run(std::string_view method, const Context& context, bool stream, Send&& send) {
     Clock& clock = *runtime.clock;
     TimePoint deadline = clock.Now() + settings.timeout;
     if (context.deadline && *context.deadline < deadline) deadline = *context.deadline;
@@ -574,17 +579,20 @@ struct Client::Impl {
       }
       ++reply.attempts;
       AttemptState attempt{attempt_deadline, StartSpan(method, context), std::move(*admitted)};
-      auto slow = std::make_shared<SlowRule>(&attempt.ticket);
+      std::shared_ptr<SlowRule> slow;  // only when the rule is on (slow_call set)
       Timer slow_timer;
       if (!stream && settings.breaker.slow_call > Duration::zero()) {
+        slow = std::make_shared<SlowRule>(&attempt.ticket);
         slow_timer = clock.ScheduleAfter(settings.breaker.slow_call,
                                          [this, slow, &context] { CountSlow(*slow, context); });
       }
       bool injected = fault && runtime.random->Uniform() < fault->probability;
       reply.status = injected ? Inject(*fault, attempt, context, send) : send(attempt);
-      slow->Disarm();
-      slow_timer.Cancel();
-      if (slow->thrown) std::rethrow_exception(slow->thrown);  // the user's policy
+      if (slow) {
+        slow->Disarm();
+        slow_timer.Cancel();
+        if (slow->thrown) std::rethrow_exception(slow->thrown);  // the user's policy
+      }
       reply.body = std::move(attempt.body);
       reply.trailers = std::move(attempt.trailers);
       if (attempt.opened) {
@@ -613,7 +621,7 @@ struct Client::Impl {
       if (attempt.committed) {  // an open stream is never sent again
         c.retry = reply.status.ok() ? retry::Outcome::kSuccess : retry::Outcome::kStop;
       }
-      if (!slow->counted) Settle(attempt.ticket, c.breaker, context);
+      if (!slow || !slow->counted) Settle(attempt.ticket, c.breaker, context);
       retry::Decision decision =
           loop.Done(c.retry, c.retry_after, clock.Now(), runtime.random->Uniform());
       Count(decisions.get(), "decision", retry::ToString(decision.kind));
@@ -742,8 +750,7 @@ Reply Client::Call(std::string_view method_view, std::string_view request, const
   return reply;
 }
 
-Reply Client::Invoke(std::string_view method_view, const Attempt& own, const Context& context) {
-  const std::string method(method_view);
+Reply Client::Invoke(std::string_view method, const Attempt& own, const Context& context) {
   TimePoint start = impl_->runtime.clock->Now();
   Reply reply = impl_->Run(method, context, /*stream=*/false, [&](AttemptState& attempt) {
     return impl_->SendOwn(own, context, attempt);

@@ -20,7 +20,8 @@ constexpr std::string_view kPushback = "grpc-retry-pushback-ms";
 }  // namespace
 
 std::optional<Duration> Pushback(const Trailers& trailers) {
-  auto it = trailers.find(std::string(kPushback));
+  static const std::string key(kPushback);  // built once, not per attempt
+  auto it = trailers.find(key);
   if (it == trailers.end()) return std::nullopt;
   const std::string& value = it->second;
   long long ms = 0;

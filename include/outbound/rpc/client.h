@@ -141,10 +141,18 @@ class Client {
               const Context& context = {}) {
     static_assert(std::is_same_v<GrpcContext, grpc::ClientContext>,
                   "a generated stub's blocking unary method");
+    // The attempt captures one reference, so its std::function holds it in
+    // place instead of allocating.
+    struct Args {
+      Stub& stub;
+      GrpcStatus (Stub::*fn)(GrpcContext*, const Request&, Response*);
+      const Request& request;
+      Response* response;
+    } args{stub, stub_method, request, response};
     return Invoke(
                method,
-               [&](grpc::ClientContext* attempt) {
-                 GrpcStatus status = (stub.*stub_method)(attempt, request, response);
+               [&args](grpc::ClientContext* attempt) {
+                 GrpcStatus status = (args.stub.*args.fn)(attempt, args.request, args.response);
                  return Status{static_cast<Code>(status.error_code()), status.error_message()};
                },
                context)
