@@ -846,8 +846,8 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
     };
     if (t.stopped) return fail(ErrorKind::kCancelled, "the caller stopped reading the body");
     if (t.upload_failed) {
-      AttemptOutcome failure = t.upload->Failure();
-      return fail(ErrorKind::kInvalidRequest, failure.result.error().message());
+      outcome.result = t.upload->Failure().result;
+      return outcome;
     }
     if (t.too_large) {
       return fail(ErrorKind::kResponseTooLarge, "the response's body is larger than " +

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -41,6 +42,16 @@ class Collected {
     std::lock_guard lock(mu_);
     return chunks_;
   }
+  // Waits until the sink holds `size` bytes or `call` has ended (a safety
+  // net of 10 s real time, not a tolerance).
+  template <typename Call>
+  void WaitForSize(std::size_t size, const Call& call) const {
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (text().size() < size && std::chrono::steady_clock::now() < give_up &&
+           call.wait_for(std::chrono::milliseconds(0)) == std::future_status::timeout) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
 
  private:
   mutable std::mutex mu_;
@@ -66,10 +77,7 @@ TEST_P(StreamedBodyTest, TheBodyReachesTheSinkAsItArrives) {
   auto client = MakeClient();
   Collected got;
   auto call = client->SendAsync(Request::Get("/feed").StreamBodyTo(got.Sink()));
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (got.text().size() < 5 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(milliseconds(1));
-  }
+  got.WaitForSize(5, call);
   EXPECT_EQ(got.text(), "hello");
   EXPECT_EQ(call.wait_for(milliseconds(0)), std::future_status::timeout) << "ended too soon";
   clock.Advance(std::chrono::seconds(10));  // the call's Timeout bounds the body
@@ -205,11 +213,7 @@ TEST_P(StreamedBodyTest, ABodyTimeoutLetsTheBodyOutliveTheCallsDeadline) {
       ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + std::chrono::seconds(1)));
       clock.Advance(std::chrono::seconds(1));
     }
-    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (got.text().size() < byte && std::chrono::steady_clock::now() < give_up &&
-           call.wait_for(milliseconds(0)) == std::future_status::timeout) {
-      std::this_thread::sleep_for(milliseconds(1));
-    }
+    got.WaitForSize(byte, call);
     ASSERT_EQ(got.text(), body.substr(0, byte)) << "at second " << byte;
   }
   auto result = call.get();
@@ -229,10 +233,7 @@ TEST_P(StreamedBodyTest, ABodyTimeoutEndsAStalledBodyAtItsOwnTime) {
                                     .StreamBodyTo(got.Sink())
                                     .WithBodyTimeout(std::chrono::seconds(3)));
   ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + std::chrono::seconds(3)));
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (got.text().size() < 5 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(milliseconds(1));
-  }
+  got.WaitForSize(5, call);
   ASSERT_EQ(got.text(), "hello");
   clock.Advance(std::chrono::milliseconds(2999));
   EXPECT_EQ(call.wait_for(milliseconds(0)), std::future_status::timeout) << "ended too soon";
