@@ -10,8 +10,10 @@
 //
 // CLIENT is one of
 //   raw        the generated stub's blocking Say, from C threads: the baseline
-//   outbound   rpc::Client::Call with the stub's Say (the library's loop,
-//              breaker, classify and deadline around the same RPC), C threads
+//   outbound   rpc::Client::Call with the stub's callback Say
+//              (stub->async()): the library's loop, breaker, classify and
+//              deadline around the same RPC, C threads
+//   blocking   rpc::Client::Call with the stub's blocking Say, C threads
 //   by-name    rpc::Client::Call by method name with the typed messages (the
 //              generic stub under it), C threads
 //   telemetry  `outbound` with a span per attempt (counted, dropped) and
@@ -209,7 +211,7 @@ class CountingProcessor final : public outbound::telemetry::SpanProcessor {
 int Usage() {
   std::fprintf(stderr,
                "usage: grpc_bench --serve\n"
-               "       grpc_bench raw|outbound|by-name|telemetry|async -n N -c C "
+               "       grpc_bench raw|outbound|blocking|by-name|telemetry|async -n N -c C "
                "--target HOST:PORT [--deadline-ms D]\n");
   return 2;
 }
@@ -269,7 +271,7 @@ int main(int argc, char** argv) {
     if (!say()) return 1;
     figures = who == "raw" ? RunThreads(n, concurrency, say)
                            : RunAsync(n, concurrency, *stub, request, prepare);
-  } else if (who == "outbound" || who == "by-name" || who == "telemetry") {
+  } else if (who == "outbound" || who == "blocking" || who == "by-name" || who == "telemetry") {
     namespace rpc = outbound::rpc;
     CountingProcessor spans;
     outbound::telemetry::RecordingTracer tracer(outbound::DefaultRandom(), spans);
@@ -295,10 +297,15 @@ int main(int argc, char** argv) {
         EchoReply reply;
         return echo.Call(kSay, request, &reply).ok();
       };
-    } else {
+    } else if (who == "blocking") {
       call = [&] {
         EchoReply reply;
         return echo.Call(kSay, &Echo::Stub::Say, *stub, request, &reply).ok();
+      };
+    } else {
+      call = [&] {
+        EchoReply reply;
+        return echo.Call(kSay, &Echo::Stub::async::Say, stub->async(), request, &reply).ok();
       };
     }
     if (!call()) return 1;

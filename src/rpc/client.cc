@@ -10,6 +10,7 @@
 
 #include <grpc/grpc.h>
 #include <grpc/support/time.h>
+#include <grpcpp/alarm.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/sync_stream.h>
@@ -171,6 +172,68 @@ struct AttemptState {
   Trailers trailers;                      // the server's trailing metadata
   bool committed = false;                 // a message reached the caller: never sent again
   bool opened = false;                    // a stream opened and took the ticket and span
+  std::optional<TimePoint> open_by;       // a stream's: when its opening gives up
+};
+
+// An attempt's remaining time as gRPC's clock runs it: the Runtime's clock
+// decides how much is left, gRPC's clock when it ends.
+gpr_timespec Remaining(const Clock& clock, TimePoint until) {
+  return gpr_time_from_nanos(std::max(until - clock.Now(), Duration::zero()).count(), GPR_TIMESPAN);
+}
+
+// Timeout bounds a stream's opening, though the open stream has only the
+// caller's deadline: a connection that hangs while it is made (a TLS
+// handshake nobody answers, a connect the network drops) would otherwise
+// hold the opening until gRPC's own connect timeout, 20 s. At open_by the
+// attempt's context is cancelled unless the stream opened first, and the
+// attempt ends DEADLINE_EXCEEDED.
+class OpeningBound {
+ public:
+  OpeningBound(const Clock& clock, std::optional<TimePoint> by,
+               std::shared_ptr<grpc::ClientContext> cc)
+      : state_(std::make_shared<State>()) {
+    if (!by) return;
+    state_->cc = std::move(cc);
+    // The callback keeps the state: it may run (cancelled) after the bound is gone.
+    alarm_.Set(gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), Remaining(clock, *by)),
+               [state = state_](bool fired) {
+                 std::lock_guard lock(state->mu);
+                 if (!fired || state->opened) return;
+                 state->expired = true;
+                 state->cc->TryCancel();
+               });
+  }
+  ~OpeningBound() { alarm_.Cancel(); }
+  OpeningBound(const OpeningBound&) = delete;
+  OpeningBound& operator=(const OpeningBound&) = delete;
+
+  // The stream opened: true unless the bound expired first (then its
+  // context is cancelled and the stream must be ended).
+  bool Opened() {
+    std::lock_guard lock(state_->mu);
+    if (state_->expired) return false;
+    state_->opened = true;
+    return true;
+  }
+
+  bool expired() const {
+    std::lock_guard lock(state_->mu);
+    return state_->expired;
+  }
+
+  static Status Expired() {
+    return {Code::kDeadlineExceeded, "the stream did not open before the call's deadline"};
+  }
+
+ private:
+  struct State {
+    std::mutex mu;
+    bool opened = false;
+    bool expired = false;
+    std::shared_ptr<grpc::ClientContext> cc;
+  };
+  std::shared_ptr<State> state_;
+  grpc::Alarm alarm_;
 };
 
 // A stream's completion queue, waited on by whichever of the stream's
@@ -344,12 +407,7 @@ struct Client::Impl {
   std::shared_ptr<grpc::ClientContext> NewContext(const AttemptState& attempt,
                                                   const Context& context) {
     auto cc = std::make_shared<grpc::ClientContext>();
-    if (attempt.deadline) {
-      Duration remaining = *attempt.deadline - runtime.clock->Now();
-      // A span of time, which gRPC adds to its own now: the Runtime's clock
-      // decides how much is left, gRPC's clock when it ends.
-      cc->set_deadline(gpr_time_from_nanos(remaining.count(), GPR_TIMESPAN));
-    }
+    if (attempt.deadline) cc->set_deadline(Remaining(*runtime.clock, *attempt.deadline));
     // The attempt's trace context: its own span's, or the caller's.
     const telemetry::SpanContext* trace = attempt.span ? &attempt.span->context() : &context.trace;
     if (trace->valid()) {
@@ -481,11 +539,18 @@ struct Client::Impl {
     grpc::ByteBuffer request_buffer = ToByteBuffer(request);
     grpc::ByteBuffer response_buffer;
     CancelHook hook(context, [cc] { cc->TryCancel(); });
+    OpeningBound bound(*runtime.clock, attempt.open_by, cc);
+    // Returns once the request is sent: the stream is open.
     std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
         grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
             channel.get(),
             grpc::internal::RpcMethod(method.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING),
             cc.get(), request_buffer));
+    if (!bound.Opened()) {
+      reader->Finish();
+      ReadTrailers(*cc, attempt.trailers);
+      return OpeningBound::Expired();
+    }
     try {
       while (reader->Read(&response_buffer)) {
         attempt.committed = true;  // a message reached the caller
@@ -529,8 +594,9 @@ struct Client::Impl {
   // attempt, a stream's opening. Each attempt is admitted by the breaker,
   // made by `send`, classified (the client's own rules first), settled, and
   // handed to retry::Loop, which decides whether and when the next one
-  // goes. For a stream (`stream` set) Timeout bounds only the retries: its
-  // attempts get the caller's deadline alone. An attempt that committed (a
+  // goes. For a stream (`stream` set) Timeout bounds only the opening, its
+  // retries and each attempt's (OpeningBound): the open stream has the
+  // caller's deadline alone. An attempt that committed (a
   // server stream's message reached the caller) is never sent again; one
   // that opened a stream ends the loop, its ticket and span handed over.
   // `send` is called in place (a template, not a std::function: nothing to
@@ -581,6 +647,7 @@ struct Client::Impl {
       AttemptState attempt{attempt_deadline, StartSpan(method, context), std::move(*admitted)};
       std::shared_ptr<SlowRule> slow;  // only when the rule is on (slow_call set)
       Timer slow_timer;
+      if (stream) attempt.open_by = deadline;
       if (!stream && settings.breaker.slow_call > Duration::zero()) {
         slow = std::make_shared<SlowRule>(&attempt.ticket);
         slow_timer = clock.ScheduleAfter(settings.breaker.slow_call,
@@ -803,19 +870,21 @@ struct Stream::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  // Starts the call and waits until its headers are sent (ok) or it failed.
-  Status Open(grpc::GenericStub& stub) {
+  // Starts the call and waits until its headers are sent (ok), it failed,
+  // or open_by passed.
+  Status Open(grpc::GenericStub& stub, std::optional<TimePoint> open_by) {
     call = stub.PrepareCall(cc.get(), method, completions.queue());
     if (call == nullptr) return Status{Code::kInternal, "gRPC did not prepare the call"};
     hook = std::make_unique<CancelHook>(context, [cc = cc] { cc->TryCancel(); });
+    OpeningBound bound(*client->runtime.clock, open_by, cc);
     call->StartCall(&start_tag);
-    if (completions.Wait(&start_tag)) return Status{};
+    if (completions.Wait(&start_tag) && bound.Opened()) return Status{};
     grpc::Status failed;
     call->Finish(&failed, &finish_tag);
     completions.Wait(&finish_tag);
     call.reset();
     finished = true;  // nothing of it is left to end
-    return ToStatus(failed);
+    return bound.expired() ? OpeningBound::Expired() : ToStatus(failed);
   }
 
   void EndLocally(Status why) {
@@ -920,7 +989,7 @@ Status Client::Impl::SendOpen(const std::string& method, const Context& context,
   if (!stub) return NoRoute();
   auto stream = std::make_unique<Stream::Impl>(*this, method, context);
   stream->cc = NewContext(attempt, context);
-  Status status = stream->Open(*stub);
+  Status status = stream->Open(*stub, attempt.open_by);
   if (!status.ok()) {
     ReadTrailers(*stream->cc, attempt.trailers);
     return status;

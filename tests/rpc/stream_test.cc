@@ -17,12 +17,14 @@
 
 #include "echo_server.h"
 #include "outbound/rpc/client.h"
+#include "outbound/testing/black_hole.h"
 
 namespace outbound::rpc {
 namespace {
 
 constexpr char kCollect[] = "/outbound.test.Echo/Collect";
 constexpr char kChat[] = "/outbound.test.Echo/Chat";
+constexpr char kCount[] = "/outbound.test.Echo/Count";
 
 using ChatStream = grpc::ServerReaderWriter<EchoReply, EchoRequest>;
 
@@ -370,6 +372,67 @@ TEST_F(RpcStream, AnOpenBreakerRejectsTheStreamAndNothingIsSent) {
   EXPECT_EQ(server.service().chat_calls(), 0);
 }
 
+// A connection that hangs while it is made (a connect nobody answers): the
+// opening is bounded by Timeout, not by gRPC's own connect timeout (20 s,
+// then UNAVAILABLE, retried after a wait the manual clock never ends).
+// gRPC's clock runs the bound, as it runs a unary attempt's deadline; one
+// attempt, one failure for the breaker.
+class RpcStreamOpening : public RpcStream {
+ protected:
+  // Runs fn(context) with a cancel that ends it if it has not returned by
+  // `bound` of real time; whether it returned by then.
+  template <typename Fn>
+  bool EndsWithin(std::chrono::seconds bound, Fn fn) {
+    CancelSource cancel;
+    Context context;
+    context.cancel = cancel.token();
+    auto call = std::async(std::launch::async, [&] { fn(context); });
+    bool ended = call.wait_for(bound) == std::future_status::ready;
+    if (!ended) cancel.Cancel();
+    call.get();
+    return ended;
+  }
+
+  std::unique_ptr<Client> MakeToABlackHole() {
+    hole_ = testing::BlackHole::Start();
+    EXPECT_TRUE(hole_) << hole_.error().message();
+    Settings settings = DefaultSettings();
+    settings.timeout = std::chrono::milliseconds(300);
+    return Make(hole_ ? (*hole_)->port() : PortNothingListensOn(), settings);
+  }
+
+  Result<std::unique_ptr<testing::BlackHole>> hole_;
+};
+
+TEST_F(RpcStreamOpening, TimeoutBoundsAStreamsOpeningOnAConnectThatHangs) {
+  auto client = MakeToABlackHole();
+  Status status;
+  int attempts = 0;
+  EXPECT_TRUE(EndsWithin(std::chrono::seconds(10), [&](const Context& context) {
+    Stream stream = client->OpenStream(kChat, context);
+    EXPECT_FALSE(stream.opened());
+    attempts = stream.attempts();
+    status = stream.Finish();
+  }));
+  EXPECT_EQ(status.code, Code::kDeadlineExceeded) << status.message;
+  EXPECT_EQ(attempts, 1);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
+}
+
+TEST_F(RpcStreamOpening, TimeoutBoundsAServerStreamsOpeningOnAConnectThatHangs) {
+  auto client = MakeToABlackHole();
+  Reply reply;
+  int messages = 0;
+  EXPECT_TRUE(EndsWithin(std::chrono::seconds(10), [&](const Context& context) {
+    reply = client->ServerStream(
+        kCount, "", [&](std::string_view) { ++messages; }, context);
+  }));
+  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(messages, 0);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
+}
+
 // --- A generated stub's method through the client's loop.
 
 TEST_F(RpcStream, TheStubHelperRetriesUnavailableUntilOk) {
@@ -388,6 +451,69 @@ TEST_F(RpcStream, TheStubHelperRetriesUnavailableUntilOk) {
   EXPECT_EQ(reply.text(), "echo: stub");
   EXPECT_EQ(server.calls(), 3);
   EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 2);
+}
+
+// The callback form: the stub's async() method, completed on gRPC's threads.
+TEST_F(RpcStream, TheCallbackStubHelperRetriesUnavailableUntilOk) {
+  EchoServer server(
+      [](int call, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
+        if (call < 3) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not yet");
+        return Ok(reply, request);
+      });
+  auto client = Make(server);
+  auto stub = Echo::NewStub(client->channel());
+  EchoReply reply;
+  Status status = Drive([&] {
+    return client->Call(kSay, &Echo::Stub::async::Say, stub->async(), Text("cb"), &reply);
+  });
+  EXPECT_TRUE(status.ok()) << status.message;
+  EXPECT_EQ(reply.text(), "echo: cb");
+  EXPECT_EQ(server.calls(), 3);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 2);
+}
+
+// Answers only once its call is cancelled or past its deadline.
+grpc::Status HangUntilCancelled(int, grpc::ServerContext* context, const EchoRequest&, EchoReply*) {
+  while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  return grpc::Status(grpc::StatusCode::CANCELLED, "gave up");
+}
+
+TEST_F(RpcStream, TheCallbackStubHelperEndsWithTheCallersCancelUncounted) {
+  EchoServer server(HangUntilCancelled);
+  auto client = Make(server);
+  auto stub = Echo::NewStub(client->channel());
+  CancelSource cancel;
+  Context context;
+  context.cancel = cancel.token();
+  EchoReply reply;
+  auto call = std::async(std::launch::async, [&] {
+    return client->Call(kSay, &Echo::Stub::async::Say, stub->async(), Text("x"), &reply, context);
+  });
+  while (server.calls() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  cancel.Cancel();
+  Status status = call.get();
+  EXPECT_EQ(status.code, Code::kCancelled);
+  EXPECT_EQ(server.calls(), 1);
+  circuit::Counts counts = client->breaker().counts(clock_.Now());
+  EXPECT_EQ(counts.failures, 0);
+  EXPECT_EQ(counts.successes, 0);
+}
+
+// Through the stub's interface (what a mock stub implements), with the
+// call's Timeout as the attempt's deadline: a hung call ends
+// DEADLINE_EXCEEDED and is one failure.
+TEST_F(RpcStream, TheCallbackStubHelperTakesTheStubInterfaceAndItsTimeout) {
+  EchoServer server(HangUntilCancelled);
+  Settings settings = DefaultSettings();
+  settings.timeout = std::chrono::milliseconds(300);
+  auto client = Make(server, settings);
+  std::unique_ptr<Echo::StubInterface> stub = Echo::NewStub(client->channel());
+  EchoReply reply;
+  Status status = client->Call(kSay, &Echo::StubInterface::async_interface::Say, stub->async(),
+                               Text("x"), &reply);
+  EXPECT_EQ(status.code, Code::kDeadlineExceeded);
+  EXPECT_EQ(server.calls(), 1);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
 }
 
 TEST_F(RpcStream, InvokeCountsTheAttemptsOfAStubsMethod) {

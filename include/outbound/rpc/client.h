@@ -6,11 +6,12 @@
 //   auto carts = rpc::Client::Create(Runtime{}, settings);  // names every bad field
 //   rpc::Reply reply = (*carts)->Call("/cart.v1.Carts/Get", request_bytes);
 //
-// or through a generated stub on the client's channel, with the same loop:
+// or through a generated stub on the client's channel, with the same loop
+// (its callback method, the cheaper form, or its blocking one):
 //
 //   auto stub = cart::v1::Carts::NewStub((*carts)->channel());
-//   rpc::Status status = (*carts)->Call("/cart.v1.Carts/Get", &cart::v1::Carts::Stub::Get,
-//                                       *stub, request, &cart, context);
+//   rpc::Status status = (*carts)->Call("/cart.v1.Carts/Get", &cart::v1::Carts::Stub::async::Get,
+//                                       stub->async(), request, &cart, context);
 //
 // One Client is one dependency: one channel, one circuit breaker, one retry
 // budget. Every unary call is retried by the library's own loop (gRPC's own
@@ -21,8 +22,10 @@
 #ifndef OUTBOUND_RPC_CLIENT_H_
 #define OUTBOUND_RPC_CLIENT_H_
 
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -49,6 +52,31 @@ struct Reply {
   std::string body;   // the serialised response message when status is OK
   Trailers trailers;  // the last attempt's trailing metadata
   int attempts = 0;   // attempts sent to the channel
+};
+
+// An attempt's status handed over from the thread that completes it (one of
+// gRPC's) to the caller's thread blocked in Wait. Done notifies while it
+// holds the lock, so once Wait returns nothing touches the AttemptWait: it
+// may live on the waiting thread's stack.
+class AttemptWait {
+ public:
+  void Done(Status status) {
+    std::lock_guard lock(mu_);
+    status_ = std::move(status);
+    done_ = true;
+    cv_.notify_one();
+  }
+  Status Wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+    return std::move(status_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  Status status_;
 };
 
 class Client {
@@ -88,8 +116,9 @@ class Client {
   // serialised message, on the calling thread, as it arrives. Opening is
   // retried as a unary attempt is (until a first message arrives, nothing
   // is retried once one has); the stream's end settles the breaker's ticket.
-  // Only the caller's deadline bounds the stream (Timeout bounds the retries
-  // of its opening). The Reply has no body; its attempts count the openings.
+  // Timeout bounds its opening (each attempt until its request is sent, and
+  // the retries); only the caller's deadline bounds the stream once open. The Reply has no body;
+  // its attempts count the openings.
   Reply ServerStream(std::string_view method, std::string_view request,
                      const std::function<void(std::string_view message)>& on_message,
                      const Context& context = {});
@@ -101,8 +130,10 @@ class Client {
   // and retried as a unary attempt is; Timeout bounds those retries. An
   // attempt has opened once gRPC has sent the call's headers on a
   // connection; the stream is then a Success for the retry budget (classify
-  // is not asked) and holds the breaker's ticket until it ends. Only the
-  // Context's deadline bounds an open stream, and its cancel ends it.
+  // is not asked) and holds the breaker's ticket until it ends. An attempt
+  // still not open at Timeout (a connection that hangs while it is made)
+  // ends DEADLINE_EXCEEDED. Only the Context's deadline bounds an open
+  // stream, and its cancel ends it.
   // Returns a stream that did not open (opened() false, Finish saying why)
   // rather than an error, so a caller has one path to its status. Blocks
   // while it opens; safe to call from many threads.
@@ -154,6 +185,51 @@ class Client {
                [&args](grpc::ClientContext* attempt) {
                  GrpcStatus status = (args.stub.*args.fn)(attempt, args.request, args.response);
                  return Status{static_cast<Code>(status.error_code()), status.error_message()};
+               },
+               context)
+        .status;
+  }
+
+  // The same on the stub's callback API, the cheaper form: the attempt is
+  // made with the callback overload of the stub's async() method and the
+  // calling thread sleeps until gRPC's own threads complete it, rather than
+  // polling gRPC's completion queue itself as a blocking call does.
+  //
+  //   auto stub = Echo::NewStub(client->channel());
+  //   rpc::Status status = client->Call("/pkg.Echo/Say", &Echo::Stub::async::Say,
+  //                                     stub->async(), request, &reply, context);
+  //
+  // `&Echo::StubInterface::async_interface::Say` with a StubInterface's
+  // async() works too (a mock stub). Blocks until the call ends; the
+  // callback runs on gRPC's thread and only wakes the caller.
+  template <typename AsyncStub, typename Request, typename Response, typename GrpcStatus,
+            typename GrpcContext>
+  Status Call(std::string_view method,
+              void (AsyncStub::*stub_method)(GrpcContext*, const Request*, Response*,
+                                             std::function<void(GrpcStatus)>),
+              std::type_identity_t<AsyncStub>* stub, const Request& request, Response* response,
+              const Context& context = {}) {
+    static_assert(std::is_same_v<GrpcContext, grpc::ClientContext>,
+                  "a generated stub's callback unary method (stub->async())");
+    struct Args {
+      AsyncStub* stub;
+      void (AsyncStub::*fn)(GrpcContext*, const Request*, Response*,
+                            std::function<void(GrpcStatus)>);
+      const Request* request;
+      Response* response;
+    } args{stub, stub_method, &request, response};
+    return Invoke(
+               method,
+               [&args](grpc::ClientContext* attempt) {
+                 AttemptWait wait;
+                 // One reference captured: the callback fits in
+                 // std::function's own storage.
+                 (args.stub->*args.fn)(
+                     attempt, args.request, args.response, [&wait](GrpcStatus status) {
+                       wait.Done(
+                           Status{static_cast<Code>(status.error_code()), status.error_message()});
+                     });
+                 return wait.Wait();
                },
                context)
         .status;
