@@ -18,13 +18,21 @@
 //              generic stub under it), C threads
 //   telemetry  `outbound` with a span per attempt (counted, dropped) and
 //              every metric recorded
+//   raw-callback  the generated stub's callback Say, each of C threads
+//              sleeping until gRPC's thread completes its call (a
+//              diagnostic: the stub helper's mechanism without the library)
 //   async      the generated stub's async API, C calls outstanding on one
 //              completion queue and one thread: grpc++'s own ceiling here
 //
-// --deadline-ms D gives raw's and async's calls a deadline D ms away, as
-// rpc::Client gives each attempt one (Settings::timeout, 10 s by default):
-// a diagnostic, to tell gRPC's cost of a deadline from the library's own;
-// the baseline of bench/run has none, as a plain stub call has none.
+//   raw-deadline  `raw` with a 10 s deadline on each call, as rpc::Client
+//              gives each attempt (Settings::timeout): grpc++'s own price of
+//              a deadline, beside the baseline, which has none
+//
+// --deadline-ms D gives the raw clients' calls a deadline D ms away, and
+// --no-deadline-checks turns gRPC's client-side deadline checking off
+// (GRPC_ARG_ENABLE_DEADLINE_CHECKS: the deadline is still sent as
+// grpc-timeout, but no timer is armed for it): diagnostics, to tell gRPC's
+// cost of a deadline, and of its timer, from the library's own.
 //
 // rpc::Client's unary calls block their thread, so C threads keep C calls in
 // flight on both sides of the comparison; `async` shows what grpc++ does
@@ -209,10 +217,12 @@ class CountingProcessor final : public outbound::telemetry::SpanProcessor {
 };
 
 int Usage() {
-  std::fprintf(stderr,
-               "usage: grpc_bench --serve\n"
-               "       grpc_bench raw|outbound|blocking|by-name|telemetry|async -n N -c C "
-               "--target HOST:PORT [--deadline-ms D]\n");
+  std::fprintf(
+      stderr,
+      "usage: grpc_bench --serve\n"
+      "       grpc_bench raw|raw-deadline|raw-callback|outbound|blocking|by-name|telemetry|async\n"
+      "                  -n N -c C --target HOST:PORT [--deadline-ms D] "
+      "[--no-deadline-checks]\n");
   return 2;
 }
 
@@ -226,6 +236,7 @@ int main(int argc, char** argv) {
   long concurrency = 64;
   std::string target;
   long deadline_ms = 0;
+  bool no_deadline_checks = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     bool has = i + 1 < argc;
@@ -237,6 +248,8 @@ int main(int argc, char** argv) {
       target = argv[++i];
     } else if (a == "--deadline-ms" && has) {
       deadline_ms = std::atol(argv[++i]);
+    } else if (a == "--no-deadline-checks") {
+      no_deadline_checks = true;
     } else {
       return Usage();
     }
@@ -248,9 +261,13 @@ int main(int argc, char** argv) {
   const auto ready_by = std::chrono::system_clock::now() + std::chrono::seconds(10);
   Figures figures;
 
-  if (who == "raw" || who == "async") {
+  if (who == "raw-deadline" && deadline_ms == 0) deadline_ms = 10000;
+  if (who == "raw" || who == "raw-deadline" || who == "raw-callback" || who == "async") {
     // The channel as a user of grpc++ alone would make it.
-    auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+    grpc::ChannelArguments channel_args;
+    if (no_deadline_checks) channel_args.SetInt(GRPC_ARG_ENABLE_DEADLINE_CHECKS, 0);
+    auto channel =
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), channel_args);
     auto stub = Echo::NewStub(channel);
     if (!channel->WaitForConnected(ready_by)) {
       std::fprintf(stderr, "grpc_bench: %s did not connect\n", target.c_str());
@@ -268,9 +285,26 @@ int main(int argc, char** argv) {
       EchoReply reply;
       return stub->Say(&context, request, &reply).ok();
     };
+    // The stub's callback Say, the calling thread sleeping until gRPC's
+    // thread completes it: what the stub helper does, without the library.
+    auto say_callback = [&] {
+      grpc::ClientContext context;
+      prepare(context);
+      EchoReply reply;
+      outbound::rpc::AttemptWait wait;
+      stub->async()->Say(&context, &request, &reply, [&wait](const grpc::Status& status) {
+        wait.Done(outbound::rpc::Status{static_cast<outbound::rpc::Code>(status.error_code()), ""});
+      });
+      return wait.Wait().ok();
+    };
     if (!say()) return 1;
-    figures = who == "raw" ? RunThreads(n, concurrency, say)
-                           : RunAsync(n, concurrency, *stub, request, prepare);
+    if (who == "raw" || who == "raw-deadline") {
+      figures = RunThreads(n, concurrency, say);
+    } else if (who == "raw-callback") {
+      figures = RunThreads(n, concurrency, say_callback);
+    } else {
+      figures = RunAsync(n, concurrency, *stub, request, prepare);
+    }
   } else if (who == "outbound" || who == "blocking" || who == "by-name" || who == "telemetry") {
     namespace rpc = outbound::rpc;
     CountingProcessor spans;

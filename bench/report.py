@@ -21,14 +21,26 @@ def ratio(a, b):
     return a / b if b else float("nan")  # h2load's CPU can round to 0 on short runs
 
 
-GRPC_CLIENTS = ["raw", "outbound", "blocking", "by-name", "telemetry", "async"]
+GRPC_CLIENTS = ["raw", "raw-deadline", "outbound", "blocking", "by-name", "telemetry", "async"]
+GRPC_HEADS = {"raw": "raw stub", "raw-deadline": "raw+deadl.", "outbound": "outbound",
+              "blocking": "blocking", "by-name": "by name", "telemetry": "telemetry",
+              "async": "async stub"}
+
+
+def key(who):
+    return who.replace("-", "_")
 
 
 def grpc_section():
     """The gRPC row: medians across runs of each client, instructions per call
-    (the median of its callgrind repeats), the ratios against the raw stub,
-    and the issue's targets beside them. Prints its table."""
+    (the median of its callgrind repeats), and the ratios, each the median of
+    the runs' own ratios (a client against the baseline measured in the same
+    run, so a machine that drifts between runs moves both), with the issue's
+    targets beside them. Prints its table."""
     side = load_lines(os.path.join(work, "grpc.jsonl"))
+    by_run = {}
+    for row in side:
+        by_run.setdefault(row["run"], {})[row["client"]] = row["result"]
     med = {}
     for who in GRPC_CLIENTS:
         runs = [r["result"] for r in side if r["client"] == who]
@@ -49,33 +61,28 @@ def grpc_section():
         small, large = row["counts"]
         cg_per.setdefault(row["client"], []).append((large - small) / (row["large"] - row["small"]))
     instr = {who: statistics.median(v) for who, v in cg_per.items()}
-    r, o = med["raw"], med["outbound"]
-    rat = {
-        "throughput_outbound_over_raw": ratio(o["calls_per_second"], r["calls_per_second"]),
-        "cpu_outbound_over_raw": ratio(o["cpu_us_per_call"], r["cpu_us_per_call"]),
-        "instructions_outbound_over_raw": ratio(instr["outbound"], instr["raw"]),
-        "throughput_by_name_over_raw": ratio(med["by-name"]["calls_per_second"],
-                                             r["calls_per_second"]),
-        "cpu_by_name_over_raw": ratio(med["by-name"]["cpu_us_per_call"], r["cpu_us_per_call"]),
-        "instructions_by_name_over_raw": ratio(instr["by-name"], instr["raw"]),
-        "throughput_telemetry_over_outbound": ratio(med["telemetry"]["calls_per_second"],
-                                                    o["calls_per_second"]),
-        "cpu_telemetry_over_outbound": ratio(med["telemetry"]["cpu_us_per_call"],
-                                             o["cpu_us_per_call"]),
-        "throughput_raw_over_async": ratio(r["calls_per_second"], med["async"]["calls_per_second"]),
-        "cpu_raw_over_async": ratio(r["cpu_us_per_call"], med["async"]["cpu_us_per_call"]),
-    }
-    rat["throughput_blocking_over_raw"] = ratio(med["blocking"]["calls_per_second"],
-                                                r["calls_per_second"])
-    rat["cpu_blocking_over_raw"] = ratio(med["blocking"]["cpu_us_per_call"], r["cpu_us_per_call"])
-    if "blocking" in instr:
-        rat["instructions_blocking_over_raw"] = ratio(instr["blocking"], instr["raw"])
-    if "telemetry" in instr:
-        rat["instructions_telemetry_over_outbound"] = ratio(instr["telemetry"], instr["outbound"])
+
+    def paired(who, base):
+        """Throughput and CPU of `who` over `base`: the median of each run's ratio."""
+        runs = [r for r in by_run.values() if who in r and base in r]
+        return (statistics.median(ratio(r[who]["calls_per_second"], r[base]["calls_per_second"])
+                                  for r in runs),
+                statistics.median(ratio(r[who]["cpu_us_per_call"], r[base]["cpu_us_per_call"])
+                                  for r in runs))
+
+    rat = {}
+    pairs = [(who, "raw") for who in ("raw-deadline", "outbound", "blocking", "by-name")]
+    pairs += [(who, "raw-deadline") for who in ("outbound", "blocking", "by-name")]
+    pairs += [("telemetry", "outbound"), ("raw", "async")]
+    for who, base in pairs:
+        name = f"{key(who)}_over_{key(base)}"
+        rat[f"throughput_{name}"], rat[f"cpu_{name}"] = paired(who, base)
+        if who in instr and base in instr:
+            rat[f"instructions_{name}"] = ratio(instr[who], instr[base])
     # Issue 14: throughput >= 0.95x the raw stub's, CPU and instructions <=
     # 1.10x; for the two unary forms the docs recommend, the stub helper on
-    # the stub's callback method and the call by name. The helper on the
-    # blocking method is reported beside them, without a target.
+    # the stub's callback method and the call by name. The rest is reported
+    # beside them without a target.
     targets = {}
     for form in ("outbound", "by_name"):
         targets[f"throughput_{form}_over_raw"] = [">=", 0.95]
@@ -85,29 +92,30 @@ def grpc_section():
 
     print()
     print("gRPC, unary calls, 64 in flight (64 threads; async: one thread, one queue)")
-    heads = {"raw": "raw stub", "outbound": "outbound", "blocking": "blocking",
-             "by-name": "by name",
-             "telemetry": "telemetry", "async": "async stub"}
-    print(f"{'':28}" + "".join(f"{heads[w]:>12}" for w in GRPC_CLIENTS))
-    print(f"{'calls/s':28}" + "".join(f"{med[w]['calls_per_second']:>12.0f}" for w in GRPC_CLIENTS))
-    print(f"{'CPU us/call (user+sys)':28}" +
-          "".join(f"{med[w]['cpu_us_per_call']:>12.1f}" for w in GRPC_CLIENTS))
-    print(f"{'p50 latency ms':28}" + "".join(f"{med[w]['p50_ms']:>12.2f}" for w in GRPC_CLIENTS))
-    print(f"{'p99 latency ms':28}" + "".join(f"{med[w]['p99_ms']:>12.2f}" for w in GRPC_CLIENTS))
-    print(f"{'context switches/call':28}" +
-          "".join(f"{med[w]['context_switches_per_call']:>12.2f}" for w in GRPC_CLIENTS))
-    print(f"{'peak RSS MiB':28}" +
-          "".join(f"{med[w]['peak_rss_kb']/1024:>12.1f}" for w in GRPC_CLIENTS))
-    print(f"{'instructions/call':28}" +
-          "".join(f"{instr[w]:>12.0f}" if w in instr else f"{'':>12}" for w in GRPC_CLIENTS))
+    print(f"{'':24}" + "".join(f"{GRPC_HEADS[w]:>11}" for w in GRPC_CLIENTS))
+    rows = [("calls/s (median)", "calls_per_second", ".0f", 1),
+            ("CPU us/call (user+sys)", "cpu_us_per_call", ".1f", 1),
+            ("p50 latency ms", "p50_ms", ".2f", 1), ("p99 latency ms", "p99_ms", ".2f", 1),
+            ("context switches/call", "context_switches_per_call", ".2f", 1),
+            ("peak RSS MiB", "peak_rss_kb", ".1f", 1024)]
+    for label, field, fmt, scale in rows:
+        print(f"{label:24}" + "".join(f"{med[w][field] / scale:>11{fmt}}" for w in GRPC_CLIENTS))
+    print(f"{'instructions/call':24}" +
+          "".join(f"{instr[w]:>11.0f}" if w in instr else f"{'':>11}" for w in GRPC_CLIENTS))
     print()
+    print("Ratios: the median of the runs' own ratios (instructions: of the medians).")
     for form, label in (("outbound", "outbound (stub's callback method)"), ("by_name", "by name")):
         print(f"{label} / raw stub: " + ", ".join(
             f"{k.split('_')[0]} {rat[k]:.3f}x (target {op} {v:.2f}x: "
             f"{'met' if met[k] else 'NOT met'})"
             for k, (op, v) in targets.items() if f"_{form}_" in k))
-    print("blocking (stub's blocking method) / raw stub, no target: " + ", ".join(
-        f"{k.split('_')[0]} {rat[k]:.3f}x" for k in rat if k.endswith("_blocking_over_raw")))
+    for name, label in (("_over_raw", "/ raw stub"),
+                        ("_over_raw_deadline", "/ raw stub with the same 10 s deadline")):
+        for who in ("raw_deadline", "outbound", "blocking", "by_name"):
+            got = [k for k in rat if k.endswith(f"_{who}{name}")]
+            if got:
+                print(f"  {who} {label}: " + ", ".join(f"{k.split('_')[0]} {rat[k]:.3f}x"
+                                                      for k in got))
     print(f"telemetry on / off: throughput "
           f"{rat['throughput_telemetry_over_outbound']:.2f}x, CPU "
           f"{rat['cpu_telemetry_over_outbound']:.2f}x; raw stub (64 threads) / async stub: "
