@@ -23,12 +23,16 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <future>
+#include <iterator>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,38 +75,58 @@ class FixedRandom final : public Random {
   double value_;
 };
 
-// This process's open descriptors and threads.
+// This process's open descriptors and threads, by number and id.
 struct Resources {
-  int fds = 0;
-  int threads = 0;
-  friend bool operator==(const Resources&, const Resources&) = default;
+  std::set<int> fds;
+  std::set<int> threads;
 };
 
-inline int CountEntries(const char* dir) {
-  int n = 0;
+inline std::set<int> ListEntries(const char* dir) {
+  std::set<int> ids;
   if (DIR* d = opendir(dir)) {
-    while (readdir(d) != nullptr) ++n;
+    while (const dirent* entry = readdir(d)) {
+      if (entry->d_name[0] != '.') ids.insert(std::atoi(entry->d_name));
+    }
     closedir(d);
   }
-  return n;
+  return ids;
 }
 
 inline Resources CountResources() {
-  return {CountEntries("/proc/self/fd"), CountEntries("/proc/self/task")};
+  return {ListEntries("/proc/self/fd"), ListEntries("/proc/self/task")};
 }
 
-// Waits until the process holds exactly `before` again (a joined thread
-// leaves /proc/self/task a moment after the join returns), and fails the
-// row if it does not within the safety net.
+// What `now` holds that `before` did not.
+inline std::set<int> Added(const std::set<int>& now, const std::set<int>& before) {
+  std::set<int> added;
+  std::set_difference(now.begin(), now.end(), before.begin(), before.end(),
+                      std::inserter(added, added.end()));
+  return added;
+}
+
+inline std::string Describe(const std::set<int>& ids) {
+  std::string out;
+  for (int id : ids) out += (out.empty() ? "" : " ") + std::to_string(id);
+  return out;
+}
+
+// Waits until nothing the row opened (a descriptor or a thread not there
+// before it) is left: a joined thread leaves /proc/self/task a moment after
+// the join returns. Fails the row if something is still there at the safety
+// net. What was there before and has gone since (a thread an earlier client
+// joined just before the row began) is not the row's doing.
 inline void ExpectNothingLeaked(const Resources& before) {
   auto give_up = std::chrono::steady_clock::now() + kSafetyNet;
   Resources now = CountResources();
-  while (!(now == before) && std::chrono::steady_clock::now() < give_up) {
+  auto leftovers = [&] {
+    return !Added(now.fds, before.fds).empty() || !Added(now.threads, before.threads).empty();
+  };
+  while (leftovers() && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::yield();
     now = CountResources();
   }
-  EXPECT_EQ(now.fds, before.fds) << "open file descriptors";
-  EXPECT_EQ(now.threads, before.threads) << "threads";
+  EXPECT_EQ(Describe(Added(now.fds, before.fds)), "") << "file descriptors the row left open";
+  EXPECT_EQ(Describe(Added(now.threads, before.threads)), "") << "threads the row left running";
 }
 
 // How a row's call must end.
