@@ -594,9 +594,9 @@ struct Client::Impl {
   // attempt, a stream's opening. Each attempt is admitted by the breaker,
   // made by `send`, classified (the client's own rules first), settled, and
   // handed to retry::Loop, which decides whether and when the next one
-  // goes. For a stream (`stream` set) Timeout bounds only the opening, its
-  // retries and each attempt's (OpeningBound): the open stream has the
-  // caller's deadline alone. An attempt that committed (a
+  // goes. For a stream (`stream` set) Timeout bounds only the opening: the
+  // retries, and each attempt until it opens (OpeningBound); the open
+  // stream has the caller's deadline alone. An attempt that committed (a
   // server stream's message reached the caller) is never sent again; one
   // that opened a stream ends the loop, its ticket and span handed over.
   // `send` is called in place (a template, not a std::function: nothing to

@@ -117,8 +117,8 @@ class Client {
   // retried as a unary attempt is (until a first message arrives, nothing
   // is retried once one has); the stream's end settles the breaker's ticket.
   // Timeout bounds its opening (each attempt until its request is sent, and
-  // the retries); only the caller's deadline bounds the stream once open. The Reply has no body;
-  // its attempts count the openings.
+  // the retries); only the caller's deadline bounds the stream once open.
+  // The Reply has no body; its attempts count the openings.
   Reply ServerStream(std::string_view method, std::string_view request,
                      const std::function<void(std::string_view message)>& on_message,
                      const Context& context = {});
