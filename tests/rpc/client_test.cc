@@ -38,11 +38,7 @@ TEST_F(RpcClient, CreateNamesEveryBadFieldAndOpensNothing) {
 }
 
 TEST_F(RpcClient, UnavailableIsRetriedUntilOk) {
-  EchoServer server(
-      [](int call, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
-        if (call < 3) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not yet");
-        return Ok(reply, request);
-      });
+  EchoServer server(UnavailableThenEcho(2));
   ASSERT_TRUE(server.started());
   auto client = Make(server);
   EchoRequest request;
@@ -54,11 +50,7 @@ TEST_F(RpcClient, UnavailableIsRetriedUntilOk) {
 }
 
 TEST_F(RpcClient, GenericCallReturnsBytesAndAttempts) {
-  EchoServer server(
-      [](int call, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
-        if (call < 2) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not yet");
-        return Ok(reply, request);
-      });
+  EchoServer server(UnavailableThenEcho(1));
   auto client = Make(server);
   EchoRequest request;
   request.set_text("raw");

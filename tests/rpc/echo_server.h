@@ -121,6 +121,14 @@ inline Handler Echoing() {
   };
 }
 
+// UNAVAILABLE for the first `failures` calls, then an echo.
+inline Handler UnavailableThenEcho(int failures) {
+  return [failures](int call, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
+    if (call <= failures) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not yet");
+    return Ok(reply, request);
+  };
+}
+
 class RpcClient : public ::testing::Test {
  protected:
   RpcClient() : random_(0.0) {

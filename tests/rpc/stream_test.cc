@@ -436,11 +436,7 @@ TEST_F(RpcStreamOpening, TimeoutBoundsAServerStreamsOpeningOnAConnectThatHangs) 
 // --- A generated stub's method through the client's loop.
 
 TEST_F(RpcStream, TheStubHelperRetriesUnavailableUntilOk) {
-  EchoServer server(
-      [](int call, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
-        if (call < 3) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not yet");
-        return Ok(reply, request);
-      });
+  EchoServer server(UnavailableThenEcho(2));
   auto client = Make(server);
   ASSERT_NE(client->channel(), nullptr);
   auto stub = Echo::NewStub(client->channel());
@@ -455,11 +451,7 @@ TEST_F(RpcStream, TheStubHelperRetriesUnavailableUntilOk) {
 
 // The callback form: the stub's async() method, completed on gRPC's threads.
 TEST_F(RpcStream, TheCallbackStubHelperRetriesUnavailableUntilOk) {
-  EchoServer server(
-      [](int call, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
-        if (call < 3) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not yet");
-        return Ok(reply, request);
-      });
+  EchoServer server(UnavailableThenEcho(2));
   auto client = Make(server);
   auto stub = Echo::NewStub(client->channel());
   EchoReply reply;
