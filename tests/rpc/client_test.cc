@@ -230,12 +230,6 @@ TEST_F(RpcClient, ACustomClassifyRetriesAborted) {
   EXPECT_EQ(server.calls(), 2);
 }
 
-// A server that answers only when its call is cancelled or past its deadline.
-grpc::Status Hang(int, grpc::ServerContext* context, const EchoRequest&, EchoReply*) {
-  while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  return grpc::Status(grpc::StatusCode::CANCELLED, "gave up");
-}
-
 TEST_F(RpcClient, TimeoutEndsAHungCallAndCountsAgainstTheBreaker) {
   EchoServer server(Hang);
   Settings settings = DefaultSettings();

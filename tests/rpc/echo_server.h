@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "echo.grpc.pb.h"
 #include "outbound/rpc/client.h"
@@ -127,6 +128,12 @@ inline Handler UnavailableThenEcho(int failures) {
     if (call <= failures) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not yet");
     return Ok(reply, request);
   };
+}
+
+// A server that answers only when its call is cancelled or past its deadline.
+inline grpc::Status Hang(int, grpc::ServerContext* context, const EchoRequest&, EchoReply*) {
+  while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  return grpc::Status(grpc::StatusCode::CANCELLED, "gave up");
 }
 
 class RpcClient : public ::testing::Test {

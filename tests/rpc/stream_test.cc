@@ -464,14 +464,8 @@ TEST_F(RpcStream, TheCallbackStubHelperRetriesUnavailableUntilOk) {
   EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 2);
 }
 
-// Answers only once its call is cancelled or past its deadline.
-grpc::Status HangUntilCancelled(int, grpc::ServerContext* context, const EchoRequest&, EchoReply*) {
-  while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  return grpc::Status(grpc::StatusCode::CANCELLED, "gave up");
-}
-
 TEST_F(RpcStream, TheCallbackStubHelperEndsWithTheCallersCancelUncounted) {
-  EchoServer server(HangUntilCancelled);
+  EchoServer server(Hang);
   auto client = Make(server);
   auto stub = Echo::NewStub(client->channel());
   CancelSource cancel;
@@ -495,7 +489,7 @@ TEST_F(RpcStream, TheCallbackStubHelperEndsWithTheCallersCancelUncounted) {
 // call's Timeout as the attempt's deadline: a hung call ends
 // DEADLINE_EXCEEDED and is one failure.
 TEST_F(RpcStream, TheCallbackStubHelperTakesTheStubInterfaceAndItsTimeout) {
-  EchoServer server(HangUntilCancelled);
+  EchoServer server(Hang);
   Settings settings = DefaultSettings();
   settings.timeout = std::chrono::milliseconds(300);
   auto client = Make(server, settings);
