@@ -112,8 +112,7 @@ void FakeServer::Impl::Received(ServerRequest request) {
   Record([&] { requests.push_back(std::move(request)); });
 }
 
-Reply FakeServer::Impl::Handle(ServerRequest request) {
-  Received(request);
+Reply FakeServer::Impl::Answer(const ServerRequest& request) {
   if (!options.handler) return Reply::Ok();
   return options.handler(request);
 }

@@ -109,8 +109,10 @@ struct FakeServer::Impl {
 
   // Records `request` as received.
   void Received(ServerRequest request);
-  // Records `request`, and asks the handler how to answer it.
-  Reply Handle(ServerRequest request);
+  // Asks the handler how to answer `request`. The session records it
+  // (Received) once a delayed answer's timer is armed, so a test that sees
+  // the request may Advance the clock past that delay.
+  Reply Answer(const ServerRequest& request);
   // Reads one record under the lock.
   int Read(int Impl::*field) const {
     std::lock_guard lock(mu);

@@ -76,11 +76,13 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
     ++requests_;
     keep_alive_ = parser_->get().keep_alive();
     awaiting_reply_ = true;
-    Reply reply = server_.Handle(std::move(request));
+    Reply reply = server_.Answer(request);
     if (reply.header_delay > Duration::zero()) {
       delay_ = server_.After(reply.header_delay, shared_from_this(),
                              [this, reply = std::move(reply)] { Act(reply); });
+      server_.Received(std::move(request));
     } else {
+      server_.Received(std::move(request));
       Act(reply);
     }
   }

@@ -206,13 +206,15 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
       }
     }
     Stream& stream = streams_[id];
-    stream.reply = server_.Handle(stream.request);
+    stream.reply = server_.Answer(stream.request);
     if (stream.reply.header_delay > Duration::zero()) {
       stream.timer = server_.After(stream.reply.header_delay, shared_from_this(), [this, id] {
         if (streams_.count(id)) Act(id);
         Flush();
       });
+      server_.Received(stream.request);
     } else {
+      server_.Received(stream.request);
       Act(id);
     }
   }

@@ -602,20 +602,33 @@ TEST_F(ClientH2Test, SlowCallRuleOpensTheBreakerOnAHangLongBeforeTheAttemptTimeo
 }
 
 TEST_F(ClientH2Test, ManyCallsInFlightOnOneConnection) {
-  Serve([](const ServerRequest& r) { return Reply::Ok(r.target); });
+  // The first 100 answers wait a second on the manual clock, so those 100
+  // streams fill the server's limit however fast the calls are submitted.
+  std::atomic<int> seen{0};
+  Serve([&seen](const ServerRequest& r) {
+    Reply reply = Reply::Ok(r.target);
+    if (seen.fetch_add(1) < 100) reply.DelayHeaders(seconds(1));
+    return reply;
+  });
   auto client = MakeClient();
   std::vector<std::future<Result<Response>>> calls;
   for (int i = 0; i < 200; ++i)
     calls.push_back(client->SendAsync(Request::Get("/" + std::to_string(i))));
+  // libcurl's transport keeps the other 100 calls in the client's queue
+  // until a stream frees up; the native one opens a second connection for
+  // them, and only one (the pool's HTTP/2 rule).
+  const bool curl = TestTransport() == Transport::kCurl;
+  const std::size_t arrived_while_held = curl ? 100 : 200;
+  ASSERT_TRUE(server->WaitFor(
+      [&](const FakeServer& s) { return s.request_count() == arrived_while_held; }));
+  clock.Advance(seconds(1));
   for (int i = 0; i < 200; ++i) {
     auto response = calls[static_cast<size_t>(i)].get();
     ASSERT_TRUE(response) << response.error().message();
     EXPECT_EQ(response->body, "/" + std::to_string(i));
   }
-  // The server allows 100 streams at once. libcurl's transport keeps the
-  // other 100 calls in the client's queue; the native one opens a second
-  // connection for them, and only one (the pool's HTTP/2 rule).
-  EXPECT_EQ(server->connections_opened(), TestTransport() == Transport::kCurl ? 1 : 2);
+  EXPECT_EQ(server->request_count(), 200u);
+  EXPECT_EQ(server->connections_opened(), curl ? 1 : 2);
 }
 
 }  // namespace

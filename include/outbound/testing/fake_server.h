@@ -288,6 +288,9 @@ class FakeServer {
 
   // Blocks until the server has received at least `n` requests (the
   // client's attempt n has reached it), or `real_limit` has passed: false.
+  // A request counts once its handler has answered, and the timer of a
+  // DelayHeaders answer is armed by then: advancing the clock after this
+  // returns releases it.
   bool WaitForRequests(std::size_t n,
                        std::chrono::milliseconds real_limit = std::chrono::seconds(10)) const {
     return WaitFor([n](const FakeServer& s) { return s.request_count() >= n; }, real_limit);
