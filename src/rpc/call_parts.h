@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pieces every gRPC attempt is made of, shared by the client's unary
+// calls (client.cc) and its streams (stream.cc): an attempt's state, the
+// caller's cancel wired to a ClientContext, the bound on a stream's
+// opening, and conversions between grpc++'s types and the library's.
+// Private to the rpc library.
+#ifndef OUTBOUND_SRC_RPC_CALL_PARTS_H_
+#define OUTBOUND_SRC_RPC_CALL_PARTS_H_
+
+#include <grpc/support/time.h>
+#include <grpcpp/alarm.h>
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "outbound/circuit/breaker.h"
+#include "outbound/clock.h"
+#include "outbound/context.h"
+#include "outbound/rpc/client.h"
+#include "outbound/telemetry/trace.h"
+
+namespace outbound::rpc::internal {
+
+// Registers fn with the caller's cancel for this scope. fn becomes a
+// std::function (which may allocate) only when the caller can cancel.
+class CancelHook {
+ public:
+  template <typename Fn>
+  CancelHook(const Context& context, Fn&& fn) : state_(context.cancel) {
+    if (state_) id_ = state_->OnCancel(std::forward<Fn>(fn));
+  }
+  ~CancelHook() {
+    if (state_ && id_ >= 0) state_->Forget(id_);
+  }
+  CancelHook(const CancelHook&) = delete;
+  CancelHook& operator=(const CancelHook&) = delete;
+
+ private:
+  std::shared_ptr<outbound::internal::CancelState> state_;
+  int id_ = -1;
+};
+
+inline bool Cancelled(const Context& context) {
+  return context.cancel && context.cancel->cancelled();
+}
+
+inline std::string ToString(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  std::string out;
+  if (!buffer.Dump(&slices).ok()) return out;
+  for (const grpc::Slice& slice : slices) {
+    out.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return out;
+}
+
+// A serialised message as grpc++ sends it (one copied slice).
+inline grpc::ByteBuffer ToByteBuffer(std::string_view bytes) {
+  grpc::Slice slice(bytes.data(), bytes.size());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+inline std::string Millis(Duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + "ms";
+}
+
+// "/pkg.Service/Method" as its service and method.
+inline std::pair<std::string_view, std::string_view> SplitMethod(std::string_view full) {
+  if (!full.empty() && full.front() == '/') full.remove_prefix(1);
+  auto slash = full.find('/');
+  if (slash == std::string_view::npos) return {full, {}};
+  return {full.substr(0, slash), full.substr(slash + 1)};
+}
+
+inline constexpr std::string_view kScope = "outbound.rpc";
+
+inline std::string_view CodeName(Code code) {
+  static constexpr std::string_view kNames[] = {"OK",
+                                                "CANCELLED",
+                                                "UNKNOWN",
+                                                "INVALID_ARGUMENT",
+                                                "DEADLINE_EXCEEDED",
+                                                "NOT_FOUND",
+                                                "ALREADY_EXISTS",
+                                                "PERMISSION_DENIED",
+                                                "RESOURCE_EXHAUSTED",
+                                                "FAILED_PRECONDITION",
+                                                "ABORTED",
+                                                "OUT_OF_RANGE",
+                                                "UNIMPLEMENTED",
+                                                "INTERNAL",
+                                                "UNAVAILABLE",
+                                                "DATA_LOSS",
+                                                "UNAUTHENTICATED"};
+  auto i = static_cast<std::size_t>(code);
+  return i < std::size(kNames) ? kNames[i] : "UNKNOWN";
+}
+
+// The trace of the call whose Allow or Settle is running on this thread:
+// a breaker transition's log record carries it.
+inline thread_local const telemetry::SpanContext* current_cause = nullptr;
+
+class CauseScope {
+ public:
+  explicit CauseScope(const telemetry::SpanContext* cause) : saved_(current_cause) {
+    current_cause = cause;
+  }
+  ~CauseScope() { current_cause = saved_; }
+  CauseScope(const CauseScope&) = delete;
+  CauseScope& operator=(const CauseScope&) = delete;
+
+ private:
+  const telemetry::SpanContext* saved_;
+};
+
+using OnMessage = std::function<void(std::string_view)>;
+
+inline Status ToStatus(const grpc::Status& status) {
+  return Status{static_cast<Code>(status.error_code()), status.error_message()};
+}
+
+inline void ReadTrailers(const grpc::ClientContext& cc, Trailers& trailers) {
+  for (const auto& [name, value] : cc.GetServerTrailingMetadata()) {
+    trailers.emplace(std::string(name.data(), name.size()),
+                     std::string(value.data(), value.size()));
+  }
+}
+
+// One attempt, once the breaker admitted it: what it is made with, and
+// what it reports back to the loop.
+struct AttemptState {
+  std::optional<TimePoint> deadline;      // for the attempt's grpc::ClientContext
+  std::unique_ptr<telemetry::Span> span;  // null without a tracer
+  circuit::Ticket ticket;                 // settled by the loop, unless a stream took it
+  std::string body;                       // a unary response's bytes
+  Trailers trailers;                      // the server's trailing metadata
+  bool committed = false;                 // a message reached the caller: never sent again
+  bool opened = false;                    // a stream opened and took the ticket and span
+  std::optional<TimePoint> open_by;       // a stream's: when its opening gives up
+};
+
+// An attempt's remaining time as gRPC's clock runs it: the Runtime's clock
+// decides how much is left, gRPC's clock when it ends.
+inline gpr_timespec Remaining(const Clock& clock, TimePoint until) {
+  return gpr_time_from_nanos(std::max(until - clock.Now(), Duration::zero()).count(), GPR_TIMESPAN);
+}
+
+// Timeout bounds a stream's opening, though the open stream has only the
+// caller's deadline: a connection that hangs while it is made (a TLS
+// handshake nobody answers, a connect the network drops) would otherwise
+// hold the opening until gRPC's own connect timeout, 20 s. At open_by the
+// attempt's context is cancelled unless the stream opened first, and the
+// attempt ends DEADLINE_EXCEEDED.
+class OpeningBound {
+ public:
+  OpeningBound(const Clock& clock, std::optional<TimePoint> by,
+               std::shared_ptr<grpc::ClientContext> cc)
+      : state_(std::make_shared<State>()) {
+    if (!by) return;
+    state_->cc = std::move(cc);
+    // The callback keeps the state: it may run (cancelled) after the bound is gone.
+    alarm_.Set(gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), Remaining(clock, *by)),
+               [state = state_](bool fired) {
+                 std::lock_guard lock(state->mu);
+                 if (!fired || state->opened) return;
+                 state->expired = true;
+                 state->cc->TryCancel();
+               });
+  }
+  ~OpeningBound() { alarm_.Cancel(); }
+  OpeningBound(const OpeningBound&) = delete;
+  OpeningBound& operator=(const OpeningBound&) = delete;
+
+  // The stream opened: true unless the bound expired first (then its
+  // context is cancelled and the stream must be ended).
+  bool Opened() {
+    std::lock_guard lock(state_->mu);
+    if (state_->expired) return false;
+    state_->opened = true;
+    return true;
+  }
+
+  bool expired() const {
+    std::lock_guard lock(state_->mu);
+    return state_->expired;
+  }
+
+  static Status Expired() {
+    return {Code::kDeadlineExceeded, "the stream did not open before the call's deadline"};
+  }
+
+ private:
+  struct State {
+    std::mutex mu;
+    bool opened = false;
+    bool expired = false;
+    std::shared_ptr<grpc::ClientContext> cc;
+  };
+  std::shared_ptr<State> state_;
+  grpc::Alarm alarm_;
+};
+
+}  // namespace outbound::rpc::internal
+
+#endif  // OUTBOUND_SRC_RPC_CALL_PARTS_H_
