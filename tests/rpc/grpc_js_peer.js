@@ -6,8 +6,12 @@
 //        --answers=UNAVAILABLE,RESOURCE_EXHAUSTED:2000,OK
 //
 // Call n gets answers[n-1] (the last one repeats): a status code name, with
-// an optional grpc-retry-pushback-ms after a colon; OK echoes the text.
-// Control channel as in tests/peers/peer_common.js; stats: {"calls": n}.
+// an optional grpc-retry-pushback-ms after a colon; OK echoes the text;
+// HANG never answers (until the client goes away).
+// Control channel as in tests/peers/peer_common.js; stats: {"calls": n,
+// "cancelled": calls the client left unanswered, "last": what the last call
+// carried: its traceparent and baggage metadata, and the milliseconds its
+// deadline (grpc-timeout) left when it arrived, or null without one}.
 'use strict';
 const path = require('path');
 const {parseArgs, serveControl} = require('../peers/peer_common.js');
@@ -21,10 +25,20 @@ const definition = loader.loadSync(path.join(__dirname, 'echo.proto'));
 const echo = grpc.loadPackageDefinition(definition).outbound.test.Echo;
 const answers = (args.answers || 'OK').split(',');
 let calls = 0;
+let cancelled = 0;
+let last = null;
 
 function say(call, callback) {
   calls += 1;
+  const deadline = call.getDeadline();
+  last = {
+    traceparent: call.metadata.get('traceparent').join(','),
+    baggage: call.metadata.get('baggage').join(','),
+    deadline_ms: Number.isFinite(Number(deadline)) ? Number(deadline) - Date.now() : null,
+  };
+  call.on('cancelled', () => { cancelled += 1; });
   const [name, pushback] = answers[Math.min(calls, answers.length) - 1].split(':');
+  if (name === 'HANG') return;
   if (name === 'OK') return callback(null, {text: 'echo: ' + call.request.text});
   const metadata = new grpc.Metadata();
   if (pushback !== undefined) metadata.set('grpc-retry-pushback-ms', pushback);
@@ -35,5 +49,5 @@ const server = new grpc.Server();
 server.addService(echo.service, {Say: say});
 server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => {
   if (err) throw err;
-  serveControl(port, () => ({calls}));
+  serveControl(port, () => ({calls, cancelled, last}));
 });

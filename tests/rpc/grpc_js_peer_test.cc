@@ -4,10 +4,14 @@
 // ManualClock the test advances to each timer the call sets.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
+#include <string>
+#include <thread>
 
 #include "node_peer.h"
 #include "outbound/rpc/client.h"
+#include "outbound/telemetry/propagation.h"
 #include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
@@ -26,20 +30,19 @@ class GrpcJsPeer : public ::testing::Test {
   }
 
   // Starts the peer with its answers and a client of it.
-  void Start(const std::string& answers) {
+  void Start(const std::string& answers, Settings settings = DefaultSettings()) {
     peer_ = std::make_unique<peers::NodePeer>(
         OUTBOUND_RPC_PEER_SCRIPT,
         std::vector<std::string>{"--modules=" OUTBOUND_RPC_PEER_MODULES, "--answers=" + answers});
     network_.Add("backend", 9090, "127.0.0.1", peer_->port());
-    Settings settings = DefaultSettings();
     settings.addr = "backend:9090";
     auto client = Client::Create(runtime_, settings);
     ASSERT_TRUE(client) << client.error().message();
     client_ = std::move(*client);
   }
 
-  Reply Call() {
-    auto future = std::async(std::launch::async, [&] { return client_->Call(kSay, ""); });
+  Reply Call(const Context& context = {}) {
+    auto future = std::async(std::launch::async, [&] { return client_->Call(kSay, "", context); });
     while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
       if (auto next = clock_.next_timer()) clock_.AdvanceTo(*next);
     }
@@ -47,6 +50,17 @@ class GrpcJsPeer : public ::testing::Test {
   }
 
   int PeerCalls() { return peer_->Stats().at("calls").get<int>(); }
+
+  // Waits (a safety net of 10 s real time) until the peer has seen `n`
+  // calls left unanswered by the client.
+  bool PeerSawCancelled(int n) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (peer_->Stats().at("cancelled").get<int>() < n) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  }
 
   testing::ManualClock clock_;
   testing::NetworkMap network_;
@@ -78,6 +92,68 @@ TEST_F(GrpcJsPeer, NegativePushbackStops) {
   Reply reply = Call();
   EXPECT_EQ(reply.status.code, Code::kUnavailable);
   EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(PeerCalls(), 1);
+}
+
+// What a stock server receives with each attempt: the caller's trace
+// context, its baggage without the failure scenario, and the call's
+// Timeout as the attempt's deadline (grpc-timeout).
+TEST_F(GrpcJsPeer, TheTraceContextBaggageAndDeadlineReachTheServer) {
+  Settings settings = DefaultSettings();
+  settings.timeout = std::chrono::seconds(7);
+  Start("OK", settings);
+  Context context;
+  context.trace =
+      *telemetry::ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  context.baggage = {{"tenant", "acme", ""}, {"outbound-fault", "grpc:backend:9090=abort", ""}};
+  Reply reply = Call(context);
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  nlohmann::json last = peer_->Stats().at("last");
+  EXPECT_EQ(last.at("traceparent").get<std::string>(),
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  EXPECT_EQ(last.at("baggage").get<std::string>(), "tenant=acme");
+  ASSERT_FALSE(last.at("deadline_ms").is_null()) << "no grpc-timeout arrived";
+  // The server's own reading of the header: at most the 7 s sent, less
+  // what the trip took (the manual clock did not move, so 7 s were sent).
+  EXPECT_LE(last.at("deadline_ms").get<double>(), 7000);
+  EXPECT_GT(last.at("deadline_ms").get<double>(), 6000);
+}
+
+// A server that never answers: the attempt ends at Timeout with
+// DEADLINE_EXCEEDED, one breaker failure, and the server sees the call go.
+TEST_F(GrpcJsPeer, AHungCallEndsAtTimeoutAndTheServerSeesItCancelled) {
+  Settings settings = DefaultSettings();
+  settings.timeout = std::chrono::milliseconds(300);  // gRPC's own clock ends it
+  Start("HANG", settings);
+  Reply reply = Call();
+  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 1);
+  EXPECT_EQ(PeerCalls(), 1);
+  EXPECT_TRUE(PeerSawCancelled(1));
+}
+
+// Injected faults against a stock server: an abort or a status is never
+// sent; a delay is waited in fake time, then the attempt is sent.
+TEST_F(GrpcJsPeer, InjectedFaultsSendNothingButADelayedAttempt) {
+  Settings settings = DefaultSettings();
+  settings.faults.enabled = true;
+  settings.max_attempts = 1;
+  Start("OK", settings);
+  Context aborted;
+  aborted.baggage = {{"outbound-fault", "grpc:backend:9090=abort", ""}};
+  EXPECT_EQ(Call(aborted).status.code, Code::kUnavailable);
+  Context answered;
+  answered.baggage = {{"outbound-fault", "grpc:backend:9090=status:503", ""}};
+  EXPECT_EQ(Call(answered).status.code, Code::kUnavailable);
+  EXPECT_EQ(PeerCalls(), 0);
+
+  Context delayed;
+  delayed.baggage = {{"outbound-fault", "grpc:backend:9090=delay:2s", ""}};
+  TimePoint start = clock_.Now();
+  Reply reply = Call(delayed);
+  EXPECT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(clock_.Now() - start, std::chrono::seconds(2));
   EXPECT_EQ(PeerCalls(), 1);
 }
 
