@@ -98,6 +98,15 @@ Client::Impl::Impl(const Runtime& rt, Settings s, internal::Addr a)
                                          "Attempts a circuit breaker counted, by outcome."});
   decisions = meters->CreateCounter({kScope, "outbound.retry.decisions", "{decision}",
                                      "What the retry loop decided after each attempt."});
+  // Every state's transition series exists from the start, at 0, as
+  // HTTP's does, so that Prometheus's increase() sees the first opening.
+  for (circuit::State state :
+       {circuit::State::kClosed, circuit::State::kOpen, circuit::State::kHalfOpen}) {
+    const telemetry::KeyValue attributes[] = {{"server.address", std::string_view(addr.host)},
+                                              {"server.port", std::int64_t{addr.port}},
+                                              {"state", circuit::ToString(state)}};
+    transitions->Add(0, attributes);
+  }
   state_gauge = meters->AddObservableGauge(
       {kScope, "outbound.circuit.state", "{breaker}", "Circuit breakers in each state."},
       [this](telemetry::Observations& out) {

@@ -380,6 +380,22 @@ TEST_F(RpcClient, ConnectedLatchesOnceServedAndMakesNoRpc) {
   EXPECT_TRUE(client->Connected());
 }
 
+// As HTTP's: every state's transition series exists from the start, at 0,
+// so Prometheus's increase() sees the first opening as an increase.
+TEST_F(RpcClient, EveryTransitionSeriesExistsAtZeroBeforeAnyTransition) {
+  testing::InMemoryTelemetry recorded;
+  runtime_.telemetry = recorded.telemetry();
+  EchoServer server(Echoing());
+  auto client = Make(server);
+  for (std::string_view state : {"closed", "open", "half-open"}) {
+    auto point =
+        recorded.Point("outbound.circuit.transitions",
+                       {{"state", state}, {"server.address", std::string_view("backend")}});
+    ASSERT_TRUE(point.has_value()) << state;
+    EXPECT_EQ(point->value, 0) << state;
+  }
+}
+
 TEST_F(RpcClient, TheBreakerOpeningIsAWarnLogRecordAndCounted) {
   testing::InMemoryTelemetry recorded;
   runtime_.telemetry = recorded.telemetry();
