@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -135,8 +136,28 @@ inline void ReadTrailers(const grpc::ClientContext& cc, Trailers& trailers) {
   }
 }
 
+// The breaker's slow-call rule (Config::slow_call): a unary attempt not
+// answered `slow_call` after it was sent is counted a failure then, on the
+// clock's thread, so a hung dependency opens the breaker long before the
+// attempt's Timeout; the attempt goes on, and its result is not counted
+// again. Streams are left out: their life is the caller's.
+struct SlowRule {
+  SlowRule(circuit::Ticket* t, telemetry::SpanContext c) : ticket(t), cause(std::move(c)) {}
+  // The attempt has its result: the rule leaves the ticket alone.
+  void Disarm() {
+    std::lock_guard lock(mu);
+    ticket = nullptr;
+  }
+  std::mutex mu;
+  circuit::Ticket* ticket;       // null once disarmed
+  telemetry::SpanContext cause;  // the call's trace, for a transition's log record
+  bool counted = false;
+  std::exception_ptr thrown;  // what the user's breaker policy threw
+};
+
 // One attempt, once the breaker admitted it: what it is made with, and
-// what it reports back to the loop.
+// what it reports back to the loop. It stays where it was made (the slow
+// rule points into it).
 struct AttemptState {
   std::optional<TimePoint> deadline;      // for the attempt's grpc::ClientContext
   std::unique_ptr<telemetry::Span> span;  // null without a tracer
@@ -146,6 +167,8 @@ struct AttemptState {
   bool committed = false;                 // a message reached the caller: never sent again
   bool opened = false;                    // a stream opened and took the ticket and span
   std::optional<TimePoint> open_by;       // a stream's: when its opening gives up
+  std::shared_ptr<SlowRule> slow;         // only when the rule is on (slow_call set)
+  Timer slow_timer;                       // when the slow rule counts the attempt
 };
 
 // An attempt's remaining time as gRPC's clock runs it: the Runtime's clock

@@ -323,23 +323,165 @@ void Client::Impl::Sleep(Duration wait, const Context& context) {
   signal->Wait();
 }
 
-void Client::Impl::CountSlow(SlowRule& slow, const Context& context) {
+void Client::Impl::CountSlow(internal::SlowRule& slow) {
   std::lock_guard lock(slow.mu);
   if (slow.ticket == nullptr || slow.ticket->settled()) return;
   slow.counted = true;
   try {
-    Settle(*slow.ticket, circuit::Outcome::kFailure, context);
+    Settle(*slow.ticket, circuit::Outcome::kFailure, slow.cause);
   } catch (...) {  // settled all the same; the caller hears of it
     slow.thrown = std::current_exception();
   }
 }
 
 void Client::Impl::Settle(circuit::Ticket& ticket, circuit::Outcome outcome,
-                          const Context& context) {
-  CauseScope cause(&context.trace);
+                          const telemetry::SpanContext& cause) {
+  CauseScope scope(&cause);
   Count(breaker_calls.get(), "outcome", circuit::ToString(outcome));
   ticket.Settle(outcome, runtime.clock->Now());
 }
+
+Client::Impl::CallState Client::Impl::StartCall(const Context& context, bool stream) {
+  TimePoint deadline = runtime.clock->Now() + settings.timeout;
+  if (context.deadline && *context.deadline < deadline) deadline = *context.deadline;
+  std::optional<TimePoint> attempt_deadline = deadline;
+  if (stream) attempt_deadline = context.deadline;
+  return CallState{deadline, attempt_deadline, retrier.Start(deadline), FaultFor(context), {}};
+}
+
+bool Client::Impl::NextAttempt(CallState& call, std::string_view method, const Context& context,
+                               bool stream, std::optional<AttemptState>& attempt) {
+  Clock& clock = *runtime.clock;
+  Reply& reply = call.reply;
+  // Nothing is sent once the caller gave up or the deadline passed; the
+  // call ends with what the last attempt got, if any.
+  if (internal::Cancelled(context)) {
+    if (reply.attempts == 0) reply.status = {Code::kCancelled, "the caller cancelled the call"};
+    return false;
+  }
+  if (clock.Now() >= call.deadline) {
+    if (reply.attempts == 0) reply.status = {Code::kDeadlineExceeded, "the call's deadline passed"};
+    return false;
+  }
+  auto admitted = [&] {
+    CauseScope cause(&context.trace);
+    return breaker.Allow(clock.Now());
+  }();
+  if (!admitted) {
+    Count(breaker_calls.get(), "outcome", "rejected");
+    Count(decisions.get(), "decision", retry::ToString(retry::DecisionKind::kStopped));
+    reply.body.clear();
+    reply.trailers.clear();
+    reply.status = {Code::kUnavailable,
+                    "circuit breaker open: call rejected, retry after " +
+                        internal::Millis(admitted.error().retry_after),
+                    true};
+    // The rejected call gets a failed span of its own: nothing was sent.
+    auto span = StartSpan(method, context);
+    if (span) span->SetAttribute({"outbound.rejected", true});
+    EndSpan(span.get(), reply.status);
+    return false;
+  }
+  ++reply.attempts;
+  attempt.emplace(
+      AttemptState{call.attempt_deadline, StartSpan(method, context), std::move(*admitted)});
+  if (stream) attempt->open_by = call.deadline;
+  if (!stream && settings.breaker.slow_call > Duration::zero()) {
+    auto slow = std::make_shared<internal::SlowRule>(&attempt->ticket, context.trace);
+    attempt->slow_timer =
+        clock.ScheduleAfter(settings.breaker.slow_call, [this, slow] { CountSlow(*slow); });
+    attempt->slow = std::move(slow);
+  }
+  return true;
+}
+
+std::optional<Duration> Client::Impl::Conclude(CallState& call, std::string_view method,
+                                               const Context& context, AttemptState& attempt,
+                                               Status status) {
+  Clock& clock = *runtime.clock;
+  Reply& reply = call.reply;
+  if (internal::SlowRule* slow = attempt.slow.get()) {
+    slow->Disarm();
+    attempt.slow_timer.Cancel();
+    if (slow->thrown) std::rethrow_exception(slow->thrown);  // the user's policy
+  }
+  reply.status = std::move(status);
+  reply.body = std::move(attempt.body);
+  reply.trailers = std::move(attempt.trailers);
+  if (attempt.opened) {
+    // A stream that opened is a Success for retry, without asking
+    // classify; its end settles the ticket and ends the span.
+    retry::Decision decision = call.loop.Done(retry::Outcome::kSuccess, Duration::zero(),
+                                              clock.Now(), runtime.random->Uniform());
+    Count(decisions.get(), "decision", retry::ToString(decision.kind));
+    return std::nullopt;
+  }
+  EndSpan(attempt.span.get(), reply.status);
+
+  Classification c;
+  if (internal::Cancelled(context)) {
+    c = {retry::Outcome::kStop, Duration::zero(), circuit::Outcome::kIgnored};
+  } else if (!reply.status.ok() && clock.Now() >= call.deadline) {
+    c = {retry::Outcome::kStop, Duration::zero(), circuit::Outcome::kFailure};
+  } else {
+    // A classify that throws leaves the ticket unsettled: its destructor
+    // frees the slot, and the exception reaches the caller.
+    c = settings.classify(method, reply.status, reply.trailers);
+  }
+  if (c.retry == retry::Outcome::kRetry && c.retry_after < Duration::zero()) {
+    c.retry = retry::Outcome::kStop;
+  }
+  if (attempt.committed) {  // an open stream is never sent again
+    c.retry = reply.status.ok() ? retry::Outcome::kSuccess : retry::Outcome::kStop;
+  }
+  if (!attempt.slow || !attempt.slow->counted) Settle(attempt.ticket, c.breaker, context.trace);
+  retry::Decision decision =
+      call.loop.Done(c.retry, c.retry_after, clock.Now(), runtime.random->Uniform());
+  Count(decisions.get(), "decision", retry::ToString(decision.kind));
+  if (decision.kind != retry::DecisionKind::kAgain) return std::nullopt;
+  return decision.wait;
+}
+
+std::optional<Status> Client::Impl::InjectedAnswer(const outbound::internal::InjectedFault& fault,
+                                                   AttemptState& attempt) const {
+  using Kind = outbound::internal::InjectedFault::Kind;
+  static constexpr std::string_view kNames[] = {"abort", "delay", "status"};
+  if (attempt.span) {
+    attempt.span->SetAttribute({"outbound.fault.injected", kNames[static_cast<int>(fault.kind)]});
+  }
+  switch (fault.kind) {
+    case Kind::kAbort:
+      return Status{Code::kUnavailable, "injected fault: the attempt was aborted"};
+    case Kind::kStatus:
+      if (fault.retry_after) {
+        attempt.trailers.emplace("grpc-retry-pushback-ms",
+                                 std::to_string(std::uint64_t{*fault.retry_after} * 1000));
+      }
+      return Status{CodeOfHttpStatus(fault.status),
+                    "injected fault: HTTP status " + std::to_string(fault.status)};
+    case Kind::kDelay:
+      break;
+  }
+  return std::nullopt;
+}
+
+TimePoint Client::Impl::DelayedUntil(const outbound::internal::InjectedFault& fault,
+                                     const AttemptState& attempt) const {
+  TimePoint until = runtime.clock->Now() + fault.delay;
+  if (attempt.deadline && *attempt.deadline < until) until = *attempt.deadline;
+  return until;
+}
+
+std::optional<Status> Client::Impl::AfterDelay(const AttemptState& attempt,
+                                               const Context& context) const {
+  if (internal::Cancelled(context))
+    return Status{Code::kCancelled, "the caller cancelled the call"};
+  if (attempt.deadline && runtime.clock->Now() >= *attempt.deadline) {
+    return Status{Code::kDeadlineExceeded, "the deadline passed during an injected delay"};
+  }
+  return std::nullopt;
+}
+
 Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings settings) {
   if (auto valid = Validate(settings); !valid) return tl::unexpected(valid.error());
   settings.faults.enabled = settings.faults.enabled || runtime.inject_faults;

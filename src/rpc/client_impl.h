@@ -66,34 +66,27 @@ struct Client::Impl {
   template <typename Send>
   Status Inject(const outbound::internal::InjectedFault& fault, internal::AttemptState& attempt,
                 const Context& context, Send& send) {
-    using Kind = outbound::internal::InjectedFault::Kind;
-    static constexpr std::string_view kNames[] = {"abort", "delay", "status"};
-    if (attempt.span) {
-      attempt.span->SetAttribute({"outbound.fault.injected", kNames[static_cast<int>(fault.kind)]});
-    }
-    switch (fault.kind) {
-      case Kind::kAbort:
-        return {Code::kUnavailable, "injected fault: the attempt was aborted"};
-      case Kind::kStatus:
-        if (fault.retry_after) {
-          attempt.trailers.emplace("grpc-retry-pushback-ms",
-                                   std::to_string(std::uint64_t{*fault.retry_after} * 1000));
-        }
-        return {CodeOfHttpStatus(fault.status),
-                "injected fault: HTTP status " + std::to_string(fault.status)};
-      case Kind::kDelay:
-        break;
-    }
+    if (auto answer = InjectedAnswer(fault, attempt)) return *std::move(answer);
     Clock& clock = *runtime.clock;
-    TimePoint until = clock.Now() + fault.delay;
-    if (attempt.deadline && *attempt.deadline < until) until = *attempt.deadline;
+    TimePoint until = DelayedUntil(fault, attempt);
     if (until > clock.Now()) Sleep(until - clock.Now(), context);
-    if (internal::Cancelled(context)) return {Code::kCancelled, "the caller cancelled the call"};
-    if (attempt.deadline && clock.Now() >= *attempt.deadline) {
-      return {Code::kDeadlineExceeded, "the deadline passed during an injected delay"};
-    }
+    if (auto ended = AfterDelay(attempt, context)) return *std::move(ended);
     return send(attempt);
   }
+
+  // Inject's parts, which an asynchronous call takes one at a time. The
+  // status of an attempt the fault does not send (abort, status); none for
+  // a delay.
+  std::optional<Status> InjectedAnswer(const outbound::internal::InjectedFault& fault,
+                                       internal::AttemptState& attempt) const;
+  // When a delayed attempt is sent: the delay's end, or the attempt's
+  // deadline if that comes first.
+  TimePoint DelayedUntil(const outbound::internal::InjectedFault& fault,
+                         const internal::AttemptState& attempt) const;
+  // Once the delay is over: the status of an attempt that ends unsent (the
+  // caller cancelled, its deadline passed), or none to send it.
+  std::optional<Status> AfterDelay(const internal::AttemptState& attempt,
+                                   const Context& context) const;
 
   // The code gRPC gives an HTTP status (its "HTTP to gRPC status code
   // mapping").
@@ -123,135 +116,64 @@ struct Client::Impl {
   // Waits `wait` on the clock, or until the caller cancels.
   void Sleep(Duration wait, const Context& context);
 
-  // The loop of every call: a unary one, a server stream, the caller's own
-  // attempt, a stream's opening. Each attempt is admitted by the breaker,
-  // made by `send`, classified (the client's own rules first), settled, and
-  // handed to retry::Loop, which decides whether and when the next one
-  // goes. For a stream (`stream` set) Timeout bounds only the opening: the
-  // retries, and each attempt until it opens (OpeningBound); the open
-  // stream has the caller's deadline alone. An attempt that committed (a
-  // server stream's message reached the caller) is never sent again; one
-  // that opened a stream ends the loop, its ticket and span handed over.
-  // `send` is called in place (a template, not a std::function: nothing to
-  // allocate per call).
+  // A call's progress through the loop, kept from one attempt to the next.
+  struct CallState {
+    TimePoint deadline;  // Timeout's or the caller's, the earlier
+    // Each attempt's grpc::ClientContext deadline: the call's, or for a
+    // stream the caller's alone.
+    std::optional<TimePoint> attempt_deadline;
+    retry::Loop loop;
+    std::optional<outbound::internal::InjectedFault> fault;
+    Reply reply;
+  };
+  CallState StartCall(const Context& context, bool stream);
+
+  // Admits the call's next attempt into `attempt` (its span started, its
+  // ticket taken, the slow-call rule armed), unless the call ends first:
+  // the caller cancelled, the deadline passed, or the breaker rejected it
+  // (a failed span of its own, nothing sent). Then call.reply says why and
+  // it returns false.
+  bool NextAttempt(CallState& call, std::string_view method, const Context& context, bool stream,
+                   std::optional<internal::AttemptState>& attempt);
+
+  // Whether the call's next attempt gets the scenario's fault.
+  bool Injects(const CallState& call) const {
+    return call.fault && runtime.random->Uniform() < call.fault->probability;
+  }
+
+  // An attempt has its status: classified (the client's own rules first),
+  // settled in the breaker, handed to retry::Loop. Returns the wait before
+  // the next attempt, or none when the call ends with call.reply. An
+  // attempt that opened a stream ends the call, its ticket and span handed
+  // over; one that committed (a message reached the caller) is never sent
+  // again. Rethrows what classify or the breaker's policy threw.
+  std::optional<Duration> Conclude(CallState& call, std::string_view method, const Context& context,
+                                   internal::AttemptState& attempt, Status status);
+
+  // The loop of every blocking call: a unary one, a server stream, the
+  // caller's own attempt, a stream's opening. For a stream (`stream` set)
+  // Timeout bounds only the opening: the retries, and each attempt until
+  // it opens (OpeningBound); the open stream has the caller's deadline
+  // alone. `send` is called in place (a template, not a std::function:
+  // nothing to allocate per call). AsyncCall (async_call.cc) is the same
+  // loop for a call that does not block.
   template <typename Send>
   Reply Run(std::string_view method, const Context& context, bool stream, Send&& send) {
-    Clock& clock = *runtime.clock;
-    TimePoint deadline = clock.Now() + settings.timeout;
-    if (context.deadline && *context.deadline < deadline) deadline = *context.deadline;
-    std::optional<TimePoint> attempt_deadline = deadline;
-    if (stream) attempt_deadline = context.deadline;
-    retry::Loop loop = retrier.Start(deadline);
-    std::optional<outbound::internal::InjectedFault> fault = FaultFor(context);
-    Reply reply;
+    CallState call = StartCall(context, stream);
     for (;;) {
-      // Nothing is sent once the caller gave up or the deadline passed; the
-      // call ends with what the last attempt got, if any.
-      if (internal::Cancelled(context)) {
-        if (reply.attempts == 0) reply.status = {Code::kCancelled, "the caller cancelled the call"};
-        return reply;
-      }
-      if (clock.Now() >= deadline) {
-        if (reply.attempts == 0) {
-          reply.status = {Code::kDeadlineExceeded, "the call's deadline passed"};
-        }
-        return reply;
-      }
-      auto admitted = [&] {
-        internal::CauseScope cause(&context.trace);
-        return breaker.Allow(clock.Now());
-      }();
-      if (!admitted) {
-        Count(breaker_calls.get(), "outcome", "rejected");
-        Count(decisions.get(), "decision", retry::ToString(retry::DecisionKind::kStopped));
-        reply.body.clear();
-        reply.trailers.clear();
-        reply.status = {Code::kUnavailable,
-                        "circuit breaker open: call rejected, retry after " +
-                            internal::Millis(admitted.error().retry_after),
-                        true};
-        // The rejected call gets a failed span of its own: nothing was sent.
-        auto span = StartSpan(method, context);
-        if (span) span->SetAttribute({"outbound.rejected", true});
-        EndSpan(span.get(), reply.status);
-        return reply;
-      }
-      ++reply.attempts;
-      internal::AttemptState attempt{attempt_deadline, StartSpan(method, context),
-                                     std::move(*admitted)};
-      std::shared_ptr<SlowRule> slow;  // only when the rule is on (slow_call set)
-      Timer slow_timer;
-      if (stream) attempt.open_by = deadline;
-      if (!stream && settings.breaker.slow_call > Duration::zero()) {
-        slow = std::make_shared<SlowRule>(&attempt.ticket);
-        slow_timer = clock.ScheduleAfter(settings.breaker.slow_call,
-                                         [this, slow, &context] { CountSlow(*slow, context); });
-      }
-      bool injected = fault && runtime.random->Uniform() < fault->probability;
-      reply.status = injected ? Inject(*fault, attempt, context, send) : send(attempt);
-      if (slow) {
-        slow->Disarm();
-        slow_timer.Cancel();
-        if (slow->thrown) std::rethrow_exception(slow->thrown);  // the user's policy
-      }
-      reply.body = std::move(attempt.body);
-      reply.trailers = std::move(attempt.trailers);
-      if (attempt.opened) {
-        // A stream that opened is a Success for retry, without asking
-        // classify; its end settles the ticket and ends the span.
-        retry::Decision decision = loop.Done(retry::Outcome::kSuccess, Duration::zero(),
-                                             clock.Now(), runtime.random->Uniform());
-        Count(decisions.get(), "decision", retry::ToString(decision.kind));
-        return reply;
-      }
-      EndSpan(attempt.span.get(), reply.status);
-
-      Classification c;
-      if (internal::Cancelled(context)) {
-        c = {retry::Outcome::kStop, Duration::zero(), circuit::Outcome::kIgnored};
-      } else if (!reply.status.ok() && clock.Now() >= deadline) {
-        c = {retry::Outcome::kStop, Duration::zero(), circuit::Outcome::kFailure};
-      } else {
-        // A classify that throws leaves the ticket unsettled: its destructor
-        // frees the slot, and the exception reaches the caller.
-        c = settings.classify(method, reply.status, reply.trailers);
-      }
-      if (c.retry == retry::Outcome::kRetry && c.retry_after < Duration::zero()) {
-        c.retry = retry::Outcome::kStop;
-      }
-      if (attempt.committed) {  // an open stream is never sent again
-        c.retry = reply.status.ok() ? retry::Outcome::kSuccess : retry::Outcome::kStop;
-      }
-      if (!slow || !slow->counted) Settle(attempt.ticket, c.breaker, context);
-      retry::Decision decision =
-          loop.Done(c.retry, c.retry_after, clock.Now(), runtime.random->Uniform());
-      Count(decisions.get(), "decision", retry::ToString(decision.kind));
-      if (decision.kind != retry::DecisionKind::kAgain) return reply;
-      Sleep(decision.wait, context);
+      std::optional<internal::AttemptState> attempt;
+      if (!NextAttempt(call, method, context, stream, attempt)) return std::move(call.reply);
+      Status status = Injects(call) ? Inject(*call.fault, *attempt, context, send) : send(*attempt);
+      std::optional<Duration> wait = Conclude(call, method, context, *attempt, std::move(status));
+      if (!wait) return std::move(call.reply);
+      Sleep(*wait, context);
     }
   }
 
-  // The breaker's slow-call rule (Config::slow_call): a unary attempt not
-  // answered `slow_call` after it was sent is counted a failure then, on the
-  // clock's thread, so a hung dependency opens the breaker long before the
-  // attempt's Timeout; the attempt goes on, and its result is not counted
-  // again. Streams are left out: their life is the caller's.
-  struct SlowRule {
-    explicit SlowRule(circuit::Ticket* t) : ticket(t) {}
-    // The attempt has its result: the rule leaves the ticket alone.
-    void Disarm() {
-      std::lock_guard lock(mu);
-      ticket = nullptr;
-    }
-    std::mutex mu;
-    circuit::Ticket* ticket;  // null once disarmed
-    bool counted = false;
-    std::exception_ptr thrown;  // what the user's breaker policy threw
-  };
+  void CountSlow(internal::SlowRule& slow);
 
-  void CountSlow(SlowRule& slow, const Context& context);
-
-  void Settle(circuit::Ticket& ticket, circuit::Outcome outcome, const Context& context);
+  void Settle(circuit::Ticket& ticket, circuit::Outcome outcome,
+              const telemetry::SpanContext& cause);
 
   Runtime runtime;
   Settings settings;

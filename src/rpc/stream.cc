@@ -170,7 +170,7 @@ struct Stream::Impl {
       // stream goes.
       outcome = owner.settings.classify(method, status, trailers).breaker;
     }
-    owner.Settle(*ticket, outcome, context);
+    owner.Settle(*ticket, outcome, context.trace);
     return status;
   }
 
