@@ -171,6 +171,13 @@ struct AttemptState {
   Timer slow_timer;                       // when the slow rule counts the attempt
 };
 
+// An asynchronous call's attempt (async_call.cc): made on `cc`, it calls
+// `finished` once with its status, a unary response's bytes in
+// attempt.body.
+using AsyncSend = std::function<void(AttemptState& attempt, grpc::ClientContext* cc,
+                                     std::function<void(Status)> finished)>;
+class AsyncCall;
+
 // An attempt's remaining time as gRPC's clock runs it: the Runtime's clock
 // decides how much is left, gRPC's clock when it ends.
 inline gpr_timespec Remaining(const Clock& clock, TimePoint until) {

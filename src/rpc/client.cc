@@ -535,7 +535,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
 }
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Client::~Client() = default;
+Client::~Client() { impl_->EndAsyncCalls(); }
 
 Reply Client::Call(std::string_view method_view, std::string_view request, const Context& context) {
   const std::string method(method_view);

@@ -10,12 +10,14 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "address.h"
 #include "call_parts.h"
@@ -175,6 +177,16 @@ struct Client::Impl {
   void Settle(circuit::Ticket& ticket, circuit::Outcome outcome,
               const telemetry::SpanContext& cause);
 
+  // Asynchronous calls (async_call.cc). Starts one and keeps track of it
+  // until its `done` has returned.
+  void StartAsync(std::string_view method, const Context& context, internal::AsyncSend send,
+                  Done done);
+  void Track(const std::shared_ptr<internal::AsyncCall>& call);
+  void Forget(internal::AsyncCall* call);
+  // From ~Client: ends every asynchronous call still going (its attempt
+  // cancelled, its wait cut short) and waits for their `done`.
+  void EndAsyncCalls();
+
   Runtime runtime;
   Settings settings;
   internal::Addr addr;
@@ -193,6 +205,9 @@ struct Client::Impl {
   std::unique_ptr<telemetry::GaugeRegistration> state_gauge;
   std::unique_ptr<telemetry::GaugeRegistration> tokens_gauge;
   std::atomic<bool> connected{false};
+  std::mutex async_mu;
+  std::condition_variable async_done;  // an asynchronous call was forgotten
+  std::unordered_map<internal::AsyncCall*, std::weak_ptr<internal::AsyncCall>> async_calls;
 };
 
 }  // namespace outbound::rpc

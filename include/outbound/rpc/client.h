@@ -23,6 +23,7 @@
 #define OUTBOUND_RPC_CLIENT_H_
 
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -233,6 +234,71 @@ class Client {
                },
                context)
         .status;
+  }
+
+  // What an asynchronous call ends with: its Reply, and what the user's own
+  // code (classify, the breaker's policy) threw, if anything; the Reply is
+  // then the last attempt's, unclassified.
+  using Done = std::function<void(Reply reply, std::exception_ptr thrown)>;
+
+  // Call, without blocking: returns once the first attempt is sent (or the
+  // call has ended), and `done` gets the Reply when the call ends. The same
+  // loop as Call's, the waits between attempts armed on the Runtime's clock
+  // instead of slept through, so no thread waits for the call. `done` runs
+  // once, on one of gRPC's threads, never on the stack of the thread that
+  // started the call, cancelled it or advanced a ManualClock (even for a
+  // call that ends at once: rejected by the breaker, already cancelled);
+  // it must not block or throw. Destroying the Client ends the calls still
+  // going (CANCELLED unless an attempt had a status) and waits for their
+  // `done`: do not destroy it from one.
+  void CallAsync(std::string_view method, std::string request, Done done,
+                 const Context& context = {});
+
+  // One attempt of an asynchronous call that the caller makes itself, on
+  // the fresh grpc::ClientContext the client hands it (as Attempt's): it
+  // must start one RPC on the client's channel with that context and call
+  // `finished` once with its status, from the RPC's completion.
+  using AsyncAttempt =
+      std::function<void(grpc::ClientContext* attempt, std::function<void(Status)> finished)>;
+
+  // Runs `attempt` through the asynchronous loop (CallAsync's). The Reply
+  // has no body: the attempt keeps its response.
+  void InvokeAsync(std::string_view method, AsyncAttempt attempt, Done done,
+                   const Context& context = {});
+
+  // A generated stub's callback method through the asynchronous loop, the
+  // cheapest form: no thread waits for the call.
+  //
+  //   auto stub = Echo::NewStub(client->channel());
+  //   client->CallAsync("/pkg.Echo/Say", &Echo::Stub::async::Say, stub->async(), &request,
+  //                     &reply, [](rpc::Status status, std::exception_ptr thrown) { ... });
+  //
+  // request and response must stay valid until `done` runs, as for the
+  // stub's own callback methods. A retried attempt parses its response into
+  // *response afresh.
+  template <typename AsyncStub, typename Request, typename Response, typename GrpcStatus,
+            typename GrpcContext>
+  void CallAsync(std::string_view method,
+                 void (AsyncStub::*stub_method)(GrpcContext*, const Request*, Response*,
+                                                std::function<void(GrpcStatus)>),
+                 std::type_identity_t<AsyncStub>* stub, const Request* request, Response* response,
+                 std::function<void(Status, std::exception_ptr)> done,
+                 const Context& context = {}) {
+    static_assert(std::is_same_v<GrpcContext, grpc::ClientContext>,
+                  "a generated stub's callback unary method (stub->async())");
+    InvokeAsync(
+        method,
+        [stub, stub_method, request, response](grpc::ClientContext* attempt,
+                                               std::function<void(Status)> finished) {
+          (stub->*stub_method)(
+              attempt, request, response, [finished = std::move(finished)](GrpcStatus status) {
+                finished(Status{static_cast<Code>(status.error_code()), status.error_message()});
+              });
+        },
+        [done = std::move(done)](Reply reply, std::exception_ptr thrown) {
+          done(std::move(reply.status), std::move(thrown));
+        },
+        context);
   }
 
   // The client's channel, for a generated stub (Service::NewStub(channel())).

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: Apache-2.0
+// A unary call that does not block (Client::CallAsync, InvokeAsync): the
+// loop of Client::Impl::Run taken one step at a time. Each attempt is
+// admitted by the breaker and sent on a fresh grpc::ClientContext from
+// whatever thread the call is on; its completion, on one of gRPC's threads,
+// classifies it and either ends the call or arms the wait before the next
+// attempt on the Runtime's clock. No thread waits for the call.
+//
+// Where code runs: the first attempt is sent from the caller's thread, a
+// retry from the clock's (a ManualClock's: the thread that advances it),
+// and `done` always on one of gRPC's: from the last attempt's completion,
+// or posted to gRPC's executor when the call ends anywhere else (rejected
+// by the breaker, cancelled before an attempt, its deadline passed during
+// a wait), so it never runs on the stack that started, cancelled or
+// advanced the call.
+#include <grpc/support/time.h>
+#include <grpcpp/alarm.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "call_parts.h"
+#include "client_impl.h"
+#include "outbound/rpc/client.h"
+
+namespace outbound::rpc {
+namespace internal {
+namespace {
+
+// Runs fn soon on one of gRPC's executor threads. The alarm is deleted from
+// its own callback (grpc++ keeps the callback until it returns), and before
+// fn runs: an Alarm holds gRPC's library open, and fn may let the client go,
+// whose owner may then close the library. Closed last on one of gRPC's own
+// threads, it would be shut down on a thread of its own, racing the next
+// grpc_init.
+void Post(std::function<void()> fn) {
+  auto* alarm = new grpc::Alarm;
+  alarm->Set(gpr_now(GPR_CLOCK_MONOTONIC), [alarm, fn = std::move(fn)](bool /*fired*/) {
+    delete alarm;
+    fn();
+  });
+}
+
+// The call whose Step runs on this thread: its end is posted, not run here.
+thread_local const void* stepping = nullptr;
+
+class SteppingScope {
+ public:
+  explicit SteppingScope(const void* call) : saved_(stepping) { stepping = call; }
+  ~SteppingScope() { stepping = saved_; }
+  SteppingScope(const SteppingScope&) = delete;
+  SteppingScope& operator=(const SteppingScope&) = delete;
+
+ private:
+  const void* saved_;
+};
+
+}  // namespace
+
+class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
+ public:
+  // Makes one attempt on `cc` and calls `finished` once with its status,
+  // a unary response's bytes (if any) in attempt.body.
+  using Send = AsyncSend;
+
+  AsyncCall(Client::Impl& client, std::string_view method, const Context& context, Send send,
+            Client::Done done)
+      : client_(client),
+        method_(method),
+        context_(context),
+        send_(std::move(send)),
+        done_(std::move(done)),
+        start_(client.runtime.clock->Now()) {}
+
+  // Starts the call on the caller's thread; returns once its first attempt
+  // is sent (or the call has ended).
+  void Start() {
+    call_.emplace(client_.StartCall(context_, /*stream=*/false));
+    Step();
+  }
+
+  // The client is going away: ends the call soon, its attempt cancelled or
+  // its wait cut short. From ~Client, which then waits for `done`.
+  void Abandon() {
+    std::shared_ptr<grpc::ClientContext> cc;
+    bool waiting = false;
+    {
+      std::lock_guard lock(mu_);
+      abandoned_ = true;
+      cc = cc_;
+      waiting = wait_.pending();  // a wait armed after this sees abandoned_
+    }
+    if (cc) cc->TryCancel();
+    if (waiting) Post([self = shared_from_this()] { self->WakeEarly(); });
+  }
+
+ private:
+  // Admits the next attempt and sends it, or ends the call.
+  void Step() {
+    SteppingScope scope(this);
+    attempt_.reset();
+    if (Abandoned()) {
+      if (call_->reply.attempts == 0) {
+        call_->reply.status = {Code::kCancelled, "the client was destroyed before the call ended"};
+      }
+      Finish(nullptr);
+      return;
+    }
+    if (!client_.NextAttempt(*call_, method_, context_, /*stream=*/false, attempt_)) {
+      Finish(nullptr);
+      return;
+    }
+    if (client_.Injects(*call_)) {
+      if (auto answer = client_.InjectedAnswer(*call_->fault, *attempt_)) {
+        Post([self = shared_from_this(), status = *std::move(answer)]() mutable {
+          self->AttemptDone(std::move(status));
+        });
+        return;
+      }
+      TimePoint until = client_.DelayedUntil(*call_->fault, *attempt_);
+      Wait(until - client_.runtime.clock->Now(), &AsyncCall::AfterInjectedDelay);
+      return;
+    }
+    SendAttempt();
+  }
+
+  void AfterInjectedDelay() {
+    SteppingScope scope(this);
+    if (auto ended = client_.AfterDelay(*attempt_, context_)) {
+      Post([self = shared_from_this(), status = *std::move(ended)]() mutable {
+        self->AttemptDone(std::move(status));
+      });
+      return;
+    }
+    SendAttempt();
+  }
+
+  // Sends the admitted attempt on a fresh grpc::ClientContext, the caller's
+  // cancel wired to it.
+  void SendAttempt() {
+    if (!client_.channel) {
+      Post([self = shared_from_this()] { self->AttemptDone(self->client_.NoRoute()); });
+      return;
+    }
+    auto cc = client_.NewContext(*attempt_, context_);
+    {
+      std::lock_guard lock(mu_);
+      cc_ = cc;
+      hook_.emplace(context_, [cc] { cc->TryCancel(); });
+      if (abandoned_) cc->TryCancel();
+    }
+    send_(*attempt_, cc.get(),
+          [self = shared_from_this()](Status status) { self->AttemptDone(std::move(status)); });
+  }
+
+  // The attempt has its status (on one of gRPC's threads): classified,
+  // settled, and the call ended or its next attempt's wait armed.
+  void AttemptDone(Status status) {
+    std::shared_ptr<grpc::ClientContext> cc;
+    {
+      std::lock_guard lock(mu_);
+      hook_.reset();
+      cc = std::move(cc_);
+    }
+    if (cc) ReadTrailers(*cc, attempt_->trailers);
+    // Gone before the call can end: a ClientContext holds the channel, and
+    // the channel must not be released last on gRPC's own thread, which
+    // its destructor would wait for.
+    cc.reset();
+    std::optional<Duration> wait;
+    try {
+      wait = client_.Conclude(*call_, method_, context_, *attempt_, std::move(status));
+    } catch (...) {  // the user's classify or breaker policy: the caller hears of it
+      Finish(std::current_exception());
+      return;
+    }
+    if (!wait) {
+      Finish(nullptr);
+      return;
+    }
+    Wait(*wait, &AsyncCall::Step);
+  }
+
+  // Runs `next` after `wait` on the clock, or at once when the caller
+  // cancels or the client goes.
+  void Wait(Duration wait, void (AsyncCall::*next)()) {
+    auto self = shared_from_this();
+    std::lock_guard lock(mu_);
+    next_ = next;
+    wait_ = client_.runtime.clock->ScheduleAfter(wait, [self, next] { (self.get()->*next)(); });
+    // A cancel that came first runs the hook at once. Posted: the
+    // canceller's thread does not run the call (nor take mu_ again here).
+    hook_.emplace(context_, [self] { Post([self] { self->WakeEarly(); }); });
+    if (abandoned_) Post([self] { self->WakeEarly(); });
+  }
+
+  // Cuts a wait short (the caller cancelled, the client goes): the step
+  // that was waiting runs now, unless the timer got there first.
+  void WakeEarly() {
+    void (AsyncCall::*next)() = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      if (wait_.Cancel()) next = next_;
+    }
+    if (next != nullptr) (this->*next)();
+  }
+
+  bool Abandoned() {
+    std::lock_guard lock(mu_);
+    return abandoned_;
+  }
+
+  // Hands the Reply to `done`, then lets the client go: nothing of the
+  // client is touched once the client has forgotten the call.
+  void Finish(std::exception_ptr thrown) {
+    if (stepping == this) {  // not on the stack that started or advanced the call
+      Post([self = shared_from_this(), thrown] { self->Finish(thrown); });
+      return;
+    }
+    {
+      std::lock_guard lock(mu_);
+      hook_.reset();
+      wait_ = Timer();
+      cc_.reset();
+    }
+    attempt_.reset();  // an unsettled ticket frees its slot; the span ends
+    Reply reply = std::move(call_->reply);
+    call_.reset();
+    if (!thrown) client_.RecordCall(method_, reply.status, client_.runtime.clock->Now() - start_);
+    Client::Done done = std::move(done_);
+    done(std::move(reply), thrown);
+    client_.Forget(this);
+  }
+
+  Client::Impl& client_;
+  const std::string method_;
+  const Context context_;
+  const Send send_;
+  Client::Done done_;
+  const TimePoint start_;
+  std::optional<Client::Impl::CallState> call_;
+  std::optional<AttemptState> attempt_;
+
+  std::mutex mu_;                            // what a cancel, Abandon and the wait's timer reach
+  std::shared_ptr<grpc::ClientContext> cc_;  // the attempt in flight
+  std::optional<CancelHook> hook_;           // the caller's cancel, on the attempt or the wait
+  Timer wait_;                               // before the next attempt, or an injected delay
+  void (AsyncCall::*next_)() = nullptr;      // what the wait leads to
+  bool abandoned_ = false;
+};
+
+}  // namespace internal
+
+void Client::Impl::Track(const std::shared_ptr<internal::AsyncCall>& call) {
+  std::lock_guard lock(async_mu);
+  async_calls.emplace(call.get(), call);
+}
+
+void Client::Impl::Forget(internal::AsyncCall* call) {
+  std::lock_guard lock(async_mu);
+  async_calls.erase(call);
+  async_done.notify_all();
+}
+
+void Client::Impl::EndAsyncCalls() {
+  std::unique_lock lock(async_mu);
+  for (auto& [raw, call] : async_calls) {
+    if (auto alive = call.lock()) alive->Abandon();
+  }
+  async_done.wait(lock, [this] { return async_calls.empty(); });
+}
+
+void Client::Impl::StartAsync(std::string_view method, const Context& context,
+                              internal::AsyncSend send, Done done) {
+  auto call = std::make_shared<internal::AsyncCall>(*this, method, context, std::move(send),
+                                                    std::move(done));
+  Track(call);
+  call->Start();
+}
+
+void Client::CallAsync(std::string_view method, std::string request, Done done,
+                       const Context& context) {
+  struct Buffers {
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer response;
+  };
+  auto buffers = std::make_shared<Buffers>();
+  buffers->request = internal::ToByteBuffer(request);
+  grpc::GenericStub* stub = impl_->stub.get();
+  impl_->StartAsync(
+      method, context,
+      [stub, method = std::string(method), buffers](internal::AttemptState& attempt,
+                                                    grpc::ClientContext* cc,
+                                                    std::function<void(Status)> finished) {
+        stub->UnaryCall(cc, method, grpc::StubOptions(), &buffers->request, &buffers->response,
+                        [&attempt, buffers, finished = std::move(finished)](grpc::Status status) {
+                          if (status.ok()) attempt.body = internal::ToString(buffers->response);
+                          finished(internal::ToStatus(status));
+                        });
+      },
+      std::move(done));
+}
+
+void Client::InvokeAsync(std::string_view method, AsyncAttempt attempt, Done done,
+                         const Context& context) {
+  impl_->StartAsync(
+      method, context,
+      [own = std::move(attempt)](internal::AttemptState& /*attempt*/, grpc::ClientContext* cc,
+                                 std::function<void(Status)> finished) {
+        own(cc, std::move(finished));
+      },
+      std::move(done));
+}
+
+}  // namespace outbound::rpc

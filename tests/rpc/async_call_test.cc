@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: Apache-2.0
+// Asynchronous unary calls (Client::CallAsync, InvokeAsync) against real
+// grpc++ servers on loopback: the blocking call's loop, with no thread
+// waiting. Waits between attempts are timers on the ManualClock, so a test
+// sees a call parked between attempts and moves it on by advancing time.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "echo_server.h"
+#include "outbound/rpc/client.h"
+#include "outbound/testing/telemetry.h"
+
+namespace outbound::rpc {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// What `done` got, and on which thread.
+struct Outcome {
+  Reply reply;
+  std::exception_ptr thrown;
+  std::thread::id thread;
+};
+
+class RpcAsync : public RpcClient {
+ protected:
+  // A `done` that fulfils the returned future.
+  static std::pair<Client::Done, std::future<Outcome>> Capture() {
+    auto promise = std::make_shared<std::promise<Outcome>>();
+    auto future = promise->get_future();
+    return {[promise](Reply reply, std::exception_ptr thrown) {
+              promise->set_value({std::move(reply), thrown, std::this_thread::get_id()});
+            },
+            std::move(future)};
+  }
+
+  // Advances the clock to each timer the call sets until it ends.
+  template <typename T>
+  T Await(std::future<T>& future) {
+    while (future.wait_for(milliseconds(1)) != std::future_status::ready) {
+      if (auto next = clock_.next_timer()) clock_.AdvanceTo(*next);
+    }
+    return future.get();
+  }
+
+  // The stub helper's asynchronous form, its status and thread captured.
+  std::future<Outcome> SayAsync(Client& client, Echo::Stub& stub, const std::string& text,
+                                const Context& context = {}) {
+    request_.set_text(text);
+    auto promise = std::make_shared<std::promise<Outcome>>();
+    auto future = promise->get_future();
+    client.CallAsync(
+        kSay, &Echo::Stub::async::Say, stub.async(), &request_, &reply_,
+        [promise](Status status, std::exception_ptr thrown) {
+          Outcome outcome;
+          outcome.reply.status = std::move(status);
+          outcome.thrown = thrown;
+          outcome.thread = std::this_thread::get_id();
+          promise->set_value(std::move(outcome));
+        },
+        context);
+    return future;
+  }
+
+  EchoRequest request_;
+};
+
+Handler AlwaysUnavailable(const char* pushback_ms = nullptr) {
+  return [pushback_ms](int, grpc::ServerContext* context, const EchoRequest&, EchoReply*) {
+    if (pushback_ms != nullptr) context->AddTrailingMetadata("grpc-retry-pushback-ms", pushback_ms);
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+  };
+}
+
+TEST_F(RpcAsync, TheStubHelperRetriesUnavailableUntilOk) {
+  EchoServer server(UnavailableThenEcho(2));
+  auto client = Make(server);
+  auto stub = Echo::NewStub(client->channel());
+  auto call = SayAsync(*client, *stub, "hi");
+  Outcome outcome = Await(call);
+  EXPECT_TRUE(outcome.reply.status.ok()) << outcome.reply.status.message;
+  EXPECT_FALSE(outcome.thrown);
+  EXPECT_EQ(reply_.text(), "echo: hi");
+  EXPECT_EQ(server.calls(), 3);
+}
+
+TEST_F(RpcAsync, ByNameGivesTheBodyAndTheAttempts) {
+  EchoServer server(UnavailableThenEcho(1));
+  auto client = Make(server);
+  EchoRequest request;
+  request.set_text("raw");
+  auto [done, call] = Capture();
+  client->CallAsync(kSay, request.SerializeAsString(), done);
+  Outcome outcome = Await(call);
+  ASSERT_TRUE(outcome.reply.status.ok()) << outcome.reply.status.message;
+  EXPECT_EQ(outcome.reply.attempts, 2);
+  EchoReply parsed;
+  ASSERT_TRUE(parsed.ParseFromString(outcome.reply.body));
+  EXPECT_EQ(parsed.text(), "echo: raw");
+}
+
+// The wait between attempts is a timer, not a sleeping thread: the call is
+// parked until the clock reaches the pushback, and no sooner.
+TEST_F(RpcAsync, PushbackIsATimerOnTheClock) {
+  EchoServer server(
+      [](int call, grpc::ServerContext* context, const EchoRequest& request, EchoReply* reply) {
+        if (call == 1) {
+          context->AddTrailingMetadata("grpc-retry-pushback-ms", "2000");
+          return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "slow down");
+        }
+        return Ok(reply, request);
+      });
+  auto client = Make(server);
+  auto stub = Echo::NewStub(client->channel());
+  TimePoint start = clock_.Now();
+  auto call = SayAsync(*client, *stub, "x");
+  ASSERT_TRUE(clock_.WaitForTimerBy(start + seconds(2)));
+  EXPECT_EQ(clock_.next_timer(), start + seconds(2));  // the pushback, jitter 0
+  clock_.Advance(milliseconds(1999));
+  EXPECT_EQ(call.wait_for(milliseconds(50)), std::future_status::timeout);
+  EXPECT_EQ(server.calls(), 1);
+  clock_.Advance(milliseconds(1));
+  Outcome outcome = call.get();
+  EXPECT_TRUE(outcome.reply.status.ok()) << outcome.reply.status.message;
+  EXPECT_EQ(server.calls(), 2);
+}
+
+TEST_F(RpcAsync, NegativePushbackStops) {
+  EchoServer server(AlwaysUnavailable("-1"));
+  auto client = Make(server);
+  auto [done, call] = Capture();
+  client->CallAsync(kSay, "", done);
+  Outcome outcome = call.get();  // no timer: nothing to advance
+  EXPECT_EQ(outcome.reply.status.code, Code::kUnavailable);
+  EXPECT_EQ(outcome.reply.attempts, 1);
+  EXPECT_EQ(server.calls(), 1);
+}
+
+// done never runs on the stack that started the call, even when the call
+// ends before anything is sent: rejected by an open breaker, or cancelled
+// already.
+TEST_F(RpcAsync, ACallThatEndsAtOnceEndsOnAnotherThread) {
+  EchoServer server(AlwaysUnavailable());
+  Settings settings = DefaultSettings();
+  settings.max_attempts = 1;
+  auto client = Make(server, settings);
+  for (int i = 0; i < 5; ++i) {
+    auto [done, call] = Capture();
+    client->CallAsync(kSay, "", done);
+    EXPECT_EQ(call.get().reply.status.code, Code::kUnavailable);
+  }
+  ASSERT_EQ(client->breaker().state(clock_.Now()), circuit::State::kOpen);
+
+  auto [rejected_done, rejected] = Capture();
+  client->CallAsync(kSay, "", rejected_done);
+  Outcome outcome = rejected.get();
+  EXPECT_TRUE(outcome.reply.status.rejected);
+  EXPECT_EQ(outcome.reply.status.code, Code::kUnavailable);
+  EXPECT_EQ(outcome.reply.attempts, 0);
+  EXPECT_NE(outcome.thread, std::this_thread::get_id());
+  EXPECT_EQ(server.calls(), 5);
+
+  CancelSource cancel;
+  cancel.Cancel();
+  Context context;
+  context.cancel = cancel.token();
+  auto [cancelled_done, cancelled] = Capture();
+  client->CallAsync(kSay, "", cancelled_done, context);
+  outcome = cancelled.get();
+  EXPECT_EQ(outcome.reply.status.code, Code::kCancelled);
+  EXPECT_NE(outcome.thread, std::this_thread::get_id());
+  EXPECT_EQ(server.calls(), 5);
+}
+
+// A cancel while the call waits for its next attempt ends it at once, with
+// what the last attempt got, no clock advanced and nothing more sent.
+TEST_F(RpcAsync, ACancelDuringTheWaitEndsTheCallAtOnce) {
+  EchoServer server(AlwaysUnavailable("5000"));
+  auto client = Make(server);
+  CancelSource cancel;
+  Context context;
+  context.cancel = cancel.token();
+  auto [done, call] = Capture();
+  TimePoint start = clock_.Now();
+  client->CallAsync(kSay, "", done, context);
+  ASSERT_TRUE(clock_.WaitForTimerBy(start + seconds(5)));
+  cancel.Cancel();
+  Outcome outcome = call.get();
+  EXPECT_EQ(outcome.reply.status.code, Code::kUnavailable);
+  EXPECT_EQ(outcome.reply.attempts, 1);
+  EXPECT_NE(outcome.thread, std::this_thread::get_id());
+  EXPECT_EQ(clock_.Now(), start);
+  EXPECT_EQ(clock_.pending_timers(), 0u);
+  EXPECT_EQ(server.calls(), 1);
+}
+
+// A cancel during an attempt cancels the RPC: the server sees it, the call
+// ends CANCELLED, and the breaker does not count it.
+TEST_F(RpcAsync, ACancelDuringAnAttemptCancelsTheRpc) {
+  std::atomic<bool> server_saw_cancel{false};
+  EchoServer server(
+      [&](int call, grpc::ServerContext* context, const EchoRequest& request, EchoReply* reply) {
+        grpc::Status status = Hang(call, context, request, reply);
+        server_saw_cancel = true;
+        return status;
+      });
+  auto client = Make(server);
+  CancelSource cancel;
+  Context context;
+  context.cancel = cancel.token();
+  auto [done, call] = Capture();
+  client->CallAsync(kSay, "", done, context);
+  while (server.calls() == 0) std::this_thread::sleep_for(milliseconds(1));
+  cancel.Cancel();
+  Outcome outcome = call.get();
+  EXPECT_EQ(outcome.reply.status.code, Code::kCancelled);
+  EXPECT_EQ(outcome.reply.attempts, 1);
+  auto counts = client->breaker().counts(clock_.Now());
+  EXPECT_EQ(counts.failures, 0);
+  EXPECT_EQ(counts.successes, 0);
+  while (!server_saw_cancel) std::this_thread::sleep_for(milliseconds(1));
+}
+
+TEST_F(RpcAsync, TimeoutEndsAHungCallAndCountsAgainstTheBreaker) {
+  EchoServer server(Hang);
+  Settings settings = DefaultSettings();
+  settings.timeout = milliseconds(300);
+  auto client = Make(server, settings);
+  auto [done, call] = Capture();
+  client->CallAsync(kSay, "", done);
+  Outcome outcome = call.get();
+  EXPECT_EQ(outcome.reply.status.code, Code::kDeadlineExceeded);
+  EXPECT_EQ(outcome.reply.attempts, 1);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
+}
+
+// What classify throws reaches done, on gRPC's thread; the breaker stays
+// consistent (the attempt's slot is freed) and the next call goes through.
+TEST_F(RpcAsync, AThrowingClassifyReachesDone) {
+  EchoServer server(Echoing());
+  Settings settings = DefaultSettings();
+  std::atomic<bool> throwing{true};
+  settings.classify = [&throwing](std::string_view method, const Status& status,
+                                  const Trailers& trailers) {
+    if (throwing) throw std::runtime_error("classify broke");
+    return DefaultClassify(method, status, trailers);
+  };
+  auto client = Make(server, settings);
+  auto [done, call] = Capture();
+  client->CallAsync(kSay, "", done);
+  Outcome outcome = call.get();
+  ASSERT_TRUE(outcome.thrown);
+  try {
+    std::rethrow_exception(outcome.thrown);
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "classify broke");
+  }
+  throwing = false;
+  auto [next_done, next] = Capture();
+  client->CallAsync(kSay, "", next_done);
+  EXPECT_TRUE(next.get().reply.status.ok());
+  EXPECT_EQ(client->breaker().state(clock_.Now()), circuit::State::kClosed);
+}
+
+// Many calls in flight from one thread, none waiting for another: the
+// server holds each until all of them have arrived.
+TEST_F(RpcAsync, ManyCallsInFlightFromOneThread) {
+  constexpr int kCalls = 16;
+  std::mutex mu;
+  std::condition_variable all_in;
+  int arrived = 0;
+  EchoServer server([&](int, grpc::ServerContext*, const EchoRequest& request, EchoReply* reply) {
+    std::unique_lock lock(mu);
+    ++arrived;
+    all_in.notify_all();
+    if (!all_in.wait_for(lock, seconds(20), [&] { return arrived >= kCalls; })) {
+      return grpc::Status(grpc::StatusCode::ABORTED, "the calls came one by one");
+    }
+    return Ok(reply, request);
+  });
+  auto client = Make(server);
+  auto stub = Echo::NewStub(client->channel());
+  std::vector<EchoRequest> requests(kCalls);
+  std::vector<EchoReply> replies(kCalls);
+  std::vector<std::future<Status>> calls;
+  for (int i = 0; i < kCalls; ++i) {
+    requests[i].set_text(std::to_string(i));
+    auto promise = std::make_shared<std::promise<Status>>();
+    calls.push_back(promise->get_future());
+    client->CallAsync(
+        kSay, &Echo::Stub::async::Say, stub->async(), &requests[i], &replies[i],
+        [promise](Status status, std::exception_ptr) { promise->set_value(std::move(status)); });
+  }
+  for (int i = 0; i < kCalls; ++i) {
+    Status status = calls[i].get();
+    EXPECT_TRUE(status.ok()) << i << ": " << status.message;
+    EXPECT_EQ(replies[i].text(), "echo: " + std::to_string(i));
+  }
+  EXPECT_EQ(server.calls(), kCalls);
+}
+
+// Destroying the client ends the calls still going and waits for their
+// done: one parked between attempts (ended with its last attempt's status),
+// one in flight (cancelled).
+TEST_F(RpcAsync, DestroyingTheClientEndsItsCallsAndWaitsForThem) {
+  EchoServer waiting_server(AlwaysUnavailable("5000"));
+  EchoServer hung_server(Hang);
+  auto waiting_client = Make(waiting_server);
+  auto [waiting_done, waiting] = Capture();
+  TimePoint start = clock_.Now();
+  waiting_client->CallAsync(kSay, "", waiting_done);
+  ASSERT_TRUE(clock_.WaitForTimerBy(start + seconds(5)));
+  waiting_client.reset();
+  ASSERT_EQ(waiting.wait_for(seconds(0)), std::future_status::ready);
+  EXPECT_EQ(waiting.get().reply.status.code, Code::kUnavailable);
+  EXPECT_EQ(clock_.Now(), start);
+
+  network_.Add("hung", 9090, "127.0.0.1", hung_server.port());
+  Settings settings = DefaultSettings();
+  settings.addr = "hung:9090";
+  auto hung_client = std::move(*Client::Create(runtime_, settings));
+  auto [hung_done, hung] = Capture();
+  hung_client->CallAsync(kSay, "", hung_done);
+  while (hung_server.calls() == 0) std::this_thread::sleep_for(milliseconds(1));
+  hung_client.reset();
+  ASSERT_EQ(hung.wait_for(seconds(0)), std::future_status::ready);
+  EXPECT_EQ(hung.get().reply.status.code, Code::kCancelled);
+}
+
+TEST_F(RpcAsync, EachAttemptIsAClientSpan) {
+  testing::InMemoryTelemetry recorded;
+  runtime_.telemetry = recorded.telemetry();
+  EchoServer server(UnavailableThenEcho(2));
+  auto client = Make(server);
+  auto [done, call] = Capture();
+  client->CallAsync(kSay, "", done);
+  ASSERT_TRUE(Await(call).reply.status.ok());
+  auto spans = recorded.Spans(telemetry::SpanKind::kClient);
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[0].status, telemetry::StatusCode::kError);
+  EXPECT_EQ(std::get<std::int64_t>(*telemetry::Find(spans[2].attributes, "rpc.grpc.status_code")),
+            0);
+}
+
+// Failure injection takes the asynchronous path too: an injected status is
+// never sent, an injected delay is a timer before the attempt goes.
+TEST_F(RpcAsync, InjectedFaultsSendNothingButADelayedAttempt) {
+  EchoServer server(Echoing());
+  runtime_.inject_faults = true;
+  auto client = Make(server);
+  auto scenario = [](std::string fault) {
+    Context context;
+    context.baggage = {{"outbound-fault", "grpc:backend:9090=" + std::move(fault), ""}};
+    return context;
+  };
+  auto [aborted_done, aborted] = Capture();
+  client->CallAsync(kSay, "", aborted_done, scenario("abort"));
+  Outcome outcome = Await(aborted);
+  EXPECT_EQ(outcome.reply.status.code, Code::kUnavailable);
+  EXPECT_EQ(outcome.reply.attempts, 3);
+  EXPECT_EQ(server.calls(), 0);
+
+  auto [delayed_done, delayed] = Capture();
+  TimePoint start = clock_.Now();
+  client->CallAsync(kSay, "", delayed_done, scenario("delay:2s"));
+  ASSERT_TRUE(clock_.WaitForTimerBy(start + seconds(2)));
+  EXPECT_EQ(server.calls(), 0);
+  clock_.Advance(seconds(2));
+  EXPECT_TRUE(delayed.get().reply.status.ok());
+  EXPECT_EQ(server.calls(), 1);
+}
+
+}  // namespace
+}  // namespace outbound::rpc
