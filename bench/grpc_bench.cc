@@ -24,6 +24,14 @@
 //   async      the generated stub's async API, C calls outstanding on one
 //              completion queue and one thread: grpc++'s own ceiling here
 //
+// and, with no thread per call on either side (each completion starts the
+// next call of its slot, on gRPC's thread):
+//   stub-callback   the generated stub's callback Say, C in flight: the
+//              baseline of the asynchronous pair
+//   outbound-async  rpc::Client::CallAsync with the stub's callback Say, C
+//              in flight: the library's loop, breaker, classify and
+//              deadline around the same RPC, no thread waiting
+//
 //   raw-deadline  `raw` with a 10 s deadline on each call, as rpc::Client
 //              gives each attempt (Settings::timeout): grpc++'s own price of
 //              a deadline, beside the baseline, which has none
@@ -45,10 +53,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -207,6 +217,48 @@ Figures RunAsync(long n, long outstanding, Echo::Stub& stub, const EchoRequest& 
   return figures;
 }
 
+// Starts one call on `slot` and reports its end through `done` (true if
+// OK), from whichever thread ends it.
+using StartCall = std::function<void(std::size_t slot, std::function<void(bool ok)> done)>;
+
+// n calls, `in_flight` at a time, with no thread per call: the end of each
+// call starts the next one on its slot, on the thread that ended it. This
+// thread only waits for the last.
+Figures RunInFlight(long n, long in_flight, const StartCall& start) {
+  std::atomic<long> started{0};
+  std::mutex mu;
+  std::condition_variable all_done;
+  long finished = 0;
+  Figures figures;
+  figures.latencies_ms.reserve(static_cast<std::size_t>(n));
+  std::function<void(std::size_t)> launch = [&](std::size_t slot) {
+    if (started.fetch_add(1, std::memory_order_relaxed) >= n) return;
+    auto began = Clock::now();
+    start(slot, [&, slot, began](bool ok) {
+      double ms = MillisSince(began);
+      // The slot's next call first: once the last call counts as finished,
+      // this function may return, and nothing of it may be touched.
+      launch(slot);
+      std::lock_guard lock(mu);
+      figures.latencies_ms.push_back(ms);
+      if (!ok) ++figures.errors;
+      if (++finished == n) all_done.notify_all();
+    });
+  };
+  double cpu_before = CpuSeconds();
+  long switches_before = ContextSwitches();
+  auto t0 = Clock::now();
+  for (long slot = 0; slot < in_flight; ++slot) launch(static_cast<std::size_t>(slot));
+  {
+    std::unique_lock lock(mu);
+    all_done.wait(lock, [&] { return finished == n; });
+  }
+  figures.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  figures.cpu = CpuSeconds() - cpu_before;
+  figures.switches = ContextSwitches() - switches_before;
+  return figures;
+}
+
 // Spans as a tracing backend would receive them, counted and let go.
 class CountingProcessor final : public outbound::telemetry::SpanProcessor {
  public:
@@ -220,7 +272,8 @@ int Usage() {
   std::fprintf(
       stderr,
       "usage: grpc_bench --serve\n"
-      "       grpc_bench raw|raw-deadline|raw-callback|outbound|blocking|by-name|telemetry|async\n"
+      "       grpc_bench raw|raw-deadline|raw-callback|outbound|blocking|by-name|telemetry|async|\n"
+      "                  stub-callback|outbound-async\n"
       "                  -n N -c C --target HOST:PORT [--deadline-ms D] "
       "[--no-deadline-checks]\n");
   return 2;
@@ -262,7 +315,8 @@ int main(int argc, char** argv) {
   Figures figures;
 
   if (who == "raw-deadline" && deadline_ms == 0) deadline_ms = 10000;
-  if (who == "raw" || who == "raw-deadline" || who == "raw-callback" || who == "async") {
+  if (who == "raw" || who == "raw-deadline" || who == "raw-callback" || who == "async" ||
+      who == "stub-callback") {
     // The channel as a user of grpc++ alone would make it.
     grpc::ChannelArguments channel_args;
     if (no_deadline_checks) channel_args.SetInt(GRPC_ARG_ENABLE_DEADLINE_CHECKS, 0);
@@ -302,10 +356,23 @@ int main(int argc, char** argv) {
       figures = RunThreads(n, concurrency, say);
     } else if (who == "raw-callback") {
       figures = RunThreads(n, concurrency, say_callback);
+    } else if (who == "stub-callback") {
+      // A fresh context per call, made when its slot starts the next one.
+      std::vector<std::unique_ptr<grpc::ClientContext>> contexts(
+          static_cast<std::size_t>(concurrency));
+      std::vector<EchoReply> replies(static_cast<std::size_t>(concurrency));
+      figures = RunInFlight(n, concurrency, [&](std::size_t slot, std::function<void(bool)> done) {
+        contexts[slot] = std::make_unique<grpc::ClientContext>();
+        prepare(*contexts[slot]);
+        stub->async()->Say(
+            contexts[slot].get(), &request, &replies[slot],
+            [done = std::move(done)](const grpc::Status& status) { done(status.ok()); });
+      });
     } else {
       figures = RunAsync(n, concurrency, *stub, request, prepare);
     }
-  } else if (who == "outbound" || who == "blocking" || who == "by-name" || who == "telemetry") {
+  } else if (who == "outbound" || who == "blocking" || who == "by-name" || who == "telemetry" ||
+             who == "outbound-async") {
     namespace rpc = outbound::rpc;
     CountingProcessor spans;
     outbound::telemetry::RecordingTracer tracer(outbound::DefaultRandom(), spans);
@@ -343,7 +410,17 @@ int main(int argc, char** argv) {
       };
     }
     if (!call()) return 1;
-    figures = RunThreads(n, concurrency, call);
+    if (who == "outbound-async") {
+      std::vector<EchoReply> replies(static_cast<std::size_t>(concurrency));
+      figures = RunInFlight(n, concurrency, [&](std::size_t slot, std::function<void(bool)> done) {
+        echo.CallAsync(kSay, &Echo::Stub::async::Say, stub->async(), &request, &replies[slot],
+                       [done = std::move(done)](const rpc::Status& status, std::exception_ptr) {
+                         done(status.ok());
+                       });
+      });
+    } else {
+      figures = RunThreads(n, concurrency, call);
+    }
   } else {
     return Usage();
   }

@@ -66,17 +66,16 @@ class SteppingScope {
 
 class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
  public:
-  // Makes one attempt on `cc` and calls `finished` once with its status,
-  // a unary response's bytes (if any) in attempt.body.
-  using Send = AsyncSend;
+  using Messages = AsyncCallMessages;
 
-  AsyncCall(Client::Impl& client, std::string_view method, const Context& context, Send send,
-            Client::Done done)
+  AsyncCall(Client::Impl& client, std::string_view method, const Context& context,
+            Client::AsyncAttempt send, Client::Done done, std::unique_ptr<Messages> messages)
       : client_(client),
         method_(method),
         context_(context),
         send_(std::move(send)),
         done_(std::move(done)),
+        messages_(std::move(messages)),
         start_(client.runtime.clock->Now()) {}
 
   // Starts the call on the caller's thread; returns once its first attempt
@@ -101,6 +100,41 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     if (waiting) Post([self = shared_from_this()] { self->WakeEarly(); });
   }
 
+  // The attempt has its status (on one of gRPC's threads, or posted):
+  // classified, settled, and the call ended or its next attempt's wait
+  // armed.
+  void AttemptDone(Status status) {
+    std::shared_ptr<AsyncCall> self = std::move(sending_);  // this lives until we return
+    std::shared_ptr<grpc::ClientContext> cc;
+    {
+      std::lock_guard lock(mu_);
+      hook_.reset();
+      cc = std::move(cc_);
+    }
+    if (cc) ReadTrailers(*cc, attempt_->trailers);
+    // Gone before the call can end: a ClientContext holds the channel, and
+    // the channel must not be released last on gRPC's own thread, which
+    // its destructor would wait for.
+    cc.reset();
+    if (messages_ && status.ok()) attempt_->body = ToString(messages_->response);
+    std::optional<Duration> wait;
+    try {
+      wait = client_.Conclude(*call_, method_, context_, *attempt_, std::move(status));
+    } catch (...) {  // the user's classify or breaker policy: the caller hears of it
+      Finish(std::current_exception());
+      return;
+    }
+    if (!wait) {
+      Finish(nullptr);
+      return;
+    }
+    Wait(*wait, &AsyncCall::Step);
+  }
+
+  // The client's list of its asynchronous calls (Track, Forget).
+  AsyncCall* listed_before = nullptr;
+  AsyncCall* listed_after = nullptr;
+
  private:
   // Admits the next attempt and sends it, or ends the call.
   void Step() {
@@ -119,9 +153,7 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     }
     if (client_.Injects(*call_)) {
       if (auto answer = client_.InjectedAnswer(*call_->fault, *attempt_)) {
-        Post([self = shared_from_this(), status = *std::move(answer)]() mutable {
-          self->AttemptDone(std::move(status));
-        });
+        PostAttemptDone(*std::move(answer));
         return;
       }
       TimePoint until = client_.DelayedUntil(*call_->fault, *attempt_);
@@ -134,19 +166,24 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   void AfterInjectedDelay() {
     SteppingScope scope(this);
     if (auto ended = client_.AfterDelay(*attempt_, context_)) {
-      Post([self = shared_from_this(), status = *std::move(ended)]() mutable {
-        self->AttemptDone(std::move(status));
-      });
+      PostAttemptDone(*std::move(ended));
       return;
     }
     SendAttempt();
   }
 
+  // An attempt that ended without an RPC: its status as if from gRPC's
+  // thread.
+  void PostAttemptDone(Status status) {
+    sending_ = shared_from_this();
+    Post([this, status = std::move(status)]() mutable { AttemptDone(std::move(status)); });
+  }
+
   // Sends the admitted attempt on a fresh grpc::ClientContext, the caller's
-  // cancel wired to it.
+  // cancel wired to it. The call keeps itself alive until the attempt ends.
   void SendAttempt() {
     if (!client_.channel) {
-      Post([self = shared_from_this()] { self->AttemptDone(self->client_.NoRoute()); });
+      PostAttemptDone(client_.NoRoute());
       return;
     }
     auto cc = client_.NewContext(*attempt_, context_);
@@ -156,36 +193,8 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
       hook_.emplace(context_, [cc] { cc->TryCancel(); });
       if (abandoned_) cc->TryCancel();
     }
-    send_(*attempt_, cc.get(),
-          [self = shared_from_this()](Status status) { self->AttemptDone(std::move(status)); });
-  }
-
-  // The attempt has its status (on one of gRPC's threads): classified,
-  // settled, and the call ended or its next attempt's wait armed.
-  void AttemptDone(Status status) {
-    std::shared_ptr<grpc::ClientContext> cc;
-    {
-      std::lock_guard lock(mu_);
-      hook_.reset();
-      cc = std::move(cc_);
-    }
-    if (cc) ReadTrailers(*cc, attempt_->trailers);
-    // Gone before the call can end: a ClientContext holds the channel, and
-    // the channel must not be released last on gRPC's own thread, which
-    // its destructor would wait for.
-    cc.reset();
-    std::optional<Duration> wait;
-    try {
-      wait = client_.Conclude(*call_, method_, context_, *attempt_, std::move(status));
-    } catch (...) {  // the user's classify or breaker policy: the caller hears of it
-      Finish(std::current_exception());
-      return;
-    }
-    if (!wait) {
-      Finish(nullptr);
-      return;
-    }
-    Wait(*wait, &AsyncCall::Step);
+    sending_ = shared_from_this();
+    send_(cc.get(), AttemptFinished(this));
   }
 
   // Runs `next` after `wait` on the clock, or at once when the caller
@@ -242,11 +251,13 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   Client::Impl& client_;
   const std::string method_;
   const Context context_;
-  const Send send_;
+  const Client::AsyncAttempt send_;
   Client::Done done_;
+  const std::unique_ptr<Messages> messages_;
   const TimePoint start_;
   std::optional<Client::Impl::CallState> call_;
   std::optional<AttemptState> attempt_;
+  std::shared_ptr<AsyncCall> sending_;  // this, while an attempt is out
 
   std::mutex mu_;                            // what a cancel, Abandon and the wait's timer reach
   std::shared_ptr<grpc::ClientContext> cc_;  // the attempt in flight
@@ -258,65 +269,59 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
 
 }  // namespace internal
 
-void Client::Impl::Track(const std::shared_ptr<internal::AsyncCall>& call) {
+void AttemptFinished::operator()(Status status) const { call_->AttemptDone(std::move(status)); }
+
+void Client::Impl::Track(internal::AsyncCall* call) {
   std::lock_guard lock(async_mu);
-  async_calls.emplace(call.get(), call);
+  call->listed_after = async_calls;
+  if (async_calls != nullptr) async_calls->listed_before = call;
+  async_calls = call;
 }
 
 void Client::Impl::Forget(internal::AsyncCall* call) {
   std::lock_guard lock(async_mu);
-  async_calls.erase(call);
-  async_done.notify_all();
+  if (call->listed_before != nullptr) call->listed_before->listed_after = call->listed_after;
+  if (call->listed_after != nullptr) call->listed_after->listed_before = call->listed_before;
+  if (async_calls == call) async_calls = call->listed_after;
+  if (async_calls == nullptr) async_done.notify_all();
 }
 
 void Client::Impl::EndAsyncCalls() {
   std::unique_lock lock(async_mu);
-  for (auto& [raw, call] : async_calls) {
-    if (auto alive = call.lock()) alive->Abandon();
+  // A call stays listed, and alive, until its done has returned.
+  for (internal::AsyncCall* call = async_calls; call != nullptr; call = call->listed_after) {
+    call->Abandon();
   }
-  async_done.wait(lock, [this] { return async_calls.empty(); });
+  async_done.wait(lock, [this] { return async_calls == nullptr; });
 }
 
-void Client::Impl::StartAsync(std::string_view method, const Context& context,
-                              internal::AsyncSend send, Done done) {
+void Client::Impl::StartAsync(std::string_view method, const Context& context, AsyncAttempt send,
+                              Done done, std::unique_ptr<internal::AsyncCallMessages> messages) {
   auto call = std::make_shared<internal::AsyncCall>(*this, method, context, std::move(send),
-                                                    std::move(done));
-  Track(call);
+                                                    std::move(done), std::move(messages));
+  Track(call.get());
   call->Start();
 }
 
 void Client::CallAsync(std::string_view method, std::string request, Done done,
                        const Context& context) {
-  struct Buffers {
-    grpc::ByteBuffer request;
-    grpc::ByteBuffer response;
-  };
-  auto buffers = std::make_shared<Buffers>();
-  buffers->request = internal::ToByteBuffer(request);
+  auto messages = std::make_unique<internal::AsyncCallMessages>();
+  messages->request = internal::ToByteBuffer(request);
   grpc::GenericStub* stub = impl_->stub.get();
+  internal::AsyncCallMessages* m = messages.get();  // lives as long as the call
   impl_->StartAsync(
       method, context,
-      [stub, method = std::string(method), buffers](internal::AttemptState& attempt,
-                                                    grpc::ClientContext* cc,
-                                                    std::function<void(Status)> finished) {
-        stub->UnaryCall(cc, method, grpc::StubOptions(), &buffers->request, &buffers->response,
-                        [&attempt, buffers, finished = std::move(finished)](grpc::Status status) {
-                          if (status.ok()) attempt.body = internal::ToString(buffers->response);
-                          finished(internal::ToStatus(status));
-                        });
+      [stub, m, method = std::string(method)](grpc::ClientContext* cc, AttemptFinished finished) {
+        stub->UnaryCall(
+            cc, method, grpc::StubOptions(), &m->request, &m->response,
+            [finished](const grpc::Status& status) { finished(internal::ToStatus(status)); });
       },
-      std::move(done));
+      std::move(done), std::move(messages));
 }
 
 void Client::InvokeAsync(std::string_view method, AsyncAttempt attempt, Done done,
                          const Context& context) {
-  impl_->StartAsync(
-      method, context,
-      [own = std::move(attempt)](internal::AttemptState& /*attempt*/, grpc::ClientContext* cc,
-                                 std::function<void(Status)> finished) {
-        own(cc, std::move(finished));
-      },
-      std::move(done));
+  impl_->StartAsync(method, context, std::move(attempt), std::move(done), nullptr);
 }
 
 }  // namespace outbound::rpc

@@ -171,12 +171,14 @@ struct AttemptState {
   Timer slow_timer;                       // when the slow rule counts the attempt
 };
 
-// An asynchronous call's attempt (async_call.cc): made on `cc`, it calls
-// `finished` once with its status, a unary response's bytes in
-// attempt.body.
-using AsyncSend = std::function<void(AttemptState& attempt, grpc::ClientContext* cc,
-                                     std::function<void(Status)> finished)>;
+// An asynchronous call (async_call.cc), and the messages a call by name
+// keeps for its attempts (a call through InvokeAsync has none: its attempt
+// keeps its response).
 class AsyncCall;
+struct AsyncCallMessages {
+  grpc::ByteBuffer request;
+  grpc::ByteBuffer response;
+};
 
 // An attempt's remaining time as gRPC's clock runs it: the Runtime's clock
 // decides how much is left, gRPC's clock when it ends.

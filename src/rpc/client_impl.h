@@ -17,7 +17,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include "address.h"
 #include "call_parts.h"
@@ -177,11 +176,12 @@ struct Client::Impl {
   void Settle(circuit::Ticket& ticket, circuit::Outcome outcome,
               const telemetry::SpanContext& cause);
 
-  // Asynchronous calls (async_call.cc). Starts one and keeps track of it
-  // until its `done` has returned.
-  void StartAsync(std::string_view method, const Context& context, internal::AsyncSend send,
-                  Done done);
-  void Track(const std::shared_ptr<internal::AsyncCall>& call);
+  // Asynchronous calls (async_call.cc). Starts one (a call by name keeps
+  // its messages in `messages`) and keeps it listed until its `done` has
+  // returned.
+  void StartAsync(std::string_view method, const Context& context, AsyncAttempt send, Done done,
+                  std::unique_ptr<internal::AsyncCallMessages> messages);
+  void Track(internal::AsyncCall* call);
   void Forget(internal::AsyncCall* call);
   // From ~Client: ends every asynchronous call still going (its attempt
   // cancelled, its wait cut short) and waits for their `done`.
@@ -206,8 +206,8 @@ struct Client::Impl {
   std::unique_ptr<telemetry::GaugeRegistration> tokens_gauge;
   std::atomic<bool> connected{false};
   std::mutex async_mu;
-  std::condition_variable async_done;  // an asynchronous call was forgotten
-  std::unordered_map<internal::AsyncCall*, std::weak_ptr<internal::AsyncCall>> async_calls;
+  std::condition_variable async_done;          // an asynchronous call was forgotten
+  internal::AsyncCall* async_calls = nullptr;  // the newest; each links the next
 };
 
 }  // namespace outbound::rpc

@@ -80,6 +80,23 @@ class AttemptWait {
   Status status_;
 };
 
+namespace internal {
+class AsyncCall;
+}  // namespace internal
+
+// How an asynchronous attempt (Client::AsyncAttempt) reports its end: call
+// it once, with the RPC's status. A pointer's size: a callback that
+// captures it fits in std::function's own storage.
+class AttemptFinished {
+ public:
+  void operator()(Status status) const;
+
+ private:
+  friend class internal::AsyncCall;
+  explicit AttemptFinished(internal::AsyncCall* call) : call_(call) {}
+  internal::AsyncCall* call_;
+};
+
 class Client {
  public:
   // Checks every field (naming every bad one) and builds the channel; opens
@@ -258,8 +275,7 @@ class Client {
   // the fresh grpc::ClientContext the client hands it (as Attempt's): it
   // must start one RPC on the client's channel with that context and call
   // `finished` once with its status, from the RPC's completion.
-  using AsyncAttempt =
-      std::function<void(grpc::ClientContext* attempt, std::function<void(Status)> finished)>;
+  using AsyncAttempt = std::function<void(grpc::ClientContext* attempt, AttemptFinished finished)>;
 
   // Runs `attempt` through the asynchronous loop (CallAsync's). The Reply
   // has no body: the attempt keeps its response.
@@ -289,11 +305,10 @@ class Client {
     InvokeAsync(
         method,
         [stub, stub_method, request, response](grpc::ClientContext* attempt,
-                                               std::function<void(Status)> finished) {
-          (stub->*stub_method)(
-              attempt, request, response, [finished = std::move(finished)](GrpcStatus status) {
-                finished(Status{static_cast<Code>(status.error_code()), status.error_message()});
-              });
+                                               AttemptFinished finished) {
+          (stub->*stub_method)(attempt, request, response, [finished](GrpcStatus status) {
+            finished(Status{static_cast<Code>(status.error_code()), status.error_message()});
+          });
         },
         [done = std::move(done)](Reply reply, std::exception_ptr thrown) {
           done(std::move(reply.status), std::move(thrown));
