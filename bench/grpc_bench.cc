@@ -272,159 +272,185 @@ int Usage() {
   std::fprintf(
       stderr,
       "usage: grpc_bench --serve\n"
-      "       grpc_bench raw|raw-deadline|raw-callback|outbound|blocking|by-name|telemetry|async|\n"
-      "                  stub-callback|outbound-async\n"
-      "                  -n N -c C --target HOST:PORT [--deadline-ms D] "
-      "[--no-deadline-checks]\n");
+      "       grpc_bench CLIENT -n N -c C --target HOST:PORT [--deadline-ms D] "
+      "[--no-deadline-checks]\n"
+      "       grpc_bench paired CLIENT_A CLIENT_B -n N -c C --blocks K --target HOST:PORT\n"
+      "CLIENT: raw|raw-deadline|raw-callback|outbound|blocking|by-name|telemetry|async|\n"
+      "        stub-callback|stub-callback-deadline|outbound-async\n");
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc == 2 && std::string(argv[1]) == "--serve") return Serve();
-  if (argc < 2) return Usage();
-  const std::string who = argv[1];
+struct Options {
   long n = 10000;
   long concurrency = 64;
   std::string target;
   long deadline_ms = 0;
   bool no_deadline_checks = false;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    bool has = i + 1 < argc;
-    if (a == "-n" && has) {
-      n = std::atol(argv[++i]);
-    } else if (a == "-c" && has) {
-      concurrency = std::atol(argv[++i]);
-    } else if (a == "--target" && has) {
-      target = argv[++i];
-    } else if (a == "--deadline-ms" && has) {
-      deadline_ms = std::atol(argv[++i]);
-    } else if (a == "--no-deadline-checks") {
-      no_deadline_checks = true;
-    } else {
-      return Usage();
-    }
+};
+
+// One client of the comparison, set up and connected: Run makes n calls,
+// C in flight, and measures them. Holds what its calls use.
+class Side {
+ public:
+  // Null, with a message on stderr, if `who` is unknown or does not connect.
+  static std::unique_ptr<Side> Make(const std::string& who, Options options) {
+    auto side = std::unique_ptr<Side>(new Side(who, std::move(options)));
+    return side->Connect() ? std::move(side) : nullptr;
   }
-  if (target.empty() || n < 1 || concurrency < 1) return Usage();
 
-  EchoRequest request;
-  request.set_text(std::string(100, 'x'));  // as the HTTP rows' 100-byte body
-  const auto ready_by = std::chrono::system_clock::now() + std::chrono::seconds(10);
-  Figures figures;
+  Figures Run(long n) { return run_(n); }
+  const std::string& who() const { return who_; }
 
-  if (who == "raw-deadline" && deadline_ms == 0) deadline_ms = 10000;
-  if (who == "raw" || who == "raw-deadline" || who == "raw-callback" || who == "async" ||
-      who == "stub-callback") {
-    // The channel as a user of grpc++ alone would make it.
-    grpc::ChannelArguments channel_args;
-    if (no_deadline_checks) channel_args.SetInt(GRPC_ARG_ENABLE_DEADLINE_CHECKS, 0);
-    auto channel =
-        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), channel_args);
-    auto stub = Echo::NewStub(channel);
-    if (!channel->WaitForConnected(ready_by)) {
-      std::fprintf(stderr, "grpc_bench: %s did not connect\n", target.c_str());
-      return 1;
+ private:
+  Side(std::string who, Options options) : who_(std::move(who)), options_(std::move(options)) {
+    request_.set_text(std::string(100, 'x'));  // as the HTTP rows' 100-byte body
+  }
+
+  bool Connect() {
+    const auto ready_by = std::chrono::system_clock::now() + std::chrono::seconds(10);
+    const long c = options_.concurrency;
+    if (who_ == "raw-deadline" || who_ == "stub-callback-deadline") {
+      if (options_.deadline_ms == 0) options_.deadline_ms = 10000;
     }
-    auto prepare = [deadline_ms](grpc::ClientContext& context) {
-      if (deadline_ms > 0) {
-        context.set_deadline(std::chrono::system_clock::now() +
-                             std::chrono::milliseconds(deadline_ms));
+    if (who_ == "raw" || who_ == "raw-deadline" || who_ == "raw-callback" || who_ == "async" ||
+        who_ == "stub-callback" || who_ == "stub-callback-deadline") {
+      // The channel as a user of grpc++ alone would make it.
+      grpc::ChannelArguments channel_args;
+      if (options_.no_deadline_checks) channel_args.SetInt(GRPC_ARG_ENABLE_DEADLINE_CHECKS, 0);
+      channel_ = grpc::CreateCustomChannel(options_.target, grpc::InsecureChannelCredentials(),
+                                           channel_args);
+      stub_ = Echo::NewStub(channel_);
+      if (!channel_->WaitForConnected(ready_by)) return NotConnected();
+      if (!Say()) return NotConnected();
+      if (who_ == "raw" || who_ == "raw-deadline") {
+        run_ = [this, c](long n) { return RunThreads(n, c, [this] { return Say(); }); };
+      } else if (who_ == "raw-callback") {
+        run_ = [this, c](long n) { return RunThreads(n, c, [this] { return SayCallback(); }); };
+      } else if (who_ == "async") {
+        run_ = [this, c](long n) {
+          return RunAsync(n, c, *stub_, request_,
+                          [this](grpc::ClientContext& context) { Prepare(context); });
+        };
+      } else {  // stub-callback, stub-callback-deadline
+        contexts_.resize(static_cast<std::size_t>(c));
+        replies_.resize(static_cast<std::size_t>(c));
+        run_ = [this, c](long n) {
+          return RunInFlight(n, c, [this](std::size_t slot, std::function<void(bool)> done) {
+            // A fresh context per call, made when its slot starts the next one.
+            contexts_[slot] = std::make_unique<grpc::ClientContext>();
+            Prepare(*contexts_[slot]);
+            stub_->async()->Say(
+                contexts_[slot].get(), &request_, &replies_[slot],
+                [done = std::move(done)](const grpc::Status& status) { done(status.ok()); });
+          });
+        };
       }
-    };
-    auto say = [&] {
-      grpc::ClientContext context;
-      prepare(context);
-      EchoReply reply;
-      return stub->Say(&context, request, &reply).ok();
-    };
-    // The stub's callback Say, the calling thread sleeping until gRPC's
-    // thread completes it: what the stub helper does, without the library.
-    auto say_callback = [&] {
-      grpc::ClientContext context;
-      prepare(context);
-      EchoReply reply;
-      outbound::rpc::AttemptWait wait;
-      stub->async()->Say(&context, &request, &reply, [&wait](const grpc::Status& status) {
-        wait.Done(outbound::rpc::Status{static_cast<outbound::rpc::Code>(status.error_code()), ""});
-      });
-      return wait.Wait().ok();
-    };
-    if (!say()) return 1;
-    if (who == "raw" || who == "raw-deadline") {
-      figures = RunThreads(n, concurrency, say);
-    } else if (who == "raw-callback") {
-      figures = RunThreads(n, concurrency, say_callback);
-    } else if (who == "stub-callback") {
-      // A fresh context per call, made when its slot starts the next one.
-      std::vector<std::unique_ptr<grpc::ClientContext>> contexts(
-          static_cast<std::size_t>(concurrency));
-      std::vector<EchoReply> replies(static_cast<std::size_t>(concurrency));
-      figures = RunInFlight(n, concurrency, [&](std::size_t slot, std::function<void(bool)> done) {
-        contexts[slot] = std::make_unique<grpc::ClientContext>();
-        prepare(*contexts[slot]);
-        stub->async()->Say(
-            contexts[slot].get(), &request, &replies[slot],
-            [done = std::move(done)](const grpc::Status& status) { done(status.ok()); });
-      });
-    } else {
-      figures = RunAsync(n, concurrency, *stub, request, prepare);
+      return true;
     }
-  } else if (who == "outbound" || who == "blocking" || who == "by-name" || who == "telemetry" ||
-             who == "outbound-async") {
     namespace rpc = outbound::rpc;
-    CountingProcessor spans;
-    outbound::telemetry::RecordingTracer tracer(outbound::DefaultRandom(), spans);
-    outbound::telemetry::MetricStore metrics;
+    if (who_ != "outbound" && who_ != "blocking" && who_ != "by-name" && who_ != "telemetry" &&
+        who_ != "outbound-async") {
+      std::fprintf(stderr, "grpc_bench: no client %s\n", who_.c_str());
+      return false;
+    }
     outbound::Runtime runtime;
-    if (who == "telemetry") runtime.telemetry = {.tracer = &tracer, .meters = &metrics};
+    if (who_ == "telemetry") {
+      tracer_ =
+          std::make_unique<outbound::telemetry::RecordingTracer>(outbound::DefaultRandom(), spans_);
+      runtime.telemetry = {.tracer = tracer_.get(), .meters = &metrics_};
+    }
     rpc::Settings settings = rpc::DefaultSettings();
-    settings.addr = target;
+    settings.addr = options_.target;
     auto client = rpc::Client::Create(runtime, settings);
     if (!client) {
       std::fprintf(stderr, "grpc_bench: %s\n", client.error().message().c_str());
-      return 2;
+      return false;
     }
-    rpc::Client& echo = **client;
-    if (!echo.Connected(std::chrono::seconds(10))) {
-      std::fprintf(stderr, "grpc_bench: %s did not connect\n", target.c_str());
-      return 1;
-    }
-    auto stub = Echo::NewStub(echo.channel());
+    client_ = std::move(*client);
+    if (!client_->Connected(std::chrono::seconds(10))) return NotConnected();
+    stub_ = Echo::NewStub(client_->channel());
     Call call;
-    if (who == "by-name") {
-      call = [&] {
+    if (who_ == "by-name") {
+      call = [this] {
         EchoReply reply;
-        return echo.Call(kSay, request, &reply).ok();
+        return client_->Call(kSay, request_, &reply).ok();
       };
-    } else if (who == "blocking") {
-      call = [&] {
+    } else if (who_ == "blocking") {
+      call = [this] {
         EchoReply reply;
-        return echo.Call(kSay, &Echo::Stub::Say, *stub, request, &reply).ok();
+        return client_->Call(kSay, &Echo::Stub::Say, *stub_, request_, &reply).ok();
       };
     } else {
-      call = [&] {
+      call = [this] {
         EchoReply reply;
-        return echo.Call(kSay, &Echo::Stub::async::Say, stub->async(), request, &reply).ok();
+        return client_->Call(kSay, &Echo::Stub::async::Say, stub_->async(), request_, &reply).ok();
       };
     }
-    if (!call()) return 1;
-    if (who == "outbound-async") {
-      std::vector<EchoReply> replies(static_cast<std::size_t>(concurrency));
-      figures = RunInFlight(n, concurrency, [&](std::size_t slot, std::function<void(bool)> done) {
-        echo.CallAsync(kSay, &Echo::Stub::async::Say, stub->async(), &request, &replies[slot],
-                       [done = std::move(done)](const rpc::Status& status, std::exception_ptr) {
-                         done(status.ok());
-                       });
-      });
+    if (!call()) return NotConnected();
+    if (who_ == "outbound-async") {
+      replies_.resize(static_cast<std::size_t>(c));
+      run_ = [this, c](long n) {
+        return RunInFlight(n, c, [this](std::size_t slot, std::function<void(bool)> done) {
+          client_->CallAsync(kSay, &Echo::Stub::async::Say, stub_->async(), &request_,
+                             &replies_[slot],
+                             [done = std::move(done)](const rpc::Status& status,
+                                                      std::exception_ptr) { done(status.ok()); });
+        });
+      };
     } else {
-      figures = RunThreads(n, concurrency, call);
+      run_ = [c, call = std::move(call)](long n) { return RunThreads(n, c, call); };
     }
-  } else {
-    return Usage();
+    return true;
   }
 
+  bool NotConnected() const {
+    std::fprintf(stderr, "grpc_bench: %s did not reach %s\n", who_.c_str(),
+                 options_.target.c_str());
+    return false;
+  }
+
+  void Prepare(grpc::ClientContext& context) const {
+    if (options_.deadline_ms > 0) {
+      context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::milliseconds(options_.deadline_ms));
+    }
+  }
+
+  bool Say() {
+    grpc::ClientContext context;
+    Prepare(context);
+    EchoReply reply;
+    return stub_->Say(&context, request_, &reply).ok();
+  }
+
+  // The stub's callback Say, the calling thread sleeping until gRPC's
+  // thread completes it: what the stub helper does, without the library.
+  bool SayCallback() {
+    grpc::ClientContext context;
+    Prepare(context);
+    EchoReply reply;
+    outbound::rpc::AttemptWait wait;
+    stub_->async()->Say(&context, &request_, &reply, [&wait](const grpc::Status& status) {
+      wait.Done(outbound::rpc::Status{static_cast<outbound::rpc::Code>(status.error_code()), ""});
+    });
+    return wait.Wait().ok();
+  }
+
+  const std::string who_;
+  Options options_;
+  EchoRequest request_;
+  std::shared_ptr<grpc::Channel> channel_;
+  CountingProcessor spans_;
+  outbound::telemetry::MetricStore metrics_;
+  std::unique_ptr<outbound::telemetry::RecordingTracer> tracer_;
+  std::unique_ptr<outbound::rpc::Client> client_;  // after what its Runtime points to
+  std::unique_ptr<Echo::Stub> stub_;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts_;
+  std::vector<EchoReply> replies_;
+  std::function<Figures(long)> run_;
+};
+
+void PrintFigures(const std::string& who, long n, long concurrency, Figures& figures) {
   std::vector<double>& latencies = figures.latencies_ms;
   std::sort(latencies.begin(), latencies.end());
   auto pct = [&](double p) {
@@ -442,5 +468,101 @@ int main(int argc, char** argv) {
       figures.errors, pct(0.5), pct(0.9), pct(0.99), latencies.back(), figures.cpu,
       figures.cpu * 1e6 / static_cast<double>(n),
       static_cast<double>(figures.switches) / static_cast<double>(n), usage.ru_maxrss);
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  std::size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+// Two clients in one process, in alternating blocks of n calls (A B, then
+// B A, ...), so that the machine's drift, which moves whole runs by tens
+// of percent on a shared VM, moves both sides of each pair alike. Prints
+// B's throughput and CPU per call over A's, the median of the blocks'
+// ratios, with each side's figures per block.
+int RunPaired(Side& a, Side& b, long n, long concurrency, long blocks) {
+  std::vector<double> throughput_ratio, cpu_ratio, a_rate, b_rate, a_cpu, b_cpu;
+  long errors = 0;
+  for (long block = 0; block < blocks; ++block) {
+    Figures fa, fb;
+    if (block % 2 == 0) {
+      fa = a.Run(n);
+      fb = b.Run(n);
+    } else {
+      fb = b.Run(n);
+      fa = a.Run(n);
+    }
+    errors += fa.errors + fb.errors;
+    a_rate.push_back(static_cast<double>(n) / fa.seconds);
+    b_rate.push_back(static_cast<double>(n) / fb.seconds);
+    a_cpu.push_back(fa.cpu * 1e6 / static_cast<double>(n));
+    b_cpu.push_back(fb.cpu * 1e6 / static_cast<double>(n));
+    throughput_ratio.push_back(b_rate.back() / a_rate.back());
+    cpu_ratio.push_back(b_cpu.back() / a_cpu.back());
+  }
+  auto list = [](const std::vector<double>& values) {
+    std::string out = "[";
+    for (double v : values) out += (out.size() > 1 ? "," : "") + std::to_string(v);
+    return out + "]";
+  };
+  std::printf(
+      "{\"client\":\"paired\",\"a\":\"%s\",\"b\":\"%s\",\"calls_per_block\":%ld,"
+      "\"concurrency\":%ld,\"blocks\":%ld,\"errors\":%ld,"
+      "\"throughput_ratio\":%.4f,\"cpu_ratio\":%.4f,"
+      "\"a_calls_per_second\":%.1f,\"b_calls_per_second\":%.1f,"
+      "\"a_cpu_us_per_call\":%.3f,\"b_cpu_us_per_call\":%.3f,"
+      "\"throughput_ratio_each_block\":%s,\"cpu_ratio_each_block\":%s}\n",
+      a.who().c_str(), b.who().c_str(), n, concurrency, blocks, errors, Median(throughput_ratio),
+      Median(cpu_ratio), Median(a_rate), Median(b_rate), Median(a_cpu), Median(b_cpu),
+      list(throughput_ratio).c_str(), list(cpu_ratio).c_str());
+  return errors == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--serve") return Serve();
+  if (argc < 2) return Usage();
+  std::vector<std::string> clients{argv[1]};
+  int i = 2;
+  if (clients[0] == "paired") {
+    if (argc < 4) return Usage();
+    clients = {argv[2], argv[3]};
+    i = 4;
+  }
+  Options options;
+  long blocks = 0;
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    bool has = i + 1 < argc;
+    if (a == "-n" && has) {
+      options.n = std::atol(argv[++i]);
+    } else if (a == "-c" && has) {
+      options.concurrency = std::atol(argv[++i]);
+    } else if (a == "--target" && has) {
+      options.target = argv[++i];
+    } else if (a == "--deadline-ms" && has) {
+      options.deadline_ms = std::atol(argv[++i]);
+    } else if (a == "--no-deadline-checks") {
+      options.no_deadline_checks = true;
+    } else if (a == "--blocks" && has) {
+      blocks = std::atol(argv[++i]);
+    } else {
+      return Usage();
+    }
+  }
+  if (options.target.empty() || options.n < 1 || options.concurrency < 1) return Usage();
+  if (clients.size() == 2) {
+    if (blocks < 1) return Usage();
+    auto a = Side::Make(clients[0], options);
+    auto b = Side::Make(clients[1], options);
+    if (!a || !b) return 1;
+    return RunPaired(*a, *b, options.n, options.concurrency, blocks);
+  }
+  auto side = Side::Make(clients[0], options);
+  if (!side) return 1;
+  Figures figures = side->Run(options.n);
+  PrintFigures(clients[0], options.n, options.concurrency, figures);
   return figures.errors == 0 ? 0 : 1;
 }
