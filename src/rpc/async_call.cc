@@ -66,16 +66,12 @@ class SteppingScope {
 
 class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
  public:
-  using Messages = AsyncCallMessages;
-
   AsyncCall(Client::Impl& client, std::string_view method, const Context& context,
-            Client::AsyncAttempt send, Client::Done done, std::unique_ptr<Messages> messages)
+            std::unique_ptr<AsyncHooks> hooks)
       : client_(client),
         method_(method),
         context_(context),
-        send_(std::move(send)),
-        done_(std::move(done)),
-        messages_(std::move(messages)),
+        hooks_(std::move(hooks)),
         start_(client.runtime.clock->Now()) {}
 
   // Starts the call on the caller's thread; returns once its first attempt
@@ -116,7 +112,6 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     // the channel must not be released last on gRPC's own thread, which
     // its destructor would wait for.
     cc.reset();
-    if (messages_ && status.ok()) attempt_->body = ToString(messages_->response);
     std::optional<Duration> wait;
     try {
       wait = client_.Conclude(*call_, method_, context_, *attempt_, std::move(status));
@@ -194,7 +189,7 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
       if (abandoned_) cc->TryCancel();
     }
     sending_ = shared_from_this();
-    send_(cc.get(), AttemptFinished(this));
+    hooks_->Send(cc.get(), AttemptFinished(this));
   }
 
   // Runs `next` after `wait` on the clock, or at once when the caller
@@ -243,17 +238,14 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     Reply reply = std::move(call_->reply);
     call_.reset();
     if (!thrown) client_.RecordCall(method_, reply.status, client_.runtime.clock->Now() - start_);
-    Client::Done done = std::move(done_);
-    done(std::move(reply), thrown);
+    hooks_->Done(std::move(reply), thrown);
     client_.Forget(this);
   }
 
   Client::Impl& client_;
   const std::string method_;
   const Context context_;
-  const Client::AsyncAttempt send_;
-  Client::Done done_;
-  const std::unique_ptr<Messages> messages_;
+  const std::unique_ptr<AsyncHooks> hooks_;
   const TimePoint start_;
   std::optional<Client::Impl::CallState> call_;
   std::optional<AttemptState> attempt_;
@@ -295,33 +287,74 @@ void Client::Impl::EndAsyncCalls() {
   async_done.wait(lock, [this] { return async_calls == nullptr; });
 }
 
-void Client::Impl::StartAsync(std::string_view method, const Context& context, AsyncAttempt send,
-                              Done done, std::unique_ptr<internal::AsyncCallMessages> messages) {
-  auto call = std::make_shared<internal::AsyncCall>(*this, method, context, std::move(send),
-                                                    std::move(done), std::move(messages));
-  Track(call.get());
+void Client::StartAsync(std::string_view method, std::unique_ptr<internal::AsyncHooks> hooks,
+                        const Context& context) {
+  auto call = std::make_shared<internal::AsyncCall>(*impl_, method, context, std::move(hooks));
+  impl_->Track(call.get());
   call->Start();
 }
 
+namespace {
+
+// CallAsync by name: the messages of the call's attempts, on the generic
+// stub; the last attempt's response is the Reply's body.
+class ByNameHooks final : public internal::AsyncHooks {
+ public:
+  ByNameHooks(grpc::GenericStub* stub, std::string_view method, std::string_view request,
+              Client::Done done)
+      : stub_(stub),
+        method_(method),
+        request_(internal::ToByteBuffer(request)),
+        done_(std::move(done)) {}
+
+  void Send(grpc::ClientContext* attempt, AttemptFinished finished) override {
+    stub_->UnaryCall(
+        attempt, method_, grpc::StubOptions(), &request_, &response_,
+        [finished](const grpc::Status& status) { finished(internal::ToStatus(status)); });
+  }
+
+  void Done(Reply reply, std::exception_ptr thrown) override {
+    if (reply.status.ok()) reply.body = internal::ToString(response_);
+    done_(std::move(reply), std::move(thrown));
+  }
+
+ private:
+  grpc::GenericStub* stub_;
+  const std::string method_;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer response_;
+  Client::Done done_;
+};
+
+// InvokeAsync: the caller's attempt and done as they were given.
+class FunctionHooks final : public internal::AsyncHooks {
+ public:
+  FunctionHooks(Client::AsyncAttempt attempt, Client::Done done)
+      : attempt_(std::move(attempt)), done_(std::move(done)) {}
+  void Send(grpc::ClientContext* attempt, AttemptFinished finished) override {
+    attempt_(attempt, finished);
+  }
+  void Done(Reply reply, std::exception_ptr thrown) override {
+    done_(std::move(reply), std::move(thrown));
+  }
+
+ private:
+  Client::AsyncAttempt attempt_;
+  Client::Done done_;
+};
+
+}  // namespace
+
 void Client::CallAsync(std::string_view method, std::string request, Done done,
                        const Context& context) {
-  auto messages = std::make_unique<internal::AsyncCallMessages>();
-  messages->request = internal::ToByteBuffer(request);
-  grpc::GenericStub* stub = impl_->stub.get();
-  internal::AsyncCallMessages* m = messages.get();  // lives as long as the call
-  impl_->StartAsync(
-      method, context,
-      [stub, m, method = std::string(method)](grpc::ClientContext* cc, AttemptFinished finished) {
-        stub->UnaryCall(
-            cc, method, grpc::StubOptions(), &m->request, &m->response,
-            [finished](const grpc::Status& status) { finished(internal::ToStatus(status)); });
-      },
-      std::move(done), std::move(messages));
+  StartAsync(method,
+             std::make_unique<ByNameHooks>(impl_->stub.get(), method, request, std::move(done)),
+             context);
 }
 
 void Client::InvokeAsync(std::string_view method, AsyncAttempt attempt, Done done,
                          const Context& context) {
-  impl_->StartAsync(method, context, std::move(attempt), std::move(done), nullptr);
+  StartAsync(method, std::make_unique<FunctionHooks>(std::move(attempt), std::move(done)), context);
 }
 
 }  // namespace outbound::rpc

@@ -171,15 +171,6 @@ struct AttemptState {
   Timer slow_timer;                       // when the slow rule counts the attempt
 };
 
-// An asynchronous call (async_call.cc), and the messages a call by name
-// keeps for its attempts (a call through InvokeAsync has none: its attempt
-// keeps its response).
-class AsyncCall;
-struct AsyncCallMessages {
-  grpc::ByteBuffer request;
-  grpc::ByteBuffer response;
-};
-
 // An attempt's remaining time as gRPC's clock runs it: the Runtime's clock
 // decides how much is left, gRPC's clock when it ends.
 inline gpr_timespec Remaining(const Clock& clock, TimePoint until) {

@@ -176,11 +176,8 @@ struct Client::Impl {
   void Settle(circuit::Ticket& ticket, circuit::Outcome outcome,
               const telemetry::SpanContext& cause);
 
-  // Asynchronous calls (async_call.cc). Starts one (a call by name keeps
-  // its messages in `messages`) and keeps it listed until its `done` has
-  // returned.
-  void StartAsync(std::string_view method, const Context& context, AsyncAttempt send, Done done,
-                  std::unique_ptr<internal::AsyncCallMessages> messages);
+  // Asynchronous calls (async_call.cc), each listed from its start until
+  // its `done` has returned.
   void Track(internal::AsyncCall* call);
   void Forget(internal::AsyncCall* call);
   // From ~Client: ends every asynchronous call still going (its attempt

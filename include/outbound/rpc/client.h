@@ -97,6 +97,20 @@ class AttemptFinished {
   internal::AsyncCall* call_;
 };
 
+namespace internal {
+// What the caller of an asynchronous call supplies: how each attempt is
+// made, and what is told of the end. One object per call, allocated once:
+// a stub helper's captures and the caller's callback live in it together.
+class AsyncHooks {
+ public:
+  virtual ~AsyncHooks() = default;
+  // Starts one RPC on `attempt`, reporting its end through `finished`.
+  virtual void Send(grpc::ClientContext* attempt, AttemptFinished finished) = 0;
+  // The call has ended (Client::Done's contract).
+  virtual void Done(Reply reply, std::exception_ptr thrown) = 0;
+};
+}  // namespace internal
+
 class Client {
  public:
   // Checks every field (naming every bad one) and builds the channel; opens
@@ -289,31 +303,44 @@ class Client {
   //   client->CallAsync("/pkg.Echo/Say", &Echo::Stub::async::Say, stub->async(), &request,
   //                     &reply, [](rpc::Status status, std::exception_ptr thrown) { ... });
   //
-  // request and response must stay valid until `done` runs, as for the
-  // stub's own callback methods. A retried attempt parses its response into
-  // *response afresh.
+  // `done` is any callable taking (rpc::Status, std::exception_ptr), kept
+  // with the call in one allocation. request and response must stay valid
+  // until it runs, as for the stub's own callback methods. A retried
+  // attempt parses its response into *response afresh.
   template <typename AsyncStub, typename Request, typename Response, typename GrpcStatus,
-            typename GrpcContext>
+            typename GrpcContext, typename OnDone>
   void CallAsync(std::string_view method,
                  void (AsyncStub::*stub_method)(GrpcContext*, const Request*, Response*,
                                                 std::function<void(GrpcStatus)>),
                  std::type_identity_t<AsyncStub>* stub, const Request* request, Response* response,
-                 std::function<void(Status, std::exception_ptr)> done,
-                 const Context& context = {}) {
+                 OnDone&& done, const Context& context = {}) {
     static_assert(std::is_same_v<GrpcContext, grpc::ClientContext>,
                   "a generated stub's callback unary method (stub->async())");
-    InvokeAsync(
-        method,
-        [stub, stub_method, request, response](grpc::ClientContext* attempt,
-                                               AttemptFinished finished) {
-          (stub->*stub_method)(attempt, request, response, [finished](GrpcStatus status) {
-            finished(Status{static_cast<Code>(status.error_code()), status.error_message()});
-          });
-        },
-        [done = std::move(done)](Reply reply, std::exception_ptr thrown) {
-          done(std::move(reply.status), std::move(thrown));
-        },
-        context);
+    static_assert(std::is_invocable_v<std::decay_t<OnDone>&, Status, std::exception_ptr>,
+                  "done takes (rpc::Status, std::exception_ptr)");
+    using Method = void (AsyncStub::*)(GrpcContext*, const Request*, Response*,
+                                       std::function<void(GrpcStatus)>);
+    struct StubHooks final : internal::AsyncHooks {
+      StubHooks(AsyncStub* s, Method m, const Request* q, Response* r, OnDone&& d)
+          : stub(s), method(m), request(q), response(r), done(std::forward<OnDone>(d)) {}
+      void Send(grpc::ClientContext* attempt, AttemptFinished finished) override {
+        (stub->*method)(attempt, request, response, [finished](GrpcStatus status) {
+          finished(Status{static_cast<Code>(status.error_code()), status.error_message()});
+        });
+      }
+      void Done(Reply reply, std::exception_ptr thrown) override {
+        done(std::move(reply.status), std::move(thrown));
+      }
+      AsyncStub* stub;
+      Method method;
+      const Request* request;
+      Response* response;
+      std::decay_t<OnDone> done;
+    };
+    StartAsync(method,
+               std::make_unique<StubHooks>(stub, stub_method, request, response,
+                                           std::forward<OnDone>(done)),
+               context);
   }
 
   // The client's channel, for a generated stub (Service::NewStub(channel())).
@@ -336,6 +363,9 @@ class Client {
 
  private:
   explicit Client(std::unique_ptr<Impl> impl);
+  // Every asynchronous form comes here (async_call.cc).
+  void StartAsync(std::string_view method, std::unique_ptr<internal::AsyncHooks> hooks,
+                  const Context& context);
   std::unique_ptr<Impl> impl_;
 };
 
