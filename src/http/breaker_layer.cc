@@ -27,10 +27,10 @@ class BreakerLayer final : public AttemptLayer, public SlowWatcher {
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
     try {
-      CauseScope cause(&attempt->trace_context());
+      telemetry::TransitionCause cause(&attempt->trace_context());
       auto admitted = breaker_.Allow(attempt->started);
       if (!admitted) {
-        telemetry_.BreakerCounted("rejected");
+        telemetry_.resilience().BreakerCounted("rejected");
         attempt->Complete(Rejected(admitted.error().retry_after));
         return;
       }
@@ -53,8 +53,8 @@ class BreakerLayer final : public AttemptLayer, public SlowWatcher {
   void Slow(Attempt& attempt) override {
     if (!attempt.ticket || attempt.ticket->settled()) return;
     try {
-      telemetry_.BreakerCounted(circuit::ToString(circuit::Outcome::kFailure));
-      CauseScope cause(&attempt.trace_context());
+      telemetry_.resilience().BreakerCounted(circuit::ToString(circuit::Outcome::kFailure));
+      telemetry::TransitionCause cause(&attempt.trace_context());
       attempt.ticket->Settle(circuit::Outcome::kFailure, clock_.Now());
     } catch (...) {  // the user's policy threw: Finish hands it to the caller
       attempt.slow_thrown = std::current_exception();
@@ -71,10 +71,10 @@ class BreakerLayer final : public AttemptLayer, public SlowWatcher {
       if (attempt.slow_thrown) std::rethrow_exception(attempt.slow_thrown);
       outcome.classification = Decide(attempt, outcome);
       if (!attempt.ticket->settled()) {  // else the slow-call rule counted it
-        telemetry_.BreakerCounted(
+        telemetry_.resilience().BreakerCounted(
             outcome.rejected ? "rejected" : circuit::ToString(outcome.classification->breaker));
       }
-      CauseScope cause(&attempt.trace_context());
+      telemetry::TransitionCause cause(&attempt.trace_context());
       attempt.ticket->Settle(outcome.classification->breaker, clock_.Now());
     } catch (...) {
       // The user's classify or policy threw: the slot is freed now (an

@@ -110,7 +110,7 @@ struct Client::Impl {
   }
 
   void Transitioned(const circuit::Transition& transition) {
-    telemetry.BreakerTransition(transition, internal::CauseScope::current());
+    telemetry.resilience().BreakerTransition(transition, telemetry::TransitionCause::current());
     for (const auto& observer : settings.observers) observer->OnBreakerTransition(transition);
   }
 

@@ -6,15 +6,12 @@
 
 #include "layers.h"
 #include "origin.h"
-#include "outbound/telemetry/breaker_record.h"
 #include "outbound/telemetry/propagation.h"
 
 namespace outbound::http::internal {
 namespace {
 
 using telemetry::KeyValue;
-
-thread_local const telemetry::SpanContext* t_cause = nullptr;
 
 // A method as an attribute: the known ones as they are, anything else
 // "_OTHER", so a custom method cannot grow a metric's series without bound.
@@ -105,12 +102,6 @@ std::string RedactedUrl(std::string_view url) {
   return out;
 }
 
-CauseScope::CauseScope(const telemetry::SpanContext* cause) : previous_(t_cause) {
-  t_cause = cause;
-}
-CauseScope::~CauseScope() { t_cause = previous_; }
-const telemetry::SpanContext* CauseScope::current() { return t_cause; }
-
 ClientTelemetry::ClientTelemetry(const telemetry::Telemetry& telemetry, const Origin& origin,
                                  Clock& clock)
     : telemetry_(telemetry),
@@ -118,7 +109,8 @@ ClientTelemetry::ClientTelemetry(const telemetry::Telemetry& telemetry, const Or
       meters_(telemetry.meters),
       host_(origin.host),
       port_(origin.port),
-      scheme_(origin.scheme) {
+      scheme_(origin.scheme),
+      resilience_(telemetry, kScope, origin.host, origin.port) {
   if (meters_ == nullptr) return;
   duration_ = meters_->CreateHistogram(
       {kScope, "http.client.request.duration", "s", "Duration of HTTP client requests."},
@@ -126,49 +118,12 @@ ClientTelemetry::ClientTelemetry(const telemetry::Telemetry& telemetry, const Or
   body_size_ = meters_->CreateHistogram(
       {kScope, "http.client.request.body.size", "By", "Size of HTTP client request bodies."},
       telemetry::kDefaultBuckets);
-  transitions_ = meters_->CreateCounter({kScope, "outbound.circuit.transitions", "{transition}",
-                                         "Changes of a circuit breaker's state, by new state."});
-  calls_ = meters_->CreateCounter({kScope, "outbound.circuit.calls", "{call}",
-                                   "Attempts a circuit breaker counted, by outcome."});
-  decisions_ = meters_->CreateCounter({kScope, "outbound.retry.decisions", "{decision}",
-                                       "What the retry loop decided after each attempt."});
   malformed_faults_ =
       meters_->CreateCounter({kScope, "outbound.fault.malformed", "{scenario}",
                               "Fault scenarios in calls' baggage that were malformed, ignored."});
-  // Every state's transition series exists from the start, at 0, so that
-  // Prometheus's increase() sees the first opening as an increase.
-  for (circuit::State state :
-       {circuit::State::kClosed, circuit::State::kOpen, circuit::State::kHalfOpen}) {
-    const KeyValue attributes[] = {
-        {"server.address", host_}, {"server.port", port_}, {"state", circuit::ToString(state)}};
-    transitions_->Add(0, attributes);
-  }
 }
 
 ClientTelemetry::~ClientTelemetry() = default;
-
-void ClientTelemetry::Observe(circuit::Breaker& breaker, const retry::Budget& budget) {
-  if (meters_ == nullptr) return;
-  state_gauge_ = meters_->AddObservableGauge(
-      {kScope, "outbound.circuit.state", "{breaker}", "Circuit breakers in each state."},
-      [this, &breaker](telemetry::Observations& out) {
-        circuit::State now = breaker.state(clock_.Now());
-        for (circuit::State state :
-             {circuit::State::kClosed, circuit::State::kOpen, circuit::State::kHalfOpen}) {
-          const KeyValue attributes[] = {{"server.address", host_},
-                                         {"server.port", port_},
-                                         {"state", circuit::ToString(state)}};
-          out.Observe(state == now ? 1 : 0, attributes);
-        }
-      });
-  tokens_gauge_ = meters_->AddObservableGauge(
-      {kScope, "outbound.retry.budget.tokens", "{token}",
-       "Tokens left in a client's retry budget; retries stop at half."},
-      [this, &budget](telemetry::Observations& out) {
-        const KeyValue attributes[] = {{"server.address", host_}, {"server.port", port_}};
-        out.Observe(budget.tokens(), attributes);
-      });
-}
 
 void ClientTelemetry::AttemptStarted(Attempt& attempt) const {
   CallState& call = *attempt.call;  // its attempts run one at a time
@@ -247,13 +202,6 @@ void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outco
   }
 }
 
-void ClientTelemetry::BreakerCounted(std::string_view outcome) const {
-  if (meters_ == nullptr) return;
-  const KeyValue attributes[] = {
-      {"outcome", outcome}, {"server.address", host_}, {"server.port", port_}};
-  calls_->Add(1, attributes);
-}
-
 // One debug record per attempt: what was asked of whom, how it ended and
 // how long it took. Never a header or a body, so never a credential.
 void ClientTelemetry::LogRequest(const Attempt& attempt, const AttemptOutcome& outcome,
@@ -285,26 +233,6 @@ void ClientTelemetry::FaultScenarioIgnored() const {
   if (meters_ == nullptr) return;
   const KeyValue attributes[] = {{"server.address", host_}, {"server.port", port_}};
   malformed_faults_->Add(1, attributes);
-}
-
-void ClientTelemetry::RetryDecided(retry::DecisionKind decision) const {
-  if (meters_ == nullptr) return;
-  const KeyValue attributes[] = {
-      {"decision", retry::ToString(decision)}, {"server.address", host_}, {"server.port", port_}};
-  decisions_->Add(1, attributes);
-}
-
-void ClientTelemetry::BreakerTransition(const circuit::Transition& transition,
-                                        const telemetry::SpanContext* cause) const {
-  if (meters_ != nullptr) {
-    const KeyValue attributes[] = {{"server.address", host_},
-                                   {"server.port", port_},
-                                   {"state", circuit::ToString(transition.to)}};
-    transitions_->Add(1, attributes);
-  }
-  if (telemetry_.logger == nullptr) return;
-  telemetry_.logger->Emit(
-      telemetry::BreakerTransitionRecord(kScope, host_, port_, transition, cause));
 }
 
 }  // namespace outbound::http::internal

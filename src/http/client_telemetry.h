@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a client reports through the Runtime's telemetry: a CLIENT span per
 // attempt with its trace context put on the wire, the HTTP client metrics,
-// the library's own instruments (breaker state, transitions, calls; retry
-// decisions; budget tokens), and a log record per breaker transition. Each
+// and the library's own instruments of its breaker, retry loop and budget
+// (telemetry::ResilienceInstruments, shared with the gRPC client). Each
 // signal costs nothing when its provider is not set. Internal.
 #ifndef OUTBOUND_SRC_HTTP_CLIENT_TELEMETRY_H_
 #define OUTBOUND_SRC_HTTP_CLIENT_TELEMETRY_H_
@@ -13,6 +13,7 @@
 #include "outbound/circuit/breaker.h"
 #include "outbound/retry/budget.h"
 #include "outbound/retry/retrier.h"
+#include "outbound/telemetry/resilience_instruments.h"
 #include "outbound/telemetry/telemetry.h"
 
 namespace outbound::http::internal {
@@ -33,7 +34,9 @@ class ClientTelemetry {
 
   // Registers the gauges that read `breaker` and `budget` at collection.
   // Both outlive this object.
-  void Observe(circuit::Breaker& breaker, const retry::Budget& budget);
+  void Observe(circuit::Breaker& breaker, const retry::Budget& budget) {
+    resilience_.Observe(breaker, budget, clock_);
+  }
 
   // An attempt begins: its span starts (a child of the caller's context),
   // and the trace context headers it carries are set.
@@ -42,14 +45,9 @@ class ClientTelemetry {
   // its metrics are recorded.
   void AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome) const;
 
-  // The breaker counted an attempt (or rejected one: "rejected").
-  void BreakerCounted(std::string_view outcome) const;
-  // The retry loop decided what follows an attempt.
-  void RetryDecided(retry::DecisionKind decision) const;
-  // The breaker changed state, caused by the call whose trace is `cause`
-  // (null when none).
-  void BreakerTransition(const circuit::Transition& transition,
-                         const telemetry::SpanContext* cause) const;
+  // The breaker, the retry loop and the budget, as the gRPC client reports
+  // them too (outbound/telemetry/resilience_instruments.h).
+  const telemetry::ResilienceInstruments& resilience() const { return resilience_; }
 
   // Emit one debug record per attempt (Settings::request_logging).
   void LogRequests() { log_requests_ = true; }
@@ -66,30 +64,12 @@ class ClientTelemetry {
   std::string scheme_;
   std::shared_ptr<telemetry::Histogram> duration_;
   std::shared_ptr<telemetry::Histogram> body_size_;
-  std::shared_ptr<telemetry::Counter> transitions_;
-  std::shared_ptr<telemetry::Counter> calls_;
-  std::shared_ptr<telemetry::Counter> decisions_;
   std::shared_ptr<telemetry::Counter> malformed_faults_;
   bool log_requests_ = false;
 
   void LogRequest(const Attempt& attempt, const AttemptOutcome& outcome, TimePoint now,
                   std::string_view error_type) const;
-  std::unique_ptr<telemetry::GaugeRegistration> state_gauge_;
-  std::unique_ptr<telemetry::GaugeRegistration> tokens_gauge_;
-};
-
-// The trace context of the call whose breaker step runs on this thread now,
-// for the log record of a transition it causes. Set by the breaker layer.
-class CauseScope {
- public:
-  explicit CauseScope(const telemetry::SpanContext* cause);
-  ~CauseScope();
-  CauseScope(const CauseScope&) = delete;
-  CauseScope& operator=(const CauseScope&) = delete;
-  static const telemetry::SpanContext* current();
-
- private:
-  const telemetry::SpanContext* previous_;
+  telemetry::ResilienceInstruments resilience_;
 };
 
 // `url` as a span may show it: values of query parameters that commonly

@@ -129,7 +129,7 @@ class RetryingRequest final : public AttemptOwner,
       call_->repeated = true;
       decided = retry::DecisionKind::kAgain;
     }
-    if (decided) options_.telemetry->RetryDecided(*decided);
+    if (decided) options_.telemetry->resilience().RetryDecided(*decided);
     if (options_.on_attempt) {
       outcome.record.decision = decided;
       outcome.record.method = request_->method;

@@ -109,8 +109,9 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     }
     if (cc) ReadTrailers(*cc, attempt_->trailers);
     // Gone before the call can end: a ClientContext holds the channel, and
-    // the channel must not be released last on gRPC's own thread, which
-    // its destructor would wait for.
+    // the channel must not be released last here, on one of gRPC's
+    // callback threads: its destructor shuts down the queue that thread
+    // serves (grpc++ 1.51 aborts).
     cc.reset();
     std::optional<Duration> wait;
     try {

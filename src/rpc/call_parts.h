@@ -106,23 +106,6 @@ inline std::string_view CodeName(Code code) {
   return i < std::size(kNames) ? kNames[i] : "UNKNOWN";
 }
 
-// The trace of the call whose Allow or Settle is running on this thread:
-// a breaker transition's log record carries it.
-inline thread_local const telemetry::SpanContext* current_cause = nullptr;
-
-class CauseScope {
- public:
-  explicit CauseScope(const telemetry::SpanContext* cause) : saved_(current_cause) {
-    current_cause = cause;
-  }
-  ~CauseScope() { current_cause = saved_; }
-  CauseScope(const CauseScope&) = delete;
-  CauseScope& operator=(const CauseScope&) = delete;
-
- private:
-  const telemetry::SpanContext* saved_;
-};
-
 using OnMessage = std::function<void(std::string_view)>;
 
 inline Status ToStatus(const grpc::Status& status) {

@@ -25,7 +25,6 @@
 
 #include "client_impl.h"
 #include "outbound/internal/fault_scenario.h"
-#include "outbound/telemetry/breaker_record.h"
 #include "outbound/telemetry/metrics.h"
 #include "outbound/telemetry/propagation.h"
 #include "outbound/telemetry/trace.h"
@@ -34,9 +33,7 @@ namespace outbound::rpc {
 
 using internal::AttemptState;
 using internal::CancelHook;
-using internal::CauseScope;
 using internal::CodeName;
-using internal::current_cause;
 using internal::kScope;
 using internal::OnMessage;
 using internal::OpeningBound;
@@ -86,64 +83,17 @@ Client::Impl::Impl(const Runtime& rt, Settings s, internal::Addr a)
       breaker(
           settings.breaker, settings.breaker_policy,
           [this](const circuit::Transition& t) { OnTransition(t); }, runtime.random) {
+  instruments.Observe(breaker, budget, *runtime.clock);
   telemetry::MeterProvider* meters = runtime.telemetry.meters;
   if (meters == nullptr) return;
   call_duration =
       meters->CreateHistogram({kScope, "rpc.client.call.duration", "s",
                                "The duration of a unary call, its retries and waits included"},
                               telemetry::kDurationBuckets);
-  transitions = meters->CreateCounter({kScope, "outbound.circuit.transitions", "{transition}",
-                                       "Changes of a circuit breaker's state, by new state."});
-  breaker_calls = meters->CreateCounter({kScope, "outbound.circuit.calls", "{call}",
-                                         "Attempts a circuit breaker counted, by outcome."});
-  decisions = meters->CreateCounter({kScope, "outbound.retry.decisions", "{decision}",
-                                     "What the retry loop decided after each attempt."});
-  // Every state's transition series exists from the start, at 0, as
-  // HTTP's does, so that Prometheus's increase() sees the first opening.
-  for (circuit::State state :
-       {circuit::State::kClosed, circuit::State::kOpen, circuit::State::kHalfOpen}) {
-    const telemetry::KeyValue attributes[] = {{"server.address", std::string_view(addr.host)},
-                                              {"server.port", std::int64_t{addr.port}},
-                                              {"state", circuit::ToString(state)}};
-    transitions->Add(0, attributes);
-  }
-  state_gauge = meters->AddObservableGauge(
-      {kScope, "outbound.circuit.state", "{breaker}", "Circuit breakers in each state."},
-      [this](telemetry::Observations& out) {
-        circuit::State now = breaker.state(runtime.clock->Now());
-        for (circuit::State state :
-             {circuit::State::kClosed, circuit::State::kOpen, circuit::State::kHalfOpen}) {
-          const telemetry::KeyValue attributes[] = {{"server.address", std::string_view(addr.host)},
-                                                    {"server.port", std::int64_t{addr.port}},
-                                                    {"state", circuit::ToString(state)}};
-          out.Observe(state == now ? 1 : 0, attributes);
-        }
-      });
-  tokens_gauge = meters->AddObservableGauge(
-      {kScope, "outbound.retry.budget.tokens", "{token}",
-       "Tokens left in a client's retry budget; retries stop at half."},
-      [this](telemetry::Observations& out) {
-        const telemetry::KeyValue attributes[] = {{"server.address", std::string_view(addr.host)},
-                                                  {"server.port", std::int64_t{addr.port}}};
-        out.Observe(budget.tokens(), attributes);
-      });
-}
-
-void Client::Impl::Count(telemetry::Counter* counter, std::string_view key,
-                         std::string_view value) const {
-  if (counter == nullptr) return;
-  const telemetry::KeyValue attributes[] = {{"server.address", std::string_view(addr.host)},
-                                            {"server.port", std::int64_t{addr.port}},
-                                            {key, value}};
-  counter->Add(1, attributes);
 }
 
 void Client::Impl::OnTransition(const circuit::Transition& transition) {
-  Count(transitions.get(), "state", circuit::ToString(transition.to));
-  telemetry::Logger* logger = runtime.telemetry.logger;
-  if (logger == nullptr) return;
-  logger->Emit(telemetry::BreakerTransitionRecord(kScope, addr.host, std::int64_t{addr.port},
-                                                  transition, current_cause));
+  instruments.BreakerTransition(transition, telemetry::TransitionCause::current());
 }
 
 void Client::Impl::RecordCall(std::string_view method, const Status& status, Duration took) {
@@ -336,8 +286,8 @@ void Client::Impl::CountSlow(internal::SlowRule& slow) {
 
 void Client::Impl::Settle(circuit::Ticket& ticket, circuit::Outcome outcome,
                           const telemetry::SpanContext& cause) {
-  CauseScope scope(&cause);
-  Count(breaker_calls.get(), "outcome", circuit::ToString(outcome));
+  telemetry::TransitionCause scope(&cause);
+  instruments.BreakerCounted(circuit::ToString(outcome));
   ticket.Settle(outcome, runtime.clock->Now());
 }
 
@@ -364,12 +314,12 @@ bool Client::Impl::NextAttempt(CallState& call, std::string_view method, const C
     return false;
   }
   auto admitted = [&] {
-    CauseScope cause(&context.trace);
+    telemetry::TransitionCause cause(&context.trace);
     return breaker.Allow(clock.Now());
   }();
   if (!admitted) {
-    Count(breaker_calls.get(), "outcome", "rejected");
-    Count(decisions.get(), "decision", retry::ToString(retry::DecisionKind::kStopped));
+    instruments.BreakerCounted("rejected");
+    instruments.RetryDecided(retry::DecisionKind::kStopped);
     reply.body.clear();
     reply.trailers.clear();
     reply.status = {Code::kUnavailable,
@@ -413,7 +363,7 @@ std::optional<Duration> Client::Impl::Conclude(CallState& call, std::string_view
     // classify; its end settles the ticket and ends the span.
     retry::Decision decision = call.loop.Done(retry::Outcome::kSuccess, Duration::zero(),
                                               clock.Now(), runtime.random->Uniform());
-    Count(decisions.get(), "decision", retry::ToString(decision.kind));
+    instruments.RetryDecided(decision.kind);
     return std::nullopt;
   }
   EndSpan(attempt.span.get(), reply.status);
@@ -437,7 +387,7 @@ std::optional<Duration> Client::Impl::Conclude(CallState& call, std::string_view
   if (!attempt.slow || !attempt.slow->counted) Settle(attempt.ticket, c.breaker, context.trace);
   retry::Decision decision =
       call.loop.Done(c.retry, c.retry_after, clock.Now(), runtime.random->Uniform());
-  Count(decisions.get(), "decision", retry::ToString(decision.kind));
+  instruments.RetryDecided(decision.kind);
   if (decision.kind != retry::DecisionKind::kAgain) return std::nullopt;
   return decision.wait;
 }

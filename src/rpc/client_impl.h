@@ -25,14 +25,13 @@
 #include "outbound/retry/retrier.h"
 #include "outbound/rpc/client.h"
 #include "outbound/telemetry/metrics.h"
+#include "outbound/telemetry/resilience_instruments.h"
 #include "outbound/telemetry/trace.h"
 
 namespace outbound::rpc {
 
 struct Client::Impl {
   Impl(const Runtime& rt, Settings s, internal::Addr a);
-
-  void Count(telemetry::Counter* counter, std::string_view key, std::string_view value) const;
 
   // One log record per change of the breaker's state: WARN when it opens,
   // INFO otherwise, in the trace of the call that made the change.
@@ -195,12 +194,10 @@ struct Client::Impl {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<grpc::GenericStub> stub;
   std::shared_ptr<telemetry::Histogram> call_duration;
-  std::shared_ptr<telemetry::Counter> transitions;
-  std::shared_ptr<telemetry::Counter> breaker_calls;
-  std::shared_ptr<telemetry::Counter> decisions;
-  // Last, so they are unregistered before anything they read goes away.
-  std::unique_ptr<telemetry::GaugeRegistration> state_gauge;
-  std::unique_ptr<telemetry::GaugeRegistration> tokens_gauge;
+  // After the breaker and the budget its gauges read, so they are
+  // unregistered before those go.
+  telemetry::ResilienceInstruments instruments{runtime.telemetry, internal::kScope, addr.host,
+                                               std::int64_t{addr.port}};
   std::atomic<bool> connected{false};
   std::mutex async_mu;
   std::condition_variable async_done;          // an asynchronous call was forgotten

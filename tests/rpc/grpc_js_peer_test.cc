@@ -157,5 +157,50 @@ TEST_F(GrpcJsPeer, InjectedFaultsSendNothingButADelayedAttempt) {
   EXPECT_EQ(PeerCalls(), 1);
 }
 
+// The asynchronous form against the stock server: UNAVAILABLE retried, a
+// 2 s pushback waited as a timer on the clock, done on another thread.
+TEST_F(GrpcJsPeer, AnAsyncCallRetriesAndWaitsThePushbackOnTheClock) {
+  Start("UNAVAILABLE,RESOURCE_EXHAUSTED:2000,OK");
+  std::promise<std::pair<Reply, std::thread::id>> ended;
+  auto future = ended.get_future();
+  TimePoint start = clock_.Now();
+  client_->CallAsync(kSay, "", [&ended](Reply reply, std::exception_ptr) {
+    ended.set_value({std::move(reply), std::this_thread::get_id()});
+  });
+  while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+    if (auto next = clock_.next_timer()) clock_.AdvanceTo(*next);
+  }
+  auto [reply, thread] = future.get();
+  EXPECT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 3);
+  EXPECT_EQ(PeerCalls(), 3);
+  EXPECT_EQ(clock_.Now() - start, std::chrono::seconds(2));  // backoff jitter 0, then the pushback
+  EXPECT_NE(thread, std::this_thread::get_id());
+}
+
+// A cancel of an asynchronous call mid-attempt reaches the stock server as
+// a cancelled call; the call ends CANCELLED, not counted by the breaker.
+TEST_F(GrpcJsPeer, AnAsyncCallCancelledMidAttemptIsCancelledAtTheServer) {
+  Start("HANG");
+  CancelSource cancel;
+  Context context;
+  context.cancel = cancel.token();
+  std::promise<Reply> ended;
+  auto future = ended.get_future();
+  client_->CallAsync(
+      kSay, "", [&ended](Reply reply, std::exception_ptr) { ended.set_value(std::move(reply)); },
+      context);
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (PeerCalls() == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(PeerCalls(), 1);
+  cancel.Cancel();
+  Reply reply = future.get();
+  EXPECT_EQ(reply.status.code, Code::kCancelled) << reply.status.message;
+  EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 0);
+  EXPECT_TRUE(PeerSawCancelled(1));
+}
+
 }  // namespace
 }  // namespace outbound::rpc

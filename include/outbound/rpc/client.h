@@ -13,6 +13,12 @@
 //   rpc::Status status = (*carts)->Call("/cart.v1.Carts/Get", &cart::v1::Carts::Stub::async::Get,
 //                                       stub->async(), request, &cart, context);
 //
+// or without a thread waiting for it, `done` told on one of gRPC's threads:
+//
+//   (*carts)->CallAsync("/cart.v1.Carts/Get", &cart::v1::Carts::Stub::async::Get,
+//                       stub->async(), &request, &cart,
+//                       [](rpc::Status status, std::exception_ptr thrown) { ... });
+//
 // One Client is one dependency: one channel, one circuit breaker, one retry
 // budget. Every unary call is retried by the library's own loop (gRPC's own
 // retries are off), each attempt through the breaker, classified by

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "outbound/telemetry/resilience_instruments.h"
+
+#include <utility>
+
+#include "outbound/telemetry/breaker_record.h"
+
+namespace outbound::telemetry {
+namespace {
+
+constexpr circuit::State kStates[] = {circuit::State::kClosed, circuit::State::kOpen,
+                                      circuit::State::kHalfOpen};
+
+thread_local const SpanContext* t_cause = nullptr;
+
+}  // namespace
+
+ResilienceInstruments::ResilienceInstruments(const Telemetry& telemetry, std::string_view scope,
+                                             std::string host, std::int64_t port)
+    : telemetry_(telemetry), scope_(scope), host_(std::move(host)), port_(port) {
+  MeterProvider* meters = telemetry_.meters;
+  if (meters == nullptr) return;
+  transitions_ = meters->CreateCounter({scope_, "outbound.circuit.transitions", "{transition}",
+                                        "Changes of a circuit breaker's state, by new state."});
+  calls_ = meters->CreateCounter({scope_, "outbound.circuit.calls", "{call}",
+                                  "Attempts a circuit breaker counted, by outcome."});
+  decisions_ = meters->CreateCounter({scope_, "outbound.retry.decisions", "{decision}",
+                                      "What the retry loop decided after each attempt."});
+  for (circuit::State state : kStates) {
+    const KeyValue attributes[] = {
+        {"server.address", host_}, {"server.port", port_}, {"state", circuit::ToString(state)}};
+    transitions_->Add(0, attributes);
+  }
+}
+
+ResilienceInstruments::~ResilienceInstruments() = default;
+
+void ResilienceInstruments::Observe(circuit::Breaker& breaker, const retry::Budget& budget,
+                                    const Clock& clock) {
+  MeterProvider* meters = telemetry_.meters;
+  if (meters == nullptr) return;
+  state_gauge_ = meters->AddObservableGauge(
+      {scope_, "outbound.circuit.state", "{breaker}", "Circuit breakers in each state."},
+      [this, &breaker, &clock](Observations& out) {
+        circuit::State now = breaker.state(clock.Now());
+        for (circuit::State state : kStates) {
+          const KeyValue attributes[] = {{"server.address", host_},
+                                         {"server.port", port_},
+                                         {"state", circuit::ToString(state)}};
+          out.Observe(state == now ? 1 : 0, attributes);
+        }
+      });
+  tokens_gauge_ = meters->AddObservableGauge(
+      {scope_, "outbound.retry.budget.tokens", "{token}",
+       "Tokens left in a client's retry budget; retries stop at half."},
+      [this, &budget](Observations& out) {
+        const KeyValue attributes[] = {{"server.address", host_}, {"server.port", port_}};
+        out.Observe(budget.tokens(), attributes);
+      });
+}
+
+void ResilienceInstruments::BreakerCounted(std::string_view outcome) const {
+  if (calls_ == nullptr) return;
+  const KeyValue attributes[] = {
+      {"outcome", outcome}, {"server.address", host_}, {"server.port", port_}};
+  calls_->Add(1, attributes);
+}
+
+void ResilienceInstruments::RetryDecided(retry::DecisionKind decision) const {
+  if (decisions_ == nullptr) return;
+  const KeyValue attributes[] = {
+      {"decision", retry::ToString(decision)}, {"server.address", host_}, {"server.port", port_}};
+  decisions_->Add(1, attributes);
+}
+
+void ResilienceInstruments::BreakerTransition(const circuit::Transition& transition,
+                                              const SpanContext* cause) const {
+  if (transitions_ != nullptr) {
+    const KeyValue attributes[] = {{"server.address", host_},
+                                   {"server.port", port_},
+                                   {"state", circuit::ToString(transition.to)}};
+    transitions_->Add(1, attributes);
+  }
+  if (telemetry_.logger == nullptr) return;
+  telemetry_.logger->Emit(BreakerTransitionRecord(scope_, host_, port_, transition, cause));
+}
+
+TransitionCause::TransitionCause(const SpanContext* cause) : previous_(t_cause) { t_cause = cause; }
+TransitionCause::~TransitionCause() { t_cause = previous_; }
+const SpanContext* TransitionCause::current() { return t_cause; }
+
+}  // namespace outbound::telemetry
