@@ -224,7 +224,7 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
 
   // Hands the Reply to `done`, then lets the client go: nothing of the
   // client is touched once the client has forgotten the call.
-  void Finish(std::exception_ptr thrown) {
+  void Finish(const std::exception_ptr& thrown) {
     if (stepping == this) {  // not on the stack that started or advanced the call
       Post([self = shared_from_this(), thrown] { self->Finish(thrown); });
       return;
@@ -346,7 +346,7 @@ class FunctionHooks final : public internal::AsyncHooks {
 
 }  // namespace
 
-void Client::CallAsync(std::string_view method, std::string request, Done done,
+void Client::CallAsync(std::string_view method, std::string_view request, Done done,
                        const Context& context) {
   StartAsync(method,
              std::make_unique<ByNameHooks>(impl_->stub.get(), method, request, std::move(done)),

@@ -113,14 +113,7 @@ TEST_F(RpcAsync, ByNameGivesTheBodyAndTheAttempts) {
 // The wait between attempts is a timer, not a sleeping thread: the call is
 // parked until the clock reaches the pushback, and no sooner.
 TEST_F(RpcAsync, PushbackIsATimerOnTheClock) {
-  EchoServer server(
-      [](int call, grpc::ServerContext* context, const EchoRequest& request, EchoReply* reply) {
-        if (call == 1) {
-          context->AddTrailingMetadata("grpc-retry-pushback-ms", "2000");
-          return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "slow down");
-        }
-        return Ok(reply, request);
-      });
+  EchoServer server(PushbackOnceThenEcho("2000"));
   auto client = Make(server);
   auto stub = Echo::NewStub(client->channel());
   TimePoint start = clock_.Now();

@@ -76,14 +76,7 @@ TEST_F(RpcClient, ExhaustedRetriesReturnTheLastStatus) {
 }
 
 TEST_F(RpcClient, PushbackIsTheLeastWaitInFakeTime) {
-  EchoServer server(
-      [](int call, grpc::ServerContext* context, const EchoRequest& request, EchoReply* reply) {
-        if (call == 1) {
-          context->AddTrailingMetadata("grpc-retry-pushback-ms", "2000");
-          return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "slow down");
-        }
-        return Ok(reply, request);
-      });
+  EchoServer server(PushbackOnceThenEcho("2000"));
   auto client = Make(server);
   TimePoint start = clock_.Now();
   Status status = Say(*client, "x");

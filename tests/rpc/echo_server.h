@@ -130,6 +130,19 @@ inline Handler UnavailableThenEcho(int failures) {
   };
 }
 
+// RESOURCE_EXHAUSTED with `pushback_ms` as grpc-retry-pushback-ms for the
+// first call, then an echo.
+inline Handler PushbackOnceThenEcho(const char* pushback_ms) {
+  return [pushback_ms](int call, grpc::ServerContext* context, const EchoRequest& request,
+                       EchoReply* reply) {
+    if (call == 1) {
+      context->AddTrailingMetadata("grpc-retry-pushback-ms", pushback_ms);
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "slow down");
+    }
+    return Ok(reply, request);
+  };
+}
+
 // A server that answers only when its call is cancelled or past its deadline.
 inline grpc::Status Hang(int, grpc::ServerContext* context, const EchoRequest&, EchoReply*) {
   while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(2));

@@ -288,7 +288,7 @@ class Client {
   // it must not block or throw. Destroying the Client ends the calls still
   // going (CANCELLED unless an attempt had a status) and waits for their
   // `done`: do not destroy it from one.
-  void CallAsync(std::string_view method, std::string request, Done done,
+  void CallAsync(std::string_view method, std::string_view request, Done done,
                  const Context& context = {});
 
   // One attempt of an asynchronous call that the caller makes itself, on
