@@ -132,9 +132,27 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   AsyncCall* listed_after = nullptr;
 
  private:
-  // Admits the next attempt and sends it, or ends the call.
-  void Step() {
+  // The next attempt: admitted and sent, or the call ends.
+  void Step() { Guarded(&AsyncCall::Admit); }
+
+  void AfterInjectedDelay() { Guarded(&AsyncCall::SendAfterDelay); }
+
+  // Runs a step that may run the user's code (the breaker's policy while
+  // the breaker admits, the caller's own attempt): what it throws ends the
+  // call, told to `done`, as a throw of classify does. The step's thread
+  // is not gRPC's: the end is posted.
+  void Guarded(void (AsyncCall::*step)()) {
     SteppingScope scope(this);
+    try {
+      (this->*step)();
+    } catch (...) {
+      std::shared_ptr<AsyncCall> sent = std::move(sending_);  // no attempt went out
+      Finish(std::current_exception());
+    }
+  }
+
+  // Admits the next attempt and sends it, or ends the call.
+  void Admit() {
     attempt_.reset();
     if (Abandoned()) {
       if (call_->reply.attempts == 0) {
@@ -159,8 +177,7 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     SendAttempt();
   }
 
-  void AfterInjectedDelay() {
-    SteppingScope scope(this);
+  void SendAfterDelay() {
     if (auto ended = client_.AfterDelay(*attempt_, context_)) {
       PostAttemptDone(*std::move(ended));
       return;

@@ -266,6 +266,31 @@ TEST_F(RpcAsync, AThrowingClassifyReachesDone) {
   EXPECT_EQ(client->breaker().state(clock_.Now()), circuit::State::kClosed);
 }
 
+// An attempt of the caller's own that throws instead of starting its RPC
+// ends the call: done gets what it threw, on another thread, and the
+// breaker counted nothing (the attempt's slot is freed).
+TEST_F(RpcAsync, AnAttemptThatThrowsEndsTheCallWithWhatItThrew) {
+  EchoServer server(Echoing());
+  auto client = Make(server);
+  auto [done, call] = Capture();
+  client->InvokeAsync(
+      kSay, [](grpc::ClientContext*, AttemptFinished) { throw std::runtime_error("no stub"); },
+      done);
+  Outcome outcome = call.get();
+  ASSERT_TRUE(outcome.thrown);
+  try {
+    std::rethrow_exception(outcome.thrown);
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "no stub");
+  }
+  EXPECT_NE(outcome.thread, std::this_thread::get_id());
+  EXPECT_EQ(client->breaker().counts(clock_.Now()), circuit::Counts{});
+  EXPECT_EQ(server.calls(), 0);
+  auto [next_done, next] = Capture();
+  client->CallAsync(kSay, "", next_done);
+  EXPECT_TRUE(next.get().reply.status.ok());
+}
+
 // Many calls in flight from one thread, none waiting for another: the
 // server holds each until all of them have arrived.
 TEST_F(RpcAsync, ManyCallsInFlightFromOneThread) {

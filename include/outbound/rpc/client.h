@@ -294,7 +294,9 @@ class Client {
   // One attempt of an asynchronous call that the caller makes itself, on
   // the fresh grpc::ClientContext the client hands it (as Attempt's): it
   // must start one RPC on the client's channel with that context and call
-  // `finished` once with its status, from the RPC's completion.
+  // `finished` once with its status, from the RPC's completion. It may
+  // throw instead of starting the RPC (and then never call `finished`):
+  // the call ends, and `done` gets what it threw.
   using AsyncAttempt = std::function<void(grpc::ClientContext* attempt, AttemptFinished finished)>;
 
   // Runs `attempt` through the asynchronous loop (CallAsync's). The Reply
