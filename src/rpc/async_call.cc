@@ -257,13 +257,17 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     call_.reset();
     if (!thrown) client_.RecordCall(method_, reply.status, client_.runtime.clock->Now() - start_);
     hooks_->Done(std::move(reply), thrown);
+    // The caller's callbacks go while the client, and so its channel, is
+    // still there: what they hold (a stub, the channel) is not released
+    // last on one of gRPC's threads.
+    hooks_.reset();
     client_.Forget(this);
   }
 
   Client::Impl& client_;
   const std::string method_;
   const Context context_;
-  const std::unique_ptr<AsyncHooks> hooks_;
+  std::unique_ptr<AsyncHooks> hooks_;  // until done has run
   const TimePoint start_;
   std::optional<Client::Impl::CallState> call_;
   std::optional<AttemptState> attempt_;

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "echo_server.h"
@@ -354,6 +355,36 @@ TEST_F(RpcAsync, DestroyingTheClientEndsItsCallsAndWaitsForThem) {
   hung_client.reset();
   ASSERT_EQ(hung.wait_for(seconds(0)), std::future_status::ready);
   EXPECT_EQ(hung.get().reply.status.code, Code::kCancelled);
+}
+
+// When ~Client returns, the done callables of its calls are gone too, so
+// what they hold (here the stub, and so the channel) is let go while the
+// client is there, never last on one of gRPC's threads (grpc++ 1.51
+// aborts when a channel's last holder goes there).
+TEST_F(RpcAsync, ADonesCapturesAreGoneWhenTheClientIs) {
+  EchoServer server(Echoing());
+  struct Sentinel {
+    explicit Sentinel(std::atomic<bool>* g) : gone(g) {}
+    Sentinel(Sentinel&& other) noexcept : gone(std::exchange(other.gone, nullptr)) {}
+    ~Sentinel() {
+      if (gone != nullptr) gone->store(true);
+    }
+    std::atomic<bool>* gone;
+  };
+  for (int i = 0; i < 50; ++i) {
+    auto client = Make(server);
+    std::shared_ptr<Echo::Stub> stub = Echo::NewStub(client->channel());
+    auto* async_stub = stub->async();
+    std::atomic<bool> captures_gone{false};
+    std::promise<Status> ended;
+    auto future = ended.get_future();
+    client->CallAsync(kSay, &Echo::Stub::async::Say, async_stub, &request_, &reply_,
+                      [&ended, stub = std::move(stub), sentinel = Sentinel(&captures_gone)](
+                          Status status, std::exception_ptr) { ended.set_value(status); });
+    ASSERT_TRUE(future.get().ok());
+    client.reset();
+    ASSERT_TRUE(captures_gone.load()) << "round " << i;
+  }
 }
 
 TEST_F(RpcAsync, EachAttemptIsAClientSpan) {

@@ -285,9 +285,10 @@ class Client {
   // once, on one of gRPC's threads, never on the stack of the thread that
   // started the call, cancelled it or advanced a ManualClock (even for a
   // call that ends at once: rejected by the breaker, already cancelled);
-  // it must not block or throw. Destroying the Client ends the calls still
-  // going (CANCELLED unless an attempt had a status) and waits for their
-  // `done`: do not destroy it from one.
+  // it must not block or throw. Each call's `done` is destroyed once it has
+  // run, before the call lets the Client go. Destroying the Client ends the
+  // calls still going (CANCELLED unless an attempt had a status) and waits
+  // for their `done`: do not destroy it from one.
   void CallAsync(std::string_view method, std::string_view request, Done done,
                  const Context& context = {});
 
