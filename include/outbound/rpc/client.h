@@ -7,7 +7,7 @@
 //   rpc::Reply reply = (*carts)->Call("/cart.v1.Carts/Get", request_bytes);
 //
 // or through a generated stub on the client's channel, with the same loop
-// (its callback method, the cheaper form, or its blocking one):
+// (its callback method, or its blocking one):
 //
 //   auto stub = cart::v1::Carts::NewStub((*carts)->channel());
 //   rpc::Status status = (*carts)->Call("/cart.v1.Carts/Get", &cart::v1::Carts::Stub::async::Get,
@@ -228,10 +228,12 @@ class Client {
         .status;
   }
 
-  // The same on the stub's callback API, the cheaper form: the attempt is
-  // made with the callback overload of the stub's async() method and the
-  // calling thread sleeps until gRPC's own threads complete it, rather than
-  // polling gRPC's completion queue itself as a blocking call does.
+  // The same on the stub's callback API: the attempt is made with the
+  // callback overload of the stub's async() method and the calling thread
+  // sleeps until gRPC's own threads complete it, rather than polling gRPC's
+  // completion queue itself as a blocking call does. Fewer instructions
+  // than the blocking form (no deadline timer for the poller), more CPU
+  // time (a thread hand-over per attempt): docs/performance.md, "gRPC".
   //
   //   auto stub = Echo::NewStub(client->channel());
   //   rpc::Status status = client->Call("/pkg.Echo/Say", &Echo::Stub::async::Say,
@@ -305,8 +307,8 @@ class Client {
   void InvokeAsync(std::string_view method, AsyncAttempt attempt, Done done,
                    const Context& context = {});
 
-  // A generated stub's callback method through the asynchronous loop, the
-  // cheapest form: no thread waits for the call.
+  // A generated stub's callback method through the asynchronous loop: no
+  // thread waits for the call, the least CPU a call of all the forms.
   //
   //   auto stub = Echo::NewStub(client->channel());
   //   client->CallAsync("/pkg.Echo/Say", &Echo::Stub::async::Say, stub->async(), &request,
