@@ -84,7 +84,7 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   // The client is going away: ends the call soon, its attempt cancelled or
   // its wait cut short. From ~Client, which then waits for `done`.
   void Abandon() {
-    std::shared_ptr<grpc::ClientContext> cc;
+    std::shared_ptr<AttemptContext> cc;
     bool waiting = false;
     {
       std::lock_guard lock(mu_);
@@ -101,13 +101,16 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   // armed.
   void AttemptDone(Status status) {
     std::shared_ptr<AsyncCall> self = std::move(sending_);  // this lives until we return
-    std::shared_ptr<grpc::ClientContext> cc;
+    std::shared_ptr<AttemptContext> cc;
     {
       std::lock_guard lock(mu_);
       hook_.reset();
       cc = std::move(cc_);
     }
-    if (cc) ReadTrailers(*cc, attempt_->trailers);
+    if (cc) {
+      ReadTrailers(cc->grpc(), attempt_->trailers);
+      status = cc->Ended(std::move(status));
+    }
     // Gone before the call can end: a ClientContext holds the channel, and
     // the channel must not be released last here, on one of gRPC's
     // callback threads: its destructor shuts down the queue that thread
@@ -207,7 +210,7 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
       if (abandoned_) cc->TryCancel();
     }
     sending_ = shared_from_this();
-    hooks_->Send(cc.get(), AttemptFinished(this));
+    hooks_->Send(&cc->grpc(), AttemptFinished(this));
   }
 
   // Runs `next` after `wait` on the clock, or at once when the caller
@@ -273,11 +276,11 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   std::optional<AttemptState> attempt_;
   std::shared_ptr<AsyncCall> sending_;  // this, while an attempt is out
 
-  std::mutex mu_;                            // what a cancel, Abandon and the wait's timer reach
-  std::shared_ptr<grpc::ClientContext> cc_;  // the attempt in flight
-  std::optional<CancelHook> hook_;           // the caller's cancel, on the attempt or the wait
-  Timer wait_;                               // before the next attempt, or an injected delay
-  void (AsyncCall::*next_)() = nullptr;      // what the wait leads to
+  std::mutex mu_;                        // what a cancel, Abandon and the wait's timer reach
+  std::shared_ptr<AttemptContext> cc_;   // the attempt in flight
+  std::optional<CancelHook> hook_;       // the caller's cancel, on the attempt or the wait
+  Timer wait_;                           // before the next attempt, or an injected delay
+  void (AsyncCall::*next_)() = nullptr;  // what the wait leads to
   bool abandoned_ = false;
 };
 

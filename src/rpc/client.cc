@@ -31,6 +31,7 @@
 
 namespace outbound::rpc {
 
+using internal::AttemptContext;
 using internal::AttemptState;
 using internal::CancelHook;
 using internal::CodeName;
@@ -137,10 +138,12 @@ void Client::Impl::EndSpan(telemetry::Span* span, const Status& status) const {
   span->End(runtime.clock->Now());
 }
 
-std::shared_ptr<grpc::ClientContext> Client::Impl::NewContext(const AttemptState& attempt,
-                                                              const Context& context) const {
-  auto cc = std::make_shared<grpc::ClientContext>();
-  if (attempt.deadline) cc->set_deadline(Remaining(*runtime.clock, *attempt.deadline));
+std::shared_ptr<AttemptContext> Client::Impl::NewContext(const AttemptState& attempt,
+                                                         const Context& context) {
+  std::optional<Duration> remaining;
+  if (attempt.deadline) remaining = *attempt.deadline - runtime.clock->Now();
+  auto attempt_context = AttemptContext::Make(deadlines, remaining);
+  grpc::ClientContext* cc = &attempt_context->grpc();
   // The attempt's trace context: its own span's, or the caller's.
   const telemetry::SpanContext* trace = attempt.span ? &attempt.span->context() : &context.trace;
   if (trace->valid()) {
@@ -150,7 +153,7 @@ std::shared_ptr<grpc::ClientContext> Client::Impl::NewContext(const AttemptState
   if (!context.baggage.empty()) {
     cc->AddMetadata("baggage", telemetry::FormatBaggage(SentBaggage(context.baggage)));
   }
-  return cc;
+  return attempt_context;
 }
 
 telemetry::Baggage Client::Impl::SentBaggage(const telemetry::Baggage& baggage) const {
@@ -209,16 +212,16 @@ Status Client::Impl::SendUnary(const std::string& method, std::string_view reque
   auto signal = std::make_shared<Signal>();
   {
     CancelHook hook(context, [cc] { cc->TryCancel(); });
-    stub->UnaryCall(cc.get(), method, grpc::StubOptions(), &request_buffer, &response_buffer,
+    stub->UnaryCall(&cc->grpc(), method, grpc::StubOptions(), &request_buffer, &response_buffer,
                     [&status, signal](grpc::Status s) {
                       status = std::move(s);
                       signal->Notify();
                     });
     signal->Wait();
   }
-  ReadTrailers(*cc, attempt.trailers);
+  ReadTrailers(cc->grpc(), attempt.trailers);
   if (status.ok()) attempt.body = ToString(response_buffer);
-  return ToStatus(status);
+  return cc->Ended(status);
 }
 
 Status Client::Impl::SendServerStream(const std::string& method, std::string_view request,
@@ -235,10 +238,10 @@ Status Client::Impl::SendServerStream(const std::string& method, std::string_vie
       grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
           channel.get(),
           grpc::internal::RpcMethod(method.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING),
-          cc.get(), request_buffer));
+          &cc->grpc(), request_buffer));
   if (!bound.Opened()) {
     reader->Finish();
-    ReadTrailers(*cc, attempt.trailers);
+    ReadTrailers(cc->grpc(), attempt.trailers);
     return OpeningBound::Expired();
   }
   try {
@@ -252,8 +255,8 @@ Status Client::Impl::SendServerStream(const std::string& method, std::string_vie
     throw;
   }
   grpc::Status status = reader->Finish();
-  ReadTrailers(*cc, attempt.trailers);
-  return ToStatus(status);
+  ReadTrailers(cc->grpc(), attempt.trailers);
+  return cc->Ended(status);
 }
 
 Status Client::Impl::SendOwn(const Client::Attempt& own, const Context& context,
@@ -261,9 +264,9 @@ Status Client::Impl::SendOwn(const Client::Attempt& own, const Context& context,
   if (!channel) return NoRoute();
   auto cc = NewContext(attempt, context);
   CancelHook hook(context, [cc] { cc->TryCancel(); });
-  Status status = own(cc.get());
-  ReadTrailers(*cc, attempt.trailers);
-  return status;
+  Status status = own(&cc->grpc());
+  ReadTrailers(cc->grpc(), attempt.trailers);
+  return cc->Ended(std::move(status));
 }
 
 void Client::Impl::Sleep(Duration wait, const Context& context) {
@@ -450,6 +453,9 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
   args.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
   args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);  // no proxy from the environment
+  // Each attempt's deadline is still sent, and kept by the library
+  // (AttemptContext): gRPC's per-call timer is the largest part of its cost.
+  args.SetInt(GRPC_ARG_ENABLE_DEADLINE_CHECKS, 0);
   args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, impl->settings.addr);
 
   Route route = runtime.network->Resolve(addr->host, addr->port);

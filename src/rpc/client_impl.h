@@ -46,10 +46,10 @@ struct Client::Impl {
 
   void EndSpan(telemetry::Span* span, const Status& status) const;
 
-  // A fresh grpc::ClientContext for one attempt: its deadline, and the
-  // trace context and baggage in its metadata.
-  std::shared_ptr<grpc::ClientContext> NewContext(const internal::AttemptState& attempt,
-                                                  const Context& context) const;
+  // A fresh grpc::ClientContext for one attempt: its deadline (kept in
+  // `deadlines`), and the trace context and baggage in its metadata.
+  std::shared_ptr<internal::AttemptContext> NewContext(const internal::AttemptState& attempt,
+                                                       const Context& context);
 
   // The caller's baggage as the dependency gets it: without a failure
   // scenario unless the settings forward it.
@@ -191,6 +191,11 @@ struct Client::Impl {
   retry::Budget budget;
   retry::Retrier retrier;
   circuit::Breaker breaker;
+  // The attempts' deadlines, in real time (gRPC's own deadline checks are
+  // off: see AttemptContext). Shared with every attempt's context, which
+  // may outlive the client (a cancel hook of the caller's holds one).
+  std::shared_ptr<outbound::internal::TimeoutList> deadlines =
+      std::make_shared<outbound::internal::TimeoutList>(SystemClock());
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<grpc::GenericStub> stub;
   std::shared_ptr<telemetry::Histogram> call_duration;

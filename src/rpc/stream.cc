@@ -107,7 +107,7 @@ struct Stream::Impl {
   // Starts the call and waits until its headers are sent (ok), it failed,
   // or open_by passed.
   Status Open(grpc::GenericStub& stub, std::optional<TimePoint> open_by) {
-    call = stub.PrepareCall(cc.get(), method, completions.queue());
+    call = stub.PrepareCall(&cc->grpc(), method, completions.queue());
     if (call == nullptr) return Status{Code::kInternal, "gRPC did not prepare the call"};
     hook = std::make_unique<CancelHook>(context, [cc = cc] { cc->TryCancel(); });
     OpeningBound bound(*client->runtime.clock, open_by, cc);
@@ -118,7 +118,7 @@ struct Stream::Impl {
     completions.Wait(&finish_tag);
     call.reset();
     finished = true;  // nothing of it is left to end
-    return bound.expired() ? OpeningBound::Expired() : ToStatus(failed);
+    return bound.expired() ? OpeningBound::Expired() : cc->Ended(failed);
   }
 
   void EndLocally(Status why) {
@@ -156,10 +156,10 @@ struct Stream::Impl {
     grpc::Status final_status;
     call->Finish(&final_status, &finish_tag);
     completions.Wait(&finish_tag);
-    ReadTrailers(*cc, trailers);
+    ReadTrailers(cc->grpc(), trailers);
     {
       std::lock_guard lock(mu);
-      status = local ? *local : ToStatus(final_status);
+      status = local ? *local : cc->Ended(final_status);
     }
     Client::Impl& owner = *client;
     owner.EndSpan(span.get(), status);
@@ -182,7 +182,7 @@ struct Stream::Impl {
 
   // Destroyed last: the call below holds the queue until it goes.
   Completions completions;
-  std::shared_ptr<grpc::ClientContext> cc;
+  std::shared_ptr<internal::AttemptContext> cc;
   std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;  // null unless open
   std::unique_ptr<CancelHook> hook;
   std::optional<circuit::Ticket> ticket;
@@ -225,7 +225,7 @@ Status Client::Impl::SendOpen(const std::string& method, const Context& context,
   stream->cc = NewContext(attempt, context);
   Status status = stream->Open(*stub, attempt.open_by);
   if (!status.ok()) {
-    ReadTrailers(*stream->cc, attempt.trailers);
+    ReadTrailers(stream->cc->grpc(), attempt.trailers);
     return status;
   }
   stream->ticket.emplace(std::move(attempt.ticket));

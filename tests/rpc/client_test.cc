@@ -241,7 +241,7 @@ TEST_F(RpcClient, TheSlowCallRuleCountsAHungAttemptOnceBeforeItsTimeout) {
   EchoServer server(Hang);
   Settings settings = DefaultSettings();
   settings.max_attempts = 1;
-  settings.timeout = std::chrono::milliseconds(1500);  // gRPC's own deadline ends it
+  settings.timeout = std::chrono::milliseconds(1500);  // in real time: the deadline ends it
   settings.breaker.slow_call = std::chrono::milliseconds(500);
   auto client = Make(server, settings);
   auto call = std::async(std::launch::async, [&] { return client->Call(kSay, ""); });

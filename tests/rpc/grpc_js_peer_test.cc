@@ -123,7 +123,7 @@ TEST_F(GrpcJsPeer, TheTraceContextBaggageAndDeadlineReachTheServer) {
 // DEADLINE_EXCEEDED, one breaker failure, and the server sees the call go.
 TEST_F(GrpcJsPeer, AHungCallEndsAtTimeoutAndTheServerSeesItCancelled) {
   Settings settings = DefaultSettings();
-  settings.timeout = std::chrono::milliseconds(300);  // gRPC's own clock ends it
+  settings.timeout = std::chrono::milliseconds(300);  // in real time, as gRPC's clock runs
   Start("HANG", settings);
   Reply reply = Call();
   EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <exception>
 #include <future>
 #include <mutex>
 #include <string>
@@ -375,7 +376,7 @@ TEST_F(RpcStream, AnOpenBreakerRejectsTheStreamAndNothingIsSent) {
 // A connection that hangs while it is made (a connect nobody answers): the
 // opening is bounded by Timeout, not by gRPC's own connect timeout (20 s,
 // then UNAVAILABLE, retried after a wait the manual clock never ends).
-// gRPC's clock runs the bound, as it runs a unary attempt's deadline; one
+// Real time runs the bound, as it runs a unary attempt's deadline; one
 // attempt, one failure for the breaker.
 class RpcStreamOpening : public RpcStream {
  protected:
@@ -430,6 +431,48 @@ TEST_F(RpcStreamOpening, TimeoutBoundsAServerStreamsOpeningOnAConnectThatHangs) 
   EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;
   EXPECT_EQ(reply.attempts, 1);
   EXPECT_EQ(messages, 0);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
+}
+
+// A unary attempt's deadline is kept by the library, not by gRPC (whose
+// own deadline checks are off on the client's channel): on a connect that
+// hangs no server is there to end the call at its grpc-timeout, so only the
+// library's deadline can. Each form of call ends at Timeout, one attempt,
+// one failure for the breaker.
+TEST_F(RpcStreamOpening, TimeoutEndsAUnaryCallOnAConnectThatHangs) {
+  auto client = MakeToABlackHole();
+  Reply reply;
+  EXPECT_TRUE(EndsWithin(std::chrono::seconds(10),
+                         [&](const Context& context) { reply = client->Call(kSay, "", context); }));
+  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
+}
+
+TEST_F(RpcStreamOpening, TimeoutEndsAStubHelpersCallOnAConnectThatHangs) {
+  auto client = MakeToABlackHole();
+  auto stub = Echo::NewStub(client->channel());
+  EchoReply reply;
+  Status status;
+  EXPECT_TRUE(EndsWithin(std::chrono::seconds(10), [&](const Context& context) {
+    status = client->Call(kSay, &Echo::Stub::Say, *stub, Text("x"), &reply, context);
+  }));
+  EXPECT_EQ(status.code, Code::kDeadlineExceeded) << status.message;
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
+}
+
+TEST_F(RpcStreamOpening, TimeoutEndsAnAsyncCallOnAConnectThatHangs) {
+  auto client = MakeToABlackHole();
+  Reply reply;
+  EXPECT_TRUE(EndsWithin(std::chrono::seconds(10), [&](const Context& context) {
+    std::promise<Reply> ended;
+    client->CallAsync(
+        kSay, "", [&ended](Reply r, std::exception_ptr) { ended.set_value(std::move(r)); },
+        context);
+    reply = ended.get_future().get();
+  }));
+  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 1);
   EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
 }
 

@@ -357,7 +357,12 @@ class Client {
   // The client's channel, for a generated stub (Service::NewStub(channel())).
   // Null when the Runtime's network has no route for addr's host; every
   // call of the client then fails UNAVAILABLE without one. Calls made on it
-  // directly bypass the client's retries and breaker.
+  // directly bypass the client's retries and breaker, and its deadline: the
+  // client keeps each attempt's deadline itself, so gRPC's own deadline
+  // checks are off on this channel. A direct call's deadline is still sent
+  // (grpc-timeout) and a gRPC server ends the call at it, but nothing on
+  // this side does if the server never answers: make calls through the
+  // client, or on a channel of your own.
   std::shared_ptr<grpc::Channel> channel() const;
 
   // Readiness, latched: false until the channel is first READY, true from
