@@ -202,5 +202,51 @@ TEST_F(GrpcJsPeer, AnAsyncCallCancelledMidAttemptIsCancelledAtTheServer) {
   EXPECT_TRUE(PeerSawCancelled(1));
 }
 
+// Destroying the client ends its asynchronous calls and waits for their
+// `done`. A call parked in its 2 s pushback wait ends at once with what its
+// one attempt got: no clock advanced, nothing more sent to the stock server.
+TEST_F(GrpcJsPeer, DestroyingTheClientEndsAnAsyncCallParkedInItsWait) {
+  Start("RESOURCE_EXHAUSTED:2000,OK");
+  std::promise<Reply> ended;
+  auto future = ended.get_future();
+  TimePoint start = clock_.Now();
+  client_->CallAsync(
+      kSay, "", [&ended](Reply reply, std::exception_ptr) { ended.set_value(std::move(reply)); });
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (clock_.next_timer() != start + std::chrono::seconds(2) &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(clock_.next_timer(), start + std::chrono::seconds(2)) << "the call never parked";
+  client_.reset();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  Reply reply = future.get();
+  EXPECT_EQ(reply.status.code, Code::kResourceExhausted) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(clock_.Now(), start);
+  EXPECT_FALSE(clock_.next_timer().has_value());  // the wait's timer is gone
+  EXPECT_EQ(PeerCalls(), 1);
+}
+
+// A call mid-attempt when the client goes: its RPC is cancelled, which the
+// stock server sees, and `done` has run by the time ~Client returns.
+TEST_F(GrpcJsPeer, DestroyingTheClientCancelsAnAsyncCallMidAttemptAtTheServer) {
+  Start("HANG");
+  std::promise<Reply> ended;
+  auto future = ended.get_future();
+  client_->CallAsync(
+      kSay, "", [&ended](Reply reply, std::exception_ptr) { ended.set_value(std::move(reply)); });
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (PeerCalls() == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(PeerCalls(), 1);
+  client_.reset();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  EXPECT_EQ(future.get().status.code, Code::kCancelled);
+  EXPECT_TRUE(PeerSawCancelled(1));
+  EXPECT_EQ(PeerCalls(), 1);
+}
+
 }  // namespace
 }  // namespace outbound::rpc
