@@ -39,10 +39,8 @@ using internal::kScope;
 using internal::OnMessage;
 using internal::OpeningBound;
 using internal::ReadTrailers;
-using internal::Remaining;
 using internal::SplitMethod;
 using internal::ToByteBuffer;
-using internal::ToStatus;
 using internal::ToString;
 
 namespace {

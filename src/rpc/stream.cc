@@ -31,7 +31,6 @@ using internal::Cancelled;
 using internal::OpeningBound;
 using internal::ReadTrailers;
 using internal::ToByteBuffer;
-using internal::ToStatus;
 using internal::ToString;
 
 namespace {
