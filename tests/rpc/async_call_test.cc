@@ -231,6 +231,7 @@ TEST_F(RpcAsync, ACancelDuringAnAttemptCancelsTheRpc) {
   Outcome outcome = call.get();
   EXPECT_EQ(outcome.reply.status.code, Code::kCancelled);
   EXPECT_EQ(outcome.reply.attempts, 1);
+  EXPECT_NE(outcome.thread, std::this_thread::get_id());  // not on the canceller's stack
   auto counts = client->breaker().counts(clock_.Now());
   EXPECT_EQ(counts.failures, 0);
   EXPECT_EQ(counts.successes, 0);
