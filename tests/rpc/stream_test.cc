@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <exception>
 #include <future>
 #include <mutex>
@@ -474,6 +475,37 @@ TEST_F(RpcStreamOpening, TimeoutEndsAnAsyncCallOnAConnectThatHangs) {
   EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;
   EXPECT_EQ(reply.attempts, 1);
   EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
+}
+
+// Many attempts whose deadlines pass together, the client destroyed as
+// soon as the last `done` has run, while the list's expiries may still hold
+// their contexts: each call ends once, DEADLINE_EXCEEDED (under the
+// sanitizers in CI, nothing is used after the client has gone).
+TEST_F(RpcStreamOpening, ManyDeadlinesPassingTogetherEachEndTheirCallOnce) {
+  constexpr int kCalls = 32;
+  for (int round = 0; round < 3; ++round) {
+    auto client = MakeToABlackHole();
+    std::mutex mu;
+    std::condition_variable cv;
+    int ended = 0;
+    int deadline_exceeded = 0;
+    for (int i = 0; i < kCalls; ++i) {
+      client->CallAsync(kSay, "", [&](Reply reply, std::exception_ptr) {
+        std::lock_guard lock(mu);
+        ++ended;
+        if (reply.status.code == Code::kDeadlineExceeded) ++deadline_exceeded;
+        cv.notify_all();
+      });
+    }
+    {
+      std::unique_lock lock(mu);
+      ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return ended == kCalls; }))
+          << ended << " of " << kCalls << " calls ended";
+    }
+    client.reset();
+    EXPECT_EQ(ended, kCalls);
+    EXPECT_EQ(deadline_exceeded, kCalls);
+  }
 }
 
 // --- A generated stub's method through the client's loop.
