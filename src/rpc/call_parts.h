@@ -156,10 +156,15 @@ struct AttemptState {
   Timer slow_timer;                       // when the slow rule counts the attempt
 };
 
+// A span of time as gRPC takes it (a negative one as none).
+inline gpr_timespec Timespan(Duration d) {
+  return gpr_time_from_nanos(std::max(d, Duration::zero()).count(), GPR_TIMESPAN);
+}
+
 // An attempt's remaining time as gRPC's clock runs it: the Runtime's clock
 // decides how much is left, gRPC's clock when it ends.
 inline gpr_timespec Remaining(const Clock& clock, TimePoint until) {
-  return gpr_time_from_nanos(std::max(until - clock.Now(), Duration::zero()).count(), GPR_TIMESPAN);
+  return Timespan(until - clock.Now());
 }
 
 // One attempt's grpc::ClientContext, its deadline kept by the library.
@@ -185,10 +190,9 @@ class AttemptContext final : public outbound::internal::TimeoutList::Entry,
       std::optional<Duration> remaining) {
     auto context = std::make_shared<AttemptContext>(Private{});
     if (!remaining) return context;
-    Duration left = std::max(*remaining, Duration::zero());
-    context->grpc_.set_deadline(gpr_time_from_nanos(left.count(), GPR_TIMESPAN));
+    context->grpc_.set_deadline(Timespan(*remaining));
     context->deadlines_ = deadlines;
-    deadlines->Arm(*context, SystemClock().Now() + left);
+    deadlines->Arm(*context, SystemClock().Now() + std::max(*remaining, Duration::zero()));
     return context;
   }
 
