@@ -114,6 +114,28 @@ def grpc_section():
     # The same target pairs with the client on either CPU (the server pinned).
     unpinned_ratios = pairs_of("grpc_paired_unpinned.jsonl")
 
+    # Each form in a process of its own: B over A, the median over the
+    # alternations of B's process against A's beside it.
+    def apart_of(name):
+        rows = load_lines(os.path.join(work, name)) if os.path.exists(os.path.join(work, name)) else []
+        out = {}
+        for pair in dict.fromkeys(r["pair"] for r in rows):
+            a, b = pair.split()
+
+            def alone(who, rep, field):
+                r = next(x["result"] for x in rows
+                         if x["pair"] == pair and x["who"] == who and x["rep"] == rep)
+                return (r["a_" + field] + r["b_" + field]) / 2
+
+            reps = sorted({r["rep"] for r in rows if r["pair"] == pair})
+            out[f"{key(b)}_over_{key(a)}"] = {
+                field: statistics.median(alone(b, k, src) / alone(a, k, src) for k in reps)
+                for field, src in (("throughput", "calls_per_second"), ("cpu", "cpu_us_per_call"))
+            } | {"alternations": len(reps)}
+        return out
+
+    apart_ratios = apart_of("grpc_apart.jsonl")
+
     def judged(pair_list, ratios=paired_ratios):
         out, met = {}, {}
         for base, who in pair_list:
@@ -132,6 +154,7 @@ def grpc_section():
     targets, met = judged(GRPC_TARGET_PAIRS)
     same_deadline, same_deadline_met = judged(GRPC_SAME_DEADLINE_PAIRS)
     unpinned, unpinned_met = judged(GRPC_TARGET_PAIRS, unpinned_ratios)
+    apart, apart_met = judged(GRPC_TARGET_PAIRS, apart_ratios)
 
     print()
     print("gRPC, unary calls, 64 in flight (64 threads; async stub: one thread, one queue;"
@@ -162,6 +185,8 @@ def grpc_section():
          same_deadline, same_deadline_met)
     show("Issue 14's targets with the client on either CPU (the server pinned):",
          unpinned, unpinned_met)
+    show("Issue 14's targets, each form in a process of its own (alternating processes):",
+         apart, apart_met)
     print(f"telemetry on / off: throughput "
           f"{rat['throughput_telemetry_over_outbound']:.2f}x, CPU "
           f"{rat['cpu_telemetry_over_outbound']:.2f}x; raw stub (64 threads) / async stub: "
@@ -172,6 +197,7 @@ def grpc_section():
             "same_deadline": same_deadline, "same_deadline_met": same_deadline_met,
             "paired_client_unpinned": unpinned_ratios, "targets_client_unpinned": unpinned,
             "targets_client_unpinned_met": unpinned_met,
+            "apart": apart_ratios, "targets_apart": apart, "targets_apart_met": apart_met,
             "calls_per_run": side[0]["result"]["calls"]}
 
 
