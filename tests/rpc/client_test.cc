@@ -191,12 +191,12 @@ TEST_F(RpcClient, ACancelledCallSendsNothingAndCountsNothing) {
 // ends it at once, at the server too, and the breaker counts nothing.
 TEST_F(RpcClient, ACancelDuringAnAttemptEndsItAtOnceAndCountsNothing) {
   std::atomic<bool> server_saw_cancel{false};
-  EchoServer server([&](int call, grpc::ServerContext* context, const EchoRequest& request,
-                        EchoReply* reply) {
-    grpc::Status status = Hang(call, context, request, reply);
-    server_saw_cancel = true;
-    return status;
-  });
+  EchoServer server(
+      [&](int call, grpc::ServerContext* context, const EchoRequest& request, EchoReply* reply) {
+        grpc::Status status = Hang(call, context, request, reply);
+        server_saw_cancel = true;
+        return status;
+      });
   auto client = Make(server);  // Timeout 10s: the cancel, not the deadline, ends the call
   CancelSource cancel;
   Context context;
