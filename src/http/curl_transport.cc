@@ -91,6 +91,7 @@ struct Transfer {
   bool headers_done = false;
   bool too_large = false;
   bool in_curl = false;
+  bool forbid_reuse = false;  // cut short: its connection is not kept (Cut)
   std::size_t max_bytes = 0;
   Clock* clock = nullptr;
   class CurlTransport* owner = nullptr;
@@ -126,7 +127,7 @@ struct Transfer {
 
   void Reset() {
     response = Response{};
-    headers_done = too_large = in_curl = false;
+    headers_done = too_large = in_curl = forbid_reuse = false;
     error[0] = '\0';
     writes = 0;
     resend_refused = false;
@@ -937,10 +938,20 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
   // A layer above cut the attempt short: the call's deadline, the caller, or
   // AttemptTimeout. It has been answered already; removing the handle
   // resets an HTTP/2 stream or closes an HTTP/1.1 connection, so the server
-  // sees the attempt abandoned.
+  // sees the attempt abandoned. But curl 7.88 only queues the HTTP/2
+  // RST_STREAM: it goes out with the connection's next frames, and on a
+  // connection nothing else uses, not until the next call (Node's server
+  // kept the stream open meanwhile). So a cut transfer's connection is not
+  // kept for reuse: with other transfers on it, curl keeps it for them and
+  // the reset goes out with their frames or the next call's (as before);
+  // alone, it closes, and the server sees the stream end with it.
   void Cut(std::uint64_t id) {
     Transfer* t = Find(id);
     if (t == nullptr) return;
+    if (t->in_curl) {
+      curl_easy_setopt(t->easy.get(), CURLOPT_FORBID_REUSE, 1L);
+      t->forbid_reuse = true;
+    }
     Finish(*t, t->attempt->CutOutcome());
   }
 
@@ -949,6 +960,7 @@ class CurlTransport final : public AttemptLayer, public ConnectionPool {
       curl_multi_remove_handle(multi_, t.easy.get());
       --in_flight_;
     }
+    if (t.forbid_reuse) curl_easy_setopt(t.easy.get(), CURLOPT_FORBID_REUSE, 0L);
     std::shared_ptr<Attempt> attempt = std::move(t.attempt);
     Release(t);
     // The layers above hear of this attempt (its breaker ticket is settled)

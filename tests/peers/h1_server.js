@@ -9,13 +9,17 @@
 //   node h1_server.js --cert=chain.pem --key=key.pem [options]
 //
 // Answers with 200 and a 100-byte body; on /trailers, chunked with a
-// trailer field (x-checksum) after it. Options:
+// trailer field (x-checksum) after it; on /stall, its headers (a 100-byte
+// length) and the body's first 5 bytes, "hello", then nothing more until
+// the client goes. Options:
 //   --drop=close|reset     drop requests that are not the first on their
 //   --drop-methods=M,M     connection, of these methods (POST): close sends
 //                          FIN, reset sends TCP RST; off by default
 //
-// "stats" on stdin prints: connections, requests, answered, dropped, and
-// bodies ({body: {received, answered, dropped}}) for requests with a body.
+// "stats" on stdin prints: connections, requests, answered, dropped,
+// stalled (answers left at 5 bytes), abandoned (of those, the ones whose
+// connection the client has closed since), and bodies ({body: {received,
+// answered, dropped}}) for requests with a body.
 'use strict';
 const fs = require('node:fs');
 const https = require('node:https');
@@ -26,7 +30,7 @@ const body = Buffer.alloc(100, 'x');
 const drop = args.drop || '';
 const dropMethods = (args['drop-methods'] || 'POST').split(',');
 
-const stats = {connections: 0, requests: 0, answered: 0, dropped: 0, bodies: {}};
+const stats = {connections: 0, requests: 0, answered: 0, dropped: 0, stalled: 0, abandoned: 0, bodies: {}};
 
 const server = https.createServer({cert: fs.readFileSync(args.cert), key: fs.readFileSync(args.key)});
 
@@ -78,6 +82,13 @@ server.on('request', (req, res) => {
     }
     stats.answered++;
     if (record) record.answered++;
+    if (req.url === '/stall') {
+      stats.stalled++;
+      res.on('close', () => stats.abandoned++);  // never finished: the client went
+      res.writeHead(200, {'content-length': body.length});
+      res.write('hello');
+      return;
+    }
     if (req.url === '/trailers') {
       res.writeHead(200, {'trailer': 'x-checksum'});
       res.addTrailers({'x-checksum': 'sha256=abc'});

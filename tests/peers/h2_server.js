@@ -7,7 +7,9 @@
 //   node h2_server.js --cert=chain.pem --key=key.pem [options]
 //
 // Answers every request with 200 and a body of --body-bytes (100) bytes
-// (on /trailers, without a length and with a trailer field, x-checksum).
+// (on /trailers, without a length and with a trailer field, x-checksum; on
+// /stall, with its length but only the first 5 bytes, "hello", and then
+// nothing until the client resets the stream or goes).
 // Options (all off by default):
 //   --max-concurrent-streams=N  SETTINGS_MAX_CONCURRENT_STREAMS we advertise
 //   --delay-ms=D                /slow always, and --delay-percent of the
@@ -34,7 +36,9 @@
 // to the script; streams nghttp2 refuses on its own above
 // SETTINGS_MAX_CONCURRENT_STREAMS never reach it), refused, answered,
 // delayed, lost, closed (gracefully), max_open (most streams open at once
-// on one connection), bodies ({body: {received, answered, dropped}}).
+// on one connection), stalled (/stall answers left at 5 bytes), abandoned
+// (of those, the ones closed since: the client reset them or went),
+// bodies ({body: {received, answered, dropped}}).
 'use strict';
 const fs = require('node:fs');
 const http2 = require('node:http2');
@@ -62,7 +66,7 @@ if (args['max-concurrent-streams'] !== undefined) {
 }
 
 const stats = {sessions: 0, open: 0, streams: 0, refused: 0, answered: 0, delayed: 0, lost: 0, closed: 0,
-               max_open: 0, bodies: {}};
+               max_open: 0, stalled: 0, abandoned: 0, bodies: {}};
 
 const server = http2.createSecureServer(
     {cert: fs.readFileSync(args.cert), key: fs.readFileSync(args.key), settings});
@@ -106,6 +110,13 @@ server.on('session', (session) => {
 
 function answer(stream, path) {
   if (stream.destroyed || stream.closed) return;
+  if (path === '/stall') {
+    stats.stalled++;
+    stream.on('close', () => stats.abandoned++);  // never ended: the client went
+    stream.respond({':status': 200, 'content-length': body.length});
+    stream.write('hello');
+    return;
+  }
   if (path === '/trailers') {
     stream.respond({':status': 200}, {waitForTrailers: true});
     stream.on('wantTrailers', () => stream.sendTrailers({'x-checksum': 'sha256=abc'}));

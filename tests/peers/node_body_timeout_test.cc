@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+// A streamed body's own bound (Request::WithBodyTimeout) against Node 20's
+// stock servers, HTTP/1.1 (h1_server.js) and HTTP/2 (h2_server.js), both
+// over TLS: the server sends its answer's headers and the body's first 5
+// bytes, then nothing. The bound counts from the headers on the client's
+// clock, a ManualClock here, so the test says exactly when the call ends;
+// and the server sees the answer it was still writing abandoned.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "outbound/testing/manual_clock.h"
+#include "peer_test_support.h"
+
+namespace outbound::peers {
+namespace {
+
+using http::Request;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class NodeBodyTimeoutTest : public PeerTestBase, public ::testing::TestWithParam<const char*> {
+ protected:
+  NodeBodyTimeoutTest() { runtime.clock = &clock; }
+
+  // Waits until `done` holds or `limit` of real time has passed (a safety
+  // net for a peer that misbehaves, not a tolerance).
+  template <typename Done>
+  static bool WaitUntil(Done done, seconds limit = seconds(10)) {
+    auto give_up = std::chrono::steady_clock::now() + limit;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= give_up) return false;
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    return true;
+  }
+
+  testing::ManualClock clock;
+};
+
+TEST_P(NodeBodyTimeoutTest, AStalledBodyEndsAtItsOwnBoundCountedFromItsHeaders) {
+  StartPeer(GetParam());
+  auto client = MakeClient(PaymentsSettings());
+  std::mutex got_mu;
+  std::string got;
+  auto call = client->SendAsync(Request::Get("/stall")
+                                    .WithTimeout(seconds(10))
+                                    .StreamBodyTo([&](std::string_view chunk) {
+                                      std::lock_guard lock(got_mu);
+                                      got.append(chunk);
+                                      return true;
+                                    })
+                                    .WithBodyTimeout(seconds(3)));
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard lock(got_mu);
+    return got == "hello";
+  })) << "the first 5 bytes did not arrive";
+  // The bound is armed once the headers are in: 3 s from then, not 10.
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + seconds(3)));
+  clock.Advance(milliseconds(2999));
+  EXPECT_EQ(call.wait_for(milliseconds(0)), std::future_status::timeout) << "ended too soon";
+  clock.Advance(milliseconds(1));
+  ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready);
+  auto result = call.get();
+  ASSERT_FALSE(result) << "status " << result->status;
+  EXPECT_EQ(result.error().kind(), ErrorKind::kDeadline);
+  EXPECT_NE(result.error().message().find("body timeout (3000ms)"), std::string::npos)
+      << result.error().message();
+  EXPECT_EQ(log->attempts(), 1) << "a body cut short is never sent again";
+  // Nothing is left open at the server: the stream reset, or the
+  // connection closed, under the answer it was writing.
+  EXPECT_TRUE(WaitUntil([&] { return peer->Stats()["abandoned"].get<int>() == 1; }))
+      << peer->Stats().dump();
+  EXPECT_EQ(peer->Stats()["stalled"].get<int>(), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Peers, NodeBodyTimeoutTest,
+                         ::testing::Values("h1_server.js", "h2_server.js"),
+                         [](const ::testing::TestParamInfo<const char*>& param) {
+                           return std::string(param.param).substr(0, 2);
+                         });
+
+}  // namespace
+}  // namespace outbound::peers
