@@ -503,7 +503,7 @@ int RunPaired(Side& a, Side& b, long n, long concurrency, long blocks) {
   }
   auto list = [](const std::vector<double>& values) {
     std::string out = "[";
-    for (double v : values) out += (out.size() > 1 ? "," : "") + std::to_string(v);
+    for (double v : values) out.append(out.size() > 1 ? "," : "").append(std::to_string(v));
     return out + "]";
   };
   std::printf(

@@ -337,7 +337,8 @@ Result<ParsedUrl> ResolveReference(std::string_view base_text, std::string_view 
           // 5.2.3: merge with the base's path up to its last '/'.
           std::string merged;
           if (base.authority && base.path.empty()) {
-            merged = "/" + std::string(ref.path);
+            merged.reserve(ref.path.size() + 1);  // not "/" + string: GCC 12 -Wrestrict misfires
+            merged.append("/").append(ref.path);
           } else {
             std::size_t slash = base.path.rfind('/');
             merged = std::string(base.path.substr(0, slash == base.path.npos ? 0 : slash + 1));

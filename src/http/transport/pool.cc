@@ -142,7 +142,7 @@ class NativeTransport final : public AttemptLayer,
     bool v6 = origin_.host.find(':') != std::string::npos;
     authority_ = v6 ? "[" + origin_.host + "]" : origin_.host;
     bool default_port = origin_.port == (tls_ ? 443 : 80);
-    if (!default_port) authority_ += ":" + std::to_string(origin_.port);
+    if (!default_port) authority_.append(":").append(std::to_string(origin_.port));
     // Plain http is HTTP/1.1; https says which by ALPN.
     if (!tls_) learned_ = Connection::Protocol::kHttp11;
   }
