@@ -214,12 +214,7 @@ TEST_F(RpcAsync, ACancelDuringTheWaitEndsTheCallAtOnce) {
 // ends CANCELLED, and the breaker does not count it.
 TEST_F(RpcAsync, ACancelDuringAnAttemptCancelsTheRpc) {
   std::atomic<bool> server_saw_cancel{false};
-  EchoServer server(
-      [&](int call, grpc::ServerContext* context, const EchoRequest& request, EchoReply* reply) {
-        grpc::Status status = Hang(call, context, request, reply);
-        server_saw_cancel = true;
-        return status;
-      });
+  EchoServer server(HangNotingTheEnd(server_saw_cancel));
   auto client = Make(server);
   CancelSource cancel;
   Context context;

@@ -149,6 +149,17 @@ inline grpc::Status Hang(int, grpc::ServerContext* context, const EchoRequest&, 
   return grpc::Status(grpc::StatusCode::CANCELLED, "gave up");
 }
 
+// Hang, then notes in `saw_cancel` that the call ended (cancelled, or
+// past its deadline), so a test can tell the server saw it end.
+inline Handler HangNotingTheEnd(std::atomic<bool>& saw_cancel) {
+  return [&saw_cancel](int call, grpc::ServerContext* context, const EchoRequest& request,
+                       EchoReply* reply) {
+    grpc::Status status = Hang(call, context, request, reply);
+    saw_cancel = true;
+    return status;
+  };
+}
+
 class RpcClient : public ::testing::Test {
  protected:
   RpcClient() : random_(0.0) {
