@@ -80,8 +80,6 @@ server.on('request', (req, res) => {
       else tcp.destroy();
       return;
     }
-    stats.answered++;
-    if (record) record.answered++;
     if (req.url === '/stall') {
       stats.stalled++;
       res.on('close', () => stats.abandoned++);  // never finished: the client went
@@ -89,6 +87,8 @@ server.on('request', (req, res) => {
       res.write('hello');
       return;
     }
+    stats.answered++;
+    if (record) record.answered++;
     if (req.url === '/trailers') {
       res.writeHead(200, {'trailer': 'x-checksum'});
       res.addTrailers({'x-checksum': 'sha256=abc'});
