@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 
 namespace outbound::testing {
@@ -63,6 +65,47 @@ inline int CountEntries(const char* dir) {
 }
 inline int OpenDescriptors() { return CountEntries("/proc/self/fd"); }
 inline int Threads() { return CountEntries("/proc/self/task"); }
+
+// The socket inodes of TCP connections to `port` (any address, IPv4 or
+// IPv6), from /proc/self/net/tcp{,6}: "sl local rem st ... uid timeout inode".
+inline std::set<std::string> SocketsConnectedTo(int port) {
+  std::set<std::string> inodes;
+  for (const char* table : {"/proc/self/net/tcp", "/proc/self/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the heading
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+          timeout >> inode;
+      auto colon = remote.rfind(':');
+      if (colon == std::string::npos) continue;
+      if (std::stoi(remote.substr(colon + 1), nullptr, 16) == port) inodes.insert(inode);
+    }
+  }
+  return inodes;
+}
+
+// This process's open descriptors, leaving out its TCP connections to
+// `port`: a client's pool of connections to a peer changes size on its own
+// (a connection the peer closed goes when the client next looks at it);
+// everything else must not grow.
+inline int OpenDescriptorsBesideConnectionsTo(int port) {
+  std::set<std::string> connections = SocketsConnectedTo(port);
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    std::string target = std::filesystem::read_symlink(entry.path(), error).string();
+    // "socket:[12345]"
+    if (target.rfind("socket:[", 0) == 0 &&
+        connections.count(target.substr(8, target.size() - 9)) != 0) {
+      continue;
+    }
+    ++n;
+  }
+  return n;
+}
 
 }  // namespace outbound::testing
 
