@@ -117,7 +117,7 @@ def grpc_section():
     # Each form in a process of its own: B over A, the median over the
     # alternations of B's process against A's beside it.
     def apart_of(name):
-        rows = load_lines(os.path.join(work, name)) if os.path.exists(os.path.join(work, name)) else []
+        rows = load_lines(os.path.join(work, name))
         out = {}
         for pair in dict.fromkeys(r["pair"] for r in rows):
             a, b = pair.split()
