@@ -4,7 +4,8 @@
 // over TLS: the server sends its answer's headers and the body's first 5
 // bytes, then nothing. The bound counts from the headers on the client's
 // clock, a ManualClock here, so the test says exactly when the call ends;
-// and the server sees the answer it was still writing abandoned.
+// and the server sees the answer it was still writing abandoned, also when
+// another call shares the HTTP/2 connection and must not be harmed.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -23,9 +24,21 @@ using http::Request;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-class NodeBodyTimeoutTest : public PeerTestBase, public ::testing::TestWithParam<const char*> {
+class BodyTimeoutPeerTest : public PeerTestBase {
  protected:
-  NodeBodyTimeoutTest() { runtime.clock = &clock; }
+  BodyTimeoutPeerTest() { runtime.clock = &clock; }
+
+  // GET /stall, its chunks appended to `got`, cut 3 s after its headers.
+  static Request Stalled(std::mutex& got_mu, std::string& got) {
+    return Request::Get("/stall")
+        .WithTimeout(seconds(10))
+        .StreamBodyTo([&](std::string_view chunk) {
+          std::lock_guard lock(got_mu);
+          got.append(chunk);
+          return true;
+        })
+        .WithBodyTimeout(seconds(3));
+  }
 
   // Waits until `done` holds or `limit` of real time has passed (a safety
   // net for a peer that misbehaves, not a tolerance).
@@ -42,19 +55,15 @@ class NodeBodyTimeoutTest : public PeerTestBase, public ::testing::TestWithParam
   testing::ManualClock clock;
 };
 
+class NodeBodyTimeoutTest : public BodyTimeoutPeerTest,
+                            public ::testing::TestWithParam<const char*> {};
+
 TEST_P(NodeBodyTimeoutTest, AStalledBodyEndsAtItsOwnBoundCountedFromItsHeaders) {
   StartPeer(GetParam());
   auto client = MakeClient(PaymentsSettings());
   std::mutex got_mu;
   std::string got;
-  auto call = client->SendAsync(Request::Get("/stall")
-                                    .WithTimeout(seconds(10))
-                                    .StreamBodyTo([&](std::string_view chunk) {
-                                      std::lock_guard lock(got_mu);
-                                      got.append(chunk);
-                                      return true;
-                                    })
-                                    .WithBodyTimeout(seconds(3)));
+  auto call = client->SendAsync(Stalled(got_mu, got));
   ASSERT_TRUE(WaitUntil([&] {
     std::lock_guard lock(got_mu);
     return got == "hello";
@@ -76,6 +85,51 @@ TEST_P(NodeBodyTimeoutTest, AStalledBodyEndsAtItsOwnBoundCountedFromItsHeaders) 
   EXPECT_TRUE(WaitUntil([&] { return peer->Stats()["abandoned"].get<int>() == 1; }))
       << peer->Stats().dump();
   EXPECT_EQ(peer->Stats()["stalled"].get<int>(), 1);
+}
+
+class NodeH2BodyTimeoutTest : public BodyTimeoutPeerTest, public ::testing::Test {};
+
+// Two calls on one connection to Node's http2 server: /slow, answered 2 s
+// (real time) after it arrives, and /stall, cut by its body timeout while
+// /slow is still out. /slow is answered whole; the server sees /stall's
+// stream end. The native transport resets it at once, on the one
+// connection; libcurl 7.88 sends the reset with the connection's next
+// frames, or ends the stream with the connection if it closes it once
+// /slow is done: by the next call at the latest.
+TEST_F(NodeH2BodyTimeoutTest, ABodyCutBesideAnotherCallEndsAtTheServerAndSparesTheOther) {
+  StartPeer("h2_server.js", {"--delay-ms=2000"});
+  auto client = MakeClient(PaymentsSettings());
+  auto slow = client->SendAsync(Request::Get("/slow").WithTimeout(seconds(10)));
+  // Its connection is up: the next call goes on it.
+  ASSERT_TRUE(WaitUntil([&] { return peer->Stats()["streams"].get<int>() == 1; }));
+  std::mutex got_mu;
+  std::string got;
+  auto stalled = client->SendAsync(Stalled(got_mu, got));
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard lock(got_mu);
+    return got == "hello";
+  })) << "the first 5 bytes did not arrive";
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + seconds(3)));
+  ASSERT_EQ(slow.wait_for(milliseconds(0)), std::future_status::timeout)
+      << "/slow was answered before /stall was cut: nothing shared";
+  clock.Advance(seconds(3));
+  auto cut = stalled.get();
+  ASSERT_FALSE(cut) << "status " << cut->status;
+  EXPECT_EQ(cut.error().kind(), ErrorKind::kDeadline);
+
+  auto answered = slow.get();
+  ASSERT_TRUE(answered) << answered.error().message();
+  EXPECT_EQ(answered->status, 200);
+  EXPECT_EQ(answered->body, std::string(100, 'x'));
+  if (http::TestTransport() == http::Transport::kCurl) {
+    ASSERT_TRUE(client->Send(Request::Get("/next")));
+  }
+  EXPECT_TRUE(WaitUntil([&] { return peer->Stats()["abandoned"].get<int>() == 1; }))
+      << peer->Stats().dump();
+  EXPECT_EQ(log->attempts(), http::TestTransport() == http::Transport::kCurl ? 3 : 2);
+  if (http::TestTransport() == http::Transport::kNative) {
+    EXPECT_EQ(peer->Stats()["sessions"].get<int>(), 1) << "the cut cost the connection";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Peers, NodeBodyTimeoutTest,
