@@ -16,40 +16,13 @@
 #include <string>
 
 #include "client_test_support.h"
+#include "text_source.h"
 
 namespace outbound::http {
 namespace {
 
 using testing::Reply;
 using testing::ServerRequest;
-
-// `size` bytes that are not all alike, so a piece out of place shows.
-std::string Pattern(std::size_t size) {
-  std::string text(size, '\0');
-  for (std::size_t i = 0; i < size; ++i) text[i] = static_cast<char>('a' + (i * 7 + i / 251) % 26);
-  return text;
-}
-
-// Opens readers over `text` that give at most `piece` bytes a call, and
-// counts how often it was opened.
-struct TextSource {
-  std::string text;
-  std::size_t piece = 1000;
-  std::shared_ptr<std::atomic<int>> opened = std::make_shared<std::atomic<int>>(0);
-
-  std::function<BodyReader()> Opener() const {
-    return [text = text, piece = piece, opened = opened]() -> BodyReader {
-      ++*opened;
-      auto at = std::make_shared<std::size_t>(0);
-      return [text, piece, at](std::span<char> buffer) -> Result<std::size_t> {
-        std::size_t n = std::min({buffer.size(), piece, text.size() - *at});
-        text.copy(buffer.data(), n, *at);
-        *at += n;
-        return n;
-      };
-    };
-  }
-};
 
 Settings TripOnFirstFailure(Settings settings) {
   settings.breaker_policy.trip = [](const circuit::Counts& counts) {

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 
+#include "../http/text_source.h"
 #include "outbound/http/message.h"
 
 namespace outbound::peers {
@@ -32,10 +33,7 @@ class GeneratedBody {
       return [state](std::span<char> buffer) -> Result<std::size_t> {
         std::uint64_t left = state->bytes - state->at;
         std::size_t n = buffer.size() < left ? buffer.size() : static_cast<std::size_t>(left);
-        for (std::size_t i = 0; i < n; ++i) {
-          std::uint64_t k = state->at + i;
-          buffer[i] = static_cast<char>('a' + (k * 7 + k / 251) % 26);
-        }
+        for (std::size_t i = 0; i < n; ++i) buffer[i] = http::PatternByte(state->at + i);
         EVP_DigestUpdate(state->digest.get(), buffer.data(), n);
         state->at += n;
         return n;

@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 
+#include "../http/text_source.h"
 #include "generated_body.h"
 #include "nginx_peer.h"
 #include "peer_test_support.h"
@@ -190,24 +191,15 @@ TEST_P(NginxTest, GzipBodiesAreAskedForAndDecoded) {
 TEST_P(NginxTest, StreamedRequestBodiesArriveWhole) {
   StartNginx({});
   auto client = MakeClient(PaymentsSettings());
-  std::string text;
-  for (int i = 0; i < 48 * 1024; ++i) text += static_cast<char>('a' + (i * 7 + i / 251) % 26);
-  auto reader_over = [&text]() -> http::BodyReader {
-    auto at = std::make_shared<std::size_t>(0);
-    return [&text, at](std::span<char> buffer) -> Result<std::size_t> {
-      std::size_t n = std::min({buffer.size(), std::size_t{5000}, text.size() - *at});
-      text.copy(buffer.data(), n, *at);
-      *at += n;
-      return n;
-    };
-  };
-  auto unannounced = client->Send(Request::Post("/echo").StreamBodyFrom(reader_over));
+  http::TextSource source{http::Pattern(48 * 1024), 5000};
+  auto unannounced = client->Send(Request::Post("/echo").StreamBodyFrom(source.Opener()));
   ASSERT_TRUE(unannounced) << unannounced.error().message();
   EXPECT_EQ(unannounced->status, 200);
-  EXPECT_TRUE(unannounced->body == text) << "nginx read another body";
-  auto announced = client->Send(Request::Post("/echo").StreamBodyFrom(reader_over, text.size()));
+  EXPECT_TRUE(unannounced->body == source.text) << "nginx read another body";
+  auto announced =
+      client->Send(Request::Post("/echo").StreamBodyFrom(source.Opener(), source.text.size()));
   ASSERT_TRUE(announced) << announced.error().message();
-  EXPECT_TRUE(announced->body == text) << "nginx read another body";
+  EXPECT_TRUE(announced->body == source.text) << "nginx read another body";
 }
 
 // nginx refuses a body over its client_max_body_size (1k here) with 413

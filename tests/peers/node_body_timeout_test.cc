@@ -28,16 +28,23 @@ class BodyTimeoutPeerTest : public PeerTestBase {
  protected:
   BodyTimeoutPeerTest() { runtime.clock = &clock; }
 
-  // GET /stall, its chunks appended to `got`, cut 3 s after its headers.
-  static Request Stalled(std::mutex& got_mu, std::string& got) {
-    return Request::Get("/stall")
-        .WithTimeout(seconds(10))
-        .StreamBodyTo([&](std::string_view chunk) {
-          std::lock_guard lock(got_mu);
-          got.append(chunk);
-          return true;
-        })
-        .WithBodyTimeout(seconds(3));
+  // Sends GET /stall, its chunks kept in `got`, its body cut 3 s after its
+  // headers; returns once the body's first 5 bytes are in (a failure if
+  // they never come).
+  auto SendStalled(http::Client& client) {
+    auto call = client.SendAsync(Request::Get("/stall")
+                                     .WithTimeout(seconds(10))
+                                     .StreamBodyTo([this](std::string_view chunk) {
+                                       std::lock_guard lock(got_mu);
+                                       got.append(chunk);
+                                       return true;
+                                     })
+                                     .WithBodyTimeout(seconds(3)));
+    EXPECT_TRUE(WaitUntil([this] {
+      std::lock_guard lock(got_mu);
+      return got == "hello";
+    })) << "the first 5 bytes did not arrive";
+    return call;
   }
 
   // Waits until `done` holds or `limit` of real time has passed (a safety
@@ -53,6 +60,8 @@ class BodyTimeoutPeerTest : public PeerTestBase {
   }
 
   testing::ManualClock clock;
+  std::mutex got_mu;
+  std::string got;  // of /stall's body
 };
 
 class NodeBodyTimeoutTest : public BodyTimeoutPeerTest,
@@ -61,13 +70,7 @@ class NodeBodyTimeoutTest : public BodyTimeoutPeerTest,
 TEST_P(NodeBodyTimeoutTest, AStalledBodyEndsAtItsOwnBoundCountedFromItsHeaders) {
   StartPeer(GetParam());
   auto client = MakeClient(PaymentsSettings());
-  std::mutex got_mu;
-  std::string got;
-  auto call = client->SendAsync(Stalled(got_mu, got));
-  ASSERT_TRUE(WaitUntil([&] {
-    std::lock_guard lock(got_mu);
-    return got == "hello";
-  })) << "the first 5 bytes did not arrive";
+  auto call = SendStalled(*client);
   // The bound is armed once the headers are in: 3 s from then, not 10.
   ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + seconds(3)));
   clock.Advance(milliseconds(2999));
@@ -102,13 +105,7 @@ TEST_F(NodeH2BodyTimeoutTest, ABodyCutBesideAnotherCallEndsAtTheServerAndSparesT
   auto slow = client->SendAsync(Request::Get("/slow").WithTimeout(seconds(10)));
   // Its connection is up: the next call goes on it.
   ASSERT_TRUE(WaitUntil([&] { return peer->Stats()["streams"].get<int>() == 1; }));
-  std::mutex got_mu;
-  std::string got;
-  auto stalled = client->SendAsync(Stalled(got_mu, got));
-  ASSERT_TRUE(WaitUntil([&] {
-    std::lock_guard lock(got_mu);
-    return got == "hello";
-  })) << "the first 5 bytes did not arrive";
+  auto stalled = SendStalled(*client);
   ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + seconds(3)));
   ASSERT_EQ(slow.wait_for(milliseconds(0)), std::future_status::timeout)
       << "/slow was answered before /stall was cut: nothing shared";
