@@ -654,8 +654,7 @@ TEST_F(ClientH2Test, ManyCallsInFlightOnOneConnection) {
   });
   auto client = MakeClient();
   std::vector<std::future<Result<Response>>> calls;
-  for (int i = 0; i < 200; ++i)
-    calls.push_back(client->SendAsync(Request::Get("/" + std::to_string(i))));
+  for (int i = 0; i < 200; ++i) calls.push_back(client->SendAsync(Request::Get(NumberedPath(i))));
   // libcurl's transport keeps the other 100 calls in the client's queue
   // until a stream frees up; the native one opens a second connection for
   // them, and only one (the pool's HTTP/2 rule).
@@ -667,7 +666,7 @@ TEST_F(ClientH2Test, ManyCallsInFlightOnOneConnection) {
   for (int i = 0; i < 200; ++i) {
     auto response = calls[static_cast<size_t>(i)].get();
     ASSERT_TRUE(response) << response.error().message();
-    EXPECT_EQ(response->body, "/" + std::to_string(i));
+    EXPECT_EQ(response->body, NumberedPath(i));
   }
   EXPECT_EQ(server->request_count(), 200u);
   EXPECT_EQ(server->connections_opened(), curl ? 1 : 2);

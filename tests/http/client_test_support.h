@@ -9,6 +9,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "outbound/http/client.h"
@@ -25,6 +26,15 @@ namespace outbound::http {
 using testing::FixedRandom;
 
 enum class Protocol { kHttp2, kHttp11 };
+
+// "/<i>", a path per call (FakeServer's Reply::Ok(r.target) echoes it).
+// Appended, not `"/" + std::to_string(i)`: GCC 12 at -O3 warns about that
+// (a false -Wstringop-overflow), and warnings are errors.
+inline std::string NumberedPath(int i) {
+  std::string path = "/";
+  path += std::to_string(i);
+  return path;
+}
 
 class ClientTestBase {
  protected:

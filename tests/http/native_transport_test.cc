@@ -37,9 +37,9 @@ TEST_F(NativeTransportTest, AnHttp11ConnectionIsKeptAliveAcrossCalls) {
   ServePlain([](const ServerRequest& r) { return Reply::Ok(r.target); });
   auto client = MakeClient(PlainSettings());
   for (int i = 0; i < 5; ++i) {
-    auto response = client->Send(Request::Get("/" + std::to_string(i)));
+    auto response = client->Send(Request::Get(NumberedPath(i)));
     ASSERT_TRUE(response) << response.error().message();
-    EXPECT_EQ(response->body, "/" + std::to_string(i));
+    EXPECT_EQ(response->body, NumberedPath(i));
     EXPECT_EQ(response->version, "1.1");
   }
   EXPECT_EQ(server->connections_opened(), 1);
@@ -51,12 +51,11 @@ TEST_F(NativeTransportTest, HttpOneOpensNoMoreConnectionsThanMaxConnections) {
   settings.max_connections = 3;
   auto client = MakeClient(settings);
   std::vector<std::future<Result<Response>>> calls;
-  for (int i = 0; i < 24; ++i)
-    calls.push_back(client->SendAsync(Request::Get("/" + std::to_string(i))));
+  for (int i = 0; i < 24; ++i) calls.push_back(client->SendAsync(Request::Get(NumberedPath(i))));
   for (int i = 0; i < 24; ++i) {
     auto response = calls[static_cast<size_t>(i)].get();
     ASSERT_TRUE(response) << response.error().message();
-    EXPECT_EQ(response->body, "/" + std::to_string(i));
+    EXPECT_EQ(response->body, NumberedPath(i));
   }
   EXPECT_LE(server->connections_opened(), 3);
   EXPECT_EQ(server->request_count(), 24u);

@@ -106,7 +106,10 @@ inline std::set<int> Added(const std::set<int>& now, const std::set<int>& before
 
 inline std::string Describe(const std::set<int>& ids) {
   std::string out;
-  for (int id : ids) out += (out.empty() ? "" : " ") + std::to_string(id);
+  for (int id : ids) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(id);
+  }
   return out;
 }
 
