@@ -229,12 +229,30 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
                       });
   }
 
+  // Writes the body's piece at `offset`, and arms the next piece's timer as
+  // the write starts (as the HTTP/2 session does): a client that has a
+  // piece finds the next one's timer already pending, so a test knows the
+  // wait has begun. A timer that fires while the write is still out has
+  // its piece written once the write is done (writes never overlap).
   void Trickle(const Reply& reply, std::size_t offset) {
     if (offset >= reply.body.size()) return Answered({});
     std::size_t n = std::min(reply.trickle_bytes, reply.body.size() - offset);
-    WriteRaw(reply.body.substr(offset, n), [this, reply, offset, n] {
-      delay_ = server_.After(reply.trickle_every, shared_from_this(),
-                             [this, reply, next = offset + n] { Trickle(reply, next); });
+    std::size_t next = offset + n;
+    trickle_due_ = false;
+    if (next < reply.body.size()) {
+      delay_ = server_.After(reply.trickle_every, shared_from_this(), [this, reply, next] {
+        if (trickle_writing_) {
+          trickle_due_ = true;
+        } else {
+          Trickle(reply, next);
+        }
+      });
+    }
+    trickle_writing_ = true;
+    WriteRaw(reply.body.substr(offset, n), [this, reply, next] {
+      trickle_writing_ = false;
+      if (next >= reply.body.size()) return Answered({});
+      if (trickle_due_) Trickle(reply, next);
     });
   }
 
@@ -272,6 +290,8 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
   bool awaiting_reply_ = false;  // a request has not been answered in full yet
   bool closed_ = false;
   Timer delay_;
+  bool trickle_writing_ = false;  // a piece of a trickled body is being written
+  bool trickle_due_ = false;      // the next piece's time came during that write
   char scratch_[512];
 };
 

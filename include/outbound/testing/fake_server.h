@@ -123,6 +123,10 @@ struct Reply {
   // The headers announcing `body`'s length (or AnnounceLength's), its first
   // `body_bytes`, then nothing more: neither the rest, nor an end, nor a close.
   static Reply Stall(std::size_t body_bytes, std::string body);
+  // `body`, `bytes` at a time: the first piece with the headers, each next
+  // one `every` later on the server's clock. The timer for a piece is
+  // pending by the time the piece before it can have arrived, so a test
+  // that has a piece can wait for that timer (ManualClock::WaitForTimerBy).
   static Reply Trickle(std::string body, std::size_t bytes, Duration every);
 
   // HTTP/2 only: the server hands the connection over to the test. It
