@@ -51,9 +51,6 @@ constexpr std::size_t kMaxHeaderBytes = 96 * 1024;
 // Connections remembered as having carried a request (see FirstRequestOn).
 constexpr std::size_t kConnectionsRemembered = 4096;
 
-// Pooled connections idle this long are closed.
-constexpr auto kIdleConnectionLifetime = std::chrono::seconds(90);
-
 // libcurl's global init, once per process, before any handle.
 void InitCurlOnce() {
   [[maybe_unused]] static const bool done = [] {

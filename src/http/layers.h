@@ -14,6 +14,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -407,6 +408,10 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   bool body_timer_armed_ = false;  // guarded by mu_
   std::atomic<bool> body_timer_fired_{false};
 };
+
+// Either transport closes a pooled connection that has carried no call for
+// this long.
+inline constexpr auto kIdleConnectionLifetime = std::chrono::seconds(90);
 
 class AttemptLayer {
  public:

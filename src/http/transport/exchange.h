@@ -66,6 +66,14 @@ inline AttemptOutcome Failed(ErrorKind kind, std::string message) {
   return outcome;
 }
 
+// A response that breaks the protocol: kInvalidResponse, saying why, and
+// not retried (sending the request again cannot make it well-formed).
+inline AttemptOutcome Malformed(const std::string& why) {
+  AttemptOutcome outcome = Failed(ErrorKind::kInvalidResponse, "the response is malformed: " + why);
+  outcome.cannot_improve = true;
+  return outcome;
+}
+
 // Takes a piece of the (decoded) body: to the sink when the body streams,
 // else into the response within max_body. Empty, or the outcome that ends
 // the exchange (too large, the caller stopped reading).
@@ -104,10 +112,7 @@ inline std::optional<AttemptOutcome> TakeWireBody(Exchange& exchange, std::strin
     case GzipDecoder::Status::kCorrupt:
       break;
   }
-  AttemptOutcome corrupt = Failed(ErrorKind::kInvalidResponse,
-                                  "the response is malformed: its gzip-coded body does not decode");
-  corrupt.cannot_improve = true;
-  return corrupt;
+  return Malformed("its gzip-coded body does not decode");
 }
 
 // Whether the final answer has no body whatever its headers say.

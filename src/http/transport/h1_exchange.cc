@@ -62,12 +62,6 @@ class H1Parser : public beast_http::response_parser<ExchangeBody> {};
 
 namespace {
 
-AttemptOutcome Invalid(std::string why) {
-  AttemptOutcome outcome = Failed(ErrorKind::kInvalidResponse, "the response is malformed: " + why);
-  outcome.cannot_improve = true;
-  return outcome;
-}
-
 // Beast holds a field's name and value in at most 65533 bytes each and
 // throws std::length_error past that, within kMaxHeaderBytes.
 AttemptOutcome FieldTooLarge() {
@@ -96,7 +90,7 @@ std::optional<AttemptOutcome> HeadFault(std::string_view part, bool head) {
   if (!ec || ec == beast_http::error::need_more || ec == beast_http::error::header_limit) {
     return std::nullopt;
   }
-  return Invalid(ec.message());
+  return Malformed(ec.message());
 }
 
 }  // namespace
@@ -242,19 +236,19 @@ bool H1Exchange::Parse() {
       return false;
     }
     if (ec && !need_more) {
-      Fail(Invalid(ec.message()));
+      Fail(Malformed(ec.message()));
       return false;
     }
     if (parser_->is_header_done() && !current_->headers_done) {
       const auto& message = parser_->get();
       int status = message.result_int();
       if (status < 100 || status > 599 || status == 101) {
-        Fail(Invalid("its status is not one a client can take"));
+        Fail(Malformed("its status is not one a client can take"));
         return false;
       }
       if (status < 200) {  // an interim answer: the final one follows
         if (!parser_->is_done()) {
-          Fail(Invalid("an interim answer with a body"));
+          Fail(Malformed("an interim answer with a body"));
           return false;
         }
         NewParser();
@@ -264,7 +258,7 @@ bool H1Exchange::Parse() {
       // before it, but not another coding before it.
       if (message.count(beast_http::field::transfer_encoding) != 0 &&
           message.count(beast_http::field::content_length) != 0) {
-        Fail(Invalid("both Content-Length and Transfer-Encoding"));
+        Fail(Malformed("both Content-Length and Transfer-Encoding"));
         return false;
       }
       Response& response = current_->response;
@@ -314,7 +308,7 @@ void H1Exchange::Answered() {
   if (!message.keep_alive()) reusable_ = false;
   if (current_->decoder && !current_->decoder->complete()) {
     reusable_ = false;
-    return End(Invalid("its gzip-coded body ended before the gzip stream did"));
+    return End(Malformed("its gzip-coded body ended before the gzip stream did"));
   }
   AttemptOutcome outcome;
   outcome.result = std::move(current_->response);

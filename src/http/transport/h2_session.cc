@@ -40,12 +40,6 @@ AttemptOutcome TooLarge(const std::string& what) {
   return Failed(ErrorKind::kResponseTooLarge, "the response's " + what);
 }
 
-AttemptOutcome Invalid(std::string why) {
-  AttemptOutcome outcome = Failed(ErrorKind::kInvalidResponse, "the response is malformed: " + why);
-  outcome.cannot_improve = true;
-  return outcome;
-}
-
 }  // namespace
 
 H2Session::H2Session(CodecEvents& events, std::uint64_t connection_id, Clock& clock)
@@ -275,7 +269,7 @@ int H2Session::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const std:
   if (n == ":status") {
     int status = ParseStatus(v);
     if (status == 0) {
-      self.Refuse(*exchange, Invalid("its :status is not a status code"));
+      self.Refuse(*exchange, Malformed("its :status is not a status code"));
       return 0;
     }
     exchange->informational = status < 200;
@@ -356,7 +350,7 @@ int H2Session::OnInvalidFrameRecv(nghttp2_session*, const nghttp2_frame* frame, 
   Exchange* exchange = self.Find(frame->hd.stream_id);
   if (exchange == nullptr || exchange->verdict) return 0;
   // nghttp2 resets the stream itself (PROTOCOL_ERROR); it ends as invalid.
-  exchange->verdict = Invalid(nghttp2_strerror(error));
+  exchange->verdict = Malformed(nghttp2_strerror(error));
   return 0;
 }
 
@@ -382,7 +376,7 @@ int H2Session::OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* u
     // content-length the body does not match, a forbidden field).
     Exchange* exchange = self.Find(frame->hd.stream_id);
     if (exchange != nullptr && !exchange->verdict) {
-      exchange->verdict = Invalid("it breaks HTTP/2's message rules (RFC 9113 §8.1)");
+      exchange->verdict = Malformed("it breaks HTTP/2's message rules (RFC 9113 §8.1)");
     }
     return 0;
   }
@@ -427,7 +421,7 @@ int H2Session::OnStreamClose(nghttp2_session*, std::int32_t stream_id, std::uint
     outcome.body_failed = exchange->headers_done;
   } else if (exchange->end_stream && exchange->headers_done && error_code == NGHTTP2_NO_ERROR &&
              exchange->decoder && !exchange->decoder->complete()) {
-    outcome = Invalid("its gzip-coded body ended before the gzip stream did");
+    outcome = Malformed("its gzip-coded body ended before the gzip stream did");
   } else if (exchange->end_stream && exchange->headers_done && error_code == NGHTTP2_NO_ERROR) {
     outcome.result = std::move(exchange->response);
   } else if (!exchange->request_sent) {
@@ -447,7 +441,7 @@ int H2Session::OnStreamClose(nghttp2_session*, std::int32_t stream_id, std::uint
     outcome.unprocessed = true;
     outcome.connection_retired = retired;
   } else if (exchange->end_stream && !exchange->headers_done) {
-    outcome = Invalid("the stream ended without a final header block");
+    outcome = Malformed("the stream ended without a final header block");
   } else {
     // A reset before END_STREAM, NO_ERROR included, is never a whole answer.
     outcome =

@@ -29,9 +29,6 @@ using transport::Failed;
 using transport::SocketAddress;
 using Address = transport::SocketAddress;
 
-// Pooled connections idle this long (no call in flight) are closed.
-constexpr auto kIdleConnectionLifetime = std::chrono::seconds(90);
-
 // `text` as an IP literal's socket address, if it is one.
 std::optional<Address> Literal(const std::string& text, std::uint16_t port) {
   Address a;
