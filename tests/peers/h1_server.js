@@ -11,26 +11,32 @@
 // Answers with 200 and a 100-byte body; on /trailers, chunked with a
 // trailer field (x-checksum) after it; on /stall, its headers (a 100-byte
 // length) and the body's first 5 bytes, "hello", then nothing more until
-// the client goes. Options:
+// the client goes; on /held, the same, and the body's other 95 bytes once
+// the test sends "release" (it answers {"released": N}, the answers it
+// finished). Options:
 //   --drop=close|reset     drop requests that are not the first on their
 //   --drop-methods=M,M     connection, of these methods (POST): close sends
 //                          FIN, reset sends TCP RST; off by default
 //
 // "stats" on stdin prints: connections, requests, answered, dropped,
 // stalled (answers left at 5 bytes), abandoned (of those, the ones whose
-// connection the client has closed since), and bodies ({body: {received,
-// answered, dropped}}) for requests with a body.
+// connection the client has closed since; /held answers too), held (/held
+// answers started), released, and bodies ({body: {received, answered,
+// dropped}}) for requests with a body.
 'use strict';
 const fs = require('node:fs');
 const https = require('node:https');
-const {parseArgs, serveControl, ignoreSocketErrors, digestBody} = require('./peer_common.js');
+const {parseArgs, serveControl, ignoreSocketErrors, digestBody, holdAnswers} =
+    require('./peer_common.js');
 
 const args = parseArgs(process.argv.slice(2));
 const body = Buffer.alloc(100, 'x');
 const drop = args.drop || '';
 const dropMethods = (args['drop-methods'] || 'POST').split(',');
 
-const stats = {connections: 0, requests: 0, answered: 0, dropped: 0, stalled: 0, abandoned: 0, bodies: {}};
+const stats = {connections: 0, requests: 0, answered: 0, dropped: 0, stalled: 0, abandoned: 0,
+               held: 0, released: 0, bodies: {}};
+const held = holdAnswers(stats, body);
 
 const server = https.createServer({cert: fs.readFileSync(args.cert), key: fs.readFileSync(args.key)});
 
@@ -80,6 +86,11 @@ server.on('request', (req, res) => {
       else tcp.destroy();
       return;
     }
+    if (req.url === '/held') {
+      res.writeHead(200, {'content-length': body.length});
+      held.hold(res);
+      return;
+    }
     if (req.url === '/stall') {
       stats.stalled++;
       res.on('close', () => stats.abandoned++);  // never finished: the client went
@@ -100,4 +111,5 @@ server.on('request', (req, res) => {
   });
 });
 
-server.listen(0, '127.0.0.1', () => serveControl(server.address().port, () => stats));
+server.listen(0, '127.0.0.1',
+              () => serveControl(server.address().port, () => stats, {release: held.release}));

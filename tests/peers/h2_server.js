@@ -9,7 +9,9 @@
 // Answers every request with 200 and a body of --body-bytes (100) bytes
 // (on /trailers, without a length and with a trailer field, x-checksum; on
 // /stall, with its length but only the first 5 bytes, "hello", and then
-// nothing until the client resets the stream or goes).
+// nothing until the client resets the stream or goes; on /held, the same,
+// and the rest of the body once the test sends "release", which answers
+// {"released": N}, the answers it finished).
 // Options (all off by default):
 //   --max-concurrent-streams=N  SETTINGS_MAX_CONCURRENT_STREAMS we advertise
 //   --delay-ms=D                /slow always, and --delay-percent of the
@@ -31,19 +33,19 @@
 //                               streams in [1, MIN] (needs --lifetime)
 //   --seed=S                    the random source's seed (1)
 //
-// "stats" on stdin prints: sessions (connections accepted), open (connections
-// open now), streams (handed
-// to the script; streams nghttp2 refuses on its own above
-// SETTINGS_MAX_CONCURRENT_STREAMS never reach it), refused, answered,
-// delayed, lost, closed (gracefully), max_open (most streams open at once
-// on one connection), stalled (/stall answers left at 5 bytes), abandoned
-// (of those, the ones closed since: the client reset them or went),
+// "stats" on stdin prints: sessions (connections accepted), open
+// (connections open now), streams (handed to the script; streams nghttp2
+// refuses on its own above SETTINGS_MAX_CONCURRENT_STREAMS never reach it),
+// refused, answered, delayed, lost, closed (gracefully), max_open (most
+// streams open at once on one connection), stalled (/stall answers left at
+// 5 bytes), abandoned (of those, the ones closed since: the client reset
+// them or went; /held answers too), held (/held answers started), released,
 // bodies ({body: {received, answered, dropped}}).
 'use strict';
 const fs = require('node:fs');
 const http2 = require('node:http2');
-const {parseArgs, numberArg, seededRandom, serveControl, ignoreSocketErrors, digestBody} =
-    require('./peer_common.js');
+const {parseArgs, numberArg, seededRandom, serveControl, ignoreSocketErrors, digestBody,
+       holdAnswers} = require('./peer_common.js');
 
 const args = parseArgs(process.argv.slice(2));
 const body = Buffer.alloc(numberArg(args, 'body-bytes', 100), 'x');
@@ -66,7 +68,8 @@ if (args['max-concurrent-streams'] !== undefined) {
 }
 
 const stats = {sessions: 0, open: 0, streams: 0, refused: 0, answered: 0, delayed: 0, lost: 0, closed: 0,
-               max_open: 0, stalled: 0, abandoned: 0, bodies: {}};
+               max_open: 0, stalled: 0, abandoned: 0, held: 0, released: 0, bodies: {}};
+const held = holdAnswers(stats, body);
 
 const server = http2.createSecureServer(
     {cert: fs.readFileSync(args.cert), key: fs.readFileSync(args.key), settings});
@@ -110,6 +113,11 @@ server.on('session', (session) => {
 
 function answer(stream, path) {
   if (stream.destroyed || stream.closed) return;
+  if (path === '/held') {
+    stream.respond({':status': 200, 'content-length': body.length});
+    held.hold(stream);
+    return;
+  }
   if (path === '/stall') {
     stats.stalled++;
     stream.on('close', () => stats.abandoned++);  // never ended: the client went
@@ -230,4 +238,5 @@ server.on('stream', (stream, headers) => {
   });
 });
 
-server.listen(0, '127.0.0.1', () => serveControl(server.address().port, () => stats));
+server.listen(0, '127.0.0.1',
+              () => serveControl(server.address().port, () => stats, {release: held.release}));

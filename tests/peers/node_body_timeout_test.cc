@@ -2,10 +2,12 @@
 // A streamed body's own bound (Request::WithBodyTimeout) against Node 20's
 // stock servers, HTTP/1.1 (h1_server.js) and HTTP/2 (h2_server.js), both
 // over TLS: the server sends its answer's headers and the body's first 5
-// bytes, then nothing. The bound counts from the headers on the client's
-// clock, a ManualClock here, so the test says exactly when the call ends;
-// and the server sees the answer it was still writing abandoned, also when
-// another call shares the HTTP/2 connection and must not be harmed.
+// bytes, then nothing (/stall), or the rest when the test releases it
+// (/held). The bound counts from the headers on the client's clock, a
+// ManualClock here, so the test says exactly when the call ends; the
+// server sees the answer it was still writing abandoned, also when another
+// call shares the HTTP/2 connection and must not be harmed; and a body with
+// its own bound outlives the call's deadline.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -28,23 +30,52 @@ class BodyTimeoutPeerTest : public PeerTestBase {
  protected:
   BodyTimeoutPeerTest() { runtime.clock = &clock; }
 
-  // Sends GET /stall, its chunks kept in `got`, its body cut 3 s after its
-  // headers; returns once the body's first 5 bytes are in (a failure if
-  // they never come).
-  auto SendStalled(http::Client& client) {
-    auto call = client.SendAsync(Request::Get("/stall")
-                                     .WithTimeout(seconds(10))
-                                     .StreamBodyTo([this](std::string_view chunk) {
-                                       std::lock_guard lock(got_mu);
-                                       got.append(chunk);
-                                       return true;
-                                     })
-                                     .WithBodyTimeout(seconds(3)));
+  // Sends `request` with its body's chunks kept in `got`; returns once the
+  // body's first 5 bytes are in (a failure if they never come).
+  auto SendStreamed(http::Client& client, Request request) {
+    auto call = client.SendAsync(std::move(request.StreamBodyTo([this](std::string_view chunk) {
+      std::lock_guard lock(got_mu);
+      got.append(chunk);
+      return true;
+    })));
     EXPECT_TRUE(WaitUntil([this] {
       std::lock_guard lock(got_mu);
       return got == "hello";
     })) << "the first 5 bytes did not arrive";
     return call;
+  }
+
+  // Sends GET /stall, its body cut 3 s after its headers.
+  auto SendStalled(http::Client& client) {
+    return SendStreamed(client, Request::Get("/stall")
+                                    .WithTimeout(seconds(10))
+                                    .WithBodyTimeout(seconds(3)));
+  }
+
+  std::string Got() {
+    std::lock_guard lock(got_mu);
+    return got;
+  }
+
+  // The call ends exactly `bound` from now on the clock, with kDeadline:
+  // still out 1 ms before. Returns the error's message.
+  template <typename Call>
+  std::string ExpectCutAfter(Call& call, milliseconds bound) {
+    EXPECT_TRUE(clock.WaitForTimerBy(clock.Now() + bound)) << "no timer armed for the cut";
+    clock.Advance(bound - milliseconds(1));
+    EXPECT_EQ(call.wait_for(milliseconds(0)), std::future_status::timeout) << "ended too soon";
+    clock.Advance(milliseconds(1));
+    if (call.wait_for(seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << "the call did not end";
+      return "";
+    }
+    auto result = call.get();
+    if (result) {
+      ADD_FAILURE() << "status " << result->status;
+      return "";
+    }
+    EXPECT_EQ(result.error().kind(), ErrorKind::kDeadline);
+    return result.error().message();
   }
 
   // Waits until `done` holds or `limit` of real time has passed (a safety
@@ -72,22 +103,48 @@ TEST_P(NodeBodyTimeoutTest, AStalledBodyEndsAtItsOwnBoundCountedFromItsHeaders) 
   auto client = MakeClient(PaymentsSettings());
   auto call = SendStalled(*client);
   // The bound is armed once the headers are in: 3 s from then, not 10.
-  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + seconds(3)));
-  clock.Advance(milliseconds(2999));
-  EXPECT_EQ(call.wait_for(milliseconds(0)), std::future_status::timeout) << "ended too soon";
-  clock.Advance(milliseconds(1));
-  ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready);
-  auto result = call.get();
-  ASSERT_FALSE(result) << "status " << result->status;
-  EXPECT_EQ(result.error().kind(), ErrorKind::kDeadline);
-  EXPECT_NE(result.error().message().find("body timeout (3000ms)"), std::string::npos)
-      << result.error().message();
+  std::string cut = ExpectCutAfter(call, seconds(3));
+  EXPECT_NE(cut.find("body timeout (3000ms)"), std::string::npos) << cut;
   EXPECT_EQ(log->attempts(), 1) << "a body cut short is never sent again";
   // Nothing is left open at the server: the stream reset, or the
   // connection closed, under the answer it was writing.
   EXPECT_TRUE(WaitUntil([&] { return peer->Stats()["abandoned"].get<int>() == 1; }))
       << peer->Stats().dump();
   EXPECT_EQ(peer->Stats()["stalled"].get<int>(), 1);
+}
+
+// /held sends "hello" of a 100-byte body, and the rest when released. The
+// call's Timeout (5 s) bounds the wait for the answer's headers; the body,
+// with 60 s of its own, outlives it: the clock passes the call's deadline
+// before the rest is released, and the body still arrives whole.
+TEST_P(NodeBodyTimeoutTest, ABodyTimeoutLetsTheBodyOutliveTheCallsDeadline) {
+  StartPeer(GetParam());
+  auto client = MakeClient(PaymentsSettings());
+  auto call = SendStreamed(*client, Request::Get("/held")
+                                        .WithTimeout(seconds(5))
+                                        .WithBodyTimeout(seconds(60)));
+  clock.Advance(seconds(6));
+  ASSERT_EQ(peer->Command("release")["released"].get<int>(), 1) << peer->Stats().dump();
+  ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready);
+  auto result = call.get();
+  ASSERT_TRUE(result) << result.error().message();
+  EXPECT_EQ(result->status, 200);
+  EXPECT_EQ(Got(), "hello" + std::string(95, 'x'));
+  EXPECT_EQ(log->attempts(), 1);
+}
+
+// The same answer without a bound of its own: the call's Timeout (5 s)
+// bounds the body too, and the server sees the answer abandoned.
+TEST_P(NodeBodyTimeoutTest, WithoutABodyTimeoutTheCallsDeadlineCutsTheBody) {
+  StartPeer(GetParam());
+  auto client = MakeClient(PaymentsSettings());
+  auto call = SendStreamed(*client, Request::Get("/held").WithTimeout(seconds(5)));
+  ExpectCutAfter(call, seconds(5));
+  EXPECT_EQ(Got(), "hello");
+  EXPECT_EQ(log->attempts(), 1) << "a body cut short is never sent again";
+  EXPECT_TRUE(WaitUntil([&] { return peer->Stats()["abandoned"].get<int>() == 1; }))
+      << peer->Stats().dump();
+  EXPECT_EQ(peer->Command("release")["released"].get<int>(), 0);
 }
 
 class NodeH2BodyTimeoutTest : public BodyTimeoutPeerTest, public ::testing::Test {};

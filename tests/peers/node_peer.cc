@@ -130,12 +130,16 @@ void NodePeer::Stop() {
   }
 }
 
-nlohmann::json NodePeer::Stats() {
-  static constexpr char kAsk[] = "stats\n";
-  if (send(channel_, kAsk, sizeof(kAsk) - 1, MSG_NOSIGNAL) != sizeof(kAsk) - 1) {
+nlohmann::json NodePeer::Command(const std::string& name) {
+  std::string line = name + "\n";
+  if (send(channel_, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
     throw std::runtime_error("the peer is gone");
   }
-  return nlohmann::json::parse(ReadLine());
+  nlohmann::json answer = nlohmann::json::parse(ReadLine());
+  if (answer.is_object() && answer.contains("error")) {
+    throw std::runtime_error("the peer says: " + answer["error"].get<std::string>());
+  }
+  return answer;
 }
 
 std::string NodePeer::ReadLine() {

@@ -72,7 +72,13 @@ class NodePeer {
 
   // The script's counts now (see the script's header for the fields).
   // Throws std::runtime_error if the script does not answer in 10 s.
-  nlohmann::json Stats();
+  nlohmann::json Stats() { return Command("stats"); }
+
+  // Runs one of the script's commands (h1_server.js's "release", say) and
+  // returns its answer, once the script has done it. Throws
+  // std::runtime_error as Stats does, and when the script does not know
+  // the command.
+  nlohmann::json Command(const std::string& name);
 
  private:
   // Kills and reaps the child, closes the channel. Idempotent.

@@ -6,6 +6,8 @@
 // under test, so asking for counts changes none of them:
 //   - once listening, the peer prints one line: {"port": 41234}
 //   - for each line "stats" read on stdin it prints one JSON line of counts;
+//   - a script's own commands (h1_server.js's "release") answer likewise,
+//     one JSON line each, once done; an unknown one answers {"error": ...};
 //   - when stdin ends (the test destroyed its handle, or died) the peer exits,
 //     so a crashed test never leaves a server behind.
 'use strict';
@@ -42,8 +44,9 @@ function seededRandom(seed) {
   };
 }
 
-// Prints the port, then answers "stats" lines with stats() as JSON.
-function serveControl(port, stats) {
+// Prints the port, then answers "stats" lines with stats() as JSON, and
+// each line naming one of `commands` with what that function returns.
+function serveControl(port, stats, commands = {}) {
   process.stdout.write(JSON.stringify({port}) + '\n');
   let pending = '';
   process.stdin.setEncoding('utf8');
@@ -53,7 +56,12 @@ function serveControl(port, stats) {
     while ((newline = pending.indexOf('\n')) >= 0) {
       const line = pending.slice(0, newline).trim();
       pending = pending.slice(newline + 1);
-      if (line === 'stats') process.stdout.write(JSON.stringify(stats()) + '\n');
+      if (line === '') continue;
+      let answer;
+      if (line === 'stats') answer = stats();
+      else if (Object.hasOwn(commands, line)) answer = commands[line]();
+      else answer = {error: `unknown command ${line}`};
+      process.stdout.write(JSON.stringify(answer) + '\n');
     }
   });
   process.stdin.on('end', () => process.exit(0));
@@ -78,4 +86,32 @@ function digestBody(readable, done) {
   readable.on('end', () => done(`${bytes} ${hash.digest('hex')}`));
 }
 
-module.exports = {parseArgs, numberArg, seededRandom, serveControl, ignoreSocketErrors, digestBody};
+// Answers held part-way: hold(writable) writes "hello", the first 5 bytes
+// of `body`'s length, on an answer whose headers are sent, and keeps it;
+// release() writes the rest of `body` on each held answer, ends it, and
+// returns {released: N}. Counts stats.held, stats.released, and
+// stats.abandoned for a held answer closed before its release (the client
+// reset the stream or closed the connection).
+function holdAnswers(stats, body) {
+  const waiting = new Set();
+  return {
+    hold(writable) {
+      stats.held++;
+      waiting.add(writable);
+      writable.on('close', () => {
+        if (waiting.delete(writable)) stats.abandoned++;
+      });
+      writable.write('hello');
+    },
+    release() {
+      const released = waiting.size;
+      for (const writable of waiting) writable.end(body.subarray(5));
+      waiting.clear();
+      stats.released += released;
+      return {released};
+    },
+  };
+}
+
+module.exports = {parseArgs, numberArg, seededRandom, serveControl, ignoreSocketErrors, digestBody,
+                  holdAnswers};
