@@ -47,9 +47,8 @@ class BodyTimeoutPeerTest : public PeerTestBase {
 
   // Sends GET /stall, its body cut 3 s after its headers.
   auto SendStalled(http::Client& client) {
-    return SendStreamed(client, Request::Get("/stall")
-                                    .WithTimeout(seconds(10))
-                                    .WithBodyTimeout(seconds(3)));
+    return SendStreamed(
+        client, Request::Get("/stall").WithTimeout(seconds(10)).WithBodyTimeout(seconds(3)));
   }
 
   std::string Got() {
@@ -120,9 +119,8 @@ TEST_P(NodeBodyTimeoutTest, AStalledBodyEndsAtItsOwnBoundCountedFromItsHeaders) 
 TEST_P(NodeBodyTimeoutTest, ABodyTimeoutLetsTheBodyOutliveTheCallsDeadline) {
   StartPeer(GetParam());
   auto client = MakeClient(PaymentsSettings());
-  auto call = SendStreamed(*client, Request::Get("/held")
-                                        .WithTimeout(seconds(5))
-                                        .WithBodyTimeout(seconds(60)));
+  auto call = SendStreamed(
+      *client, Request::Get("/held").WithTimeout(seconds(5)).WithBodyTimeout(seconds(60)));
   clock.Advance(seconds(6));
   ASSERT_EQ(peer->Command("release")["released"].get<int>(), 1) << peer->Stats().dump();
   ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready);
