@@ -52,12 +52,6 @@ bool Accepts(std::uint16_t port) {
   return ok;
 }
 
-void WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path);
-  out << content;
-  if (!out) throw std::runtime_error("cannot write " + path);
-}
-
 }  // namespace
 
 std::string NginxText() {

@@ -45,13 +45,13 @@ std::string FindNode() {
       "Node.js 20 (Debian package `nodejs`)");
 }
 
+}  // namespace
+
 void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream out(path);
   out << content;
   if (!out) throw std::runtime_error("cannot write " + path);
 }
-
-}  // namespace
 
 PeerFiles::PeerFiles(const testing::Certificate& certificate) {
   std::string pattern = (std::filesystem::temp_directory_path() / "outbound-peer-XXXXXX").string();

@@ -35,6 +35,10 @@
 
 namespace outbound::peers {
 
+// Writes `content` to the file at `path`, replacing it; throws
+// std::runtime_error if it cannot.
+void WriteFile(const std::string& path, const std::string& content);
+
 // A server certificate written to files for a script: removed, with their
 // directory, when the object goes.
 class PeerFiles {

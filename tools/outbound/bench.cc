@@ -24,7 +24,7 @@
 namespace outbound::tool {
 namespace {
 
-constexpr const char* kHelp = R"(usage: outbound bench [options] URL
+constexpr const char* kBenchHelp = R"(usage: outbound bench [options] URL
 
 Sends N calls to URL, C at a time, through one outbound client (retries,
 budget, breaker, timeouts all on), like h2load but through the resilient
@@ -91,7 +91,7 @@ int RunBench(const std::vector<std::string>& args) {
     bool has_value = i + 1 < args.size();
     try {
       if (a == "-h" || a == "--help") {
-        std::cout << kHelp;
+        std::cout << kBenchHelp;
         return kExitOk;
       } else if (a == "-n" && has_value) {
         n = std::stol(args[++i]);

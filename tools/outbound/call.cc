@@ -37,7 +37,7 @@ class SpanPrinter final : public telemetry::SpanProcessor {
   std::mutex& mu_;
 };
 
-constexpr const char* kHelp = R"(usage: outbound call [options] URL
+constexpr const char* kCallHelp = R"(usage: outbound call [options] URL
 
 Makes one call to an http or https URL through outbound's HTTP client
 (retries, retry budget, circuit breaker, timeouts) and writes the response
@@ -119,7 +119,7 @@ int RunCall(const std::vector<std::string>& args) {
       return args[++i];
     };
     if (a == "-h" || a == "--help") {
-      std::cout << kHelp;
+      std::cout << kCallHelp;
       return kExitOk;
     } else if (a == "--version") {
       std::cout << "outbound " << Version() << "\n";

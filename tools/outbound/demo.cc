@@ -49,7 +49,7 @@ using std::chrono::duration;
 using std::chrono::milliseconds;
 using Seconds = duration<double>;
 
-constexpr const char* kHelp =
+constexpr const char* kDemoHelp =
     R"(usage: outbound demo [--seconds N] [--rps R] [--svg FILE] [--json FILE] [--fault SCENARIO]
 
 Starts an embedded dependency on loopback (TLS, a certificate from a CA made
@@ -359,7 +359,7 @@ int RunDemo(const std::vector<std::string>& args) {
     bool has_value = i + 1 < args.size();
     try {
       if (a == "-h" || a == "--help") {
-        std::cout << kHelp;
+        std::cout << kDemoHelp;
         return kExitOk;
       } else if (a == "--seconds" && has_value) {
         run_seconds = std::stod(args[++i]);

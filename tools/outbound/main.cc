@@ -20,7 +20,7 @@ int Usage(const std::string& command, const std::string& problem) {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: outbound <command> [options]
+constexpr const char* kUsage = R"(usage: outbound <command> [options]
 
 Calls the services a program depends on without being hurt by them: one
 deadline per call, safe requests retried with jittered backoff inside a retry
@@ -41,7 +41,7 @@ version.
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-    std::cout << kHelp;
+    std::cout << kUsage;
     return args.empty() ? outbound::tool::kExitUsage : 0;
   }
   if (args[0] == "--version" || args[0] == "version") {
@@ -53,6 +53,6 @@ int main(int argc, char** argv) {
   if (command == "call") return outbound::tool::RunCall(args);
   if (command == "demo") return outbound::tool::RunDemo(args);
   if (command == "bench") return outbound::tool::RunBench(args);
-  std::cerr << "outbound: unknown command \"" << command << "\"\n" << kHelp;
+  std::cerr << "outbound: unknown command \"" << command << "\"\n" << kUsage;
   return outbound::tool::kExitUsage;
 }
