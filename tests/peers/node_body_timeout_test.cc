@@ -121,6 +121,8 @@ TEST_P(NodeBodyTimeoutTest, ABodyTimeoutLetsTheBodyOutliveTheCallsDeadline) {
   auto client = MakeClient(PaymentsSettings());
   auto call = SendStreamed(
       *client, Request::Get("/held").WithTimeout(seconds(5)).WithBodyTimeout(seconds(60)));
+  // The call's deadline is armed, and the clock goes past it.
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + seconds(5)));
   clock.Advance(seconds(6));
   ASSERT_EQ(peer->Command("release")["released"].get<int>(), 1) << peer->Stats().dump();
   ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready);
