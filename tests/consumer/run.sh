@@ -4,8 +4,9 @@
 #  1. cmake --install of shared libraries into a scratch prefix (SONAME
 #     checked), then an outside project with find_package(outbound 0.2
 #     CONFIG COMPONENTS http testing), building the checkout example and its
-#     tests with the kit as a user's project would, and a plain compiler
-#     command with pkg-config;
+#     tests with the kit as a user's project would, a gRPC client with the
+#     rpc component and a stub of its own, and a plain compiler command
+#     with pkg-config;
 #  2. add_subdirectory of the source tree, which builds only the libraries.
 set -euo pipefail
 src=$1 work=$2 cmake=$3 cxx=$4
@@ -31,7 +32,7 @@ echo "== install (shared libraries)"
 "$cmake" --build "$work/build" >/dev/null
 "$cmake" --install "$work/build" >/dev/null
 libdir=$(dirname "$(find "$work/prefix" -name 'liboutbound_http.so' | head -1)")
-for part in core http config testing; do
+for part in core http config testing rpc; do
   soname=$(readelf -d "$libdir/liboutbound_$part.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
   if [ "$soname" != "liboutbound_$part.so.$major_minor" ]; then
     echo "liboutbound_$part.so: SONAME '$soname', expected liboutbound_$part.so.$major_minor"
@@ -45,10 +46,11 @@ test -f "$work/prefix/share/doc/outbound/LICENSE"
 echo "== find_package"
 "$cmake" -S "$src/tests/consumer/project" -B "$work/consumer" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DOUTBOUND_ASK="$major_minor" \
-  -DOUTBOUND_EXAMPLES_DIR="$src/examples" >/dev/null
+  -DOUTBOUND_EXAMPLES_DIR="$src/examples" -DOUTBOUND_RPC_PROTO="$src/tests/rpc/echo.proto" >/dev/null
 "$cmake" --build "$work/consumer" >/dev/null
 "$work/consumer/consumer"
 "$work/consumer/http_consumer"
+"$work/consumer/rpc_consumer"
 echo "== the checkout example and its tests, built against the installed tree"
 "$work/consumer/checkout_walk" --gtest_brief=1
 # While the major version is 0, another minor version is not this one.
@@ -65,6 +67,8 @@ done
 echo "== pkg-config"
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 test "$(pkg-config --modversion outbound-http)" = "$version"
+test "$(pkg-config --modversion outbound-rpc)" = "$version"
+pkg-config --exists --print-errors outbound-rpc
 # shellcheck disable=SC2046
 "$cxx" -std=c++20 "$src/tests/consumer/project/http_main.cc" -o "$work/pc_consumer" \
   $(pkg-config --cflags --libs outbound-http)
