@@ -66,7 +66,18 @@ install(FILES ${PROJECT_BINARY_DIR}/outbound-config.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/outbound)
 
 # outbound_pkg_config(PART DESCRIPTION REQUIRES REQUIRES_PRIVATE LIBS_PRIVATE)
+# A static library's private dependencies are every consumer's: they go in
+# Requires and Libs, so `pkg-config --libs` links them. `--static` would ask
+# for the system libraries' own static dependencies too (libcurl's: LDAP,
+# SSH, RTMP...), which a distribution's -dev packages do not all install.
 function(outbound_pkg_config part description requires requires_private libs_private)
+  set(libs "")
+  if(NOT BUILD_SHARED_LIBS)
+    string(STRIP "${requires} ${requires_private}" requires)
+    set(requires_private "")
+    set(libs " ${libs_private}")
+    set(libs_private "")
+  endif()
   configure_file(cmake/outbound.pc.in ${PROJECT_BINARY_DIR}/pkgconfig/outbound-${part}.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/outbound-${part}.pc
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
@@ -106,8 +117,10 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # What the headers and the static libraries need at build time.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libexpected-dev, libcurl4-openssl-dev, libssl-dev, zlib1g-dev")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libnghttp2-dev, nlohmann-json3-dev")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS
+    "libexpected-dev, libcurl4-openssl-dev, libssl-dev, libnghttp2-dev, zlib1g-dev")
+# The gRPC client (outbound::rpc) and the optional JSON helpers.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libgrpc++-dev, nlohmann-json3-dev")
 include(CPack)
 
 if(TARGET outbound_rpc)

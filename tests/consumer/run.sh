@@ -7,14 +7,17 @@
 #     tests with the kit as a user's project would, a gRPC client with the
 #     rpc component and a stub of its own, and a plain compiler command
 #     with pkg-config;
-#  2. add_subdirectory of the source tree, which builds only the libraries.
+#  2. an install of static libraries (the default): the HTTP and gRPC
+#     consumers through find_package, the HTTP one through pkg-config, the
+#     libraries' own dependencies handed on by both;
+#  3. add_subdirectory of the source tree, which builds only the libraries.
 set -euo pipefail
 src=$1 work=$2 cmake=$3 cxx=$4
-# Both builds of the libraries here are unoptimised (no CMAKE_BUILD_TYPE)
+# The three builds of the libraries here are unoptimised (no CMAKE_BUILD_TYPE)
 # and unity builds (CMAKE_UNITY_BUILD: a target's sources compiled eight at
 # a time as one file, so their headers are parsed once per batch): this test
 # proves how a project finds and links outbound, not how fast it runs, and
-# it compiles the libraries twice more. The unity build halves that (the
+# it compiles the libraries three times more. The unity build halves that (the
 # shared libraries: 213 s of CPU to 100 s), and keeps each library's
 # file-local names unique, as a user's own unity build needs.
 rm -rf "$work"
@@ -73,6 +76,26 @@ pkg-config --exists --print-errors outbound-rpc
 "$cxx" -std=c++20 "$src/tests/consumer/project/http_main.cc" -o "$work/pc_consumer" \
   $(pkg-config --cflags --libs outbound-http)
 LD_LIBRARY_PATH="$libdir" "$work/pc_consumer"
+
+# The default install: static libraries, whose private dependencies (libcurl,
+# OpenSSL, nghttp2, zlib; grpc++ for rpc) the package config and the
+# pkg-config files must hand to the consumer.
+echo "== install (static libraries)"
+"$cmake" -S "$src" -B "$work/build-static" -G Ninja -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER="$cxx"   -DCMAKE_UNITY_BUILD=ON -DBUILD_SHARED_LIBS=OFF -DOUTBOUND_BUILD_TESTS=OFF   -DOUTBOUND_BUILD_BENCH=OFF -DOUTBOUND_BUILD_TOOLS=OFF -DOUTBOUND_BUILD_EXAMPLES=OFF   -DOUTBOUND_INSTALL=ON -DCMAKE_INSTALL_PREFIX="$work/prefix-static" >/dev/null
+"$cmake" --build "$work/build-static" >/dev/null
+"$cmake" --install "$work/build-static" >/dev/null
+static_libdir=$(dirname "$(find "$work/prefix-static" -name 'liboutbound_http.a' | head -1)")
+"$cmake" -S "$src/tests/consumer/project" -B "$work/consumer-static" -G Ninja   -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$work/prefix-static"   -DOUTBOUND_ASK="$major_minor" -DOUTBOUND_RPC_PROTO="$src/tests/rpc/echo.proto" >/dev/null
+"$cmake" --build "$work/consumer-static" --target http_consumer rpc_consumer >/dev/null
+"$work/consumer-static/http_consumer"
+"$work/consumer-static/rpc_consumer"
+# Plain --libs, not --static: that would ask for the system libraries' own
+# static dependencies (libcurl's LDAP, SSH...), which Debian's -dev packages
+# do not all install.
+# shellcheck disable=SC2046
+"$cxx" -std=c++20 "$src/tests/consumer/project/http_main.cc" -o "$work/pc_consumer_static" \
+  $(PKG_CONFIG_PATH="$static_libdir/pkgconfig" pkg-config --cflags --libs outbound-http)
+"$work/pc_consumer_static"
 
 echo "== add_subdirectory"
 "$cmake" -S "$src/tests/consumer/subdirectory" -B "$work/subdirectory" -G Ninja \
