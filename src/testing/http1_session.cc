@@ -78,8 +78,10 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
     awaiting_reply_ = true;
     Reply reply = server_.Answer(request);
     if (reply.header_delay > Duration::zero()) {
-      delay_ = server_.After(reply.header_delay, shared_from_this(),
-                             [this, reply = std::move(reply)] { Act(reply); });
+      delay_ =
+          server_.After(reply.header_delay, shared_from_this(), [this, reply = std::move(reply)] {
+            if (!closed_) Act(reply);  // its cancel may have come too late
+          });
       server_.Received(std::move(request));
     } else {
       server_.Received(std::move(request));
@@ -234,7 +236,12 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
   // piece finds the next one's timer already pending, so a test knows the
   // wait has begun. A timer that fires while the write is still out has
   // its piece written once the write is done (writes never overlap).
+  //
+  // Once the connection is closed nothing more is armed: a timer whose
+  // callback was already under way when End cancelled it still gets here,
+  // and a timer armed then would hold this session (its owner) for good.
   void Trickle(const Reply& reply, std::size_t offset) {
+    if (closed_) return;
     if (offset >= reply.body.size()) return Answered({});
     std::size_t n = std::min(reply.trickle_bytes, reply.body.size() - offset);
     std::size_t next = offset + n;
