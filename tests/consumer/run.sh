@@ -49,7 +49,8 @@ test -f "$work/prefix/share/doc/outbound/LICENSE"
 echo "== find_package"
 "$cmake" -S "$src/tests/consumer/project" -B "$work/consumer" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DOUTBOUND_ASK="$major_minor" \
-  -DOUTBOUND_EXAMPLES_DIR="$src/examples" -DOUTBOUND_RPC_PROTO="$src/tests/rpc/echo.proto" >/dev/null
+  -DOUTBOUND_EXAMPLES_DIR="$src/examples" -DOUTBOUND_RPC_PROTO="$src/tests/rpc/echo.proto" \
+  >/dev/null
 "$cmake" --build "$work/consumer" >/dev/null
 "$work/consumer/consumer"
 "$work/consumer/http_consumer"
@@ -81,11 +82,16 @@ LD_LIBRARY_PATH="$libdir" "$work/pc_consumer"
 # OpenSSL, nghttp2, zlib; grpc++ for rpc) the package config and the
 # pkg-config files must hand to the consumer.
 echo "== install (static libraries)"
-"$cmake" -S "$src" -B "$work/build-static" -G Ninja -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER="$cxx"   -DCMAKE_UNITY_BUILD=ON -DBUILD_SHARED_LIBS=OFF -DOUTBOUND_BUILD_TESTS=OFF   -DOUTBOUND_BUILD_BENCH=OFF -DOUTBOUND_BUILD_TOOLS=OFF -DOUTBOUND_BUILD_EXAMPLES=OFF   -DOUTBOUND_INSTALL=ON -DCMAKE_INSTALL_PREFIX="$work/prefix-static" >/dev/null
+"$cmake" -S "$src" -B "$work/build-static" -G Ninja -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_UNITY_BUILD=ON -DBUILD_SHARED_LIBS=OFF -DOUTBOUND_BUILD_TESTS=OFF \
+  -DOUTBOUND_BUILD_BENCH=OFF -DOUTBOUND_BUILD_TOOLS=OFF -DOUTBOUND_BUILD_EXAMPLES=OFF \
+  -DOUTBOUND_INSTALL=ON -DCMAKE_INSTALL_PREFIX="$work/prefix-static" >/dev/null
 "$cmake" --build "$work/build-static" >/dev/null
 "$cmake" --install "$work/build-static" >/dev/null
 static_libdir=$(dirname "$(find "$work/prefix-static" -name 'liboutbound_http.a' | head -1)")
-"$cmake" -S "$src/tests/consumer/project" -B "$work/consumer-static" -G Ninja   -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$work/prefix-static"   -DOUTBOUND_ASK="$major_minor" -DOUTBOUND_RPC_PROTO="$src/tests/rpc/echo.proto" >/dev/null
+"$cmake" -S "$src/tests/consumer/project" -B "$work/consumer-static" -G Ninja \
+  -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$work/prefix-static" \
+  -DOUTBOUND_ASK="$major_minor" -DOUTBOUND_RPC_PROTO="$src/tests/rpc/echo.proto" >/dev/null
 "$cmake" --build "$work/consumer-static" --target http_consumer rpc_consumer >/dev/null
 "$work/consumer-static/http_consumer"
 "$work/consumer-static/rpc_consumer"

@@ -29,7 +29,7 @@ using std::chrono::seconds;
 
 // "A few milliseconds": how much later the healthy client's p99 may be while
 // the other dependency is hostile. AddressSanitizer slows this path five to
-// ten times (the healthy p99 alone: 0.2-0.45 ms in the normal build, 1.6-3.9
+// ten times (the healthy p99 alone: 0.18-0.45 ms in the normal build, 1.6-3.9
 // ms under ASan) and the flood's parsing with it, so its few are four times
 // as many. Both stay far below the hundreds of milliseconds a healthy call
 // would wait if the flood held its thread.
