@@ -68,8 +68,8 @@ install(FILES ${PROJECT_BINARY_DIR}/outbound-config.cmake
 # outbound_pkg_config(PART DESCRIPTION REQUIRES REQUIRES_PRIVATE LIBS_PRIVATE)
 # A static library's private dependencies are every consumer's: they go in
 # Requires and Libs, so `pkg-config --libs` links them. `--static` would ask
-# for the system libraries' own static dependencies too (libcurl's: LDAP,
-# SSH, RTMP...), which a distribution's -dev packages do not all install.
+# for the system libraries' own static dependencies too, which a
+# distribution's -dev packages do not all install.
 function(outbound_pkg_config part description requires requires_private libs_private)
   set(libs "")
   if(NOT BUILD_SHARED_LIBS)
@@ -88,7 +88,7 @@ endfunction()
 outbound_pkg_config(core "outbound: Result/Error, clocks, the retry and circuit models"
                     "" "" "-pthread")
 outbound_pkg_config(http "outbound: the HTTP client of one dependency"
-                    "outbound-core" "libcurl openssl libnghttp2 zlib" "")
+                    "outbound-core" "openssl libnghttp2 zlib" "")
 outbound_pkg_config(config "outbound: client settings sourced from variables"
                     "outbound-http" "" "")
 if(TARGET outbound_testing)
@@ -120,7 +120,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # What the headers and the static libraries need at build time.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libexpected-dev, libcurl4-openssl-dev, libssl-dev, libnghttp2-dev, zlib1g-dev")
+    "libexpected-dev, libssl-dev, libnghttp2-dev, zlib1g-dev")
 # The gRPC client (outbound::rpc) and the optional JSON helpers.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libgrpc++-dev, nlohmann-json3-dev")
 include(CPack)

@@ -173,13 +173,12 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
             std::optional(d.max_response_bytes), Checking(http::CheckMaxResponseBytes));
   s.max_connections = r.Get(name("MAX_CONNECTIONS"), integer, std::optional(d.max_connections),
                             Checking(http::CheckMaxConnections));
-  Parser<http::Transport> transport = [](const std::string& text) -> Result<http::Transport> {
-    if (text == "curl") return http::Transport::kCurl;
-    if (text == "native") return http::Transport::kNative;
-    return Fail(ErrorKind::kInvalidSettings, "must be curl or native");
-  };
-  s.transport = r.Get(name("TRANSPORT"), transport, std::optional(d.transport),
-                      Checking(http::CheckTransport));
+  // The choice of transport went with libcurl: one that is still
+  // set would otherwise be ignored in silence.
+  if (r.Has(name("TRANSPORT"))) {
+    r.Fail(name("TRANSPORT") +
+           ": the library has one transport now (libcurl was removed); unset it");
+  }
   s.rate_limit = r.Get(name("RATE_LIMIT"), Parser<std::optional<http::RateLimit>>(ParseRateLimit),
                        std::optional<std::optional<http::RateLimit>>(d.rate_limit),
                        Check<std::optional<http::RateLimit>>(http::CheckRateLimit));

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "client_telemetry.h"
-#include "curl_transport.h"
 #include "event_loop.h"
 #include "layers.h"
 #include "origin.h"
@@ -149,10 +148,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   Impl& c = *impl;
 
   // The call path, bottom to top: the layers of one attempt, then of a call.
-  auto transport =
-      c.settings.transport == Transport::kNative
-          ? internal::MakeNativeTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool)
-          : internal::MakeCurlTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool);
+  auto transport = internal::MakeNativeTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool);
   if (!transport) return tl::unexpected(transport.error());
   std::unique_ptr<internal::AttemptLayer> attempt = std::move(*transport);
   if (c.settings.faults.enabled) {

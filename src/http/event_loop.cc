@@ -5,7 +5,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <future>
 #include <vector>
 
@@ -72,15 +71,6 @@ void EventLoop::Unwatch(int fd) {
   if (watched_.erase(fd) > 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
 }
 
-void EventLoop::SetDeadline(const void* key, std::optional<TimePoint> when,
-                            std::function<void()> fire) {
-  if (when) {
-    deadlines_[key] = {*when, std::move(fire)};
-  } else {
-    deadlines_.erase(key);
-  }
-}
-
 void EventLoop::Run() {
   std::vector<epoll_event> events(64);
   for (;;) {
@@ -92,13 +82,9 @@ void EventLoop::Run() {
     }
     for (auto& fn : posted) fn();
 
+    // The loop has no timers of its own: every timeout runs on the
+    // Runtime's clock, which posts here.
     int timeout_ms = -1;
-    if (!deadlines_.empty()) {
-      TimePoint next = TimePoint::max();
-      for (const auto& [key, entry] : deadlines_) next = std::min(next, entry.first);
-      auto wait = std::chrono::ceil<std::chrono::milliseconds>(next - SystemClock().Now());
-      timeout_ms = static_cast<int>(std::clamp<long long>(wait.count(), 0, 60'000));
-    }
     {
       std::lock_guard lock(mu_);
       if (!posted_.empty() || stopping_) timeout_ms = 0;
@@ -116,17 +102,6 @@ void EventLoop::Run() {
       auto on_ready = it->second;  // the callback may unwatch fd
       on_ready(events[static_cast<size_t>(i)].events);
     }
-    TimePoint now = SystemClock().Now();
-    std::vector<std::function<void()>> due;
-    for (auto it = deadlines_.begin(); it != deadlines_.end();) {
-      if (it->second.first <= now) {
-        due.push_back(std::move(it->second.second));
-        it = deadlines_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    for (auto& fire : due) fire();
   }
 }
 

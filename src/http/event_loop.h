@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The thread that drives one client's transfers: an epoll loop that runs
-// that client's libcurl multi socket interface, and whatever is posted to
-// it. One per client, so a dependency that keeps its transport busy cannot
+// that client's connections (their sockets' readiness), and whatever is
+// posted to it. One per client, so a dependency that keeps its transport busy cannot
 // delay another client's calls; threads never grow with calls. Internal.
 #ifndef OUTBOUND_SRC_HTTP_EVENT_LOOP_H_
 #define OUTBOUND_SRC_HTTP_EVENT_LOOP_H_
@@ -9,14 +9,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <thread>
 #include <unordered_map>
-
-#include "outbound/clock.h"
 
 namespace outbound::http::internal {
 
@@ -39,10 +35,6 @@ class EventLoop {
   void Watch(int fd, std::uint32_t events, std::function<void(std::uint32_t)> on_ready);
   void Unwatch(int fd);
 
-  // Loop thread only. A real-time deadline for a client's transport (curl's
-  // own timeouts run on real time, as curl reads it); `key` names the owner.
-  void SetDeadline(const void* key, std::optional<TimePoint> when, std::function<void()> fire);
-
  private:
   void Run();
   void Wake();
@@ -53,7 +45,6 @@ class EventLoop {
   std::deque<std::function<void()>> posted_;
   bool stopping_ = false;
   std::unordered_map<int, std::function<void(std::uint32_t)>> watched_;
-  std::map<const void*, std::pair<TimePoint, std::function<void()>>> deadlines_;
   std::thread thread_;
 };
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Inflates a gzip-coded response body as it arrives (Settings::gzip), for
-// both transports (libcurl's own decoding is never asked for). Internal.
+// Inflates a gzip-coded response body as it arrives (Settings::gzip), on
+// the transport's loop. Internal.
 #ifndef OUTBOUND_SRC_HTTP_GZIP_DECODER_H_
 #define OUTBOUND_SRC_HTTP_GZIP_DECODER_H_
 

@@ -81,13 +81,6 @@ Result<void> CheckRateLimit(const std::optional<RateLimit>& limit) {
   return {};
 }
 
-Result<void> CheckTransport(Transport transport) {
-  if (transport != Transport::kCurl && transport != Transport::kNative) {
-    return Fail(ErrorKind::kInvalidSettings, "must be kCurl or kNative");
-  }
-  return {};
-}
-
 Result<void> Validate(const Settings& s) {
   std::vector<std::string> problems;
   auto check = [&](const char* field, const Result<void>& result) {
@@ -113,7 +106,6 @@ Result<void> Validate(const Settings& s) {
   check("max_response_bytes", CheckMaxResponseBytes(s.max_response_bytes));
   check("max_connections", CheckMaxConnections(s.max_connections));
   check("rate_limit", CheckRateLimit(s.rate_limit));
-  check("transport", CheckTransport(s.transport));
 
   if (s.backoff_base > Duration::zero() && s.backoff_max > Duration::zero() &&
       s.backoff_max < s.backoff_base) {

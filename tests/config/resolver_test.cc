@@ -165,6 +165,21 @@ TEST(ResolverTest, ReportsEveryBadVariableTogetherByName) {
             "OUTBOUND_BREAKER_CALLS_PER_PROBE: must be from 1 to 10000, not 0");
 }
 
+// The choice of transport went with libcurl: a variable that still names
+// one is refused, not ignored, whatever it says.
+TEST(ResolverTest, ATransportVariableIsRefusedNowThatThereIsOne) {
+  for (const char* value : {"curl", "native"}) {
+    Resolver r(FromMap({{"PAYMENTS_URL", "https://payments:8443"}, {"PAYMENTS_TRANSPORT", value}}));
+    (void)ReadHttpSettings(r, "PAYMENTS_", http::DefaultSettings());
+    auto done = r.Finish();
+    ASSERT_FALSE(done) << value;
+    EXPECT_EQ(done.error().message(),
+              "PAYMENTS_TRANSPORT: the library has one transport now (libcurl was removed); "
+              "unset it")
+        << value;
+  }
+}
+
 TEST(ResolverTest, ARateLimitIsARateAndABurstOrOff) {
   http::Settings d = http::DefaultSettings();
   d.base_url = "http://payments:8080";

@@ -78,8 +78,8 @@ pkg-config --exists --print-errors outbound-rpc
   $(pkg-config --cflags --libs outbound-http)
 LD_LIBRARY_PATH="$libdir" "$work/pc_consumer"
 
-# The default install: static libraries, whose private dependencies (libcurl,
-# OpenSSL, nghttp2, zlib; grpc++ for rpc) the package config and the
+# The default install: static libraries, whose private dependencies (OpenSSL,
+# nghttp2, zlib; grpc++ for rpc) the package config and the
 # pkg-config files must hand to the consumer.
 echo "== install (static libraries)"
 "$cmake" -S "$src" -B "$work/build-static" -G Ninja -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER="$cxx" \
@@ -96,8 +96,18 @@ static_libdir=$(dirname "$(find "$work/prefix-static" -name 'liboutbound_http.a'
 "$work/consumer-static/http_consumer"
 "$work/consumer-static/rpc_consumer"
 # Plain --libs, not --static: that would ask for the system libraries' own
-# static dependencies (libcurl's LDAP, SSH...), which Debian's -dev packages
-# do not all install.
+# static dependencies, which Debian's -dev packages do not all install.
+# The HTTP client links OpenSSL, nghttp2 and zlib, and nothing else.
+static_http_libs=$(PKG_CONFIG_PATH="$static_libdir/pkgconfig" pkg-config --libs outbound-http)
+for lib in -lssl -lnghttp2 -lz; do
+  case " $static_http_libs " in
+    *" $lib "*) ;;
+    *) echo "pkg-config --libs outbound-http lacks $lib: $static_http_libs" >&2; exit 1 ;;
+  esac
+done
+case "$static_http_libs" in
+  *curl*) echo "pkg-config --libs outbound-http names libcurl: $static_http_libs" >&2; exit 1 ;;
+esac
 # shellcheck disable=SC2046
 "$cxx" -std=c++20 "$src/tests/consumer/project/http_main.cc" -o "$work/pc_consumer_static" \
   $(PKG_CONFIG_PATH="$static_libdir/pkgconfig" pkg-config --cflags --libs outbound-http)

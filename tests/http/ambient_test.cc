@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The client reads nothing ambient. This binary sets every variable libcurl
-// and OpenSSL are known to read against it, and runs in a mount namespace
-// of its own where the system's CA store is a CA made by the test — so
-// "trust only the given roots" is shown against a real system store, not
-// assumed.
+// The client reads nothing ambient. This binary sets every variable OpenSSL
+// and the usual HTTP clients (libcurl's set) are known to read against it, and runs in a mount
+// namespace of its own where the system's CA store is a CA made by the test — so "trust only the
+// given roots" is shown against a real system store, not assumed.
 //
 // Its own main: the variables are set and the namespace made before any
-// thread starts and before libcurl or OpenSSL initialise, so every thread
+// thread starts and before OpenSSL initialises, so every thread
 // of the process (the client's loop included) sees them.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

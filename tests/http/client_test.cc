@@ -117,7 +117,7 @@ TEST_P(ClientTest, PostIsSentOnceWithoutAnIdempotencyKeyAndRetriedWithOne) {
   EXPECT_EQ(Attempts().back().decision, retry::DecisionKind::kExhausted);
 }
 
-// The transport reuses its curl handles from one attempt to the next; no
+// The transport reuses its connections from one attempt to the next; no
 // method, header or body of one request may leak into the next.
 TEST_P(ClientTest, EachRequestIsSentAsItWasMadeWhateverWentBefore) {
   Serve([](const ServerRequest&) { return Reply::Ok("fine"); }, GetParam());
@@ -256,9 +256,8 @@ TEST_P(ClientTest, DestroyingTheClientEndsItsCallsInFlight) {
   EXPECT_EQ(clock.pending_timers(), 0u);
 }
 
-// A header block larger than one HTTP/2 frame (HEADERS + CONTINUATION) left
-// libcurl 7.88 holding bytes it had read with no event to go on: the call
-// hung until its attempt timeout. The transport nudges idle connections.
+// A header block larger than one HTTP/2 frame (HEADERS + CONTINUATION)
+// arrives whole: nothing read is left waiting for an event that never comes.
 // The clock never moves here, so no timeout can end these calls.
 TEST_P(ClientTest, ResponsesWithLargeHeadersArrive) {
   std::atomic<std::size_t> size{0};
@@ -407,22 +406,16 @@ TEST_F(ClientH2Test, CancelledCallsLeaveTheBreakerClosed) {
   }
   EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
   // Each abandoned stream ended at the server at once, with no later call
-  // to carry anything out: reset by the native transport; on libcurl,
-  // whose 7.88 only queues the RST_STREAM for the connection's next frame,
-  // closed with its connection, which nothing else was using (Cut).
+  // to carry anything out: reset, on the one connection they shared.
   EXPECT_TRUE(server->WaitFor([](const FakeServer& s) { return s.cancelled_requests() == 8; }));
-  const bool curl = TestTransport() == Transport::kCurl;
-  EXPECT_EQ(server->streams_reset_by_client(), curl ? 0 : 8);
-  EXPECT_EQ(server->connections_opened(), curl ? 8 : 1);
+  EXPECT_EQ(server->streams_reset_by_client(), 8);
+  EXPECT_EQ(server->connections_opened(), 1);
   ASSERT_TRUE(client->Send(Request::Get("/last")));
 }
 
 // A call cut while another shares its connection: the other call is not
-// harmed, and the server sees the cut stream end. The native transport
-// resets it at once and keeps the connection. On libcurl the reset goes
-// out with the connection's next frames, or the stream ends with the
-// connection if curl closes it once the other call is done (Cut); by the
-// next call at the latest.
+// harmed, and the server sees the cut stream end: reset at once, on a
+// connection that is kept.
 TEST_F(ClientH2Test, ACutStreamBesideAnotherEndsAtTheServerAndSparesTheOther) {
   Serve([](const ServerRequest& r) {
     if (r.target == "/hang") return Reply::Hang();
@@ -445,11 +438,6 @@ TEST_F(ClientH2Test, ACutStreamBesideAnotherEndsAtTheServerAndSparesTheOther) {
   auto answered = later.get();
   ASSERT_TRUE(answered) << answered.error().message();
   EXPECT_EQ(answered->body, "/later");
-  if (TestTransport() == Transport::kCurl) {
-    ASSERT_TRUE(client->Send(Request::Get("/next")));
-    EXPECT_TRUE(server->WaitFor([](const FakeServer& s) { return s.cancelled_requests() == 1; }));
-    return;
-  }
   EXPECT_TRUE(server->WaitFor([](const FakeServer& s) {
     return s.streams_reset_by_client() == 1 && s.cancelled_requests() == 1;
   }));
@@ -655,13 +643,9 @@ TEST_F(ClientH2Test, ManyCallsInFlightOnOneConnection) {
   auto client = MakeClient();
   std::vector<std::future<Result<Response>>> calls;
   for (int i = 0; i < 200; ++i) calls.push_back(client->SendAsync(Request::Get(NumberedPath(i))));
-  // libcurl's transport keeps the other 100 calls in the client's queue
-  // until a stream frees up; the native one opens a second connection for
-  // them, and only one (the pool's HTTP/2 rule).
-  const bool curl = TestTransport() == Transport::kCurl;
-  const std::size_t arrived_while_held = curl ? 100 : 200;
-  ASSERT_TRUE(server->WaitFor(
-      [&](const FakeServer& s) { return s.request_count() == arrived_while_held; }));
+  // The other 100 calls go on a second connection, and only one (the
+  // pool's HTTP/2 rule).
+  ASSERT_TRUE(server->WaitFor([](const FakeServer& s) { return s.request_count() == 200u; }));
   clock.Advance(seconds(1));
   for (int i = 0; i < 200; ++i) {
     auto response = calls[static_cast<size_t>(i)].get();
@@ -669,7 +653,7 @@ TEST_F(ClientH2Test, ManyCallsInFlightOnOneConnection) {
     EXPECT_EQ(response->body, NumberedPath(i));
   }
   EXPECT_EQ(server->request_count(), 200u);
-  EXPECT_EQ(server->connections_opened(), curl ? 1 : 2);
+  EXPECT_EQ(server->connections_opened(), 2);
 }
 
 }  // namespace

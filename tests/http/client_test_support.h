@@ -18,7 +18,6 @@
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
 #include "outbound/testing/test_ca.h"
-#include "test_transport.h"
 
 namespace outbound::http {
 
@@ -56,7 +55,6 @@ class ClientTestBase {
   // recording every attempt and breaker transition.
   Settings PaymentsSettings() {
     Settings s = DefaultSettings();
-    s.transport = TestTransport();
     s.base_url = "https://payments:8443";
     s.tls = TlsSettings{.root_pem = ca.pem()};
     s.observers.push_back(ObserveAttempts([this](const AttemptRecord& record) {

@@ -101,7 +101,7 @@ TEST_F(OutageTest, ARefusedStreamIsRetriedEvenForAPostAndIsNotABreakerFailure) {
 
 // Case 2: a server refusing every stream costs it few streams per call —
 // the budget bounds the retries even with the breaker out of the way —
-// and libcurl never resends behind the retry layer's back.
+// and the transport never resends behind the retry layer's back.
 TEST_F(OutageTest, AServerRefusingEveryStreamSeesFewStreamsPerCall) {
   Serve([](const ServerRequest&) { return Reply::Reset(7); });
   Settings settings = PaymentsSettings();

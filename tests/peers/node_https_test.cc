@@ -54,7 +54,7 @@ TEST_P(NodeHttpsTest, PostDroppedOnAReusedConnectionIsNotSentAgain) {
 
 // A GET is safe to repeat, so it may be sent again — but only as an attempt
 // the retry layer decided: the server sees exactly the attempts on_attempt
-// saw (libcurl's own silent resend doubles them today), and every call
+// saw (a client that resends silently, as libcurl does, doubles them), and every call
 // succeeds on a fresh connection.
 TEST_P(NodeHttpsTest, GetDroppedOnAReusedConnectionIsResentOnlyAsARecordedAttempt) {
   auto client = DroppingServerAndClient("GET");

@@ -22,7 +22,6 @@
 #include <string>
 #include <vector>
 
-#include "../http/test_transport.h"
 #include "node_peer.h"
 #include "outbound/http/client.h"
 #include "outbound/testing/network_map.h"
@@ -174,7 +173,6 @@ class PeerTestBase {
   // every attempt logged and every breaker transition kept.
   http::Settings PaymentsSettings() {
     http::Settings s = http::DefaultSettings();
-    s.transport = http::TestTransport();
     s.base_url = "https://payments:8443";
     s.tls = http::TlsSettings{.root_pem = ca.pem()};
     s.observers.push_back(http::ObserveAttempts(

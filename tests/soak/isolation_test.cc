@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "../http/test_transport.h"
 #include "../peers/peer_test_support.h"
 #include "outbound/testing/fake_server.h"
 
@@ -62,7 +61,6 @@ class IsolationTest : public ::testing::TestWithParam<const char*> {
 
   std::unique_ptr<http::Client> ClientOf(const std::string& name, Duration timeout) {
     http::Settings s = http::DefaultSettings();
-    s.transport = http::TestTransport();
     s.base_url = "https://" + name + ":8443";
     s.tls = http::TlsSettings{.root_pem = ca.pem()};
     s.timeout = timeout;

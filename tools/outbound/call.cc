@@ -70,8 +70,8 @@ settings, from the environment (durations like 250ms or 10s):
   OUTBOUND_BREAKER_WINDOW OUTBOUND_BREAKER_PROBES OUTBOUND_BREAKER_OPEN_FOR
   OUTBOUND_BREAKER_PROBE_TIMEOUT OUTBOUND_MAX_RESPONSE_BYTES
   OUTBOUND_MAX_CONNECTIONS OUTBOUND_CA_FILE OUTBOUND_CERT_FILE OUTBOUND_KEY_FILE
-  OUTBOUND_TRANSPORT (native or curl) OUTBOUND_RATE_LIMIT (50/s, 50/s,10 or off)
-  OUTBOUND_FAULTS (on or off) OUTBOUND_GZIP (on or off)
+  OUTBOUND_RATE_LIMIT (50/s, 50/s,10 or off) OUTBOUND_FAULTS (on or off)
+  OUTBOUND_GZIP (on or off)
 Options win over variables. An https URL without a CA file trusts the
 system's roots. Every bad variable or option is reported at once, by name,
 and the command exits 78; another OUTBOUND_ variable is warned about.

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "common.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <cctype>
 #include <iostream>
@@ -83,27 +81,40 @@ Route ConnectToNetwork::Resolve(std::string_view host, std::uint16_t port) const
 
 namespace {
 
-// The parts of an absolute URL, as curl's URL parser reads it: the port is
-// the scheme's default when none is written. Empty parts if it does not parse.
+// The parts of an absolute URL: the port is the scheme's default when none
+// is written (http and https). Empty parts if it is not an absolute URL. The client
+// checks the URL itself (Client::Create, Request): this only splits it.
 struct UrlParts {
   std::string scheme, host, port, path, query;
 };
 
 UrlParts SplitUrl(const std::string& url) {
   UrlParts parts;
-  CURLU* u = curl_url();
-  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
-    auto get = [u](CURLUPart part, unsigned flags = 0) {
-      char* value = nullptr;
-      std::string text;
-      if (curl_url_get(u, part, &value, flags) == CURLUE_OK && value != nullptr) text = value;
-      curl_free(value);
-      return text;
-    };
-    parts = {get(CURLUPART_SCHEME), get(CURLUPART_HOST), get(CURLUPART_PORT, CURLU_DEFAULT_PORT),
-             get(CURLUPART_PATH), get(CURLUPART_QUERY)};
+  std::size_t colon_slashes = url.find("://");
+  if (colon_slashes == std::string::npos || colon_slashes == 0) return parts;
+  std::string scheme = url.substr(0, colon_slashes);
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::size_t authority_start = colon_slashes + 3;
+  std::size_t authority_end = url.find_first_of("/?#", authority_start);
+  if (authority_end == std::string::npos) authority_end = url.size();
+  std::string authority = url.substr(authority_start, authority_end - authority_start);
+  if (std::size_t at = authority.rfind('@'); at != std::string::npos) authority.erase(0, at + 1);
+  std::string host = authority, port;
+  std::size_t bracket = authority.rfind(']');
+  std::size_t port_colon = authority.rfind(':');
+  if (port_colon != std::string::npos && (bracket == std::string::npos || port_colon > bracket)) {
+    host = authority.substr(0, port_colon);
+    port = authority.substr(port_colon + 1);
   }
-  curl_url_cleanup(u);
+  if (host.empty()) return parts;
+  if (port.empty() && scheme == "https") port = "443";
+  if (port.empty() && scheme == "http") port = "80";
+  std::string rest = url.substr(authority_end);
+  rest = rest.substr(0, rest.find('#'));
+  std::size_t question = rest.find('?');
+  parts = {scheme, host, port, rest.substr(0, question),
+           question == std::string::npos ? "" : rest.substr(question + 1)};
   return parts;
 }
 

@@ -13,7 +13,6 @@
 //   BREAKER_SLOW_CALL          a duration; "0s" turns the slow-call rule off
 //   MAX_RESPONSE_BYTES MAX_CONNECTIONS
 //   CA_FILE CERT_FILE KEY_FILE  paths of PEM files, read when URL is https
-//   TRANSPORT                  "curl" or "native"
 //   RATE_LIMIT                 "50/s", "50/s,10" (a burst of 10) or "off"
 //   FAULTS                     "on" or "off": failure injection
 //                              (docs/failure-injection.md)
@@ -23,7 +22,8 @@
 //   http::Settings payments = config::ReadHttpSettings(env, "PAYMENTS_", http::DefaultSettings());
 //   if (auto read = env.Finish(); !read) return Exit(config::kExitConfig, read.error());
 //
-// An https URL without CA_FILE trusts the system's roots. A file that is
+// TRANSPORT, which once chose libcurl, is refused: the library has
+// one transport now. An https URL without CA_FILE trusts the system's roots. A file that is
 // not PEM is named by its path. The classify function, the breaker policy
 // and the observers are code, not variables.
 #ifndef OUTBOUND_CONFIG_HTTP_SETTINGS_H_

@@ -17,7 +17,7 @@
 // Every call goes through, in order: the origin check (another origin fails
 // with kOriginRefused and nothing is dialled), redirects within the origin,
 // the retry loop, one record per attempt, the circuit breaker, the attempt
-// timeout, and libcurl. Every wait runs on the Runtime's clock.
+// timeout, and the transport. Every wait runs on the Runtime's clock.
 //
 // The response's body is read whole before the call returns (up to
 // Settings::max_response_bytes), or handed to the request's BodySink as it

@@ -103,16 +103,6 @@ inline RateLimit WithRateLimit(double per_second, int burst = 1) {
 // client is the injection point "http:<host>:<port>".
 using FaultSettings = outbound::FaultSettings;
 
-// What moves a client's bytes. kNative (the default): the library's own
-// transport (nghttp2's client session for HTTP/2, Boost.Beast's parser for
-// HTTP/1.1, OpenSSL), which sees every frame. kCurl: libcurl's multi
-// interface, kept through 0.x as the way back should the native transport
-// misbehave against a server (`OUTBOUND_TRANSPORT=curl` in the settings read
-// from variables); it runs the same tests, but libcurl 7.88 cannot tell a
-// refused stream on a busy connection from a lost one, nor bound its work
-// on a flooding peer: docs/http-client.md, "The native transport".
-enum class Transport { kCurl, kNative };
-
 struct Settings {
   // The dependency: its scheme, host and port are the only origin the
   // client sends to. Valid: an absolute http or https URL with a host and
@@ -174,9 +164,6 @@ struct Settings {
   // the Runtime's telemetry. Optional; none may be null.
   std::vector<std::shared_ptr<Observer>> observers;
 
-  // The transport under the layers. Default kNative. Check: CheckTransport.
-  Transport transport = Transport::kNative;
-
   // The user's own layers (outbound/http/middleware.h), each level run in
   // the order given: call middleware once per call, above the redirects
   // and retries; attempt middleware once per attempt the breaker admitted.
@@ -211,7 +198,6 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckMaxResponseBytes(std::size_t bytes);
 [[nodiscard]] Result<void> CheckMaxConnections(int n);
 [[nodiscard]] Result<void> CheckRateLimit(const std::optional<RateLimit>& limit);
-[[nodiscard]] Result<void> CheckTransport(Transport transport);
 // The retry budget's and breaker's checks are retry::CheckMaxTokens,
 // retry::CheckTokenRatio, circuit::CheckWindow, circuit::CheckProbes,
 // circuit::CheckOpenFor, circuit::CheckProbeTimeout,

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What every row's "nothing leaked" is measured against. The first client
 // in a process may start what the process keeps for every client after it
-// (the event loop's thread, its descriptors, TLS and libcurl's global
-// state); a row must not be charged for those. So before any row runs, one
-// client makes one call over each protocol and is destroyed.
+// (the event loop's thread, its descriptors, OpenSSL's global state); a row must not be charged for
+// those. So before any row runs, one client makes one call over each protocol and is destroyed.
 #include "matrix_support.h"
 
 namespace outbound::http::matrix {

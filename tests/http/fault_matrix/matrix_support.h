@@ -37,7 +37,6 @@
 #include <thread>
 #include <vector>
 
-#include "../test_transport.h"
 #include "outbound/http/client.h"
 #include "outbound/testing/fake_server.h"
 #include "outbound/testing/manual_clock.h"
@@ -189,7 +188,6 @@ class MatrixTest : public ::testing::Test {
   // opens it reads kOpen after its waits.
   Settings PaymentsSettings() {
     Settings s = DefaultSettings();
-    s.transport = TestTransport();
     s.base_url = "https://payments:8443";
     s.tls = TlsSettings{.root_pem = ca.pem()};
     s.observers.push_back(ObserveAttempts([this](const AttemptRecord& record) {
