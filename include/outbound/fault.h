@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // outbound/fault.h
 //
-// Failure injection (seed 003; docs/failure-injection.md), the same for the
-// HTTP and the gRPC client: with `enabled`, a client is an injection point
+// Failure injection (docs/failure-injection.md), the same for the HTTP and
+// the gRPC client: with `enabled`, a client is an injection point
 // ("http:<host>:<port>", "grpc:<host>:<port>"), and a call whose baggage
 // carries a scenario (member "outbound-fault") naming it has its attempts
 // aborted, delayed or answered, as a failing dependency would. Off (the

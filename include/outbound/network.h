@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // outbound/network.h
 //
-// How a client reaches a host: the seeds' Host.Dial. A client never resolves
-// or dials a name on its own; it asks the Runtime's Network where `host:port`
-// is. The OS network says "resolve it as usual"; the test kit's NetworkMap
+// How a client reaches a host. A client never resolves or dials a name on
+// its own; it asks the Runtime's Network where `host:port` is. The OS
+// network says "resolve it as usual"; the test kit's NetworkMap
 // says "payments:8443 is 127.0.0.1:41234", so a test names its dependency as
 // production does and TLS still verifies the certificate for `payments`.
 #ifndef OUTBOUND_NETWORK_H_

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The client against a fake dependency over real TLS and real sockets, with
-// time on a ManualClock: each behaviour of seed 000's Testing section.
+// time on a ManualClock: its retries, breaker, timeouts, redirects and TLS.
 #include "outbound/http/client.h"
 
 #include <gmock/gmock.h>

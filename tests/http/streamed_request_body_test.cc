@@ -80,7 +80,7 @@ TEST_P(StreamedRequestBodyTest, AnEmptyBodyEndsAtOnce) {
   EXPECT_EQ(server->requests().back().header("content-length"), "0");
 }
 
-// Seed 002's GetBody: each attempt reads the body from its start.
+// Each attempt reads the body from its start.
 TEST_P(StreamedRequestBodyTest, ARetryReadsTheBodyAgainFromItsStart) {
   std::atomic<int> seen{0};
   Serve([&](const ServerRequest&) { return ++seen == 1 ? Reply::Status(503) : Reply::Ok(); },

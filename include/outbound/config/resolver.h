@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // outbound/config/resolver.h
 //
-// Sourcing settings from named variables, as seed 003's config.Struct does:
+// Sourcing settings from named variables (the environment's, or a test's map):
 // each field is parse -> default -> check, and the resolver collects every
 // failure so a program reports them all at once, each by the variable's
 // name, and exits 78 (EX_CONFIG).

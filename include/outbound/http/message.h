@@ -236,8 +236,8 @@ struct Request {
   // Sends a body read as it goes, in constant memory, instead of `body`
   // (which must stay empty; the call fails with kInvalidRequest if both are
   // set). `open` is called for each attempt and gives a reader at the
-  // body's first byte (seed 002's GetBody), so the request is retried, and
-  // followed through a 307 or 308, as a request with `body` would be. With
+  // body's first byte, so the request is retried, and followed through a
+  // 307 or 308, as a request with `body` would be. With
   // `length`, the body goes out with that Content-Length and the reader is
   // asked for no more; ending short of it fails the call (kInvalidRequest).
   // Without, HTTP/1.1 sends the body chunked and HTTP/2 without a length.

@@ -177,10 +177,10 @@ struct Settings {
   // Failure injection: off by default.
   FaultSettings faults;
 
-  // One debug-level log record per attempt through the Runtime's telemetry
-  // (seed 002's WithRequestLogging): "HTTP request completed" (method, URL,
-  // status, duration) or "HTTP request failed" (method, URL, duration,
-  // error.type). Never a header or a body. Default off.
+  // One debug-level log record per attempt through the Runtime's telemetry:
+  // "HTTP request completed" (method, URL, status, duration) or "HTTP request
+  // failed" (method, URL, duration, error.type). Never a header or a body.
+  // Default off.
   bool request_logging = false;
 };
 

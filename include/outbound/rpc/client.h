@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The gRPC client of one dependency (seed 001 revision 1), on grpc++:
+// The gRPC client of one dependency, on grpc++, with the HTTP client's retry
+// model, retry budget and circuit breaker:
 //
 //   auto settings = rpc::DefaultSettings();
 //   settings.addr = "carts:9090";

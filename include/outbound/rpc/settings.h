@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The settings of one gRPC dependency (seed 001 with its revision 1): an
-// address, TLS or plain text, the call's timeout, the retry schedule and
-// budget, the breaker, and how each attempt's result counts.
+// The settings of one gRPC dependency: an address, TLS or plain text, the
+// call's timeout, the retry schedule and budget, the breaker, and how each
+// attempt's result counts.
 #ifndef OUTBOUND_RPC_SETTINGS_H_
 #define OUTBOUND_RPC_SETTINGS_H_
 
@@ -70,7 +70,7 @@ struct Classification {
 using Classify = std::function<Classification(std::string_view method, const Status& status,
                                               const Trailers& trailers)>;
 
-// The default of seed 001 revision 1:
+// The default, by status (the retry outcome, then the breaker's):
 //   OK                                       Success  Success
 //   UNAVAILABLE                              Retry (after the pushback if any)  Failure
 //   RESOURCE_EXHAUSTED with a pushback >= 0  Retry (after the pushback)  Failure
@@ -79,7 +79,7 @@ using Classify = std::function<Classification(std::string_view method, const Sta
 //   CANCELLED                                Stop     Ignored
 //   anything else                            Stop     Success
 // A grpc-retry-pushback-ms that is negative or not a number makes any of
-// them Stop.
+// them Stop (the server asks for no retry, as gRFC A6 says).
 Classification DefaultClassify(std::string_view method, const Status& status,
                                const Trailers& trailers);
 

@@ -2,8 +2,8 @@
 // outbound/rpc/stream.h
 //
 // A client-streaming or bidirectional gRPC call that Client::OpenStream
-// opened through the client's breaker and retries (seed 001 revision 1,
-// "Streams"). The caller writes and reads it directly:
+// opened through the client's breaker and retries. The caller writes and
+// reads it directly:
 //
 //   rpc::Stream chat = carts->OpenStream("/chat.v1.Chat/Talk", context);
 //   chat.Write(hello);        // a protobuf message, or serialised bytes

@@ -34,7 +34,7 @@ class ConnectMatrix : public BothProtocols {
   }
 
   // The row of every certificate the client must not trust: kTlsUntrusted,
-  // Stop and Failure (seed 000's table), one attempt, nothing sent.
+  // Stop and Failure (DefaultClassify's table), one attempt, nothing sent.
   void ExpectUntrusted() {
     StartClient();
     Begin(Request::Get("/"));

@@ -4,8 +4,9 @@
 // header bombs and bodies over the limit; over HTTP/1.1 and HTTP/2 wherever
 // the fault exists in both.
 //
-// Two rules of seed 000 decide most rows: an error before the response is
-// "any other error" (Retry, Failure), so a GET makes three attempts and a
+// Two rules of the client's classification (docs/http-client.md, "How an
+// attempt's result counts") decide most rows: an error before the response
+// is "any other error" (Retry, Failure), so a GET makes three attempts and a
 // POST without an Idempotency-Key one; and a body that fails once the
 // headers are in is a Failure and not retried (the call has the response by
 // then). A malformed answer (kInvalidResponse) is Stop and Failure: the
