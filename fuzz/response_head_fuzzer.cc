@@ -134,7 +134,9 @@ Summary Run(const std::string& response, const std::vector<std::size_t>& ends, b
   const std::string authority = "payments";
   Exchange exchange;
   exchange.id = 1;
-  exchange.attempt = std::make_shared<http::internal::Attempt>();
+  // An attempt on a path with no layers: the codec only tells it events.
+  static const http::internal::AttemptPath kNoLayers({}, {}, nullptr);
+  exchange.attempt = std::make_shared<http::internal::Attempt>(kNoLayers);
   exchange.attempt->request = request;
   exchange.path = "/x";
   exchange.authority = &authority;

@@ -10,13 +10,14 @@ namespace {
 
 class AttemptSpan final : public AttemptLayer {
  public:
-  AttemptSpan(std::unique_ptr<AttemptLayer> next, Clock& clock, const ClientTelemetry& telemetry)
-      : next_(std::move(next)), clock_(clock), telemetry_(telemetry) {}
+  AttemptSpan(Clock& clock, const ClientTelemetry& telemetry)
+      : clock_(clock), telemetry_(telemetry) {}
+
+  std::string_view name() const override { return "attempt span"; }
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
     telemetry_.AttemptStarted(*attempt);
-    attempt->Enter(*this);
-    next_->Start(attempt);
+    attempt->Proceed(*this);
   }
 
   void Finish(Attempt& attempt, AttemptOutcome& outcome) override {
@@ -37,16 +38,14 @@ class AttemptSpan final : public AttemptLayer {
   }
 
  private:
-  std::unique_ptr<AttemptLayer> next_;
   Clock& clock_;
   const ClientTelemetry& telemetry_;
 };
 
 }  // namespace
 
-std::unique_ptr<AttemptLayer> MakeAttemptSpan(std::unique_ptr<AttemptLayer> next, Clock& clock,
-                                              const ClientTelemetry& telemetry) {
-  return std::make_unique<AttemptSpan>(std::move(next), clock, telemetry);
+std::unique_ptr<AttemptLayer> MakeAttemptSpan(Clock& clock, const ClientTelemetry& telemetry) {
+  return std::make_unique<AttemptSpan>(clock, telemetry);
 }
 
 }  // namespace outbound::http::internal

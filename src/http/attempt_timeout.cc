@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// AttemptTimeout: an attempt gets `timeout` from the moment the transport
-// hands it to a connection to its headers. Dialling counts; time queued in
-// the client's own FIFO does not (it is not the dependency's), nor does the
-// body (the call's Timeout bounds both).
+// AttemptTimeout: an attempt gets `timeout` from the moment the dependency
+// owes it its headers (it was handed to a connection, and its request body
+// has gone) to its headers. Dialling counts; time queued in the client's
+// own FIFO does not (it is not the dependency's), nor does the body (the
+// call's Timeout bounds both).
 #include "layers.h"
 
 namespace outbound::http::internal {
@@ -10,33 +11,42 @@ namespace {
 
 class AttemptTimeout final : public AttemptLayer {
  public:
-  AttemptTimeout(std::unique_ptr<AttemptLayer> next, Clock& clock, Duration timeout)
-      : timeout_(timeout), timeouts_(clock), next_(std::move(next)) {}
+  AttemptTimeout(AttemptSlots& slots, Clock& clock, Duration timeout)
+      : timer_(slots.Declare<AttemptTimer>()), timeout_(timeout), timeouts_(clock) {}
+
+  std::string_view name() const override { return "attempt timeout"; }
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
-    // Armed when the transport hands the attempt over; the headers disarm
-    // it (Attempt::HeadersArrived), and so does the attempt's end, before
-    // anyone above hears of it.
-    attempt->SetHeaderTimeout(timeouts_, timeout_);
-    attempt->Enter(*this);
-    next_->Start(attempt);
+    attempt->attempt_timeout = timeout_;
+    attempt->Proceed(*this);
   }
 
-  void Finish(Attempt& attempt, AttemptOutcome&) override { attempt.DisarmHeaderTimeout(); }
+  void Heard(Attempt& attempt, AttemptEvent event, TimePoint now) override {
+    AttemptTimer& timer = attempt.slot(timer_);
+    if (event == AttemptEvent::kAwaitingHeaders) {
+      timer.Arm(timeouts_, now + timeout_, attempt, &Expired, nullptr);
+    } else {
+      timer.Disarm();
+    }
+  }
+
+  // Disarmed before anyone above hears of the attempt's end.
+  void Finish(Attempt& attempt, AttemptOutcome&) override { attempt.slot(timer_).Disarm(); }
 
  private:
+  static void Expired(Attempt& attempt, void*) { attempt.Cancel(CancelReason::kAttemptTimeout); }
+
+  AttemptSlots::Index<AttemptTimer> timer_;
   Duration timeout_;
   // Every attempt's timeout has the same length: one list, in order.
   outbound::internal::TimeoutList timeouts_;
-  // Declared last so the layers below, and the attempts they hold, go first.
-  std::unique_ptr<AttemptLayer> next_;
 };
 
 }  // namespace
 
-std::unique_ptr<AttemptLayer> MakeAttemptTimeout(std::unique_ptr<AttemptLayer> next, Clock& clock,
+std::unique_ptr<AttemptLayer> MakeAttemptTimeout(AttemptSlots& slots, Clock& clock,
                                                  Duration timeout) {
-  return std::make_unique<AttemptTimeout>(std::move(next), clock, timeout);
+  return std::make_unique<AttemptTimeout>(slots, clock, timeout);
 }
 
 }  // namespace outbound::http::internal

@@ -14,79 +14,106 @@
 namespace outbound::http::internal {
 namespace {
 
-class BreakerLayer final : public AttemptLayer, public SlowWatcher {
+class BreakerLayer final : public AttemptLayer, public Admission {
  public:
-  BreakerLayer(std::unique_ptr<AttemptLayer> next, circuit::Breaker& breaker, Classify classify,
-               Clock& clock, const ClientTelemetry& telemetry)
-      : slow_timeouts_(clock),
-        next_(std::move(next)),
+  BreakerLayer(AttemptSlots& slots, circuit::Breaker& breaker, Classify classify, Clock& clock,
+               const ClientTelemetry& telemetry)
+      : slot_(slots.Declare<PerAttempt>()),
+        slow_timeouts_(clock),
         breaker_(breaker),
         classify_(std::move(classify)),
         clock_(clock),
         telemetry_(telemetry) {}
 
+  std::string_view name() const override { return "breaker"; }
+
   void Start(const std::shared_ptr<Attempt>& attempt) override {
+    PerAttempt& mine = attempt->slot(slot_);
     try {
       telemetry::TransitionCause cause(&attempt->trace_context());
       auto admitted = breaker_.Allow(attempt->started);
       if (!admitted) {
         telemetry_.resilience().BreakerCounted("rejected");
-        attempt->Complete(Rejected(admitted.error().retry_after));
+        attempt->End(Rejected(admitted.error().retry_after));
         return;
       }
-      attempt->ticket.emplace(std::move(*admitted));
+      mine.ticket.emplace(std::move(*admitted));
     } catch (...) {  // the user's breaker policy threw
       AttemptOutcome outcome;
       outcome.thrown = std::current_exception();
-      attempt->Complete(std::move(outcome));
+      attempt->End(std::move(outcome));
       return;
     }
-    attempt->still_admitted = [this] {
-      return breaker_.state(clock_.Now()) != circuit::State::kOpen;
-    };
-    Duration slow_call = breaker_.config().slow_call;
-    if (slow_call > Duration::zero()) attempt->SetSlowTimer(slow_timeouts_, slow_call, *this);
-    attempt->Enter(*this);
-    next_->Start(attempt);
+    attempt->admission = this;
+    attempt->Proceed(*this);
   }
 
-  void Slow(Attempt& attempt) override {
-    if (!attempt.ticket || attempt.ticket->settled()) return;
-    try {
-      telemetry_.resilience().BreakerCounted(circuit::ToString(circuit::Outcome::kFailure));
-      telemetry::TransitionCause cause(&attempt.trace_context());
-      attempt.ticket->Settle(circuit::Outcome::kFailure, clock_.Now());
-    } catch (...) {  // the user's policy threw: Finish hands it to the caller
-      attempt.slow_thrown = std::current_exception();
+  bool StillAdmitted() const override {
+    return breaker_.state(clock_.Now()) != circuit::State::kOpen;
+  }
+
+  // The slow-call rule: a timer from the moment the dependency owes the
+  // headers, stopped by them.
+  void Heard(Attempt& attempt, AttemptEvent event, TimePoint now) override {
+    Duration slow_call = breaker_.config().slow_call;
+    if (slow_call <= Duration::zero()) return;
+    PerAttempt& mine = attempt.slot(slot_);
+    if (event == AttemptEvent::kAwaitingHeaders) {
+      mine.slow_timer.Arm(slow_timeouts_, now + slow_call, attempt, &Slow, this);
+    } else {
+      mine.slow_timer.Disarm();
     }
   }
 
   void Finish(Attempt& attempt, AttemptOutcome& outcome) override {
+    PerAttempt& mine = attempt.slot(slot_);
     // From here on the slow-call rule leaves the ticket alone.
-    attempt.DisarmSlowTimer();
+    mine.slow_timer.Disarm();
     // The breaker opened while the attempt waited to be sent: the transport
     // sent nothing.
     outcome.rejected = !outcome.result && outcome.result.error().kind() == ErrorKind::kRejected;
     try {
-      if (attempt.slow_thrown) std::rethrow_exception(attempt.slow_thrown);
+      if (mine.slow_thrown) std::rethrow_exception(mine.slow_thrown);
       outcome.classification = Decide(attempt, outcome);
-      if (!attempt.ticket->settled()) {  // else the slow-call rule counted it
+      if (!mine.ticket->settled()) {  // else the slow-call rule counted it
         telemetry_.resilience().BreakerCounted(
             outcome.rejected ? "rejected" : circuit::ToString(outcome.classification->breaker));
       }
       telemetry::TransitionCause cause(&attempt.trace_context());
-      attempt.ticket->Settle(outcome.classification->breaker, clock_.Now());
+      mine.ticket->Settle(outcome.classification->breaker, clock_.Now());
     } catch (...) {
       // The user's classify or policy threw: the slot is freed now (an
       // unsettled ticket counts nothing), the response dropped, and the
       // exception goes up to the caller.
-      attempt.ticket.reset();
+      mine.ticket.reset();
       outcome.thrown = std::current_exception();
       outcome.result = Fail(ErrorKind::kTransport, "classify threw");
     }
   }
 
  private:
+  // What the layer keeps for one attempt: the admission its result
+  // settles, the slow-call timer, and what the breaker's policy threw when
+  // the slow-call rule settled it early.
+  struct PerAttempt {
+    std::optional<circuit::Ticket> ticket;
+    AttemptTimer slow_timer;
+    std::exception_ptr slow_thrown;
+  };
+
+  static void Slow(Attempt& attempt, void* context) {
+    auto& self = *static_cast<BreakerLayer*>(context);
+    PerAttempt& mine = attempt.slot(self.slot_);
+    if (!mine.ticket || mine.ticket->settled()) return;
+    try {
+      self.telemetry_.resilience().BreakerCounted(circuit::ToString(circuit::Outcome::kFailure));
+      telemetry::TransitionCause cause(&attempt.trace_context());
+      mine.ticket->Settle(circuit::Outcome::kFailure, self.clock_.Now());
+    } catch (...) {  // the user's policy threw: Finish hands it to the caller
+      mine.slow_thrown = std::current_exception();
+    }
+  }
+
   static AttemptOutcome Rejected(Duration retry_after) {
     AttemptOutcome outcome;
     outcome.rejected = true;
@@ -115,7 +142,7 @@ class BreakerLayer final : public AttemptLayer, public SlowWatcher {
         return {Outcome::kStop, {}, kIgnored};
       }
       // Never handed to a connection: it waited in the client's own queue.
-      if (!attempt.handed_over()) return {Outcome::kStop, {}, kIgnored};
+      if (!attempt.sent()) return {Outcome::kStop, {}, kIgnored};
       if (attempt.call->deadline_passed()) return {Outcome::kStop, {}, kFailure};
       if (outcome.unprocessed) return {Outcome::kRetry, {}, kIgnored};
       if (outcome.connection_lost && !FirstLossOf(outcome.connection)) {
@@ -144,10 +171,10 @@ class BreakerLayer final : public AttemptLayer, public SlowWatcher {
     return true;
   }
 
+  AttemptSlots::Index<PerAttempt> slot_;
   // Every attempt's slow-call timer has the same length: one list, in
-  // order. Declared before next_ so the attempts below go first.
+  // order.
   outbound::internal::TimeoutList slow_timeouts_;
-  std::unique_ptr<AttemptLayer> next_;
   circuit::Breaker& breaker_;
   Classify classify_;
   Clock& clock_;
@@ -161,11 +188,10 @@ class BreakerLayer final : public AttemptLayer, public SlowWatcher {
 
 }  // namespace
 
-std::unique_ptr<AttemptLayer> MakeBreakerLayer(std::unique_ptr<AttemptLayer> next,
-                                               circuit::Breaker& breaker, Classify classify,
-                                               Clock& clock, const ClientTelemetry& telemetry) {
-  return std::make_unique<BreakerLayer>(std::move(next), breaker, std::move(classify), clock,
-                                        telemetry);
+std::unique_ptr<AttemptLayer> MakeBreakerLayer(AttemptSlots& slots, circuit::Breaker& breaker,
+                                               Classify classify, Clock& clock,
+                                               const ClientTelemetry& telemetry) {
+  return std::make_unique<BreakerLayer>(slots, breaker, std::move(classify), clock, telemetry);
 }
 
 }  // namespace outbound::http::internal

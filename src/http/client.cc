@@ -5,6 +5,7 @@
 #include <mutex>
 #include <vector>
 
+#include "client_peer.h"
 #include "client_telemetry.h"
 #include "event_loop.h"
 #include "layers.h"
@@ -54,8 +55,11 @@ struct Client::Impl {
   // that end inside SendAsync. One per client, so a dependency that keeps
   // its transport busy cannot delay another client's calls.
   std::shared_ptr<internal::EventLoop> loop = std::make_shared<internal::EventLoop>();
-  std::unique_ptr<internal::CallLayer> calls;  // the whole chain, below the origin check
-  internal::ConnectionPool* pool = nullptr;    // the transport's, inside `calls`
+  // The call path, below the origin check: the call layers, then each
+  // attempt's. The attempt path goes first (the transport first of all).
+  std::unique_ptr<internal::CallPath> calls;
+  std::unique_ptr<internal::AttemptPath> attempts;
+  internal::ConnectionPool* pool = nullptr;  // the transport's, in `attempts`
 
   // Calls in flight, so the destructor can end them before the chain goes.
   std::mutex mu;
@@ -147,33 +151,43 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   auto impl = std::make_unique<Impl>(runtime, std::move(settings), parsed->origin);
   Impl& c = *impl;
 
-  // The call path, bottom to top: the layers of one attempt, then of a call.
   auto transport = internal::MakeNativeTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool);
   if (!transport) return tl::unexpected(transport.error());
-  std::unique_ptr<internal::AttemptLayer> attempt = std::move(*transport);
-  if (c.settings.faults.enabled) {
-    attempt = internal::MakeFaultInjection(std::move(attempt), *c.runtime.clock, *c.runtime.random);
+  Clock& clock = *c.runtime.clock;
+  const Settings& s = c.settings;
+  auto misused = [&telemetry = c.telemetry](std::string_view what) {
+    telemetry.LayerMisused(what);
+  };
+
+  // The call path, top to bottom: the order is these two lists. A layer
+  // that is off is not in its list, and costs nothing.
+  internal::AttemptSlots slots;
+  std::vector<std::unique_ptr<internal::AttemptLayer>> attempt_layers;
+  attempt_layers.push_back(internal::MakeAttemptSpan(clock, c.telemetry));
+  attempt_layers.push_back(
+      internal::MakeBreakerLayer(slots, c.breaker, s.classify, clock, c.telemetry));
+  if (!s.attempt_middleware.empty()) {
+    attempt_layers.push_back(internal::MakeAttemptMiddleware(c.origin, s.attempt_middleware));
   }
-  attempt = internal::MakeAttemptTimeout(std::move(attempt), *c.runtime.clock,
-                                         c.settings.attempt_timeout);
-  if (!c.settings.attempt_middleware.empty()) {
-    attempt = internal::MakeAttemptMiddleware(std::move(attempt), c.origin,
-                                              c.settings.attempt_middleware);
+  attempt_layers.push_back(internal::MakeAttemptTimeout(slots, clock, s.attempt_timeout));
+  if (s.faults.enabled) {
+    attempt_layers.push_back(internal::MakeFaultInjection(clock, *c.runtime.random));
   }
-  attempt = internal::MakeBreakerLayer(std::move(attempt), c.breaker, c.settings.classify,
-                                       *c.runtime.clock, c.telemetry);
-  attempt = internal::MakeAttemptSpan(std::move(attempt), *c.runtime.clock, c.telemetry);
-  std::unique_ptr<internal::CallLayer> call = internal::MakeRetryLoop(
-      std::move(attempt), {&c.retrier, c.runtime.clock, c.runtime.random, c.AttemptObservers(),
-                           &c.telemetry, &c.transparent});
-  call = internal::MakeRedirects(std::move(call), c.origin);
-  if (c.settings.rate_limit) {
-    call = internal::MakeRateLimit(std::move(call), *c.runtime.clock, *c.settings.rate_limit);
+  attempt_layers.push_back(std::move(*transport));
+  c.attempts =
+      std::make_unique<internal::AttemptPath>(std::move(slots), std::move(attempt_layers), misused);
+
+  std::vector<std::unique_ptr<internal::CallLayer>> call_layers;
+  if (!s.call_middleware.empty()) {
+    call_layers.push_back(internal::MakeCallMiddleware(c.origin, s.call_middleware));
   }
-  if (!c.settings.call_middleware.empty()) {
-    call = internal::MakeCallMiddleware(std::move(call), c.origin, c.settings.call_middleware);
-  }
-  c.calls = std::move(call);
+  if (s.rate_limit) call_layers.push_back(internal::MakeRateLimit(clock, *s.rate_limit));
+  call_layers.push_back(internal::MakeRedirects(c.origin));
+  call_layers.push_back(
+      internal::MakeRetryLoop(*c.attempts, {&c.retrier, c.runtime.clock, c.runtime.random,
+                                            c.AttemptObservers(), &c.telemetry, &c.transparent}));
+  c.calls = std::make_unique<internal::CallPath>(std::move(call_layers), misused);
+
   c.pool->CountCallsWith(c.live_count);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
@@ -293,8 +307,18 @@ void Client::SendAsync(Request request, Callback done) {
   };
   impl.Link(*call);
   call->Arm(impl.deadlines);
-  impl.calls->Send(call);
+  call->Begin(*impl.calls);
 }
+
+namespace internal {
+
+std::string ClientPeer::CallLayers(const Client& client) { return client.impl_->calls->Describe(); }
+
+std::string ClientPeer::AttemptLayers(const Client& client) {
+  return client.impl_->attempts->Describe();
+}
+
+}  // namespace internal
 
 circuit::State Client::breaker_state() const {
   return impl_->breaker.state(impl_->runtime.clock->Now());

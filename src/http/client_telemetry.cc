@@ -121,6 +121,9 @@ ClientTelemetry::ClientTelemetry(const telemetry::Telemetry& telemetry, const Or
   malformed_faults_ =
       meters_->CreateCounter({kScope, "outbound.fault.malformed", "{scenario}",
                               "Fault scenarios in calls' baggage that were malformed, ignored."});
+  misuses_ = meters_->CreateCounter(
+      {kScope, "outbound.internal.misuse", "{misuse}",
+       "Times a layer of the client broke the call path's protocol: a bug in outbound."});
 }
 
 ClientTelemetry::~ClientTelemetry() = default;
@@ -226,6 +229,19 @@ void ClientTelemetry::LogRequest(const Attempt& attempt, const AttemptOutcome& o
   }
   record.attributes = telemetry::Own(std::span<const KeyValue>(attributes.data(), n));
   record.trace = attempt.trace_context();
+  telemetry_.logger->Emit(std::move(record));
+}
+
+void ClientTelemetry::LayerMisused(std::string_view what) const {
+  const KeyValue attributes[] = {{"server.address", host_}, {"server.port", port_}};
+  if (meters_ != nullptr) misuses_->Add(1, attributes);
+  if (telemetry_.logger == nullptr) return;
+  telemetry::LogRecord record;
+  record.scope = kScope;
+  record.at = clock_.Now();
+  record.severity = telemetry::Severity::kError;
+  record.body = "outbound: the call path was misused: " + std::string(what);
+  record.attributes = telemetry::Own(attributes);
   telemetry_.logger->Emit(std::move(record));
 }
 

@@ -55,6 +55,10 @@ class ClientTelemetry {
   // A call's fault scenario was malformed, and ignored.
   void FaultScenarioIgnored() const;
 
+  // A layer broke the call path's protocol (a bug in the library): one
+  // error record saying `what`, and a count (outbound.internal.misuse).
+  void LayerMisused(std::string_view what) const;
+
  private:
   const telemetry::Telemetry telemetry_;
   Clock& clock_;
@@ -65,6 +69,7 @@ class ClientTelemetry {
   std::shared_ptr<telemetry::Histogram> duration_;
   std::shared_ptr<telemetry::Histogram> body_size_;
   std::shared_ptr<telemetry::Counter> malformed_faults_;
+  std::shared_ptr<telemetry::Counter> misuses_;
   bool log_requests_ = false;
 
   void LogRequest(const Attempt& attempt, const AttemptOutcome& outcome, TimePoint now,

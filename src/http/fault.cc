@@ -26,12 +26,13 @@ std::string_view Name(InjectedFault::Kind kind) {
 
 class FaultInjection final : public AttemptLayer {
  public:
-  FaultInjection(std::unique_ptr<AttemptLayer> next, Clock& clock, Random& random)
-      : next_(std::move(next)), clock_(clock), random_(random) {}
+  FaultInjection(Clock& clock, Random& random) : clock_(clock), random_(random) {}
+
+  std::string_view name() const override { return "fault injection"; }
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
     const std::optional<InjectedFault>& fault = attempt->call->fault;
-    if (!fault || !(random_.Uniform() < fault->probability)) return next_->Start(attempt);
+    if (!fault || !(random_.Uniform() < fault->probability)) return attempt->Proceed(*this);
     if (attempt->span) {
       attempt->span->SetAttribute({"outbound.fault.injected", Name(fault->kind)});
     }
@@ -41,13 +42,13 @@ class FaultInjection final : public AttemptLayer {
     AttemptOutcome outcome;
     switch (fault->kind) {
       case InjectedFault::Kind::kAbort:
-        attempt->HandedOver(now);
+        attempt->Sent(now);
         outcome.result = Fail(ErrorKind::kTransport, "injected fault: the attempt was aborted");
-        attempt->Complete(std::move(outcome));
+        attempt->End(std::move(outcome));
         return;
       case InjectedFault::Kind::kStatus: {
-        attempt->HandedOver(now);
-        attempt->HeadersArrived();
+        attempt->Sent(now);
+        attempt->HeadersArrived(now);
         Response response;
         response.status = fault->status;
         if (fault->retry_after) {
@@ -56,7 +57,7 @@ class FaultInjection final : public AttemptLayer {
         response.version = "1.1";
         response.received_at = clock_.WallNow();
         outcome.result = std::move(response);
-        attempt->Complete(std::move(outcome));
+        attempt->End(std::move(outcome));
         return;
       }
       case InjectedFault::Kind::kDelay:
@@ -73,20 +74,20 @@ class FaultInjection final : public AttemptLayer {
   };
 
   void Delay(const std::shared_ptr<Attempt>& attempt, TimePoint until) {
-    // From here a cut (the attempt timeout, the deadline, the caller) ends
-    // the attempt at once.
+    // From here a cancellation (the attempt timeout, the deadline, the
+    // caller) ends the attempt at once.
     if (!attempt->Launch()) {
-      attempt->Complete(attempt->CutOutcome());
+      attempt->End(attempt->CancelledOutcome());
       return;
     }
-    attempt->HandedOver(clock_.Now());
+    attempt->Sent(clock_.Now());
     auto delayed = std::make_shared<Delayed>();
     std::weak_ptr<Attempt> weak = attempt;
     {
       std::lock_guard lock(delayed->mu);
       delayed->timer = clock_.ScheduleAt(until, [this, weak] {
         auto live = weak.lock();
-        if (live && live->cut_reason() == CutReason::kNone) next_->Start(live);
+        if (live && live->cancel_reason() == CancelReason::kNone) live->Proceed(*this);
       });
     }
     attempt->SetCanceller([delayed] {
@@ -95,16 +96,14 @@ class FaultInjection final : public AttemptLayer {
     });
   }
 
-  std::unique_ptr<AttemptLayer> next_;
   Clock& clock_;
   Random& random_;
 };
 
 }  // namespace
 
-std::unique_ptr<AttemptLayer> MakeFaultInjection(std::unique_ptr<AttemptLayer> next, Clock& clock,
-                                                 Random& random) {
-  return std::make_unique<FaultInjection>(std::move(next), clock, random);
+std::unique_ptr<AttemptLayer> MakeFaultInjection(Clock& clock, Random& random) {
+  return std::make_unique<FaultInjection>(clock, random);
 }
 
 }  // namespace outbound::http::internal

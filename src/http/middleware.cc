@@ -75,12 +75,10 @@ Result<std::shared_ptr<const CallRequest>> Recheck(const Origin& origin,
 
 class CallMiddlewareLayer final : public CallLayer {
  public:
-  CallMiddlewareLayer(std::unique_ptr<CallLayer> next, const Origin& origin,
-                      std::vector<std::shared_ptr<CallMiddleware>> middleware)
-      : next_(std::move(next)),
-        origin_(origin),
-        origin_text_(origin.ToString()),
-        middleware_(std::move(middleware)) {}
+  CallMiddlewareLayer(const Origin& origin, std::vector<std::shared_ptr<CallMiddleware>> middleware)
+      : origin_(origin), origin_text_(origin.ToString()), middleware_(std::move(middleware)) {}
+
+  std::string_view name() const override { return "call middleware"; }
 
   void Send(const std::shared_ptr<CallState>& call) override {
     CallInfo info{call->deadline()};
@@ -105,8 +103,7 @@ class CallMiddlewareLayer final : public CallLayer {
       }
       call->request = std::move(*checked);
     }
-    call->Enter(*this);
-    next_->Send(call);
+    call->Proceed(*this);
   }
 
   bool Finish(CallState& call, CallOutcome& outcome) override {
@@ -131,10 +128,9 @@ class CallMiddlewareLayer final : public CallLayer {
   void End(CallState& call, std::size_t passed, const OutgoingRequest& request,
            const CallInfo& info, CallOutcome&& outcome) {
     AfterAll(passed, request, info, outcome);
-    call.Complete(std::move(outcome));
+    call.End(std::move(outcome));
   }
 
-  std::unique_ptr<CallLayer> next_;
   Origin origin_;
   std::string origin_text_;
   std::vector<std::shared_ptr<CallMiddleware>> middleware_;
@@ -142,12 +138,11 @@ class CallMiddlewareLayer final : public CallLayer {
 
 class AttemptMiddlewareLayer final : public AttemptLayer {
  public:
-  AttemptMiddlewareLayer(std::unique_ptr<AttemptLayer> next, const Origin& origin,
+  AttemptMiddlewareLayer(const Origin& origin,
                          std::vector<std::shared_ptr<AttemptMiddleware>> middleware)
-      : next_(std::move(next)),
-        origin_(origin),
-        origin_text_(origin.ToString()),
-        middleware_(std::move(middleware)) {}
+      : origin_(origin), origin_text_(origin.ToString()), middleware_(std::move(middleware)) {}
+
+  std::string_view name() const override { return "attempt middleware"; }
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
     AttemptInfo info = Info(*attempt);
@@ -174,8 +169,7 @@ class AttemptMiddlewareLayer final : public AttemptLayer {
       }
       attempt->request = std::move(*checked);
     }
-    attempt->Enter(*this);
-    next_->Start(attempt);
+    attempt->Proceed(*this);
   }
 
   void Finish(Attempt& attempt, AttemptOutcome& outcome) override {
@@ -213,10 +207,9 @@ class AttemptMiddlewareLayer final : public AttemptLayer {
   void End(Attempt& attempt, std::size_t passed, const OutgoingRequest& request,
            const AttemptInfo& info, AttemptOutcome&& outcome) {
     AfterAll(passed, request, info, outcome);
-    attempt.Complete(std::move(outcome));
+    attempt.End(std::move(outcome));
   }
 
-  std::unique_ptr<AttemptLayer> next_;
   Origin origin_;
   std::string origin_text_;
   std::vector<std::shared_ptr<AttemptMiddleware>> middleware_;
@@ -225,15 +218,13 @@ class AttemptMiddlewareLayer final : public AttemptLayer {
 }  // namespace
 
 std::unique_ptr<CallLayer> MakeCallMiddleware(
-    std::unique_ptr<CallLayer> next, const Origin& origin,
-    std::vector<std::shared_ptr<CallMiddleware>> middleware) {
-  return std::make_unique<CallMiddlewareLayer>(std::move(next), origin, std::move(middleware));
+    const Origin& origin, std::vector<std::shared_ptr<CallMiddleware>> middleware) {
+  return std::make_unique<CallMiddlewareLayer>(origin, std::move(middleware));
 }
 
 std::unique_ptr<AttemptLayer> MakeAttemptMiddleware(
-    std::unique_ptr<AttemptLayer> next, const Origin& origin,
-    std::vector<std::shared_ptr<AttemptMiddleware>> middleware) {
-  return std::make_unique<AttemptMiddlewareLayer>(std::move(next), origin, std::move(middleware));
+    const Origin& origin, std::vector<std::shared_ptr<AttemptMiddleware>> middleware) {
+  return std::make_unique<AttemptMiddlewareLayer>(origin, std::move(middleware));
 }
 
 }  // namespace internal

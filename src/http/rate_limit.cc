@@ -14,14 +14,14 @@ namespace {
 
 class RateLimiter;
 
-// A call waiting for its token. Ends once: with the token, or interrupted.
-class Waiter final : public Interruptible {
+// A call waiting for its token. Ends once: with the token, or cancelled.
+class Waiter final : public Cancellable {
  public:
   Waiter(RateLimiter& limiter, std::shared_ptr<CallState> call)
       : limiter_(limiter), call_(std::move(call)) {}
   void Arm(Clock& clock, TimePoint when, const std::shared_ptr<Waiter>& self);
   void Go();
-  void Interrupt(CutReason reason) override;
+  void Cancel(CancelReason reason) override;
 
  private:
   RateLimiter& limiter_;
@@ -33,13 +33,14 @@ class Waiter final : public Interruptible {
 
 class RateLimiter final : public CallLayer {
  public:
-  RateLimiter(std::unique_ptr<CallLayer> next, Clock& clock, RateLimit limit)
-      : next_(std::move(next)),
-        clock_(clock),
+  RateLimiter(Clock& clock, RateLimit limit)
+      : clock_(clock),
         rate_(limit.per_second),
         burst_(limit.burst),
         tokens_(limit.burst),
         refilled_(clock.Now()) {}
+
+  std::string_view name() const override { return "rate limit"; }
 
   void Send(const std::shared_ptr<CallState>& call) override {
     TimePoint now = clock_.Now();
@@ -61,22 +62,19 @@ class RateLimiter final : public CallLayer {
           "the rate limit's wait (" +
               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()) +
               "ms) would end after the call's deadline: nothing was sent");
-      call->Complete(std::move(outcome));
+      call->End(std::move(outcome));
       return;
     }
     if (wait == Duration::zero()) return Pass(call);
     auto waiter = std::make_shared<Waiter>(*this, call);
-    // Interrupted at once if the call already was.
-    call->SetInterruptTarget(waiter);
+    // Cancelled at once if the call already was.
+    call->SetCancelTarget(waiter);
     waiter->Arm(clock_, now + wait, waiter);
   }
 
   bool Finish(CallState&, CallOutcome&) override { return true; }
 
-  void Pass(const std::shared_ptr<CallState>& call) {
-    call->Enter(*this);
-    next_->Send(call);
-  }
+  void Pass(const std::shared_ptr<CallState>& call) { call->Proceed(*this); }
 
   // A waiter gave its reservation back.
   void GiveBack() {
@@ -93,7 +91,6 @@ class RateLimiter final : public CallLayer {
     refilled_ = now;
   }
 
-  std::unique_ptr<CallLayer> next_;
   Clock& clock_;
   const double rate_;
   const int burst_;
@@ -113,7 +110,7 @@ void Waiter::Go() {
   limiter_.Pass(call_);
 }
 
-void Waiter::Interrupt(CutReason reason) {
+void Waiter::Cancel(CancelReason reason) {
   if (done_.exchange(true)) return;
   {
     std::lock_guard lock(mu_);
@@ -121,20 +118,19 @@ void Waiter::Interrupt(CutReason reason) {
   }
   limiter_.GiveBack();
   CallOutcome outcome;
-  outcome.result = reason == CutReason::kCancelled
+  outcome.result = reason == CancelReason::kCancelled
                        ? Fail(ErrorKind::kCancelled,
                               "the caller cancelled the call while it waited for the rate "
                               "limit: nothing was sent")
                        : Fail(ErrorKind::kDeadline,
                               "the call's deadline passed while it waited for the rate limit");
-  call_->Complete(std::move(outcome));
+  call_->End(std::move(outcome));
 }
 
 }  // namespace
 
-std::unique_ptr<CallLayer> MakeRateLimit(std::unique_ptr<CallLayer> next, Clock& clock,
-                                         RateLimit limit) {
-  return std::make_unique<RateLimiter>(std::move(next), clock, limit);
+std::unique_ptr<CallLayer> MakeRateLimit(Clock& clock, RateLimit limit) {
+  return std::make_unique<RateLimiter>(clock, limit);
 }
 
 }  // namespace outbound::http::internal

@@ -18,13 +18,12 @@ bool IsRedirect(int status) {
 
 class Redirects final : public CallLayer {
  public:
-  Redirects(std::unique_ptr<CallLayer> next, Origin origin)
-      : next_(std::move(next)), origin_(std::move(origin)), origin_text_(origin_.ToString()) {}
+  explicit Redirects(Origin origin)
+      : origin_(std::move(origin)), origin_text_(origin_.ToString()) {}
 
-  void Send(const std::shared_ptr<CallState>& call) override {
-    call->Enter(*this);
-    next_->Send(call);
-  }
+  std::string_view name() const override { return "redirects"; }
+
+  void Send(const std::shared_ptr<CallState>& call) override { call->Proceed(*this); }
 
   bool Finish(CallState& call, CallOutcome& outcome) override {
     std::shared_ptr<CallRequest> next = NextRequest(call, outcome);
@@ -40,7 +39,7 @@ class Redirects final : public CallLayer {
     }
     ++call.redirects;
     call.request = std::move(next);
-    Send(call.shared_from_this());
+    call.Proceed(*this);
     return false;
   }
 
@@ -80,15 +79,14 @@ class Redirects final : public CallLayer {
     return next;
   }
 
-  std::unique_ptr<CallLayer> next_;
   Origin origin_;
   std::string origin_text_;
 };
 
 }  // namespace
 
-std::unique_ptr<CallLayer> MakeRedirects(std::unique_ptr<CallLayer> next, const Origin& origin) {
-  return std::make_unique<Redirects>(std::move(next), origin);
+std::unique_ptr<CallLayer> MakeRedirects(const Origin& origin) {
+  return std::make_unique<Redirects>(origin);
 }
 
 }  // namespace outbound::http::internal

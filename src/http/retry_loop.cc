@@ -28,12 +28,12 @@ constexpr int kMaxCollateralRetries = 3;
 constexpr int kMaxRetiredRetries = 10;
 
 class RetryingRequest final : public AttemptOwner,
-                              public Interruptible,
+                              public Cancellable,
                               public std::enable_shared_from_this<RetryingRequest> {
  public:
-  RetryingRequest(AttemptLayer& next, const RetryLoopOptions& options,
+  RetryingRequest(const AttemptPath& attempts, const RetryLoopOptions& options,
                   std::shared_ptr<CallState> call)
-      : next_(next),
+      : attempts_path_(attempts),
         options_(options),
         call_(std::move(call)),
         request_(call_->request),
@@ -41,15 +41,15 @@ class RetryingRequest final : public AttemptOwner,
         safe_(SafeToRepeat(*request_)) {}
 
   void StartAttempt() {
-    auto attempt = std::make_shared<Attempt>();
+    auto attempt = std::make_shared<Attempt>(attempts_path_);
     {
       std::unique_lock lock(mu_);
       if (finished_) return;
-      if (interrupted_ != CutReason::kNone) {
+      if (cancelled_ != CancelReason::kNone) {
         // The deadline or the caller came before this attempt: nothing more
         // is sent, and the call ends with what the last attempt got.
         lock.unlock();
-        return FinishInterrupted();
+        return FinishCancelled();
       }
       waiting_ = false;
       attempt->request = request_;
@@ -62,28 +62,28 @@ class RetryingRequest final : public AttemptOwner,
       attempt->started = options_.clock->Now();
       current_ = attempt;
     }
-    next_.Start(attempt);
+    attempt->Begin();
   }
 
   // The call's deadline passed or the caller gave up: at any moment, before
   // the first attempt, during one, or between two.
-  void Interrupt(CutReason reason) override {
+  void Cancel(CancelReason reason) override {
     std::shared_ptr<Attempt> attempt;
     bool waiting;
     {
       std::lock_guard lock(mu_);
-      if (interrupted_ != CutReason::kNone) return;
-      interrupted_ = reason;
+      if (cancelled_ != CancelReason::kNone) return;
+      cancelled_ = reason;
       attempt = current_;
       waiting = waiting_;
     }
-    if (attempt) return attempt->Cut(reason);
+    if (attempt) return attempt->Cancel(reason);
     // Waiting between attempts: the call returns what the last attempt got.
-    // Not started yet: StartAttempt sees interrupted_ and sends nothing.
-    if (waiting) FinishInterrupted();
+    // Not started yet: StartAttempt sees cancelled_ and sends nothing.
+    if (waiting) FinishCancelled();
   }
 
-  void AttemptEnded(AttemptOutcome&& outcome) override {
+  void Ended(AttemptOutcome&& outcome) override {
     std::optional<retry::DecisionKind> decided;
     Duration wait{0};
     if (outcome.result && options_.transparent != nullptr) options_.transparent->Earn();
@@ -141,7 +141,7 @@ class RetryingRequest final : public AttemptOwner,
     // A request the server did not process, or one a lost connection took
     // down with others, goes again at once: there is nothing to wait out.
     bool at_once = outcome.collateral || outcome.unprocessed || repeat;
-    bool interrupted;
+    bool cancelled;
     {
       std::lock_guard lock(mu_);
       if (finished_) return;
@@ -152,34 +152,34 @@ class RetryingRequest final : public AttemptOwner,
       keep_place_ = left_out && current_ ? current_->queue_place : 0;
       current_.reset();
       last_ = std::move(outcome);
-      // An interruption that came while this attempt was ending found no
-      // attempt to cut: the call ends now, not after the wait.
-      interrupted = interrupted_ != CutReason::kNone;
-      if (!interrupted && !at_once) {
+      // A cancellation that came while this attempt was ending found no
+      // attempt to cancel: the call ends now, not after the wait.
+      cancelled = cancelled_ != CancelReason::kNone;
+      if (!cancelled && !at_once) {
         // The timer keeps this request alive while it waits.
         wait_timer_ = options_.clock->ScheduleAfter(
             wait, [self = shared_from_this()] { self->StartAttempt(); });
       }
     }
-    if (interrupted) return FinishInterrupted();
+    if (cancelled) return FinishCancelled();
     if (at_once) StartAttempt();
   }
 
  private:
-  // Ends an interrupted call: with the last attempt's outcome if there was
-  // one, or as the interruption says if nothing was sent.
-  void FinishInterrupted() {
+  // Ends a cancelled call: with the last attempt's outcome if there was
+  // one, or as the cancellation says if nothing was sent.
+  void FinishCancelled() {
     std::optional<AttemptOutcome> last;
-    CutReason reason;
+    CancelReason reason;
     {
       std::lock_guard lock(mu_);
       last = std::move(last_);
       last_.reset();
-      reason = interrupted_;
+      reason = cancelled_;
     }
     if (last) return Finish(std::move(*last));
     AttemptOutcome outcome;
-    outcome.result = reason == CutReason::kCancelled
+    outcome.result = reason == CancelReason::kCancelled
                          ? Fail(ErrorKind::kCancelled, "the caller cancelled the call")
                          : Fail(ErrorKind::kDeadline, "the call's deadline passed");
     Finish(std::move(outcome));
@@ -198,10 +198,10 @@ class RetryingRequest final : public AttemptOwner,
     call_outcome.thrown = outcome.thrown;
     call_outcome.result = std::move(outcome.result);
     if (!call_outcome.result) call_outcome.result.error().set_attempts(call_->attempts_sent.load());
-    call_->Complete(std::move(call_outcome));
+    call_->End(std::move(call_outcome));
   }
 
-  AttemptLayer& next_;
+  const AttemptPath& attempts_path_;
   const RetryLoopOptions& options_;
   std::shared_ptr<CallState> call_;
   std::shared_ptr<const CallRequest> request_;
@@ -212,7 +212,7 @@ class RetryingRequest final : public AttemptOwner,
   int attempts_ = 0;
   bool finished_ = false;
   bool waiting_ = false;
-  CutReason interrupted_ = CutReason::kNone;
+  CancelReason cancelled_ = CancelReason::kNone;
   int collateral_retries_ = 0;  // the attempt path's own: one attempt at a time
   int retired_retries_ = 0;
   std::uint64_t keep_place_ = 0;  // the next attempt's queue place (Attempt::queue_place)
@@ -224,20 +224,22 @@ class RetryingRequest final : public AttemptOwner,
 
 class RetryLoop final : public CallLayer {
  public:
-  RetryLoop(std::unique_ptr<AttemptLayer> next, RetryLoopOptions options)
-      : next_(std::move(next)), options_(std::move(options)) {}
+  RetryLoop(const AttemptPath& attempts, RetryLoopOptions options)
+      : attempts_(attempts), options_(std::move(options)) {}
+
+  std::string_view name() const override { return "retry loop"; }
 
   void Send(const std::shared_ptr<CallState>& call) override {
-    auto retrying = std::make_shared<RetryingRequest>(*next_, options_, call);
-    call->SetInterruptTarget(retrying);
+    auto retrying = std::make_shared<RetryingRequest>(attempts_, options_, call);
+    call->SetCancelTarget(retrying);
     retrying->StartAttempt();
   }
 
-  // The bottom call layer: it ends requests (Complete) and enters nothing.
+  // The last call layer: it ends requests (End) and hands nothing on.
   bool Finish(CallState&, CallOutcome&) override { return true; }
 
  private:
-  std::unique_ptr<AttemptLayer> next_;
+  const AttemptPath& attempts_;
   RetryLoopOptions options_;
 };
 
@@ -253,9 +255,8 @@ bool SafeToRepeat(const CallRequest& request) {
   return idempotent && request.replayable;
 }
 
-std::unique_ptr<CallLayer> MakeRetryLoop(std::unique_ptr<AttemptLayer> next,
-                                         RetryLoopOptions options) {
-  return std::make_unique<RetryLoop>(std::move(next), std::move(options));
+std::unique_ptr<CallLayer> MakeRetryLoop(const AttemptPath& attempts, RetryLoopOptions options) {
+  return std::make_unique<RetryLoop>(attempts, std::move(options));
 }
 
 }  // namespace outbound::http::internal

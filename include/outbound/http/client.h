@@ -14,10 +14,16 @@
 //   if (!resp) { switch (resp.error().kind()) { ... } }
 //   else if (resp->status == 200) { Use(resp->body); }
 //
-// Every call goes through, in order: the origin check (another origin fails
-// with kOriginRefused and nothing is dialled), redirects within the origin,
-// the retry loop, one record per attempt, the circuit breaker, the attempt
-// timeout, and the transport. Every wait runs on the Runtime's clock.
+// Every call is checked first (another origin fails with kOriginRefused and
+// nothing is dialled), then goes down the call layers, and each of its
+// attempts down the attempt layers, in this order (the optional ones only
+// when their settings ask for them):
+//
+//   call:    call middleware → rate limit → redirects → retry loop
+//   attempt: attempt span → breaker → attempt middleware → attempt timeout → fault injection →
+//   transport
+//
+// Every wait runs on the Runtime's clock.
 //
 // The response's body is read whole before the call returns (up to
 // Settings::max_response_bytes), or handed to the request's BodySink as it
@@ -36,6 +42,9 @@
 #include "outbound/runtime.h"
 
 namespace outbound::http {
+namespace internal {
+struct ClientPeer;  // the library's own tests' view of a client
+}  // namespace internal
 
 class Client final : public Sender {
  public:
@@ -86,6 +95,7 @@ class Client final : public Sender {
   struct Impl;
 
  private:
+  friend struct internal::ClientPeer;
   explicit Client(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -186,7 +186,7 @@ bool H1Exchange::ProduceUploadPiece(std::string& out) {
   if (chunked && *n > 0) out.append("\r\n");
   if (upload.done()) {
     if (chunked) out.append("0\r\n\r\n");
-    current_->attempt->BodySent(clock_.Now());
+    current_->attempt->RequestBodySent(clock_.Now());
     upload_buffer_.clear();
     upload_buffer_.shrink_to_fit();
   }
@@ -287,7 +287,7 @@ bool H1Exchange::Parse() {
         current_->response.body.reserve(static_cast<std::size_t>(*length));
       }
       current_->headers_done = true;
-      current_->attempt->HeadersArrived();
+      current_->attempt->HeadersArrived(clock_.Now());
       if (current_->Streams()) current_->attempt->BodyStreaming(clock_.Now());
       parser_->eager(true);
       head_read_.clear();

@@ -336,7 +336,7 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
         }
         exchange->response.body.reserve(static_cast<std::size_t>(*exchange->content_length));
       }
-      exchange->attempt->HeadersArrived();
+      exchange->attempt->HeadersArrived(self.clock_.Now());
       if (exchange->Streams()) exchange->attempt->BodyStreaming(self.clock_.Now());
     }
   }
@@ -472,7 +472,7 @@ ssize_t H2Session::ReadBody(nghttp2_session*, std::int32_t stream_id, std::uint8
     }
     if (exchange->upload->done()) {
       *flags |= NGHTTP2_DATA_FLAG_EOF;
-      exchange->attempt->BodySent(static_cast<H2Session*>(user)->clock_.Now());
+      exchange->attempt->RequestBodySent(static_cast<H2Session*>(user)->clock_.Now());
     }
     return static_cast<ssize_t>(*n);
   }

@@ -156,7 +156,7 @@ class NativeTransport final : public AttemptLayer,
       for (auto& [id, exchange] : exchanges_) live.push_back(exchange.get());
       for (Exchange* exchange : live) {
         if (exchange->connection != nullptr) exchange->connection->Abandon(*exchange);
-        Finish(*exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
+        End(*exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
       }
       while (!connections_.empty()) connections_.back()->Close("the client was destroyed");
       graveyard_.clear();
@@ -164,10 +164,12 @@ class NativeTransport final : public AttemptLayer,
     });
   }
 
+  std::string_view name() const override { return "transport"; }
+
   void Start(const std::shared_ptr<Attempt>& attempt) override {
-    // Cut on its way down: nothing is sent.
+    // Cancelled on its way down: nothing is sent.
     if (!attempt->Launch()) {
-      attempt->Complete(attempt->CutOutcome());
+      attempt->End(attempt->CancelledOutcome());
       return;
     }
     bool first;
@@ -180,7 +182,7 @@ class NativeTransport final : public AttemptLayer,
     if (first) loop_->Post([this] { TakeIncoming(); });
   }
 
-  // The transport ends attempts itself (Complete); nothing passes through.
+  // The transport ends attempts itself (End); nothing passes through.
   void Finish(Attempt&, AttemptOutcome&) override {}
 
   // With no call in flight, the pool's connections are closed once they
@@ -236,19 +238,18 @@ class NativeTransport final : public AttemptLayer,
     auto path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
     exchange.path = path_start == std::string::npos ? "/" : url.substr(path_start);
     exchanges_.emplace(exchange.id, std::move(owned));
-    if (stopped_)
-      return Finish(exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
+    if (stopped_) return End(exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
     std::weak_ptr<const char> alive = alive_;
     exchange.attempt->SetCanceller([this, alive, id = exchange.id] {
       loop_->Post([this, alive, id] {
-        if (alive.lock()) Cut(id);
+        if (alive.lock()) Cancel(id);
       });
     });
     if (network_.Resolve(origin_.host, origin_.port).kind == Route::Kind::kUnreachable) {
-      exchange.attempt->HandedOver(clock_.Now());  // dialled, as far as the dependency is concerned
-      return Finish(exchange, Failed(ErrorKind::kTransport,
-                                     origin_.host + ":" + std::to_string(origin_.port) +
-                                         " is not reachable on this network"));
+      exchange.attempt->Sent(clock_.Now());  // dialled, as far as the dependency is concerned
+      return End(exchange,
+                 Failed(ErrorKind::kTransport, origin_.host + ":" + std::to_string(origin_.port) +
+                                                   " is not reachable on this network"));
     }
     // In turn: a new attempt at the back, one sent back by a connection's
     // end at its old place (Attempt::queue_place), ahead of later ones.
@@ -276,20 +277,21 @@ class NativeTransport final : public AttemptLayer,
         if (connection == nullptr && !MayOpen()) break;
         queue_.pop_front();
         // The breaker that admitted it may have opened meanwhile.
-        if (exchange.attempt->still_admitted && !exchange.attempt->still_admitted()) {
-          Finish(exchange, Failed(ErrorKind::kRejected,
-                                  "the circuit breaker opened before the attempt was sent: "
-                                  "nothing was sent"));
+        const Admission* admission = exchange.attempt->admission;
+        if (admission != nullptr && !admission->StillAdmitted()) {
+          End(exchange, Failed(ErrorKind::kRejected,
+                               "the circuit breaker opened before the attempt was sent: "
+                               "nothing was sent"));
           continue;
         }
-        exchange.attempt->HandedOver(clock_.Now());
+        exchange.attempt->Sent(clock_.Now());
         bool opening = connection == nullptr;
         if (opening) connection = NewConnection();
         if (!connection->Carry(exchange)) {
           AttemptOutcome outcome =
               Failed(ErrorKind::kTransport, "the connection took no more requests");
           outcome.unprocessed = true;
-          Finish(exchange, std::move(outcome));
+          End(exchange, std::move(outcome));
           continue;
         }
         if (opening) Open(*connection);
@@ -361,9 +363,9 @@ class NativeTransport final : public AttemptLayer,
     return nullptr;
   }
 
-  // A layer above cut the attempt short: it has been answered already. On
+  // A layer above cancelled the attempt: it has been answered already. On
   // HTTP/2 its stream is reset; on HTTP/1.1 its connection is closed.
-  void Cut(std::uint64_t id) {
+  void Cancel(std::uint64_t id) {
     auto it = exchanges_.find(id);
     if (it == exchanges_.end()) return;
     Exchange& exchange = *it->second;
@@ -373,22 +375,22 @@ class NativeTransport final : public AttemptLayer,
                queued != queue_.end()) {
       queue_.erase(queued);
     }
-    Finish(exchange, exchange.attempt->CutOutcome());
+    End(exchange, exchange.attempt->CancelledOutcome());
   }
 
-  void Finish(Exchange& exchange, AttemptOutcome&& outcome) {
+  void End(Exchange& exchange, AttemptOutcome&& outcome) {
     auto node = exchanges_.extract(exchange.id);  // the exchange lives to the end of this
     std::shared_ptr<Attempt> attempt = std::move(exchange.attempt);
     // The layers above hear of this attempt (its breaker ticket is settled)
     // before the queue moves, so a breaker it opened stops the queued ones.
-    attempt->Complete(std::move(outcome));
+    attempt->End(std::move(outcome));
     Dispatch();
   }
 
   // --- What the connections tell ---
 
   void ExchangeEnded(Exchange& exchange, AttemptOutcome&& outcome) override {
-    Finish(exchange, std::move(outcome));
+    End(exchange, std::move(outcome));
   }
 
   void ConnectionHasRoom(Connection& connection) override {

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "attempt.h"
+
+#include <cassert>
+#include <string>
+#include <utility>
+
+namespace outbound::http::internal {
+
+void AttemptSlots::Make(std::byte* block) const {
+  for (const Kind& kind : kinds_) kind.make(block + kind.offset);
+}
+
+void AttemptSlots::Destroy(std::byte* block) const {
+  for (auto kind = kinds_.rbegin(); kind != kinds_.rend(); ++kind) {
+    kind->destroy(block + kind->offset);
+  }
+}
+
+void AttemptTimer::Arm(outbound::internal::TimeoutList& list, TimePoint at, Attempt& attempt,
+                       Fire fire, void* context) {
+  std::lock_guard lock(mu_);
+  if (armed_ || disarmed_) return;
+  armed_ = true;
+  list_ = &list;
+  attempt_ = &attempt;
+  fire_ = fire;
+  context_ = context;
+  list.Arm(*this, at);
+}
+
+void AttemptTimer::Disarm() {
+  {
+    std::lock_guard lock(mu_);
+    disarmed_ = true;
+    if (!std::exchange(armed_, false)) return;
+  }
+  // Outside the lock: Cancel waits for an expiry running on another
+  // thread, and that expiry may take the attempt's lock (Cancel).
+  list_->Cancel(*this);
+}
+
+void AttemptTimer::Expired() {
+  // Null when the attempt is being destroyed on another thread (which
+  // waits for this to return).
+  if (auto live = attempt_->weak_from_this().lock()) fire_(*live, context_);
+}
+
+Attempt::Attempt(const AttemptPath& path) : path_(path) {
+  std::size_t bytes = path.slots().size();
+  if (bytes <= kInlineSlotBytes) {
+    slots_ = inline_slots_;
+  } else {
+    heap_slots_ = std::make_unique<std::byte[]>(bytes);
+    slots_ = heap_slots_.get();
+  }
+  path.slots().Make(slots_);
+}
+
+Attempt::~Attempt() {
+  // The layers' timers first: their expiries may be running.
+  path_.slots().Destroy(slots_);
+  DisarmBodyTimer();
+}
+
+void Attempt::Begin() {
+  depth_ = 0;
+  path_.at(0).Start(shared_from_this());
+}
+
+void Attempt::Proceed(AttemptLayer& from) {
+  if (depth_ + 1 >= path_.size() || &path_.at(depth_) != &from) {
+    std::string what = std::string(from.name()) +
+                       " handed on an attempt it was not running, or past the transport";
+    path_.Misused(what);
+    AttemptOutcome outcome;
+    outcome.result = Fail(ErrorKind::kLocalResource, "internal error: " + what);
+    End(std::move(outcome));
+    return;
+  }
+  ++depth_;
+  proceeded_ = depth_;
+  path_.at(depth_).Start(shared_from_this());
+}
+
+bool Attempt::End(AttemptOutcome&& outcome) {
+  if (ended_.exchange(true)) return false;
+  // No event is being told now, and none will be.
+  { std::lock_guard lock(mu_); }
+  DisarmBodyTimer();  // the call's deadline holds again
+  for (std::size_t i = proceeded_.load(); i > 0; --i) path_.at(i - 1).Finish(*this, outcome);
+  std::shared_ptr<AttemptOwner> to = std::move(owner);
+  to->Ended(std::move(outcome));
+  return true;
+}
+
+bool Attempt::Launch() {
+  std::lock_guard lock(mu_);
+  launched_ = true;
+  return cancel_.load() == CancelReason::kNone;
+}
+
+void Attempt::Tell(AttemptEvent event, TimePoint now) {
+  std::size_t proceeded = proceeded_.load();
+  for (std::size_t i = 0; i < proceeded; ++i) path_.at(i).Heard(*this, event, now);
+}
+
+void Attempt::Sent(TimePoint now) {
+  std::lock_guard lock(mu_);
+  if (ended_.load() || cancel_.load() != CancelReason::kNone) return;
+  // Once: failure injection hands a delayed attempt over before the
+  // transport does.
+  if (sent_.exchange(true)) return;
+  call->attempts_sent.fetch_add(1, std::memory_order_relaxed);
+  if (headers_arrived_.load()) return;
+  // A streamed body may take longer to send than any answer takes to come
+  // (a 1 GiB upload): the wait for the headers starts once it has gone.
+  if (request->body_source && !body_sent_) return;  // RequestBodySent tells it
+  awaiting_told_ = true;
+  Tell(AttemptEvent::kAwaitingHeaders, now);
+}
+
+void Attempt::RequestBodySent(TimePoint now) {
+  std::lock_guard lock(mu_);
+  if (body_sent_) return;
+  body_sent_ = true;
+  if (!sent_.load() || ended_.load() || cancel_.load() != CancelReason::kNone ||
+      headers_arrived_.load() || awaiting_told_) {
+    return;
+  }
+  awaiting_told_ = true;
+  Tell(AttemptEvent::kAwaitingHeaders, now);
+}
+
+void Attempt::HeadersArrived(TimePoint now) {
+  if (headers_arrived_.exchange(true)) return;
+  // Not under mu_: a layer stops its timers here, and stopping one waits
+  // for an expiry that may be cancelling this attempt (which takes mu_).
+  // A layer may hear this after its Finish: stopping twice is harmless.
+  Tell(AttemptEvent::kHeaders, now);
+}
+
+void Attempt::SetCanceller(std::function<void()> canceller) {
+  std::unique_lock lock(mu_);
+  if (cancel_.load() != CancelReason::kNone) {
+    lock.unlock();
+    canceller();
+    return;
+  }
+  canceller_ = std::move(canceller);
+}
+
+void Attempt::Cancel(CancelReason reason) {
+  std::function<void()> canceller;
+  bool launched;
+  {
+    std::lock_guard lock(mu_);
+    CancelReason expected = CancelReason::kNone;
+    if (!cancel_.compare_exchange_strong(expected, reason)) return;
+    canceller = std::move(canceller_);
+    launched = launched_;
+  }
+  // The transport lets go of the attempt on its own thread, when it can;
+  // the layers above hear of the cancellation now.
+  if (canceller) canceller();
+  if (launched) End(CancelledOutcome());
+}
+
+AttemptOutcome Attempt::CancelledOutcome() const {
+  auto ms = [](Duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+  };
+  AttemptOutcome outcome;
+  outcome.body_failed = headers_arrived_.load();
+  switch (cancel_.load()) {
+    case CancelReason::kCancelled:
+      outcome.result = Fail(ErrorKind::kCancelled, "the caller cancelled the call");
+      break;
+    case CancelReason::kAttemptTimeout:
+      outcome.result =
+          Fail(ErrorKind::kDeadline,
+               "no response headers within the attempt timeout (" + ms(attempt_timeout) + "ms)");
+      break;
+    default:
+      if (body_timer_fired_.load()) {
+        outcome.result =
+            Fail(ErrorKind::kDeadline, "the body did not end within its body timeout (" +
+                                           ms(*call->body_timeout) + "ms)");
+      } else {
+        outcome.result = Fail(ErrorKind::kDeadline, "the call's deadline passed");
+      }
+      break;
+  }
+  return outcome;
+}
+
+void Attempt::BodyStreaming(TimePoint now) {
+  if (!call->body_timeout) return;
+  outbound::internal::TimeoutList* list = call->deadlines();
+  if (list == nullptr) return;
+  std::lock_guard lock(mu_);
+  if (ended_.load() || cancel_.load() != CancelReason::kNone || body_timer_armed_) return;
+  if (!call->HoldDeadline()) return;
+  body_timer_armed_ = true;
+  body_timeouts_ = list;
+  list->Arm(body_timer_, now + *call->body_timeout);
+}
+
+void Attempt::DisarmBodyTimer() {
+  {
+    std::lock_guard lock(mu_);
+    if (!body_timer_armed_) return;
+    body_timer_armed_ = false;
+  }
+  // Outside the lock, as for the layers' timers.
+  body_timeouts_->Cancel(body_timer_);
+  call->ReleaseDeadline();
+}
+
+void Attempt::BodyTimer::Expired() {
+  if (auto live = attempt.weak_from_this().lock()) {
+    live->body_timer_fired_ = true;
+    live->call->DeadlinePassed();
+  }
+}
+
+AttemptPath::AttemptPath(AttemptSlots slots, std::vector<std::unique_ptr<AttemptLayer>> layers,
+                         std::function<void(std::string_view)> misused)
+    : slots_(std::move(slots)), layers_(std::move(layers)), misused_(std::move(misused)) {}
+
+AttemptPath::~AttemptPath() {
+  while (!layers_.empty()) layers_.pop_back();
+}
+
+std::string AttemptPath::Describe() const {
+  std::string text;
+  for (const auto& layer : layers_) {
+    if (!text.empty()) text += " → ";
+    text += layer->name();
+  }
+  return text;
+}
+
+void AttemptPath::Misused(std::string_view what) const {
+  assert(false && "an attempt layer broke the attempt path's protocol");  // see `what`
+  if (misused_) misused_(what);
+}
+
+}  // namespace outbound::http::internal

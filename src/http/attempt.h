@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: Apache-2.0
+// One attempt on its way down the attempt layers and back (Attempt), the
+// interface every attempt layer implements (AttemptLayer), and the
+// client's list of them (AttemptPath).
+//
+// The list is the order. A layer hands the attempt on with
+// `attempt->Proceed(*this)`, which starts the next layer in the list (the
+// last one is the transport), or ends it with `attempt->End(outcome)`,
+// which hands the outcome back up through every layer that proceeded, the
+// lowest first, then to the attempt's owner (the retry loop).
+//
+// What a layer keeps for one attempt is its own: it declares a slot when
+// the client is made (`AttemptSlots::Declare<T>()`), and finds it in each
+// attempt (`attempt.slot(index)`). The attempt holds the slots and knows
+// nothing of what is in them.
+//
+// The transport tells the attempt what happens to it (sent, the request
+// body sent, the headers); the attempt tells each layer that proceeded
+// (`AttemptLayer::Heard`), so the attempt timeout and the breaker's
+// slow-call rule run their own timers without the transport knowing
+// either. Internal.
+#ifndef OUTBOUND_SRC_HTTP_ATTEMPT_H_
+#define OUTBOUND_SRC_HTTP_ATTEMPT_H_
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "call.h"
+#include "outbound/http/classify.h"
+#include "outbound/http/message.h"
+#include "outbound/http/settings.h"
+#include "outbound/internal/timeout_list.h"
+#include "outbound/telemetry/telemetry.h"
+
+namespace outbound::http::internal {
+
+// How one attempt ended, on its way up the layers.
+struct AttemptOutcome {
+  // Always replaced; short enough not to allocate.
+  Result<Response> result = Fail(ErrorKind::kTransport, "no attempt");
+  bool body_failed = false;                      // the error came after the headers
+  bool rejected = false;                         // the breaker said no: nothing was sent
+  std::optional<Classification> classification;  // set by the breaker layer
+  std::exception_ptr thrown;                     // the user's classify or policy threw
+  AttemptRecord record;                          // filled by the attempt span
+
+  // Set by the transport. The connection that carried the attempt (0: it
+  // never had one), and whether the error is that connection's end rather
+  // than this request's own: every attempt on a connection that drops ends
+  // at once, and the breaker counts that as one failure, not one per attempt.
+  std::uint64_t connection = 0;
+  bool connection_lost = false;
+  // The server refused the request without processing it (an HTTP/2
+  // stream refused on a connection that carried nothing before it): it is
+  // retried whatever its method, and is not the dependency's failure.
+  bool unprocessed = false;
+  // With `unprocessed`: the stream was left out by its connection's
+  // graceful end, a GOAWAY that kept earlier streams (a server rotating
+  // connections, as nginx does after keepalive_requests).
+  // That is no sign of load: it is sent again on a new connection without
+  // spending TransparentRetries, a bounded number of times per request.
+  bool connection_retired = false;
+  // Set by the transport: part of the body went to the call's BodySink.
+  // The attempt is then final, whatever classify says.
+  bool body_streamed = false;
+  // The transport knows that sending the request again cannot help (a TLS
+  // protocol refusal, a malformed response): the attempt is not retried.
+  bool cannot_improve = false;
+  // Set by the breaker layer: another attempt already counted this
+  // attempt's connection loss. It is retried at once, outside the budget
+  // and MaxAttempts (a few times per request), if it is safe to repeat.
+  bool collateral = false;
+  // Set by the attempt middleware layer: a middleware asks for the request
+  // to be sent once more at once (a refreshed credential).
+  bool repeat_once = false;
+};
+
+// Who starts attempts and hears how each ended: the retry loop.
+class AttemptOwner {
+ public:
+  virtual void Ended(AttemptOutcome&& outcome) = 0;
+
+ protected:
+  ~AttemptOwner() = default;
+};
+
+// What the layers hear of an attempt from the transport, once each.
+enum class AttemptEvent {
+  // The dependency now owes the attempt its headers: it was handed to a
+  // connection and its whole request body has gone (a streamed body may
+  // take longer to send than any answer takes to come). Header timers
+  // start here.
+  kAwaitingHeaders,
+  // The response's headers arrived. Header timers stop here.
+  kHeaders,
+};
+
+// The per-attempt state the layers of a client declare: one block in each
+// attempt, laid out once when the client is made. Not thread-safe while
+// declaring (the client's constructor); read-only afterwards.
+class AttemptSlots {
+ public:
+  template <typename T>
+  struct Index {
+    std::size_t offset;
+  };
+
+  // A slot of type T (default-constructible) in every attempt, made when
+  // the attempt is and destroyed with it.
+  template <typename T>
+  Index<T> Declare() {
+    static_assert(alignof(T) <= alignof(std::max_align_t));
+    std::size_t offset = (size_ + alignof(T) - 1) / alignof(T) * alignof(T);
+    size_ = offset + sizeof(T);
+    kinds_.push_back(
+        {offset, [](void* at) { new (at) T(); }, [](void* at) { static_cast<T*>(at)->~T(); }});
+    return {offset};
+  }
+
+  std::size_t size() const { return size_; }
+  void Make(std::byte* block) const;
+  void Destroy(std::byte* block) const;
+
+ private:
+  struct Kind {
+    std::size_t offset;
+    void (*make)(void*);
+    void (*destroy)(void*);
+  };
+  std::vector<Kind> kinds_;
+  std::size_t size_ = 0;
+};
+
+class Attempt;
+class AttemptPath;
+
+// The breaker's last word before the transport sends an attempt that
+// waited in its queue: false when the breaker that admitted it has opened
+// meanwhile, so it is failed as rejected and nothing is sent.
+class Admission {
+ public:
+  virtual bool StillAdmitted() const = 0;
+
+ protected:
+  ~Admission() = default;
+};
+
+class AttemptLayer {
+ public:
+  virtual ~AttemptLayer() = default;
+  // The layer's name as the docs write the order ("attempt timeout").
+  virtual std::string_view name() const = 0;
+  // Starts one attempt: does this layer's part, then either hands it on
+  // (`attempt->Proceed(*this)`) or ends it here (`attempt->End(...)`).
+  virtual void Start(const std::shared_ptr<Attempt>& attempt) = 0;
+  // The attempt this layer handed on has ended: this layer's part of its
+  // outcome. Once per Proceed, on any thread.
+  virtual void Finish(Attempt& attempt, AttemptOutcome& outcome) = 0;
+  // What the transport says of the attempt this layer handed on, on the
+  // transport's thread. kAwaitingHeaders comes under the attempt's lock and
+  // never after the attempt ended: arm a timer, no more. kHeaders comes
+  // without the lock, and may come after Finish: disarm, no more.
+  virtual void Heard(Attempt& /*attempt*/, AttemptEvent /*event*/, TimePoint /*now*/) {}
+};
+
+// A timer a layer keeps in its slot for one attempt: armed at most once,
+// and once Disarm returns its expiry is not running and never will.
+// Expiry runs on the clock's thread with the attempt alive.
+class AttemptTimer final : outbound::internal::TimeoutList::Entry {
+ public:
+  using Fire = void (*)(Attempt& attempt, void* context);
+
+  AttemptTimer() = default;
+  ~AttemptTimer() override { Disarm(); }
+
+  // Arms the timer on `list` for `at`, unless it was disarmed before.
+  void Arm(outbound::internal::TimeoutList& list, TimePoint at, Attempt& attempt, Fire fire,
+           void* context);
+  void Disarm();
+
+ private:
+  void Expired() override;
+
+  std::mutex mu_;
+  bool armed_ = false;     // guarded by mu_
+  bool disarmed_ = false;  // guarded by mu_: a later Arm does nothing
+  outbound::internal::TimeoutList* list_ = nullptr;
+  Attempt* attempt_ = nullptr;
+  Fire fire_ = nullptr;
+  void* context_ = nullptr;
+};
+
+// One attempt: one request sent; one response or error back.
+class Attempt : public std::enable_shared_from_this<Attempt> {
+ public:
+  // An attempt down `path`, with a slot for each layer that declared one.
+  explicit Attempt(const AttemptPath& path);
+  ~Attempt();
+  Attempt(const Attempt&) = delete;
+  Attempt& operator=(const Attempt&) = delete;
+
+  // What is sent, shared by every attempt of the request (not copied).
+  std::shared_ptr<const CallRequest> request;
+  int number = 1;        // within its request
+  int resend_count = 0;  // within the whole call
+  // The attempt repeats the one before at a middleware's request.
+  bool repeat = false;
+  // Its place in the transport's queue: 0 until a transport queues it. An
+  // attempt sent again at once because the one before was left out
+  // (unprocessed, or taken down with its connection) inherits its place,
+  // so requests a connection's end sends back keep their turn ahead of
+  // later ones (fair through connection rotations).
+  std::uint64_t queue_place = 0;
+  std::shared_ptr<CallState> call;
+  // Who hears how the attempt ended, after the layers.
+  std::shared_ptr<AttemptOwner> owner;
+
+  // When the attempt started, on the client's clock: set by its owner as it
+  // starts it; the layers on the way down take it as their "now".
+  TimePoint started{};
+  // Set by the breaker layer: asked by the transport before it sends an
+  // attempt that waited in its queue. Null means always admitted.
+  const Admission* admission = nullptr;
+  // The attempt's span while it is recorded (null when tracing is off),
+  // and the trace context headers the transport sends with it
+  // (`traceparent`, `tracestate`, `baggage`), each in place of the
+  // request's own header of that name: what the exchange carries, set by
+  // the attempt span layer.
+  std::unique_ptr<telemetry::Span> span;
+  Headers trace_headers;
+  // The trace context this attempt runs in: its span's, or the caller's.
+  const telemetry::SpanContext& trace_context() const {
+    return span != nullptr ? span->context() : call->parent;
+  }
+
+  // A layer's slot in this attempt.
+  template <typename T>
+  T& slot(AttemptSlots::Index<T> index) {
+    return *std::launder(reinterpret_cast<T*>(slots_ + index.offset));
+  }
+
+  // Starts the attempt at the path's first layer. Once.
+  void Begin();
+  // The layer now running hands the attempt to the next one in the path.
+  // Once per layer; a layer that is not the one running is a bug (see
+  // AttemptPath).
+  void Proceed(AttemptLayer& from);
+  // Ends the attempt: each layer that proceeded hears it in its Finish,
+  // the lowest first, then the owner. The first end wins, on any thread; a
+  // later one (a transport ending an attempt that was cancelled meanwhile)
+  // does nothing and returns false.
+  bool End(AttemptOutcome&& outcome);
+
+  // The transport has the attempt: every layer above has proceeded. From
+  // here on a cancellation ends the attempt at once, on the thread that
+  // cancels it, whatever the transport is doing, so a call's deadline
+  // answers its caller even while its transport is busy or stuck. Returns
+  // false if the attempt was cancelled before: the transport then sends
+  // nothing and ends it with CancelledOutcome().
+  [[nodiscard]] bool Launch();
+
+  // The transport's news, each once; thread-safe. Sent: the attempt is
+  // handed to a connection and counts as sent (Error::attempts); time in
+  // the client's own queue before it is not the dependency's.
+  void Sent(TimePoint now);
+  bool sent() const { return sent_.load(); }
+  // The whole of a streamed request body (Request::StreamBodyFrom) went.
+  void RequestBodySent(TimePoint now);
+  // The response's headers arrived.
+  void HeadersArrived(TimePoint now);
+  bool headers_arrived() const { return headers_arrived_.load(); }
+  // The headers of the call's 2xx answer arrived and its body goes to the
+  // call's sink. With a body timeout (WithBodyTimeout) the body has that
+  // long from `now`, and the call's deadline waits until the attempt ends.
+  void BodyStreaming(TimePoint now);
+
+  // Cancelling: the transport says how; layers above say when. Both
+  // thread-safe; the canceller runs at most once, at Cancel or at
+  // SetCanceller if the attempt was cancelled already.
+  void SetCanceller(std::function<void()> canceller);
+  void Cancel(CancelReason reason);
+  CancelReason cancel_reason() const { return cancel_.load(); }
+  // How an attempt cancelled for `cancel_reason()` ends. The attempt
+  // timeout's length, for its message, when it is the reason.
+  AttemptOutcome CancelledOutcome() const;
+  // Set by the attempt timeout layer, for CancelledOutcome's message.
+  Duration attempt_timeout{0};
+
+ private:
+  // Tells each layer that proceeded.
+  void Tell(AttemptEvent event, TimePoint now);
+  void DisarmBodyTimer();
+
+  const AttemptPath& path_;
+  std::size_t depth_ = 0;  // layers that proceeded; the one running is at depth_
+  // The same, as the events and End read it, on any thread (a delayed
+  // fault proceeds on the clock's thread while a cancellation ends it).
+  std::atomic<std::size_t> proceeded_{0};
+
+  std::mutex mu_;
+  std::atomic<CancelReason> cancel_{CancelReason::kNone};
+  std::atomic<bool> ended_{false};
+  bool launched_ = false;  // guarded by mu_
+  std::function<void()> canceller_;
+  bool body_sent_ = false;      // guarded by mu_
+  bool awaiting_told_ = false;  // guarded by mu_
+  std::atomic<bool> headers_arrived_{false};
+  std::atomic<bool> sent_{false};
+
+  struct BodyTimer final : outbound::internal::TimeoutList::Entry {
+    explicit BodyTimer(Attempt& a) : attempt(a) {}
+    void Expired() override;
+    Attempt& attempt;
+  };
+  BodyTimer body_timer_{*this};
+  outbound::internal::TimeoutList* body_timeouts_ = nullptr;
+  bool body_timer_armed_ = false;  // guarded by mu_
+  std::atomic<bool> body_timer_fired_{false};
+
+  // The layers' slots: inline when they fit, as they do for the client's
+  // own layers.
+  static constexpr std::size_t kInlineSlotBytes = 320;
+  alignas(std::max_align_t) std::byte inline_slots_[kInlineSlotBytes];
+  std::unique_ptr<std::byte[]> heap_slots_;
+  std::byte* slots_;
+};
+
+// The attempt layers of one client, top to bottom, the transport last:
+// the order is this list. A layer that breaks the protocol (proceeding
+// when it is not the one running, or past the transport) is a bug: a
+// debug build stops on it; a release build reports it to `misused` and
+// ends the attempt with kLocalResource (not the dependency's failure: the
+// breaker does not count it and it is not retried).
+class AttemptPath {
+ public:
+  AttemptPath(AttemptSlots slots, std::vector<std::unique_ptr<AttemptLayer>> layers,
+              std::function<void(std::string_view what)> misused);
+  // The layers go bottom first (the transport first of all): attempts
+  // still in flight hear of their end from the layers below while the
+  // ones above still exist.
+  ~AttemptPath();
+  AttemptPath(const AttemptPath&) = delete;
+  AttemptPath& operator=(const AttemptPath&) = delete;
+
+  std::size_t size() const { return layers_.size(); }
+  AttemptLayer& at(std::size_t i) const { return *layers_[i]; }
+  const AttemptSlots& slots() const { return slots_; }
+  // "attempt span → breaker → attempt timeout → transport"
+  std::string Describe() const;
+  void Misused(std::string_view what) const;
+
+ private:
+  AttemptSlots slots_;
+  std::vector<std::unique_ptr<AttemptLayer>> layers_;
+  std::function<void(std::string_view)> misused_;
+};
+
+}  // namespace outbound::http::internal
+
+#endif  // OUTBOUND_SRC_HTTP_ATTEMPT_H_

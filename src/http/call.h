@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: Apache-2.0
+// One call on its way down the call layers and back (CallState), the
+// interface every call layer implements (CallLayer), and the client's list
+// of them (CallPath). The list is the order: a layer hands the call on with
+// `call->Proceed(*this)`, which starts the next layer in the list, and ends
+// it with `call->End(outcome)`, which hands the outcome back up through
+// every layer that proceeded, the lowest first. Internal.
+#ifndef OUTBOUND_SRC_HTTP_CALL_H_
+#define OUTBOUND_SRC_HTTP_CALL_H_
+
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fault.h"
+#include "outbound/context.h"
+#include "outbound/http/message.h"
+#include "outbound/internal/timeout_list.h"
+#include "outbound/telemetry/telemetry.h"
+
+namespace outbound::http::internal {
+
+// Why an attempt or a call was cancelled: one verb, "cancel", for every
+// way of stopping one; this says who asked.
+enum class CancelReason { kNone, kAttemptTimeout, kDeadline, kCancelled };
+
+// What a call's deadline or its caller's cancellation stops: the request
+// the call is on (its retry loop, or a rate limit's wait).
+class Cancellable {
+ public:
+  virtual void Cancel(CancelReason reason) = 0;
+
+ protected:
+  ~Cancellable() = default;
+};
+
+// One request of a call: its method, absolute URL and headers, validated.
+struct CallRequest {
+  std::string method;
+  std::string url;
+  Headers headers;
+  std::string body;
+  bool replayable = true;
+  // Set: the body is read from it as it is sent (Request::StreamBodyFrom),
+  // and `body` is empty.
+  BodySource body_source;
+  // The call asked for a gzip answer (Settings::gzip): the transport
+  // decodes a gzip-coded body.
+  bool decode_gzip = false;
+};
+
+// How a call ended: a result, or the user's own exception.
+struct CallOutcome {
+  Result<Response> result = Fail(ErrorKind::kCancelled, "call not made");
+  std::exception_ptr thrown;
+};
+
+class CallLayer;
+class CallPath;
+
+// One call: what it shares across its attempts and redirects (its
+// deadline, whether the caller gave up), and its way down the call path.
+class CallState : public std::enable_shared_from_this<CallState> {
+ public:
+  CallState(TimePoint deadline, std::shared_ptr<outbound::internal::CancelState> cancel)
+      : deadline_(deadline), caller_cancel_(std::move(cancel)) {}
+  ~CallState();
+
+  // Arms the deadline (on `deadlines`, which outlives the call) and the
+  // caller's cancellation, once per call. The CallState must be owned by a
+  // shared_ptr.
+  void Arm(outbound::internal::TimeoutList& deadlines);
+  // Who is cancelled when either fires: once, with kDeadline or
+  // kCancelled; at once if that already happened. Each request of the call
+  // (a redirect is a new one) sets itself.
+  void SetCancelTarget(const std::weak_ptr<Cancellable>& target);
+  // Disarms both, once the call is over.
+  void Disarm();
+  // Ends the call as if the caller cancelled it (the client is going away).
+  void Cancel() { Stop(CancelReason::kCancelled); }
+
+  TimePoint deadline() const { return deadline_; }
+  bool deadline_passed() const { return reason_.load() == CancelReason::kDeadline; }
+  // The list the call's deadline is armed on (null before Arm).
+  outbound::internal::TimeoutList* deadlines() const { return deadlines_; }
+  // While held, the call's deadline passing ends nothing: an attempt whose
+  // body has a timer of its own (Request::WithBodyTimeout) holds it. A
+  // deadline that passed meanwhile ends the call at the release. Hold is
+  // false if the call is ending already. Thread-safe.
+  bool HoldDeadline();
+  void ReleaseDeadline();
+  // Ends the call as its deadline passing would (a body timer ran out).
+  void DeadlinePassed() { Stop(CancelReason::kDeadline); }
+  bool cancelled() const { return reason_.load() == CancelReason::kCancelled; }
+  // Attempts started so far by the whole call, redirects included.
+  std::atomic<int> attempts{0};
+  // Attempts handed to a connection so far: what Error::attempts reports.
+  std::atomic<int> attempts_sent{0};
+
+  // The fields below belong to the call's way through the layers: one
+  // request at a time, so one thread at a time touches them.
+
+  // The request the call is on; a redirect is a new one.
+  std::shared_ptr<const CallRequest> request;
+  // Who hears how the call ended, after the layers: the client.
+  std::function<void(CallOutcome&&)> done;
+  // Redirects: the redirects followed so far.
+  int redirects = 0;
+  // The fault the call's scenario injects into this client's attempts
+  // (only read when the client's faults are on).
+  std::optional<InjectedFault> fault;
+  // Where the body of the call's 2xx answer goes as it arrives (empty: into
+  // Response::body). Called by the transport, on its loop thread only.
+  BodySink body_sink;
+  // The streamed body's own bound, from its headers (WithBodyTimeout).
+  std::optional<Duration> body_timeout;
+  // Retry loop: an attempt was repeated at a middleware's request (once
+  // per call).
+  bool repeated = false;
+
+  // The caller's trace context (invalid when none): each attempt's span is
+  // its child. And the caller's baggage as a header value ("" when none).
+  telemetry::SpanContext parent;
+  std::string baggage;
+  // AttemptSpan: when the caller gave no trace, the trace its first
+  // attempt started, so every attempt of the call is in one trace.
+  telemetry::SpanContext own_trace;
+
+  // Starts the call down `path`, at its first layer. Once per call.
+  void Begin(const CallPath& path);
+  // The layer now running hands the call's request to the next layer. A
+  // layer may proceed once for each time it was started (a redirect is a
+  // new request: the redirects layer proceeds again from its Finish).
+  void Proceed(CallLayer& from);
+  // Ends the call's request: each layer that proceeded hears it in its
+  // Finish, the lowest first, and unless one took the call on, `done`.
+  void End(CallOutcome&& outcome);
+
+ private:
+  void Stop(CancelReason reason);
+
+  struct DeadlineEntry final : outbound::internal::TimeoutList::Entry {
+    explicit DeadlineEntry(CallState& c) : call(c) {}
+    void Expired() override;
+    CallState& call;
+  };
+
+  const CallPath* path_ = nullptr;
+  std::size_t depth_ = 0;   // layers that proceeded; the one running is path_[depth_]
+  bool in_flight_ = false;  // between Begin or Proceed and End
+
+  TimePoint deadline_;
+  std::shared_ptr<outbound::internal::CancelState> caller_cancel_;
+  std::atomic<CancelReason> reason_{CancelReason::kNone};
+  std::mutex mu_;
+  std::weak_ptr<Cancellable> cancel_target_;
+  bool deadline_held_ = false;    // guarded by mu_
+  bool deadline_missed_ = false;  // guarded by mu_
+  DeadlineEntry deadline_entry_{*this};
+  outbound::internal::TimeoutList* deadlines_ = nullptr;
+  std::atomic<bool> disarmed_{false};
+  int cancel_id_ = -1;
+};
+
+class CallLayer {
+ public:
+  virtual ~CallLayer() = default;
+  // The layer's name as the docs write the order ("retry loop").
+  virtual std::string_view name() const = 0;
+  // Sends the request the call is on (`call->request`): does this layer's
+  // part, then either hands it on (`call->Proceed(*this)`) or ends it here
+  // (`call->End(...)`).
+  virtual void Send(const std::shared_ptr<CallState>& call) = 0;
+  // The request this layer handed on has ended: this layer's part of its
+  // outcome. Returns false if the layer took the call on instead (it sent
+  // another request of it): the outcome then goes no further up.
+  virtual bool Finish(CallState& call, CallOutcome& outcome) = 0;
+};
+
+// The call layers of one client, top to bottom: the order is this list.
+// A layer that breaks the protocol (proceeding when it is not the one
+// running, or ending a call twice) is a bug: a debug build stops on it
+// with the layer's name; a release build reports it to `misused` and ends
+// the call with kLocalResource.
+class CallPath {
+ public:
+  CallPath(std::vector<std::unique_ptr<CallLayer>> layers,
+           std::function<void(std::string_view what)> misused);
+  // The layers go bottom first: a call still in flight hears of its end
+  // from the layers below while the ones above still exist.
+  ~CallPath();
+  CallPath(const CallPath&) = delete;
+  CallPath& operator=(const CallPath&) = delete;
+
+  std::size_t size() const { return layers_.size(); }
+  CallLayer& at(std::size_t i) const { return *layers_[i]; }
+  // "call middleware → rate limit → redirects → retry loop"
+  std::string Describe() const;
+  void Misused(std::string_view what) const;
+
+ private:
+  std::vector<std::unique_ptr<CallLayer>> layers_;
+  std::function<void(std::string_view)> misused_;
+};
+
+}  // namespace outbound::http::internal
+
+#endif  // OUTBOUND_SRC_HTTP_CALL_H_
