@@ -17,6 +17,7 @@
 #define OUTBOUND_RUNTIME_H_
 
 #include "outbound/clock.h"
+#include "outbound/http/transport.h"
 #include "outbound/network.h"
 #include "outbound/random.h"
 #include "outbound/telemetry/telemetry.h"
@@ -31,9 +32,13 @@ struct Runtime {
   // Failure injection (docs/failure-injection.md) for every HTTP client
   // built on this Runtime, as if each had Settings::faults.enabled: one
   // switch for a whole process. Off by default; a client's own setting
-  // turns it on for that client alone. (The gRPC client has no injection
-  // point yet.)
+  // turns it on for that client alone. (The gRPC client has its own
+  // injection point, "grpc:<host>:<port>": docs/failure-injection.md.)
   bool inject_faults = false;
+  // What carries the HTTP clients' attempts: null for the library's own
+  // transport over `network`; a testing::FakeTransport in a test that
+  // scripts exchanges with no socket (outbound/http/transport.h).
+  http::Transport* transport = nullptr;
 };
 
 }  // namespace outbound

@@ -12,6 +12,7 @@
 #include "origin.h"
 #include "request_check.h"
 #include "transport/pool.h"
+#include "transport_spec.h"
 
 namespace outbound::http {
 namespace {
@@ -82,7 +83,7 @@ struct Client::Impl {
     (call.prev != nullptr ? call.prev->next : live) = call.next;
     if (call.next != nullptr) call.next->prev = call.prev;
     live_count.fetch_sub(1, std::memory_order_relaxed);
-    if (live == nullptr) pool->ClientIdle(runtime.clock->Now());
+    if (live == nullptr && pool != nullptr) pool->ClientIdle(runtime.clock->Now());
     idle.notify_all();
   }
 
@@ -151,7 +152,13 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   auto impl = std::make_unique<Impl>(runtime, std::move(settings), parsed->origin);
   Impl& c = *impl;
 
-  auto transport = internal::MakeNativeTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool);
+  // The library's own transport, unless the Runtime gives another (a
+  // test's FakeTransport).
+  Result<std::unique_ptr<internal::AttemptLayer>> transport =
+      c.runtime.transport != nullptr
+          ? Result<std::unique_ptr<internal::AttemptLayer>>(
+                c.runtime.transport->CarryFor({c.runtime, c.settings, c.origin}))
+          : internal::MakeNativeTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool);
   if (!transport) return tl::unexpected(transport.error());
   Clock& clock = *c.runtime.clock;
   const Settings& s = c.settings;
@@ -188,7 +195,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
                                             c.AttemptObservers(), &c.telemetry, &c.transparent}));
   c.calls = std::make_unique<internal::CallPath>(std::move(call_layers), misused);
 
-  c.pool->CountCallsWith(c.live_count);
+  if (c.pool != nullptr) c.pool->CountCallsWith(c.live_count);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 

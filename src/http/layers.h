@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The layers the client's call path is made of, each in a file of its
 // name, and what they share. A call goes down the call layers, then each
-// of its attempts down the attempt layers, in the order client.cc writes
-// once (kCallLayers, kAttemptLayers in call_path.h):
+// of its attempts down the attempt layers, in the order Client::Create
+// (client.cc) writes once:
 //
 //   call:    call middleware → rate limit → redirects → retry loop
-//   attempt: attempt span → breaker → attempt middleware → attempt timeout → fault injection →
-//   transport
+//   attempt: attempt span → breaker → attempt middleware → attempt timeout
+//            → fault injection → transport
 //
 // Everything is asynchronous: a layer starts the next one and is called
 // back, on the transport's event-loop thread or on the clock's timer

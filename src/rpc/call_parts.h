@@ -183,16 +183,16 @@ inline gpr_timespec Remaining(const Clock& clock, TimePoint until) {
 class AttemptContext final : public outbound::internal::TimeoutList::Entry,
                              public std::enable_shared_from_this<AttemptContext> {
  public:
-  // `deadlines` runs in real time (SystemClock), as gRPC's clock does;
+  // `deadlines` runs on `grpc_clock`, the real time gRPC's clock reads;
   // `remaining` is what is left of the attempt's deadline, none for none.
   static std::shared_ptr<AttemptContext> Make(
-      const std::shared_ptr<outbound::internal::TimeoutList>& deadlines,
+      const std::shared_ptr<outbound::internal::TimeoutList>& deadlines, Clock& grpc_clock,
       std::optional<Duration> remaining) {
     auto context = std::make_shared<AttemptContext>(Private{});
     if (!remaining) return context;
     context->grpc_.set_deadline(Timespan(*remaining));
     context->deadlines_ = deadlines;
-    deadlines->Arm(*context, SystemClock().Now() + std::max(*remaining, Duration::zero()));
+    deadlines->Arm(*context, grpc_clock.Now() + std::max(*remaining, Duration::zero()));
     return context;
   }
 

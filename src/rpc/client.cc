@@ -140,7 +140,7 @@ std::shared_ptr<AttemptContext> Client::Impl::NewContext(const AttemptState& att
                                                          const Context& context) {
   std::optional<Duration> remaining;
   if (attempt.deadline) remaining = *attempt.deadline - runtime.clock->Now();
-  auto attempt_context = AttemptContext::Make(deadlines, remaining);
+  auto attempt_context = AttemptContext::Make(deadlines, grpc_clock, remaining);
   grpc::ClientContext* cc = &attempt_context->grpc();
   // The attempt's trace context: its own span's, or the caller's.
   const telemetry::SpanContext* trace = attempt.span ? &attempt.span->context() : &context.trace;

@@ -191,11 +191,16 @@ struct Client::Impl {
   retry::Budget budget;
   retry::Retrier retrier;
   circuit::Breaker breaker;
-  // The attempts' deadlines, in real time (gRPC's own deadline checks are
+  // grpc++ runs every deadline on its own real clock, whatever the
+  // Runtime's clock is, so the attempts' deadlines here run in real time:
+  // the library's one use of the real clock outside it, which goes when
+  // the gRPC client moves onto the library's own HTTP/2 transport.
+  Clock& grpc_clock = SystemClock();
+  // The attempts' deadlines, on grpc_clock (gRPC's own deadline checks are
   // off: see AttemptContext). Shared with every attempt's context, which
   // may outlive the client (a cancel hook of the caller's holds one).
   std::shared_ptr<outbound::internal::TimeoutList> deadlines =
-      std::make_shared<outbound::internal::TimeoutList>(SystemClock());
+      std::make_shared<outbound::internal::TimeoutList>(grpc_clock);
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<grpc::GenericStub> stub;
   std::shared_ptr<telemetry::Histogram> call_duration;

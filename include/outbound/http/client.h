@@ -20,8 +20,8 @@
 // when their settings ask for them):
 //
 //   call:    call middleware → rate limit → redirects → retry loop
-//   attempt: attempt span → breaker → attempt middleware → attempt timeout → fault injection →
-//   transport
+//   attempt: attempt span → breaker → attempt middleware → attempt timeout
+//            → fault injection → transport
 //
 // Every wait runs on the Runtime's clock.
 //

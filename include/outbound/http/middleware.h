@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // outbound/http/middleware.h
 //
-// A user's own layers in a client's call path, at two levels:
+// A user's own layers in a client's call path, at two levels: call
+// middleware (Settings::call_middleware, in the order given, once per
+// call) and attempt middleware (Settings::attempt_middleware, in the order
+// given, once per attempt the breaker admitted). In the client's order:
 //
-//   caller
-//     -> call middleware, in the order given       (once per call)
-//     -> redirects -> retry loop
-//       -> attempt span -> breaker
-//         -> attempt middleware, in the order given (once per attempt)
-//           -> attempt timeout -> transport
+//   call:    call middleware → rate limit → redirects → retry loop
+//   attempt: attempt span → breaker → attempt middleware → attempt timeout
+//            → fault injection → transport
 //
 // A call middleware sees the call once, before its retries and redirects
 // (a cache, a call-level log, shaping the request). An attempt middleware

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: Apache-2.0
+// The kit's FakeTransport: the last attempt layer of a client, answering
+// each attempt with the test's handler, in the Runtime's time.
+#include "outbound/testing/fake_transport.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "../http/attempt.h"
+#include "../http/transport_spec.h"
+
+namespace outbound::testing {
+
+using http::internal::Attempt;
+using http::internal::AttemptLayer;
+using http::internal::AttemptOutcome;
+
+struct FakeTransport::State {
+  State(Clock& c, Handler h) : clock(c), handler(std::move(h)) {}
+  Clock& clock;
+  const Handler handler;
+  mutable std::mutex mu;
+  std::vector<ServerRequest> requests;  // guarded by mu
+  std::atomic<int> cancelled{0};
+  std::atomic<std::uint64_t> connections{0};
+};
+
+namespace {
+
+AttemptOutcome Failed(ErrorKind kind, std::string message) {
+  AttemptOutcome outcome;
+  outcome.result = Fail(kind, std::move(message));
+  return outcome;
+}
+
+std::string Lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+// One exchange in flight: the attempt, its reply, and the timer of its
+// next step. The attempt keeps it (its canceller holds it) and it does not
+// keep the attempt: the client holds an attempt while it is in flight.
+class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
+ public:
+  FakeExchange(std::shared_ptr<FakeTransport::State> state, std::shared_ptr<Attempt> attempt,
+               Reply reply, std::size_t max_body)
+      : state_(std::move(state)),
+        attempt_(attempt),
+        reply_(std::move(reply)),
+        max_body_(max_body) {}
+
+  void Run(Attempt& attempt) {
+    attempt.SetCanceller([self = shared_from_this()] { self->Cancelled(); });
+    if (reply_.header_delay > Duration::zero()) {
+      return After(reply_.header_delay, [](FakeExchange& self) { self.Head(); });
+    }
+    Head();
+  }
+
+ private:
+  using Step = void (*)(FakeExchange&);
+
+  void After(Duration delay, Step step) {
+    std::lock_guard lock(mu_);
+    if (done_) return;
+    std::weak_ptr<FakeExchange> weak = weak_from_this();
+    timer_ = state_->clock.ScheduleAfter(delay, [weak, step] {
+      auto self = weak.lock();
+      if (self && !self->ended()) step(*self);
+    });
+  }
+
+  void Cancelled() {
+    {
+      std::lock_guard lock(mu_);
+      if (done_) return;
+      done_ = true;
+      timer_.Cancel();
+    }
+    state_->cancelled.fetch_add(1);
+  }
+
+  bool ended() {
+    std::lock_guard lock(mu_);
+    return done_;
+  }
+
+  bool Finished() {
+    std::lock_guard lock(mu_);
+    return std::exchange(done_, true);
+  }
+
+  void End(AttemptOutcome&& outcome) {
+    if (Finished()) return;
+    if (auto attempt = attempt_.lock()) attempt->End(std::move(outcome));
+  }
+
+  // What comes before the headers, then the headers.
+  void Head() {
+    using B = Reply::Behaviour;
+    switch (reply_.behaviour) {
+      case B::kHang:
+        return;  // until the client cancels
+      case B::kCloseBeforeHeaders:
+      case B::kResetConnection: {
+        AttemptOutcome outcome = Failed(ErrorKind::kTransport, "the connection was lost");
+        outcome.connection = state_->connections.fetch_add(1) + 1;
+        outcome.connection_lost = true;
+        return End(std::move(outcome));
+      }
+      case B::kResetBeforeHeaders: {
+        if (reply_.rst_code == 7) {  // REFUSED_STREAM: the server did nothing with it
+          AttemptOutcome outcome = Failed(ErrorKind::kTransport, "the stream was refused");
+          outcome.unprocessed = true;
+          return End(std::move(outcome));
+        }
+        return End(Failed(ErrorKind::kTransport,
+                          "the stream was reset (code " + std::to_string(reply_.rst_code) + ")"));
+      }
+      case B::kFrames:
+        return End(Failed(ErrorKind::kInvalidRequest,
+                          "a FakeTransport cannot write raw HTTP/2 frames: use a FakeServer"));
+      default:
+        break;
+    }
+    if (reply_.status_line) {
+      return End(Failed(ErrorKind::kInvalidRequest,
+                        "a FakeTransport cannot write a status line: use a FakeServer"));
+    }
+    response_.status = reply_.status;
+    response_.version = "2";
+    for (const auto& [name, value] : reply_.headers) response_.headers.Add(name, value);
+    response_.received_at = state_->clock.WallNow();
+    std::shared_ptr<Attempt> attempt = attempt_.lock();
+    if (!attempt) return;
+    TimePoint now = state_->clock.Now();
+    attempt->HeadersArrived(now);
+    sink_ = attempt->call->body_sink ? &attempt->call->body_sink : nullptr;
+    streams_ = sink_ != nullptr && response_.successful();
+    if (streams_) attempt->BodyStreaming(now);
+    Body();
+  }
+
+  // The body, as the reply says.
+  void Body() {
+    using B = Reply::Behaviour;
+    const std::string& body = reply_.body;
+    switch (reply_.behaviour) {
+      case B::kTrickle:
+        return Trickle();
+      case B::kStall:
+        Take(std::string_view(body).substr(0, reply_.cut_after));
+        return;  // nothing more, until the client cancels
+      case B::kResetMidBody:
+      case B::kShortBody:
+      case B::kTruncateChunked: {
+        if (!Take(std::string_view(body).substr(0, reply_.cut_after))) return;
+        AttemptOutcome outcome = Failed(ErrorKind::kTransport, "the body ended early");
+        outcome.body_failed = true;
+        outcome.body_streamed = streamed_;
+        return End(std::move(outcome));
+      }
+      default:
+        if (!Take(body)) return;
+        return Done();
+    }
+  }
+
+  void Trickle() {
+    std::size_t piece = std::max<std::size_t>(reply_.trickle_bytes, 1);
+    std::string_view rest = std::string_view(reply_.body).substr(sent_);
+    if (!Take(rest.substr(0, piece))) return;
+    sent_ += std::min(piece, rest.size());
+    if (sent_ >= reply_.body.size()) return Done();
+    After(reply_.trickle_every, [](FakeExchange& self) { self.Trickle(); });
+  }
+
+  // A piece of the body: to the call's sink, or into the response within
+  // the client's limit. False if the exchange ended on it.
+  bool Take(std::string_view piece) {
+    // The sink is the call's: only while the attempt (which holds the
+    // call) lives.
+    std::shared_ptr<Attempt> attempt = attempt_.lock();
+    if (!attempt) return false;
+    if (streams_) {
+      if (piece.empty()) return true;
+      if (!(*sink_)(piece)) {
+        AttemptOutcome outcome =
+            Failed(ErrorKind::kCancelled, "the caller stopped reading the body");
+        outcome.body_streamed = streamed_;
+        End(std::move(outcome));
+        return false;
+      }
+      streamed_ = true;
+      return true;
+    }
+    if (response_.body.size() + piece.size() > max_body_) {
+      AttemptOutcome outcome =
+          Failed(ErrorKind::kResponseTooLarge,
+                 "the response's body is larger than " + std::to_string(max_body_) + " bytes");
+      outcome.body_failed = true;
+      End(std::move(outcome));
+      return false;
+    }
+    response_.body.append(piece);
+    return true;
+  }
+
+  void Done() {
+    AttemptOutcome outcome;
+    outcome.body_streamed = streamed_;
+    outcome.result = std::move(response_);
+    End(std::move(outcome));
+  }
+
+  std::shared_ptr<FakeTransport::State> state_;
+  std::weak_ptr<Attempt> attempt_;
+  // The call's body sink; the call outlives its attempts.
+  const http::BodySink* sink_ = nullptr;
+  Reply reply_;
+  std::size_t max_body_;
+  http::Response response_;
+  bool streams_ = false;
+  bool streamed_ = false;
+  std::size_t sent_ = 0;
+  std::mutex mu_;
+  bool done_ = false;  // guarded by mu_
+  Timer timer_;        // guarded by mu_
+};
+
+class FakeTransportLayer final : public AttemptLayer {
+ public:
+  FakeTransportLayer(std::shared_ptr<FakeTransport::State> state, std::size_t max_body)
+      : state_(std::move(state)), max_body_(max_body) {}
+
+  std::string_view name() const override { return "transport"; }
+
+  void Start(const std::shared_ptr<Attempt>& attempt) override {
+    if (!attempt->Launch()) {
+      attempt->End(attempt->CancelledOutcome());
+      return;
+    }
+    const http::internal::Admission* admission = attempt->admission;
+    if (admission != nullptr && !admission->StillAdmitted()) {
+      attempt->End(Failed(ErrorKind::kRejected,
+                          "the circuit breaker opened before the attempt was sent: nothing was "
+                          "sent"));
+      return;
+    }
+    attempt->Sent(state_->clock.Now());
+    auto request = Received(*attempt);
+    if (!request) {
+      AttemptOutcome outcome;
+      outcome.result = tl::unexpected(request.error());
+      outcome.cannot_improve = true;
+      attempt->End(std::move(outcome));
+      return;
+    }
+    if (attempt->request->body_source) attempt->RequestBodySent(state_->clock.Now());
+    Reply reply = state_->handler(*request);
+    {
+      std::lock_guard lock(state_->mu);
+      state_->requests.push_back(std::move(*request));
+    }
+    std::make_shared<FakeExchange>(state_, attempt, std::move(reply), max_body_)->Run(*attempt);
+  }
+
+  void Finish(Attempt&, AttemptOutcome&) override {}
+
+ private:
+  // The request as a server would receive it.
+  static Result<ServerRequest> Received(const Attempt& attempt) {
+    const http::internal::CallRequest& sent = *attempt.request;
+    ServerRequest request;
+    request.method = sent.method;
+    std::size_t scheme = sent.url.find("://");
+    std::size_t path = sent.url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+    request.target = path == std::string::npos ? "/" : sent.url.substr(path);
+    request.version = "2";
+    for (const auto& [name, value] : sent.headers) {
+      bool replaced = std::any_of(attempt.trace_headers.begin(), attempt.trace_headers.end(),
+                                  [&](const auto& h) { return Lower(h.first) == Lower(name); });
+      if (!replaced) request.headers.emplace_back(Lower(name), value);
+    }
+    for (const auto& [name, value] : attempt.trace_headers) {
+      request.headers.emplace_back(Lower(name), value);
+    }
+    if (!sent.body_source) {
+      request.body = sent.body;
+      return request;
+    }
+    http::BodyReader read = sent.body_source.open();
+    char buffer[16 * 1024];
+    for (;;) {
+      Result<std::size_t> n = read(std::span<char>(buffer, sizeof buffer));
+      if (!n) return Fail(ErrorKind::kInvalidRequest, n.error().message());
+      if (*n == 0) break;
+      request.body.append(buffer, *n);
+    }
+    return request;
+  }
+
+  std::shared_ptr<FakeTransport::State> state_;
+  std::size_t max_body_;
+};
+
+}  // namespace
+
+FakeTransport::FakeTransport(Clock& clock, Handler handler)
+    : state_(std::make_shared<State>(clock, std::move(handler))) {}
+
+FakeTransport::~FakeTransport() = default;
+
+std::vector<ServerRequest> FakeTransport::requests() const {
+  std::lock_guard lock(state_->mu);
+  return state_->requests;
+}
+
+std::size_t FakeTransport::request_count() const {
+  std::lock_guard lock(state_->mu);
+  return state_->requests.size();
+}
+
+int FakeTransport::cancelled() const { return state_->cancelled.load(); }
+
+std::unique_ptr<AttemptLayer> FakeTransport::CarryFor(const http::internal::TransportSpec& spec) {
+  return std::make_unique<FakeTransportLayer>(state_, spec.settings.max_response_bytes);
+}
+
+}  // namespace outbound::testing

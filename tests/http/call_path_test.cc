@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: Apache-2.0
+// The call path's own rules: the order of its layers is the one the docs
+// show, a layer's per-attempt slot lives and dies with the attempt, the
+// transport's news reaches the layers that proceeded, and a layer that
+// breaks the protocol is reported, never a crash in a release build.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../../src/http/attempt.h"
+#include "../../src/http/call.h"
+#include "../../src/http/client_peer.h"
+#include "outbound/http/client.h"
+#include "outbound/http/middleware.h"
+
+namespace outbound::http::internal {
+namespace {
+
+class PassCall final : public CallMiddleware {};
+class PassAttempt final : public AttemptMiddleware {};
+
+// The lines of `path` (from the project's root) that show the order:
+// "call:    a → b" and "attempt: a → b", with any comment marker before,
+// and any continuation lines that start with "→".
+std::vector<std::string> OrderLines(const std::string& path, const std::string& label) {
+  std::ifstream in(std::string(OUTBOUND_SOURCE_DIR) + "/" + path);
+  EXPECT_TRUE(in) << path;
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    std::size_t at = line.find_first_not_of(" /");
+    lines.push_back(at == std::string::npos ? "" : line.substr(at));
+  }
+  std::vector<std::string> found;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].rfind(label, 0) != 0 || lines[i].find("→") == std::string::npos) continue;
+    std::string order = lines[i].substr(lines[i].find_first_not_of(' ', label.size()));
+    // A line too long for a header goes on with "→ ..." on the next.
+    while (i + 1 < lines.size() && lines[i + 1].rfind("→", 0) == 0) order += " " + lines[++i];
+    found.push_back(order);
+  }
+  return found;
+}
+
+TEST(CallPathTest, TheDocsShowTheOrderTheCodeBuilds) {
+  Settings settings = DefaultSettings();
+  settings.base_url = "http://payments:8080";
+  settings.call_middleware = {std::make_shared<PassCall>()};
+  settings.attempt_middleware = {std::make_shared<PassAttempt>()};
+  settings.rate_limit = WithRateLimit(100);
+  settings.faults.enabled = true;
+  auto client = Client::CreateOrThrow(Runtime{}, settings);
+  std::string calls = ClientPeer::CallLayers(*client);
+  std::string attempts = ClientPeer::AttemptLayers(*client);
+  EXPECT_EQ(calls, "call middleware → rate limit → redirects → retry loop");
+  EXPECT_EQ(attempts,
+            "attempt span → breaker → attempt middleware → attempt timeout → fault injection → "
+            "transport");
+  for (const char* doc : {"README.md", "docs/http-client.md", "docs/middleware.md",
+                          "docs/internals.md", "include/outbound/http/client.h",
+                          "include/outbound/http/middleware.h", "src/http/layers.h"}) {
+    EXPECT_EQ(OrderLines(doc, "call:"), std::vector<std::string>{calls}) << doc;
+    EXPECT_EQ(OrderLines(doc, "attempt:"), std::vector<std::string>{attempts}) << doc;
+  }
+}
+
+TEST(CallPathTest, ALayerThatIsOffIsNotInTheList) {
+  Settings settings = DefaultSettings();
+  settings.base_url = "http://payments:8080";
+  auto client = Client::CreateOrThrow(Runtime{}, settings);
+  EXPECT_EQ(ClientPeer::CallLayers(*client), "redirects → retry loop");
+  EXPECT_EQ(ClientPeer::AttemptLayers(*client),
+            "attempt span → breaker → attempt timeout → transport");
+}
+
+// --- Paths made by hand: layers that do one thing each ---
+
+struct Journal {
+  std::vector<std::string> lines;
+};
+
+// Counts its slots' lives; records what it hears; hands every attempt on.
+class Listening final : public AttemptLayer {
+ public:
+  struct Slot {
+    Slot() { ++made; }
+    ~Slot() { ++destroyed; }
+    int value = 0;
+    static inline int made = 0;
+    static inline int destroyed = 0;
+  };
+  Listening(AttemptSlots& slots, Journal& heard) : slot_(slots.Declare<Slot>()), heard_(heard) {}
+  std::string_view name() const override { return "listening"; }
+  void Start(const std::shared_ptr<Attempt>& attempt) override {
+    attempt->slot(slot_).value = attempt->number;
+    attempt->Proceed(*this);
+  }
+  void Finish(Attempt& attempt, AttemptOutcome&) override {
+    heard_.lines.push_back("finish " + std::to_string(attempt.slot(slot_).value));
+  }
+  void Heard(Attempt&, AttemptEvent event, TimePoint) override {
+    heard_.lines.push_back(event == AttemptEvent::kAwaitingHeaders ? "awaiting" : "headers");
+  }
+
+ private:
+  AttemptSlots::Index<Slot> slot_;
+  Journal& heard_;
+};
+
+// Keeps the attempts it is given; the test plays the transport.
+class HeldTransport final : public AttemptLayer {
+ public:
+  std::string_view name() const override { return "transport"; }
+  void Start(const std::shared_ptr<Attempt>& attempt) override {
+    ASSERT_TRUE(attempt->Launch());
+    held.push_back(attempt);
+  }
+  void Finish(Attempt&, AttemptOutcome&) override {}
+  std::vector<std::shared_ptr<Attempt>> held;
+};
+
+// Hands the attempt on twice, or past the end of the path.
+class Misbehaving final : public AttemptLayer {
+ public:
+  explicit Misbehaving(int proceeds) : proceeds_(proceeds) {}
+  std::string_view name() const override { return "misbehaving"; }
+  void Start(const std::shared_ptr<Attempt>& attempt) override {
+    for (int i = 0; i < proceeds_; ++i) attempt->Proceed(*this);
+  }
+  void Finish(Attempt&, AttemptOutcome&) override {}
+
+ private:
+  int proceeds_;
+};
+
+// Ends every attempt it is given with a 200.
+class AnsweringTransport final : public AttemptLayer {
+ public:
+  std::string_view name() const override { return "transport"; }
+  void Start(const std::shared_ptr<Attempt>& attempt) override {
+    AttemptOutcome outcome;
+    outcome.result = Response{.status = 200};
+    attempt->End(std::move(outcome));
+  }
+  void Finish(Attempt&, AttemptOutcome&) override {}
+};
+
+struct Owner final : AttemptOwner {
+  void Ended(AttemptOutcome&& outcome) override { outcomes.push_back(std::move(outcome)); }
+  std::vector<AttemptOutcome> outcomes;
+};
+
+class AttemptPathTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<Attempt> NewAttempt(const AttemptPath& path, int number = 1) {
+    auto attempt = std::make_shared<Attempt>(path);
+    attempt->request = std::make_shared<const CallRequest>();
+    attempt->call = call;
+    attempt->owner = owner;
+    attempt->number = number;
+    return attempt;
+  }
+  std::shared_ptr<CallState> call =
+      std::make_shared<CallState>(TimePoint{} + std::chrono::hours(1), nullptr);
+  std::shared_ptr<Owner> owner = std::make_shared<Owner>();
+  std::vector<std::string> misuses;
+  std::function<void(std::string_view)> report = [this](std::string_view what) {
+    misuses.emplace_back(what);
+  };
+};
+
+TEST_F(AttemptPathTest, EachAttemptHasItsOwnSlotsForItsLife) {
+  Journal heard;
+  AttemptSlots slots;
+  std::vector<std::unique_ptr<AttemptLayer>> layers;
+  layers.push_back(std::make_unique<Listening>(slots, heard));
+  auto transport = std::make_unique<HeldTransport>();
+  HeldTransport& held = *transport;
+  layers.push_back(std::move(transport));
+  AttemptPath path(std::move(slots), std::move(layers), report);
+  int made = Listening::Slot::made, destroyed = Listening::Slot::destroyed;
+  {
+    auto first = NewAttempt(path, 1);
+    auto second = NewAttempt(path, 2);
+    EXPECT_EQ(Listening::Slot::made, made + 2);
+    first->Begin();
+    second->Begin();
+    ASSERT_EQ(held.held.size(), 2u);
+    AttemptOutcome outcome;
+    outcome.result = Response{.status = 200};
+    EXPECT_TRUE(second->End(std::move(outcome)));
+    EXPECT_TRUE(first->End(first->CancelledOutcome()));
+    EXPECT_EQ(heard.lines, (std::vector<std::string>{"finish 2", "finish 1"}));
+    EXPECT_EQ(Listening::Slot::destroyed, destroyed);
+    held.held.clear();
+  }
+  EXPECT_EQ(Listening::Slot::destroyed, destroyed + 2);
+  EXPECT_TRUE(misuses.empty());
+}
+
+TEST_F(AttemptPathTest, TheLayersThatProceededHearTheTransportsNewsUntilTheAttemptEnds) {
+  Journal heard;
+  AttemptSlots slots;
+  std::vector<std::unique_ptr<AttemptLayer>> layers;
+  layers.push_back(std::make_unique<Listening>(slots, heard));
+  auto transport = std::make_unique<HeldTransport>();
+  HeldTransport& held = *transport;
+  layers.push_back(std::move(transport));
+  AttemptPath path(std::move(slots), std::move(layers), report);
+
+  auto attempt = NewAttempt(path);
+  attempt->Begin();
+  attempt->Sent(TimePoint{});
+  attempt->Sent(TimePoint{});  // once
+  attempt->HeadersArrived(TimePoint{});
+  EXPECT_EQ(heard.lines, (std::vector<std::string>{"awaiting", "headers"}));
+  EXPECT_EQ(call->attempts_sent.load(), 1);
+
+  // An attempt that ended hears nothing more of its headers' wait.
+  auto late = NewAttempt(path, 2);
+  late->Begin();
+  EXPECT_TRUE(late->End(late->CancelledOutcome()));
+  late->Sent(TimePoint{});
+  EXPECT_EQ(heard.lines, (std::vector<std::string>{"awaiting", "headers", "finish 2"}));
+  held.held.clear();
+}
+
+TEST_F(AttemptPathTest, AStreamedBodyIsOwedItsHeadersOnlyOnceItHasGone) {
+  Journal heard;
+  AttemptSlots slots;
+  std::vector<std::unique_ptr<AttemptLayer>> layers;
+  layers.push_back(std::make_unique<Listening>(slots, heard));
+  layers.push_back(std::make_unique<HeldTransport>());
+  AttemptPath path(std::move(slots), std::move(layers), report);
+  auto attempt = NewAttempt(path);
+  auto request = std::make_shared<CallRequest>();
+  request->body_source.open = [] { return BodyReader(); };
+  attempt->request = request;
+  attempt->Begin();
+  attempt->Sent(TimePoint{});
+  EXPECT_TRUE(heard.lines.empty());
+  attempt->RequestBodySent(TimePoint{});
+  EXPECT_EQ(heard.lines, std::vector<std::string>{"awaiting"});
+  EXPECT_TRUE(attempt->End(attempt->CancelledOutcome()));
+}
+
+TEST_F(AttemptPathTest, ALayerThatProceedsPastTheTransportFailsItsAttemptAndIsReported) {
+  std::vector<std::unique_ptr<AttemptLayer>> layers;
+  layers.push_back(std::make_unique<Misbehaving>(1));  // the last: nothing to proceed to
+  AttemptPath path(AttemptSlots{}, std::move(layers), report);
+  auto attempt = NewAttempt(path);
+  EXPECT_DEBUG_DEATH(attempt->Begin(), "broke the attempt path's protocol");
+#ifdef NDEBUG
+  ASSERT_EQ(owner->outcomes.size(), 1u);
+  ASSERT_FALSE(owner->outcomes[0].result);
+  EXPECT_EQ(owner->outcomes[0].result.error().kind(), ErrorKind::kLocalResource);
+  EXPECT_EQ(misuses, std::vector<std::string>{
+                         "misbehaving handed on an attempt it was not running, or past the "
+                         "transport"});
+#endif
+}
+
+TEST_F(AttemptPathTest, ALayerThatProceedsTwiceIsReportedAndTheFirstEndStands) {
+  std::vector<std::unique_ptr<AttemptLayer>> layers;
+  layers.push_back(std::make_unique<Misbehaving>(2));
+  layers.push_back(std::make_unique<AnsweringTransport>());
+  AttemptPath path(AttemptSlots{}, std::move(layers), report);
+  auto attempt = NewAttempt(path);
+  EXPECT_DEBUG_DEATH(attempt->Begin(), "broke the attempt path's protocol");
+#ifdef NDEBUG
+  ASSERT_EQ(owner->outcomes.size(), 1u);
+  ASSERT_TRUE(owner->outcomes[0].result);
+  EXPECT_EQ(owner->outcomes[0].result->status, 200);
+  EXPECT_EQ(misuses.size(), 1u);
+#endif
+}
+
+// A call layer that ends the call it was given twice.
+class EndsTwice final : public CallLayer {
+ public:
+  std::string_view name() const override { return "ends twice"; }
+  void Send(const std::shared_ptr<CallState>& call) override {
+    CallOutcome first;
+    first.result = Response{.status = 200};
+    call->End(std::move(first));
+    call->End(CallOutcome{});
+  }
+  bool Finish(CallState&, CallOutcome&) override { return true; }
+};
+
+TEST(CallPathMisuseTest, ACallEndedTwiceIsReportedAndTheFirstEndStands) {
+  std::vector<std::string> misuses;
+  std::vector<std::unique_ptr<CallLayer>> layers;
+  layers.push_back(std::make_unique<EndsTwice>());
+  CallPath path(std::move(layers), [&](std::string_view what) { misuses.emplace_back(what); });
+  auto call = std::make_shared<CallState>(TimePoint{} + std::chrono::hours(1), nullptr);
+  std::vector<int> statuses;
+  call->done = [&](CallOutcome&& outcome) {
+    statuses.push_back(outcome.result ? outcome.result->status : 0);
+  };
+  EXPECT_DEBUG_DEATH(call->Begin(path), "broke the call path's protocol");
+#ifdef NDEBUG
+  EXPECT_EQ(statuses, std::vector<int>{200});
+  EXPECT_EQ(misuses, std::vector<std::string>{"a call was ended twice"});
+#endif
+}
+
+}  // namespace
+}  // namespace outbound::http::internal
