@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: Apache-2.0
+// The kit's FakeTransport under a real client: every layer above the
+// transport runs as it does over sockets, in exact fake time, with no
+// socket. Each test is one rule of the client, shown on the fake.
+#include "outbound/testing/fake_transport.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <string>
+
+#include "outbound/http/client.h"
+#include "outbound/testing/fixed_random.h"
+#include "outbound/testing/manual_clock.h"
+
+namespace outbound::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class FakeTransportTest : public ::testing::Test {
+ protected:
+  void Script(Handler handler) {
+    transport = std::make_unique<FakeTransport>(clock, std::move(handler));
+    runtime.transport = transport.get();
+  }
+
+  http::Settings PaymentsSettings() {
+    http::Settings s = http::DefaultSettings();
+    s.base_url = "http://payments:8080";  // no TLS: nothing is dialled anyway
+    return s;
+  }
+
+  std::unique_ptr<http::Client> MakeClient(http::Settings settings) {
+    auto client = http::Client::Create(runtime, std::move(settings));
+    EXPECT_TRUE(client) << client.error().message();
+    return std::move(*client);
+  }
+  std::unique_ptr<http::Client> MakeClient() { return MakeClient(PaymentsSettings()); }
+
+  ManualClock clock;
+  // Jitter of one half: the wait after attempt 1 is 50 ms, after 2 100 ms.
+  FixedRandom random{0.5};
+  Runtime runtime{.clock = &clock, .random = &random};
+  std::unique_ptr<FakeTransport> transport;
+};
+
+TEST_F(FakeTransportTest, AnAnswerReachesTheCallerAndTheRequestIsRecordedAsSent) {
+  Script([](const ServerRequest&) { return Reply::Ok("paid").Header("X-Ledger", "7"); });
+  auto client = MakeClient();
+  auto response = client->Send(http::Request::Post("/charges?x=1", "{}").Header("X-Key", "k"));
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "paid");
+  EXPECT_EQ(response->header("X-Ledger"), "7");
+  EXPECT_EQ(response->attempts, 1);
+  auto requests = transport->requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].method, "POST");
+  EXPECT_EQ(requests[0].target, "/charges?x=1");
+  EXPECT_EQ(requests[0].header("x-key"), "k");
+  EXPECT_EQ(requests[0].body, "{}");
+}
+
+TEST_F(FakeTransportTest, A503WithRetryAfterIsRetriedAfterExactlyThatLong) {
+  std::atomic<int> seen{0};
+  Script([&](const ServerRequest&) {
+    return seen.fetch_add(1) == 0 ? Reply::Status(503).Header("Retry-After", "2")
+                                  : Reply::Ok("second");
+  });
+  auto client = MakeClient();
+  auto call = client->SendAsync(http::Request::Get("/"));
+  ASSERT_EQ(transport->request_count(), 1u);
+  clock.Advance(milliseconds(1999));
+  EXPECT_EQ(transport->request_count(), 1u);
+  clock.Advance(milliseconds(1));
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "second");
+  EXPECT_EQ(transport->request_count(), 2u);
+}
+
+TEST_F(FakeTransportTest, HeadersLaterThanTheAttemptTimeoutCancelTheAttemptWhichIsRetried) {
+  std::atomic<int> seen{0};
+  Script([&](const ServerRequest&) {
+    return seen.fetch_add(1) == 0 ? Reply::Ok("late").DelayHeaders(seconds(10))
+                                  : Reply::Ok("on time");
+  });
+  http::Settings settings = PaymentsSettings();
+  settings.attempt_timeout = seconds(1);
+  auto client = MakeClient(settings);
+  auto call = client->SendAsync(http::Request::Get("/"));
+  clock.Advance(milliseconds(999));
+  EXPECT_EQ(transport->cancelled(), 0);
+  clock.Advance(milliseconds(1));  // the attempt timeout
+  EXPECT_EQ(transport->cancelled(), 1);
+  EXPECT_EQ(transport->request_count(), 1u);
+  clock.Advance(milliseconds(50));  // the backoff
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "on time");
+  EXPECT_EQ(response->attempts, 2);
+}
+
+TEST_F(FakeTransportTest, ARefusedStreamIsSentAgainEvenForAPostAndTheBreakerCountsNothing) {
+  std::atomic<int> seen{0};
+  Script([&](const ServerRequest&) {
+    return seen.fetch_add(1) == 0 ? Reply::Reset() : Reply::Status(201);
+  });
+  auto client = MakeClient();
+  auto call = client->SendAsync(http::Request::Post("/charges", "{}"));
+  clock.Advance(milliseconds(50));
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->status, 201);
+  EXPECT_EQ(transport->request_count(), 2u);
+  EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
+}
+
+TEST_F(FakeTransportTest, AFailingPostIsSentOnce) {
+  Script([](const ServerRequest&) { return Reply::ResetAfterHeaders("partial"); });
+  auto client = MakeClient();
+  auto response = client->Send(http::Request::Post("/charges", "{}"));
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kTransport);
+  EXPECT_EQ(transport->request_count(), 1u);
+}
+
+TEST_F(FakeTransportTest, TheBreakerOpensAfterFiveLostConnectionsAndFailsTheNextCallAtOnce) {
+  Script([](const ServerRequest&) { return Reply::ResetConnection(); });
+  http::Settings settings = PaymentsSettings();
+  settings.max_attempts = 1;
+  auto client = MakeClient(settings);
+  for (int i = 0; i < 5; ++i) {
+    auto failed = client->Send(http::Request::Get("/"));
+    ASSERT_FALSE(failed);
+    EXPECT_EQ(failed.error().kind(), ErrorKind::kTransport);
+  }
+  EXPECT_EQ(client->breaker_state(), circuit::State::kOpen);
+  auto rejected = client->Send(http::Request::Get("/"));
+  ASSERT_FALSE(rejected);
+  EXPECT_EQ(rejected.error().kind(), ErrorKind::kRejected);
+  EXPECT_EQ(transport->request_count(), 5u);
+}
+
+TEST_F(FakeTransportTest, ABodyOverTheLimitFailsAsTooLargeAndIsNotRetried) {
+  Script([](const ServerRequest&) { return Reply::Ok(std::string(2000, 'x')); });
+  http::Settings settings = PaymentsSettings();
+  settings.max_response_bytes = 1000;
+  auto client = MakeClient(settings);
+  auto response = client->Send(http::Request::Get("/"));
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kResponseTooLarge);
+  EXPECT_EQ(transport->request_count(), 1u);
+}
+
+TEST_F(FakeTransportTest, ATrickledBodyReachesTheSinkPieceByPieceInFakeTime) {
+  Script([](const ServerRequest&) { return Reply::Trickle("abcdef", 2, seconds(1)); });
+  auto client = MakeClient();
+  std::string got;
+  std::mutex mu;
+  auto call = client->SendAsync(http::Request::Get("/").StreamBodyTo([&](std::string_view piece) {
+    std::lock_guard lock(mu);
+    got.append(piece);
+    return true;
+  }));
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(got, "ab");
+  }
+  clock.Advance(seconds(1));
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(got, "abcd");
+  }
+  clock.Advance(seconds(1));
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->status, 200);
+  std::lock_guard lock(mu);
+  EXPECT_EQ(got, "abcdef");
+}
+
+TEST_F(FakeTransportTest, AHungExchangeEndsWhenTheCallerCancelsAndTheTransportHearsOfIt) {
+  Script([](const ServerRequest&) { return Reply::Hang(); });
+  auto client = MakeClient();
+  CancelSource cancel;
+  auto call = client->SendAsync(http::Request::Get("/").WithContext({.cancel = cancel.token()}));
+  EXPECT_EQ(transport->request_count(), 1u);
+  cancel.Cancel();
+  auto response = call.get();
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kCancelled);
+  EXPECT_EQ(transport->cancelled(), 1);
+}
+
+TEST_F(FakeTransportTest, RawFramesNeedAServerAndSaySo) {
+  Script([](const ServerRequest&) { return Reply::Frames({}); });
+  auto client = MakeClient();
+  auto response = client->Send(http::Request::Get("/"));
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kInvalidRequest);
+  EXPECT_NE(response.error().message().find("use a FakeServer"), std::string::npos)
+      << response.error().message();
+}
+
+}  // namespace
+}  // namespace outbound::testing
