@@ -136,8 +136,11 @@ Summary Run(const std::string& response, const std::vector<std::size_t>& ends, b
   exchange.id = 1;
   // An attempt on a path with no layers: the codec only tells it events.
   static const http::internal::AttemptPath kNoLayers({}, {}, nullptr);
-  exchange.attempt = std::make_shared<http::internal::Attempt>(kNoLayers);
-  exchange.attempt->request = request;
+  auto attempt = std::make_shared<http::internal::Attempt>(kNoLayers);
+  const http::Headers no_trace_headers;
+  exchange.events = attempt;
+  exchange.request = request.get();
+  exchange.trace_headers = &no_trace_headers;
   exchange.path = "/x";
   exchange.authority = &authority;
   exchange.max_body = limit;

@@ -94,6 +94,14 @@ bool Attempt::End(AttemptOutcome&& outcome) {
   return true;
 }
 
+ExchangeRequest Attempt::exchange() {
+  return {.request = request.get(),
+          .trace_headers = &trace_headers,
+          .body_sink = call->body_sink ? &call->body_sink : nullptr,
+          .queue_place = &queue_place,
+          .admission = admission};
+}
+
 bool Attempt::Launch() {
   std::lock_guard lock(mu_);
   launched_ = true;

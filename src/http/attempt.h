@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "call.h"
+#include "client_transport.h"
 #include "outbound/http/classify.h"
 #include "outbound/http/message.h"
 #include "outbound/http/settings.h"
@@ -144,17 +145,6 @@ class AttemptSlots {
 class Attempt;
 class AttemptPath;
 
-// The breaker's last word before the transport sends an attempt that
-// waited in its queue: false when the breaker that admitted it has opened
-// meanwhile, so it is failed as rejected and nothing is sent.
-class Admission {
- public:
-  virtual bool StillAdmitted() const = 0;
-
- protected:
-  ~Admission() = default;
-};
-
 class AttemptLayer {
  public:
   virtual ~AttemptLayer() = default;
@@ -200,12 +190,15 @@ class AttemptTimer final : outbound::internal::TimeoutList::Entry {
   void* context_ = nullptr;
 };
 
-// One attempt: one request sent; one response or error back.
-class Attempt : public std::enable_shared_from_this<Attempt> {
+// One attempt: one request sent; one response or error back. The
+// transport sees it only as ExchangeEvents (client_transport.h).
+class Attempt final : public ExchangeEvents, public std::enable_shared_from_this<Attempt> {
  public:
   // An attempt down `path`, with a slot for each layer that declared one.
   explicit Attempt(const AttemptPath& path);
   ~Attempt();
+  // The exchange the transport is handed: pointers into this attempt.
+  ExchangeRequest exchange();
   Attempt(const Attempt&) = delete;
   Attempt& operator=(const Attempt&) = delete;
 
@@ -259,7 +252,7 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   // the lowest first, then the owner. The first end wins, on any thread; a
   // later one (a transport ending an attempt that was cancelled meanwhile)
   // does nothing and returns false.
-  bool End(AttemptOutcome&& outcome);
+  bool End(AttemptOutcome&& outcome) override;
 
   // The transport has the attempt: every layer above has proceeded. From
   // here on a cancellation ends the attempt at once, on the thread that
@@ -267,32 +260,32 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   // answers its caller even while its transport is busy or stuck. Returns
   // false if the attempt was cancelled before: the transport then sends
   // nothing and ends it with CancelledOutcome().
-  [[nodiscard]] bool Launch();
+  [[nodiscard]] bool Launch() override;
 
   // The transport's news, each once; thread-safe. Sent: the attempt is
   // handed to a connection and counts as sent (Error::attempts); time in
   // the client's own queue before it is not the dependency's.
-  void Sent(TimePoint now);
+  void Sent(TimePoint now) override;
   bool sent() const { return sent_.load(); }
   // The whole of a streamed request body (Request::StreamBodyFrom) went.
-  void RequestBodySent(TimePoint now);
+  void RequestBodySent(TimePoint now) override;
   // The response's headers arrived.
-  void HeadersArrived(TimePoint now);
+  void HeadersArrived(TimePoint now) override;
   bool headers_arrived() const { return headers_arrived_.load(); }
   // The headers of the call's 2xx answer arrived and its body goes to the
   // call's sink. With a body timeout (WithBodyTimeout) the body has that
   // long from `now`, and the call's deadline waits until the attempt ends.
-  void BodyStreaming(TimePoint now);
+  void BodyStreaming(TimePoint now) override;
 
   // Cancelling: the transport says how; layers above say when. Both
   // thread-safe; the canceller runs at most once, at Cancel or at
   // SetCanceller if the attempt was cancelled already.
-  void SetCanceller(std::function<void()> canceller);
+  void SetCanceller(std::function<void()> canceller) override;
   void Cancel(CancelReason reason);
   CancelReason cancel_reason() const { return cancel_.load(); }
   // How an attempt cancelled for `cancel_reason()` ends. The attempt
   // timeout's length, for its message, when it is the reason.
-  AttemptOutcome CancelledOutcome() const;
+  AttemptOutcome CancelledOutcome() const override;
   // Set by the attempt timeout layer, for CancelledOutcome's message.
   Duration attempt_timeout{0};
 

@@ -154,9 +154,9 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
 
   // The library's own transport, unless the Runtime gives another (a
   // test's FakeTransport).
-  Result<std::unique_ptr<internal::AttemptLayer>> transport =
+  Result<std::unique_ptr<internal::ClientTransport>> transport =
       c.runtime.transport != nullptr
-          ? Result<std::unique_ptr<internal::AttemptLayer>>(
+          ? Result<std::unique_ptr<internal::ClientTransport>>(
                 c.runtime.transport->CarryFor({c.runtime, c.settings, c.origin}))
           : internal::MakeNativeTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool);
   if (!transport) return tl::unexpected(transport.error());
@@ -180,7 +180,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   if (s.faults.enabled) {
     attempt_layers.push_back(internal::MakeFaultInjection(clock, *c.runtime.random));
   }
-  attempt_layers.push_back(std::move(*transport));
+  attempt_layers.push_back(internal::MakeTransportLayer(std::move(*transport)));
   c.attempts =
       std::make_unique<internal::AttemptPath>(std::move(slots), std::move(attempt_layers), misused);
 

@@ -136,6 +136,10 @@ std::unique_ptr<AttemptLayer> MakeAttemptTimeout(AttemptSlots& slots, Clock& clo
 // scenario names this client (CallState::fault), below the attempt timeout.
 std::unique_ptr<AttemptLayer> MakeFaultInjection(Clock& clock, Random& random);
 
+// The last attempt layer: hands each attempt to `transport` as an exchange
+// (client_transport.h), which ends it.
+std::unique_ptr<AttemptLayer> MakeTransportLayer(std::unique_ptr<ClientTransport> transport);
+
 // Whether a request may be sent twice: an idempotent method (RFC 9110) or an
 // idempotency key, and a body that can be sent again.
 bool SafeToRepeat(const CallRequest& request);

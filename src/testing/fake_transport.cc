@@ -11,13 +11,15 @@
 #include <utility>
 
 #include "../http/attempt.h"
+#include "../http/client_transport.h"
 #include "../http/transport_spec.h"
 
 namespace outbound::testing {
 
-using http::internal::Attempt;
-using http::internal::AttemptLayer;
 using http::internal::AttemptOutcome;
+using http::internal::ClientTransport;
+using http::internal::ExchangeEvents;
+using http::internal::ExchangeRequest;
 
 struct FakeTransport::State {
   State(Clock& c, Handler h) : clock(c), handler(std::move(h)) {}
@@ -43,19 +45,21 @@ std::string Lower(std::string text) {
   return text;
 }
 
-// One exchange in flight: the attempt, its reply, and the timer of its
-// next step. The attempt keeps it (its canceller holds it) and it does not
-// keep the attempt: the client holds an attempt while it is in flight.
+// One exchange in flight: its events, its reply, and the timer of its next
+// step. The events keep it (their canceller holds it) and it does not keep
+// them: the client holds an attempt while it is in flight.
 class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
  public:
-  FakeExchange(std::shared_ptr<FakeTransport::State> state, std::shared_ptr<Attempt> attempt,
+  FakeExchange(std::shared_ptr<FakeTransport::State> state,
+               const std::shared_ptr<ExchangeEvents>& events, const http::BodySink* sink,
                Reply reply, std::size_t max_body)
       : state_(std::move(state)),
-        attempt_(attempt),
+        attempt_(events),
+        sink_(sink),
         reply_(std::move(reply)),
         max_body_(max_body) {}
 
-  void Run(Attempt& attempt) {
+  void Run(ExchangeEvents& attempt) {
     attempt.SetCanceller([self = shared_from_this()] { self->Cancelled(); });
     if (reply_.header_delay > Duration::zero()) {
       return After(reply_.header_delay, [](FakeExchange& self) { self.Head(); });
@@ -137,11 +141,10 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
     response_.version = "2";
     for (const auto& [name, value] : reply_.headers) response_.headers.Add(name, value);
     response_.received_at = state_->clock.WallNow();
-    std::shared_ptr<Attempt> attempt = attempt_.lock();
+    std::shared_ptr<ExchangeEvents> attempt = attempt_.lock();
     if (!attempt) return;
     TimePoint now = state_->clock.Now();
     attempt->HeadersArrived(now);
-    sink_ = attempt->call->body_sink ? &attempt->call->body_sink : nullptr;
     streams_ = sink_ != nullptr && response_.successful();
     if (streams_) attempt->BodyStreaming(now);
     Body();
@@ -186,7 +189,7 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
   bool Take(std::string_view piece) {
     // The sink is the call's: only while the attempt (which holds the
     // call) lives.
-    std::shared_ptr<Attempt> attempt = attempt_.lock();
+    std::shared_ptr<ExchangeEvents> attempt = attempt_.lock();
     if (!attempt) return false;
     if (streams_) {
       if (piece.empty()) return true;
@@ -220,9 +223,9 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
   }
 
   std::shared_ptr<FakeTransport::State> state_;
-  std::weak_ptr<Attempt> attempt_;
-  // The call's body sink; the call outlives its attempts.
-  const http::BodySink* sink_ = nullptr;
+  std::weak_ptr<ExchangeEvents> attempt_;
+  // The call's body sink (null: none), valid while the attempt lives.
+  const http::BodySink* sink_;
   Reply reply_;
   std::size_t max_body_;
   http::Response response_;
@@ -234,19 +237,17 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
   Timer timer_;        // guarded by mu_
 };
 
-class FakeTransportLayer final : public AttemptLayer {
+class FakeClientTransport final : public ClientTransport {
  public:
-  FakeTransportLayer(std::shared_ptr<FakeTransport::State> state, std::size_t max_body)
+  FakeClientTransport(std::shared_ptr<FakeTransport::State> state, std::size_t max_body)
       : state_(std::move(state)), max_body_(max_body) {}
 
-  std::string_view name() const override { return "transport"; }
-
-  void Start(const std::shared_ptr<Attempt>& attempt) override {
+  void Start(std::shared_ptr<ExchangeEvents> attempt, const ExchangeRequest& what) override {
     if (!attempt->Launch()) {
       attempt->End(attempt->CancelledOutcome());
       return;
     }
-    const http::internal::Admission* admission = attempt->admission;
+    const http::internal::Admission* admission = what.admission;
     if (admission != nullptr && !admission->StillAdmitted()) {
       attempt->End(Failed(ErrorKind::kRejected,
                           "the circuit breaker opened before the attempt was sent: nothing was "
@@ -254,7 +255,7 @@ class FakeTransportLayer final : public AttemptLayer {
       return;
     }
     attempt->Sent(state_->clock.Now());
-    auto request = Received(*attempt);
+    auto request = Received(what);
     if (!request) {
       AttemptOutcome outcome;
       outcome.result = tl::unexpected(request.error());
@@ -262,21 +263,21 @@ class FakeTransportLayer final : public AttemptLayer {
       attempt->End(std::move(outcome));
       return;
     }
-    if (attempt->request->body_source) attempt->RequestBodySent(state_->clock.Now());
+    if (what.request->body_source) attempt->RequestBodySent(state_->clock.Now());
     Reply reply = state_->handler(*request);
     {
       std::lock_guard lock(state_->mu);
       state_->requests.push_back(std::move(*request));
     }
-    std::make_shared<FakeExchange>(state_, attempt, std::move(reply), max_body_)->Run(*attempt);
+    std::make_shared<FakeExchange>(state_, attempt, what.body_sink, std::move(reply), max_body_)
+        ->Run(*attempt);
   }
-
-  void Finish(Attempt&, AttemptOutcome&) override {}
 
  private:
   // The request as a server would receive it.
-  static Result<ServerRequest> Received(const Attempt& attempt) {
-    const http::internal::CallRequest& sent = *attempt.request;
+  static Result<ServerRequest> Received(const ExchangeRequest& what) {
+    const http::internal::CallRequest& sent = *what.request;
+    const http::Headers& trace = *what.trace_headers;
     ServerRequest request;
     request.method = sent.method;
     std::size_t scheme = sent.url.find("://");
@@ -284,11 +285,11 @@ class FakeTransportLayer final : public AttemptLayer {
     request.target = path == std::string::npos ? "/" : sent.url.substr(path);
     request.version = "2";
     for (const auto& [name, value] : sent.headers) {
-      bool replaced = std::any_of(attempt.trace_headers.begin(), attempt.trace_headers.end(),
+      bool replaced = std::any_of(trace.begin(), trace.end(),
                                   [&](const auto& h) { return Lower(h.first) == Lower(name); });
       if (!replaced) request.headers.emplace_back(Lower(name), value);
     }
-    for (const auto& [name, value] : attempt.trace_headers) {
+    for (const auto& [name, value] : trace) {
       request.headers.emplace_back(Lower(name), value);
     }
     if (!sent.body_source) {
@@ -329,8 +330,9 @@ std::size_t FakeTransport::request_count() const {
 
 int FakeTransport::cancelled() const { return state_->cancelled.load(); }
 
-std::unique_ptr<AttemptLayer> FakeTransport::CarryFor(const http::internal::TransportSpec& spec) {
-  return std::make_unique<FakeTransportLayer>(state_, spec.settings.max_response_bytes);
+std::unique_ptr<ClientTransport> FakeTransport::CarryFor(
+    const http::internal::TransportSpec& spec) {
+  return std::make_unique<FakeClientTransport>(state_, spec.settings.max_response_bytes);
 }
 
 }  // namespace outbound::testing

@@ -18,17 +18,17 @@
 
 namespace outbound::http {
 namespace internal {
-class AttemptLayer;
+class ClientTransport;
 struct TransportSpec;
 }  // namespace internal
 
 class Transport {
  public:
   virtual ~Transport() = default;
-  // The last layer of one client's attempt path: what carries that
-  // client's attempts. Called once per client, as the client is made; the
-  // Transport must outlive every client made with it.
-  virtual std::unique_ptr<internal::AttemptLayer> CarryFor(const internal::TransportSpec& spec) = 0;
+  // What carries one client's exchanges. Called once per client, as the
+  // client is made; the Transport must outlive every client made with it.
+  virtual std::unique_ptr<internal::ClientTransport> CarryFor(
+      const internal::TransportSpec& spec) = 0;
 };
 
 }  // namespace outbound::http

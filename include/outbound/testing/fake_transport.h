@@ -62,7 +62,7 @@ class FakeTransport final : public http::Transport {
   // the call's deadline, the caller).
   int cancelled() const;
 
-  std::unique_ptr<http::internal::AttemptLayer> CarryFor(
+  std::unique_ptr<http::internal::ClientTransport> CarryFor(
       const http::internal::TransportSpec& spec) override;
 
   struct State;

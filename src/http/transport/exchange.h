@@ -11,10 +11,11 @@
 #include <optional>
 #include <string>
 
+#include "../attempt.h"
 #include "../body_growth.h"
 #include "../body_upload.h"
+#include "../client_transport.h"
 #include "../gzip_decoder.h"
-#include "../layers.h"
 
 namespace outbound::http::internal::transport {
 
@@ -26,7 +27,13 @@ class Connection;
 
 struct Exchange {
   std::uint64_t id = 0;
-  std::shared_ptr<Attempt> attempt;
+  // Who hears what happens to the exchange (the attempt, to the transport
+  // only its events), held until the exchange ends; and what to send.
+  std::shared_ptr<ExchangeEvents> events;
+  const CallRequest* request = nullptr;
+  const Headers* trace_headers = nullptr;
+  std::uint64_t* queue_place = nullptr;
+  const Admission* admission = nullptr;
   // The request's target ("/charges/1?x=y") and authority ("payments:8443").
   std::string path;
   const std::string* authority = nullptr;
@@ -117,26 +124,26 @@ inline std::optional<AttemptOutcome> TakeWireBody(Exchange& exchange, std::strin
 
 // Whether the final answer has no body whatever its headers say.
 inline bool HasNoBody(const Exchange& exchange) {
-  return internal::HasNoBody(exchange.attempt->request->method, exchange.response.status);
+  return internal::HasNoBody(exchange.request->method, exchange.response.status);
 }
 
 // Starts decoding the body if the head says it is gzip-coded and the call
 // asked for decoding; called once the head is whole.
 inline void ChooseDecoder(Exchange& exchange) {
-  if (exchange.attempt->request->decode_gzip && !HasNoBody(exchange) &&
+  if (exchange.request->decode_gzip && !HasNoBody(exchange) &&
       GzipDecoder::IsGzip(exchange.response.headers.Find("content-encoding"))) {
     exchange.decoder = std::make_unique<GzipDecoder>();
   }
 }
 
-// Calls `field(name, value)` for each header the attempt sends: its trace
+// Calls `field(name, value)` for each header the exchange sends: its trace
 // headers (traceparent, tracestate, baggage), then the request's own, less
 // any the trace headers replace.
 template <class Field>
-void ForEachRequestHeader(const Attempt& attempt, Field&& field) {
-  const Headers& trace = attempt.trace_headers;
+void ForEachRequestHeader(const Exchange& exchange, Field&& field) {
+  const Headers& trace = *exchange.trace_headers;
   for (const auto& [name, value] : trace) field(name, value);
-  for (const auto& [name, value] : attempt.request->headers) {
+  for (const auto& [name, value] : exchange.request->headers) {
     bool replaced = false;
     for (const auto& header : trace) replaced = replaced || SameHeaderName(name, header.first);
     if (!replaced) field(name, value);

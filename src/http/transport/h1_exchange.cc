@@ -101,14 +101,14 @@ H1Exchange::H1Exchange(CodecEvents& events, std::uint64_t connection_id, Clock& 
 H1Exchange::~H1Exchange() = default;
 
 bool H1Exchange::Start(Exchange& exchange) {
-  const CallRequest& request = *exchange.attempt->request;
+  const CallRequest& request = *exchange.request;
   current_ = &exchange;
   head_ = request.method == "HEAD";
   request_.clear();
   request_.reserve(64 + exchange.path.size() + request.body.size());
   request_.append(request.method).append(" ").append(exchange.path).append(" HTTP/1.1\r\nHost: ");
   request_.append(*exchange.authority).append("\r\n");
-  ForEachRequestHeader(*exchange.attempt, [&](const std::string& name, const std::string& value) {
+  ForEachRequestHeader(exchange, [&](const std::string& name, const std::string& value) {
     request_.append(name).append(": ").append(value).append("\r\n");
   });
   bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
@@ -186,7 +186,7 @@ bool H1Exchange::ProduceUploadPiece(std::string& out) {
   if (chunked && *n > 0) out.append("\r\n");
   if (upload.done()) {
     if (chunked) out.append("0\r\n\r\n");
-    current_->attempt->RequestBodySent(clock_.Now());
+    current_->events->RequestBodySent(clock_.Now());
     upload_buffer_.clear();
     upload_buffer_.shrink_to_fit();
   }
@@ -287,8 +287,8 @@ bool H1Exchange::Parse() {
         current_->response.body.reserve(static_cast<std::size_t>(*length));
       }
       current_->headers_done = true;
-      current_->attempt->HeadersArrived(clock_.Now());
-      if (current_->Streams()) current_->attempt->BodyStreaming(clock_.Now());
+      current_->events->HeadersArrived(clock_.Now());
+      if (current_->Streams()) current_->events->BodyStreaming(clock_.Now());
       parser_->eager(true);
       head_read_.clear();
       head_read_.shrink_to_fit();

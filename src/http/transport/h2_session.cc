@@ -88,9 +88,9 @@ bool H2Session::Finished() const {
 }
 
 bool H2Session::Start(Exchange& exchange) {
-  const CallRequest& request = *exchange.attempt->request;
+  const CallRequest& request = *exchange.request;
   std::vector<nghttp2_nv> fields;
-  const std::size_t header_count = request.headers.size() + exchange.attempt->trace_headers.size();
+  const std::size_t header_count = request.headers.size() + exchange.trace_headers->size();
   fields.reserve(header_count + 5);
   fields.push_back(Field(":method", request.method));
   fields.push_back(Field(":scheme", "https"));
@@ -99,7 +99,7 @@ bool H2Session::Start(Exchange& exchange) {
   // Field names go lower case on HTTP/2 (RFC 9113 §8.2.1).
   std::vector<std::string> names;
   names.reserve(header_count);  // no reallocation: `fields` points into it
-  ForEachRequestHeader(*exchange.attempt, [&](const std::string& name, const std::string& value) {
+  ForEachRequestHeader(exchange, [&](const std::string& name, const std::string& value) {
     std::string& lower = names.emplace_back(name);
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -336,8 +336,8 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
         }
         exchange->response.body.reserve(static_cast<std::size_t>(*exchange->content_length));
       }
-      exchange->attempt->HeadersArrived(self.clock_.Now());
-      if (exchange->Streams()) exchange->attempt->BodyStreaming(self.clock_.Now());
+      exchange->events->HeadersArrived(self.clock_.Now());
+      if (exchange->Streams()) exchange->events->BodyStreaming(self.clock_.Now());
     }
   }
   if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) exchange->end_stream = true;
@@ -472,11 +472,11 @@ ssize_t H2Session::ReadBody(nghttp2_session*, std::int32_t stream_id, std::uint8
     }
     if (exchange->upload->done()) {
       *flags |= NGHTTP2_DATA_FLAG_EOF;
-      exchange->attempt->RequestBodySent(static_cast<H2Session*>(user)->clock_.Now());
+      exchange->events->RequestBodySent(static_cast<H2Session*>(user)->clock_.Now());
     }
     return static_cast<ssize_t>(*n);
   }
-  const std::string& body = exchange->attempt->request->body;
+  const std::string& body = exchange->request->body;
   std::size_t n = std::min(length, body.size() - exchange->body_offset);
   std::copy_n(body.data() + exchange->body_offset, n, buf);
   exchange->body_offset += n;

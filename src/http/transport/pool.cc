@@ -124,7 +124,7 @@ class Resolver {
   std::thread thread_;
 };
 
-class NativeTransport final : public AttemptLayer,
+class NativeTransport final : public ClientTransport,
                               public ConnectionPool,
                               private transport::ConnectionEvents {
  public:
@@ -164,26 +164,21 @@ class NativeTransport final : public AttemptLayer,
     });
   }
 
-  std::string_view name() const override { return "transport"; }
-
-  void Start(const std::shared_ptr<Attempt>& attempt) override {
+  void Start(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& what) override {
     // Cancelled on its way down: nothing is sent.
-    if (!attempt->Launch()) {
-      attempt->End(attempt->CancelledOutcome());
+    if (!events->Launch()) {
+      events->End(events->CancelledOutcome());
       return;
     }
     bool first;
     {
       std::lock_guard lock(incoming_mu_);
       first = incoming_.empty();
-      incoming_.push_back(attempt);
+      incoming_.push_back({std::move(events), what});
     }
-    // One task takes every attempt that arrived before it runs.
+    // One task takes every exchange that arrived before it runs.
     if (first) loop_->Post([this] { TakeIncoming(); });
   }
-
-  // The transport ends attempts itself (End); nothing passes through.
-  void Finish(Attempt&, AttemptOutcome&) override {}
 
   // With no call in flight, the pool's connections are closed once they
   // have been idle for kIdleConnectionLifetime, timed on the Runtime's
@@ -201,13 +196,13 @@ class NativeTransport final : public AttemptLayer,
   // --- On the loop thread from here on ---
 
   void TakeIncoming() {
-    std::vector<std::shared_ptr<Attempt>> batch;
+    std::vector<Incoming> batch;
     {
       std::lock_guard lock(incoming_mu_);
       batch.swap(incoming_);
     }
     ++batching_;
-    for (auto& attempt : batch) Begin(std::move(attempt));
+    for (auto& [events, what] : batch) Begin(std::move(events), what);
     --batching_;
     FlushRequested();
   }
@@ -221,7 +216,7 @@ class NativeTransport final : public AttemptLayer,
     }
   }
 
-  void Begin(std::shared_ptr<Attempt> attempt) {
+  void Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& what) {
     if (idle_since_.exchange(kBusy, std::memory_order_relaxed) != kBusy) {
       idle_timer_.Cancel();
       idle_timer_armed_.store(false);
@@ -229,34 +224,39 @@ class NativeTransport final : public AttemptLayer,
     auto owned = std::make_unique<Exchange>();
     Exchange& exchange = *owned;
     exchange.id = ++next_exchange_id_;
-    exchange.attempt = std::move(attempt);
+    exchange.events = std::move(events);
+    exchange.request = what.request;
+    exchange.trace_headers = what.trace_headers;
+    exchange.queue_place = what.queue_place;
+    exchange.admission = what.admission;
+    exchange.sink = what.body_sink;
     exchange.authority = &authority_;
     exchange.max_body = settings_.max_response_bytes;
-    if (exchange.attempt->call->body_sink) exchange.sink = &exchange.attempt->call->body_sink;
-    const std::string& url = exchange.attempt->request->url;
+    const std::string& url = exchange.request->url;
     auto scheme_end = url.find("://");
     auto path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
     exchange.path = path_start == std::string::npos ? "/" : url.substr(path_start);
     exchanges_.emplace(exchange.id, std::move(owned));
     if (stopped_) return End(exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
     std::weak_ptr<const char> alive = alive_;
-    exchange.attempt->SetCanceller([this, alive, id = exchange.id] {
+    exchange.events->SetCanceller([this, alive, id = exchange.id] {
       loop_->Post([this, alive, id] {
         if (alive.lock()) Cancel(id);
       });
     });
     if (network_.Resolve(origin_.host, origin_.port).kind == Route::Kind::kUnreachable) {
-      exchange.attempt->Sent(clock_.Now());  // dialled, as far as the dependency is concerned
+      exchange.events->Sent(clock_.Now());  // dialled, as far as the dependency is concerned
       return End(exchange,
                  Failed(ErrorKind::kTransport, origin_.host + ":" + std::to_string(origin_.port) +
                                                    " is not reachable on this network"));
     }
     // In turn: a new attempt at the back, one sent back by a connection's
-    // end at its old place (Attempt::queue_place), ahead of later ones.
-    std::uint64_t& place = exchange.attempt->queue_place;
+    // end at its old place (ExchangeRequest::queue_place), ahead of later
+    // ones.
+    std::uint64_t& place = *exchange.queue_place;
     if (place == 0) place = ++queued_;
     auto at = queue_.end();
-    while (at != queue_.begin() && (*std::prev(at))->attempt->queue_place > place) --at;
+    while (at != queue_.begin() && *(*std::prev(at))->queue_place > place) --at;
     queue_.insert(at, &exchange);
     Dispatch();
   }
@@ -277,14 +277,14 @@ class NativeTransport final : public AttemptLayer,
         if (connection == nullptr && !MayOpen()) break;
         queue_.pop_front();
         // The breaker that admitted it may have opened meanwhile.
-        const Admission* admission = exchange.attempt->admission;
+        const Admission* admission = exchange.admission;
         if (admission != nullptr && !admission->StillAdmitted()) {
           End(exchange, Failed(ErrorKind::kRejected,
                                "the circuit breaker opened before the attempt was sent: "
                                "nothing was sent"));
           continue;
         }
-        exchange.attempt->Sent(clock_.Now());
+        exchange.events->Sent(clock_.Now());
         bool opening = connection == nullptr;
         if (opening) connection = NewConnection();
         if (!connection->Carry(exchange)) {
@@ -375,15 +375,15 @@ class NativeTransport final : public AttemptLayer,
                queued != queue_.end()) {
       queue_.erase(queued);
     }
-    End(exchange, exchange.attempt->CancelledOutcome());
+    End(exchange, exchange.events->CancelledOutcome());
   }
 
   void End(Exchange& exchange, AttemptOutcome&& outcome) {
     auto node = exchanges_.extract(exchange.id);  // the exchange lives to the end of this
-    std::shared_ptr<Attempt> attempt = std::move(exchange.attempt);
+    std::shared_ptr<ExchangeEvents> events = std::move(exchange.events);
     // The layers above hear of this attempt (its breaker ticket is settled)
     // before the queue moves, so a breaker it opened stops the queued ones.
-    attempt->End(std::move(outcome));
+    events->End(std::move(outcome));
     Dispatch();
   }
 
@@ -493,17 +493,22 @@ class NativeTransport final : public AttemptLayer,
   std::atomic<std::int64_t> idle_since_{kBusy};
   const std::atomic<int>* live_calls_ = nullptr;
 
+  // Exchanges started on other threads, for the loop to take.
+  struct Incoming {
+    std::shared_ptr<ExchangeEvents> events;
+    ExchangeRequest what;
+  };
   std::mutex incoming_mu_;
-  std::vector<std::shared_ptr<Attempt>> incoming_;
+  std::vector<Incoming> incoming_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<AttemptLayer>> MakeNativeTransport(const Runtime& runtime,
-                                                          const Settings& settings,
-                                                          const Origin& origin,
-                                                          std::shared_ptr<EventLoop> loop,
-                                                          ConnectionPool** pool) {
+Result<std::unique_ptr<ClientTransport>> MakeNativeTransport(const Runtime& runtime,
+                                                             const Settings& settings,
+                                                             const Origin& origin,
+                                                             std::shared_ptr<EventLoop> loop,
+                                                             ConnectionPool** pool) {
   std::shared_ptr<transport::TlsContext> tls;
   if (settings.tls) {
     auto made = transport::TlsContext::Create(*settings.tls);
@@ -513,7 +518,7 @@ Result<std::unique_ptr<AttemptLayer>> MakeNativeTransport(const Runtime& runtime
   auto made =
       std::make_unique<NativeTransport>(runtime, settings, origin, std::move(loop), std::move(tls));
   *pool = made.get();
-  return std::unique_ptr<AttemptLayer>(std::move(made));
+  return std::unique_ptr<ClientTransport>(std::move(made));
 }
 
 }  // namespace outbound::http::internal

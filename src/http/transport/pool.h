@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The native transport: the bottom AttemptLayer and the client's
-// connection pool, on the client's event loop. It decides which connection
+// The native transport: the client's transport (client_transport.h) and
+// its connection pool, on the client's event loop. It decides which connection
 // each attempt goes on, and how many connections there are:
 //  - attempts wait in one FIFO queue, oldest first; each is handed to a
 //    connection (and counts as sent) only when one can carry it, after
@@ -34,7 +34,7 @@ namespace outbound::http::internal {
 // Builds the native transport. kInvalidSettings if the TLS material is
 // unreadable. `pool` is set to the transport's connection pool, which
 // lives as long as the transport.
-[[nodiscard]] Result<std::unique_ptr<AttemptLayer>> MakeNativeTransport(
+[[nodiscard]] Result<std::unique_ptr<ClientTransport>> MakeNativeTransport(
     const Runtime& runtime, const Settings& settings, const Origin& origin,
     std::shared_ptr<EventLoop> loop, ConnectionPool** pool);
 

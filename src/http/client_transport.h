@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+// The narrow interface between the attempt layers and what carries an
+// attempt over the wire: a client's transport is handed an exchange (what
+// to send) and the events to report to (what happens to it), and knows no
+// layer, breaker or timer. The attempt is the events' listener and tells
+// the layers (attempt.h). Internal.
+#ifndef OUTBOUND_SRC_HTTP_CLIENT_TRANSPORT_H_
+#define OUTBOUND_SRC_HTTP_CLIENT_TRANSPORT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "call.h"
+#include "outbound/clock.h"
+#include "outbound/http/message.h"
+
+namespace outbound::http::internal {
+
+struct AttemptOutcome;
+
+// The breaker's last word before the transport sends an exchange that
+// waited in its queue: false when the breaker that admitted it has opened
+// meanwhile, so it is failed as rejected and nothing is sent.
+class Admission {
+ public:
+  virtual bool StillAdmitted() const = 0;
+
+ protected:
+  ~Admission() = default;
+};
+
+// What to send. Everything it points to lives as long as the exchange's
+// events (the transport holds those until it ends the exchange).
+struct ExchangeRequest {
+  const CallRequest* request = nullptr;
+  // `traceparent`, `tracestate`, `baggage`: each sent in place of the
+  // request's own header of that name.
+  const Headers* trace_headers = nullptr;
+  // Where the body of a 2xx answer goes as it arrives; null: into
+  // Response::body.
+  const BodySink* body_sink = nullptr;
+  // The exchange's place in the transport's queue: 0 until queued. Kept
+  // by a request sent again because a connection's end left it out, so it
+  // keeps its turn.
+  std::uint64_t* queue_place = nullptr;
+  // Null: always admitted.
+  const Admission* admission = nullptr;
+};
+
+// What the transport reports of one exchange. Thread-safe.
+class ExchangeEvents {
+ public:
+  // The transport has the exchange. False if it was cancelled before: the
+  // transport then sends nothing and ends it with CancelledOutcome().
+  [[nodiscard]] virtual bool Launch() = 0;
+  // How to cancel the exchange: run at most once, on the cancelling thread,
+  // which must not wait on the transport.
+  virtual void SetCanceller(std::function<void()> canceller) = 0;
+  // Handed to a connection (counts as sent); the whole of a streamed
+  // request body written; the response's headers; a 2xx body on its way
+  // to the sink.
+  virtual void Sent(TimePoint now) = 0;
+  virtual void RequestBodySent(TimePoint now) = 0;
+  virtual void HeadersArrived(TimePoint now) = 0;
+  virtual void BodyStreaming(TimePoint now) = 0;
+  // The exchange ended. The first end wins; false for a later one.
+  virtual bool End(AttemptOutcome&& outcome) = 0;
+  // How a cancelled exchange ends.
+  virtual AttemptOutcome CancelledOutcome() const = 0;
+
+ protected:
+  ~ExchangeEvents() = default;
+};
+
+// One client's transport: carries that client's exchanges.
+class ClientTransport {
+ public:
+  virtual ~ClientTransport() = default;
+  // Carries one exchange, holding `events` until it ends it: exactly one
+  // End, unless the exchange was cancelled first (its end is then the
+  // canceller's side's).
+  virtual void Start(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& exchange) = 0;
+};
+
+}  // namespace outbound::http::internal
+
+#endif  // OUTBOUND_SRC_HTTP_CLIENT_TRANSPORT_H_
