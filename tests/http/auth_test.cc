@@ -34,7 +34,7 @@ void AddTexts(const telemetry::Attributes& attributes, std::vector<std::string>&
   }
 }
 
-class AuthTest : public ClientTestBase, public ::testing::Test {
+class AuthTest : public FakeTransportTestBase, public ::testing::Test {
  protected:
   // The provider: records each ask, answers "<secret>-<n>" (n grows on
   // refresh).
@@ -58,8 +58,7 @@ class AuthTest : public ClientTestBase, public ::testing::Test {
 
 TEST_F(AuthTest, TheProviderIsAskedForEveryAttemptOfTheOrigin) {
   std::atomic<int> calls{0};
-  Serve([&](const ServerRequest&) { return Reply::Status(++calls == 1 ? 503 : 200); },
-        Protocol::kHttp11);
+  Serve([&](const ServerRequest&) { return Reply::Status(++calls == 1 ? 503 : 200); });
   Settings settings = PaymentsSettings();
   settings.attempt_middleware = {WithBearerToken(Provider())};
   auto client = MakeClient(std::move(settings));
@@ -77,12 +76,10 @@ TEST_F(AuthTest, TheProviderIsAskedForEveryAttemptOfTheOrigin) {
 }
 
 TEST_F(AuthTest, A401WithWwwAuthenticateIsRepeatedOnceWithAFreshCredential) {
-  Serve(
-      [&](const ServerRequest& request) {
-        if (request.header("Authorization").ends_with("-2")) return Reply::Ok("in");
-        return Reply::Status(401).Header("WWW-Authenticate", "Bearer error=\"invalid_token\"");
-      },
-      Protocol::kHttp11);
+  Serve([&](const ServerRequest& request) {
+    if (request.header("Authorization").ends_with("-2")) return Reply::Ok("in");
+    return Reply::Status(401).Header("WWW-Authenticate", "Bearer error=\"invalid_token\"");
+  });
   Settings settings = PaymentsSettings();
   settings.attempt_middleware = {WithBearerToken(Provider())};
   auto client = MakeClient(std::move(settings));
@@ -95,9 +92,9 @@ TEST_F(AuthTest, A401WithWwwAuthenticateIsRepeatedOnceWithAFreshCredential) {
 }
 
 TEST_F(AuthTest, ASecond401IsTheAnswerNeverALoop) {
-  Serve(
-      [&](const ServerRequest&) { return Reply::Status(401).Header("WWW-Authenticate", "Bearer"); },
-      Protocol::kHttp11);
+  Serve([&](const ServerRequest&) {
+    return Reply::Status(401).Header("WWW-Authenticate", "Bearer");
+  });
   Settings settings = PaymentsSettings();
   settings.attempt_middleware = {WithBearerToken(Provider())};
   auto client = MakeClient(std::move(settings));
@@ -109,12 +106,10 @@ TEST_F(AuthTest, ASecond401IsTheAnswerNeverALoop) {
 }
 
 TEST_F(AuthTest, ARedirectWithinTheOriginCarriesTheCredentialAskedAgain) {
-  Serve(
-      [&](const ServerRequest& request) {
-        if (request.target == "/old") return Reply::Status(307).Header("Location", "/new");
-        return Reply::Ok();
-      },
-      Protocol::kHttp11);
+  Serve([&](const ServerRequest& request) {
+    if (request.target == "/old") return Reply::Status(307).Header("Location", "/new");
+    return Reply::Ok();
+  });
   Settings settings = PaymentsSettings();
   settings.attempt_middleware = {WithBearerToken(Provider())};
   auto client = MakeClient(std::move(settings));
@@ -128,7 +123,7 @@ TEST_F(AuthTest, ARedirectWithinTheOriginCarriesTheCredentialAskedAgain) {
 }
 
 TEST_F(AuthTest, A401WithoutWwwAuthenticateIsNotRepeated) {
-  Serve([&](const ServerRequest&) { return Reply::Status(401); }, Protocol::kHttp11);
+  Serve([&](const ServerRequest&) { return Reply::Status(401); });
   Settings settings = PaymentsSettings();
   settings.attempt_middleware = {WithBearerToken(Provider())};
   auto client = MakeClient(std::move(settings));
@@ -140,11 +135,9 @@ TEST_F(AuthTest, A401WithoutWwwAuthenticateIsNotRepeated) {
 }
 
 TEST_F(AuthTest, BasicAuthIsEncodedAndAFixedCredentialIsNotRepeated) {
-  Serve(
-      [&](const ServerRequest&) {
-        return Reply::Status(401).Header("WWW-Authenticate", "Basic realm=\"x\"");
-      },
-      Protocol::kHttp11);
+  Serve([&](const ServerRequest&) {
+    return Reply::Status(401).Header("WWW-Authenticate", "Basic realm=\"x\"");
+  });
   Settings settings = PaymentsSettings();
   settings.attempt_middleware = {WithBasicAuth("Aladdin", "open sesame")};
   auto client = MakeClient(std::move(settings));
@@ -158,15 +151,13 @@ TEST_F(AuthTest, ACredentialNeverReachesARedirectElsewhereAnErrorARecordASpanOrA
   testing::InMemoryTelemetry telemetry;
   runtime.telemetry = telemetry.telemetry();
   std::atomic<int> calls{0};
-  Serve(
-      [&](const ServerRequest& request) {
-        if (request.target == "/away") {
-          return Reply::Status(302).Header("Location", "https://evil:8443/steal");
-        }
-        if (request.target == "/slow") return Reply::Hang();
-        return Reply::Status(++calls == 1 ? 503 : 200);
-      },
-      Protocol::kHttp11);
+  Serve([&](const ServerRequest& request) {
+    if (request.target == "/away") {
+      return Reply::Status(302).Header("Location", "https://evil:8443/steal");
+    }
+    if (request.target == "/slow") return Reply::Hang();
+    return Reply::Status(++calls == 1 ? 503 : 200);
+  });
   Settings settings = PaymentsSettings();
   settings.attempt_middleware = {WithBearerToken(Provider())};
   settings.request_logging = true;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The fixture of the client's tests: a fake `payments` dependency over TLS
-// with a CA made for the test, reached by name through a NetworkMap, and a
-// client on a ManualClock, so every wait is free and exact.
+// The fixtures of the client's tests: a client on a ManualClock, so every
+// wait is free and exact, and a fake `payments` dependency, either over TLS
+// with a CA made for the test, reached by name through a NetworkMap
+// (ClientTestBase), or with no socket at all (FakeTransportTestBase).
 #ifndef OUTBOUND_TESTS_HTTP_CLIENT_TEST_SUPPORT_H_
 #define OUTBOUND_TESTS_HTTP_CLIENT_TEST_SUPPORT_H_
 
@@ -14,6 +15,7 @@
 
 #include "outbound/http/client.h"
 #include "outbound/testing/fake_server.h"
+#include "outbound/testing/fake_transport.h"
 #include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
@@ -35,50 +37,16 @@ inline std::string NumberedPath(int i) {
   return path;
 }
 
-class ClientTestBase {
+// What both fixtures share: a client on a ManualClock with randomness
+// that always draws one half, and the record of every attempt and breaker
+// transition its clients make.
+class ClientTestCommon {
  protected:
-  // Serves `handler` as payments:8443, over HTTP/2 or HTTP/1.1 by ALPN.
-  void Serve(testing::Handler handler, Protocol protocol = Protocol::kHttp2,
-             testing::FakeServer::Options options = {}) {
-    testing::ServerTls tls(ca.IssueServer({"payments"}));
-    if (protocol == Protocol::kHttp11) tls.alpn = {"http/1.1"};
-    options.tls = std::move(tls);
-    options.handler = std::move(handler);
-    options.clock = &clock;
-    auto started = testing::FakeServer::Start(std::move(options));
-    ASSERT_TRUE(started) << started.error().message();
-    server = std::move(*started);
-    network.Add("payments", 8443, "127.0.0.1", server->port());
-  }
-
-  // The defaults for https://payments:8443, trusting only the test's CA,
-  // recording every attempt and breaker transition.
-  Settings PaymentsSettings() {
-    Settings s = DefaultSettings();
-    s.base_url = "https://payments:8443";
-    s.tls = TlsSettings{.root_pem = ca.pem()};
-    s.observers.push_back(ObserveAttempts([this](const AttemptRecord& record) {
-      {
-        std::lock_guard lock(mu);
-        attempts.push_back(record);
-        // Views into the request, valid only during this call: not kept.
-        attempts.back().method = attempts.back().url = {};
-      }
-      changed.notify_all();
-    }));
-    s.observers.push_back(ObserveTransitions([this](const circuit::Transition& t) {
-      std::lock_guard lock(mu);
-      transitions.push_back(t);
-    }));
-    return s;
-  }
-
   std::unique_ptr<Client> MakeClient(Settings settings) {
     auto client = Client::Create(runtime, std::move(settings));
     EXPECT_TRUE(client) << client.error().message();
     return client ? std::move(*client) : nullptr;
   }
-  std::unique_ptr<Client> MakeClient() { return MakeClient(PaymentsSettings()); }
 
   // Blocks until `n` attempts have ended (a safety net of 10 s real time).
   bool WaitForAttempts(std::size_t n) {
@@ -103,18 +71,118 @@ class ClientTestBase {
     return transitions;
   }
 
-  testing::TestCA ca;
+  // The defaults for https://payments:8443 with `tls`, recording every
+  // attempt and breaker transition.
+  Settings PaymentsSettings(TlsSettings tls) {
+    Settings s = DefaultSettings();
+    s.base_url = "https://payments:8443";
+    s.tls = std::move(tls);
+    s.observers.push_back(ObserveAttempts([this](const AttemptRecord& record) {
+      {
+        std::lock_guard lock(mu);
+        attempts.push_back(record);
+        // Views into the request, valid only during this call: not kept.
+        attempts.back().method = attempts.back().url = {};
+      }
+      changed.notify_all();
+    }));
+    s.observers.push_back(ObserveTransitions([this](const circuit::Transition& t) {
+      std::lock_guard lock(mu);
+      transitions.push_back(t);
+    }));
+    return s;
+  }
+
   testing::ManualClock clock;
-  testing::NetworkMap network;
   // Jitter of one half: the waits after attempts 1 and 2 are 50ms and 100ms.
   FixedRandom random{0.5};
-  Runtime runtime{.clock = &clock, .network = &network, .random = &random};
-  std::unique_ptr<testing::FakeServer> server;
+  // The fixture below adds how the client reaches payments.
+  Runtime runtime{.clock = &clock, .random = &random};
 
   std::mutex mu;
   std::condition_variable changed;
   std::vector<AttemptRecord> attempts;
   std::vector<circuit::Transition> transitions;
+};
+
+// A fake `payments` on a socket: a FakeServer over TLS, for what needs bytes
+// on a wire (TLS, HTTP/1.1 or HTTP/2 framing, a connection's behaviour).
+class ClientTestBase : public ClientTestCommon {
+ protected:
+  ClientTestBase() { runtime.network = &network; }
+
+  // Serves `handler` as payments:8443, over HTTP/2 or HTTP/1.1 by ALPN.
+  void Serve(testing::Handler handler, Protocol protocol = Protocol::kHttp2,
+             testing::FakeServer::Options options = {}) {
+    testing::ServerTls tls(ca.IssueServer({"payments"}));
+    if (protocol == Protocol::kHttp11) tls.alpn = {"http/1.1"};
+    options.tls = std::move(tls);
+    options.handler = std::move(handler);
+    options.clock = &clock;
+    auto started = testing::FakeServer::Start(std::move(options));
+    ASSERT_TRUE(started) << started.error().message();
+    server = std::move(*started);
+    network.Add("payments", 8443, "127.0.0.1", server->port());
+  }
+
+  // The defaults for https://payments:8443, trusting only the test's CA,
+  // recording every attempt and breaker transition.
+  Settings PaymentsSettings() {
+    return ClientTestCommon::PaymentsSettings(TlsSettings{.root_pem = ca.pem()});
+  }
+
+  using ClientTestCommon::MakeClient;
+  std::unique_ptr<Client> MakeClient() { return MakeClient(PaymentsSettings()); }
+
+  testing::TestCA ca;
+  testing::NetworkMap network;
+  std::unique_ptr<testing::FakeServer> server;
+};
+
+// A fake `payments` with no socket: a FakeTransport answers each attempt
+// on the thread that sends it (or that advances the clock past a delay),
+// for a test of the layers above the transport (retries, the breaker,
+// redirects, middleware, rate limits, fault injection). The clients keep
+// https://payments:8443 as their origin; nothing is dialled or verified.
+class FakeTransportTestBase : public ClientTestCommon {
+ protected:
+  FakeTransportTestBase() { runtime.transport = server.get(); }
+
+  // Answers every attempt from now on with `handler`.
+  void Serve(testing::Handler handler) {
+    std::lock_guard lock(handler_mu_);
+    handler_ = std::move(handler);
+  }
+
+  // The defaults for https://payments:8443 (TLS settings, so the origin is
+  // https, but no certificate: nothing is verified), recording every
+  // attempt and breaker transition.
+  Settings PaymentsSettings() { return ClientTestCommon::PaymentsSettings(TlsSettings{}); }
+
+  using ClientTestCommon::MakeClient;
+  std::unique_ptr<Client> MakeClient() { return MakeClient(PaymentsSettings()); }
+
+  // What payments was asked (request_count(), requests()), as a
+  // FakeServer's `server` answers it. It outlives every client of a test.
+  std::unique_ptr<testing::FakeTransport> server = std::make_unique<testing::FakeTransport>(
+      clock, [this](const testing::ServerRequest& request) { return Answer(request); });
+
+ private:
+  testing::Reply Answer(const testing::ServerRequest& request) {
+    testing::Handler handler;
+    {
+      std::lock_guard lock(handler_mu_);
+      handler = handler_;
+    }
+    if (!handler) {
+      ADD_FAILURE() << "an attempt reached payments before the test called Serve";
+      return testing::Reply::Status(500);
+    }
+    return handler(request);
+  }
+
+  std::mutex handler_mu_;
+  testing::Handler handler_;  // guarded by handler_mu_
 };
 
 }  // namespace outbound::http

@@ -15,12 +15,12 @@ using ::testing::HasSubstr;
 using testing::Reply;
 using testing::ServerRequest;
 
-class FaultInjectionTest : public ClientTestBase, public ::testing::Test {
+class FaultInjectionTest : public FakeTransportTestBase, public ::testing::Test {
  protected:
   FaultInjectionTest() { runtime.telemetry = telemetry.telemetry(); }
 
   std::unique_ptr<Client> FaultyClient(Settings settings) {
-    Serve([](const ServerRequest&) { return Reply::Ok("real"); }, Protocol::kHttp11);
+    Serve([](const ServerRequest&) { return Reply::Ok("real"); });
     return MakeClient(std::move(settings));
   }
   Settings FaultsOn() {

@@ -86,12 +86,11 @@ class Changing final : public AttemptMiddleware {
   std::function<void(OutgoingRequest&)> change_;
 };
 
-class MiddlewareTest : public ClientTestBase, public ::testing::Test {};
+class MiddlewareTest : public FakeTransportTestBase, public ::testing::Test {};
 
 TEST_F(MiddlewareTest, CallMiddlewareWrapsTheCallOnceAndAttemptMiddlewareEveryAttemptInOrder) {
   std::atomic<int> calls{0};
-  Serve([&](const ServerRequest&) { return Reply::Status(++calls == 1 ? 503 : 200); },
-        Protocol::kHttp11);
+  Serve([&](const ServerRequest&) { return Reply::Status(++calls == 1 ? 503 : 200); });
   Journal journal;
   Settings settings = PaymentsSettings();
   settings.call_middleware = {std::make_shared<LoggingCall>("A", journal),
@@ -127,7 +126,7 @@ class Cache final : public CallMiddleware {
 };
 
 TEST_F(MiddlewareTest, CallMiddlewareAnsweringFromItsCacheSendsNothing) {
-  Serve([&](const ServerRequest&) { return Reply::Ok("from the server"); }, Protocol::kHttp11);
+  Serve([&](const ServerRequest&) { return Reply::Ok("from the server"); });
   Journal journal;
   Settings settings = PaymentsSettings();
   settings.call_middleware = {std::make_shared<LoggingCall>("A", journal),
@@ -150,7 +149,7 @@ TEST_F(MiddlewareTest, CallMiddlewareAnsweringFromItsCacheSendsNothing) {
 }
 
 TEST_F(MiddlewareTest, AHeaderAMiddlewareAddsIsCheckedAsTheCallersAndRefusedBeforeSending) {
-  Serve([&](const ServerRequest&) { return Reply::Ok(); }, Protocol::kHttp11);
+  Serve([&](const ServerRequest&) { return Reply::Ok(); });
   Settings settings = PaymentsSettings();
   settings.attempt_middleware = {
       std::make_shared<Changing>([](OutgoingRequest& r) { r.SetHeader("X-Split", "a\r\nb: c"); })};
@@ -166,7 +165,7 @@ TEST_F(MiddlewareTest, AHeaderAMiddlewareAddsIsCheckedAsTheCallersAndRefusedBefo
 }
 
 TEST_F(MiddlewareTest, ACallMiddlewareCannotSetHost) {
-  Serve([&](const ServerRequest&) { return Reply::Ok(); }, Protocol::kHttp11);
+  Serve([&](const ServerRequest&) { return Reply::Ok(); });
   class SetsHost final : public CallMiddleware {
     std::optional<Result<Response>> OnRequest(OutgoingRequest& r, const CallInfo&) override {
       r.SetHeader("Host", "evil");
@@ -183,7 +182,7 @@ TEST_F(MiddlewareTest, ACallMiddlewareCannotSetHost) {
 }
 
 TEST_F(MiddlewareTest, AnAttemptMiddlewareCannotSendToAnotherOriginButMayChangeThePath) {
-  Serve([&](const ServerRequest&) { return Reply::Ok(); }, Protocol::kHttp11);
+  Serve([&](const ServerRequest&) { return Reply::Ok(); });
   Settings settings = PaymentsSettings();
   settings.attempt_middleware = {std::make_shared<Changing>([](OutgoingRequest& r) {
     r.SetUrl(r.url().ends_with("/away") ? "https://ledger:8443/away" : "/v2/charges");
@@ -201,7 +200,7 @@ TEST_F(MiddlewareTest, AnAttemptMiddlewareCannotSendToAnotherOriginButMayChangeT
 }
 
 TEST_F(MiddlewareTest, AnAttemptMiddlewaresOwnAnswerIsClassifiedAndRetried) {
-  Serve([&](const ServerRequest&) { return Reply::Ok(); }, Protocol::kHttp11);
+  Serve([&](const ServerRequest&) { return Reply::Ok(); });
   class Overloaded final : public AttemptMiddleware {
     std::optional<Result<Response>> OnRequest(OutgoingRequest&, const AttemptInfo& info) override {
       if (info.attempt > 1) return std::nullopt;
@@ -226,7 +225,7 @@ TEST_F(MiddlewareTest, AnAttemptMiddlewaresOwnAnswerIsClassifiedAndRetried) {
 }
 
 TEST_F(MiddlewareTest, AMiddlewareThatThrowsEndsTheCallAndTheCallerGetsTheException) {
-  Serve([&](const ServerRequest&) { return Reply::Ok(); }, Protocol::kHttp11);
+  Serve([&](const ServerRequest&) { return Reply::Ok(); });
   class Throws final : public AttemptMiddleware {
     std::optional<Result<Response>> OnRequest(OutgoingRequest&, const AttemptInfo&) override {
       throw std::runtime_error("signer broke");

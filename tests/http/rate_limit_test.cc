@@ -17,10 +17,10 @@ using ::testing::HasSubstr;
 using testing::Reply;
 using testing::ServerRequest;
 
-class RateLimitTest : public ClientTestBase, public ::testing::Test {
+class RateLimitTest : public FakeTransportTestBase, public ::testing::Test {
  protected:
   std::unique_ptr<Client> LimitedClient(RateLimit limit) {
-    Serve([](const ServerRequest&) { return Reply::Ok(); }, Protocol::kHttp11);
+    Serve([](const ServerRequest&) { return Reply::Ok(); });
     Settings settings = PaymentsSettings();
     settings.rate_limit = limit;
     return MakeClient(std::move(settings));
