@@ -40,7 +40,8 @@ TEST(Checkout, RetriesAChargeAnswered503AfterItsRetryAfter) {
       .handler =
           [&](const ServerRequest&) {
             if (++calls == 1) return Reply::Status(503).Header("Retry-After", "2");
-            return Reply::Status(201, R"({"id":"ch_1"})");
+            return Reply::Status(201, R"({"id":"ch_1"})")
+                .Header("Content-Type", "application/json");
           },
       .clock = &clock,
   });
@@ -100,7 +101,8 @@ class CheckoutTest : public ::testing::Test {
 TEST_F(CheckoutTest, ListsACustomersChargesWithAnEncodedQuery) {
   Serve([](const ServerRequest& r) {
     if (r.target != "/charges?customer=cus%207%26co&limit=10") return Reply::Status(400, r.target);
-    return Reply::Ok(R"({"data":[{"id":"ch_1"},{"id":"ch_2"}]})");
+    return Reply::Ok(R"({"data":[{"id":"ch_1"},{"id":"ch_2"}]})")
+        .Header("Content-Type", "application/json");
   });
   auto ids = checkout->Charges("cus 7&co", 10);
   ASSERT_TRUE(ids) << ids.error().message();

@@ -70,6 +70,7 @@ constexpr const char* kFields[] = {
     "BREAKER_CALLS_PER_PROBE",
     "BREAKER_SLOW_CALL",
     "MAX_RESPONSE_BYTES",
+    "MAX_ERROR_RESPONSE_BYTES",
     "MAX_CONNECTIONS",
     "CA_FILE",
     "CERT_FILE",
@@ -171,6 +172,9 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
   s.max_response_bytes =
       r.Get(name("MAX_RESPONSE_BYTES"), Parser<std::size_t>(ParseSize),
             std::optional(d.max_response_bytes), Checking(http::CheckMaxResponseBytes));
+  s.max_error_response_bytes =
+      r.Get(name("MAX_ERROR_RESPONSE_BYTES"), Parser<std::size_t>(ParseSize),
+            std::optional(d.max_error_response_bytes), Checking(http::CheckMaxResponseBytes));
   s.max_connections = r.Get(name("MAX_CONNECTIONS"), integer, std::optional(d.max_connections),
                             Checking(http::CheckMaxConnections));
   // The choice of transport went with libcurl: one that is still

@@ -120,6 +120,7 @@ void Attempt::Sent(TimePoint now) {
   // transport does.
   if (sent_.exchange(true)) return;
   call->attempts_sent.fetch_add(1, std::memory_order_relaxed);
+  Tell(AttemptEvent::kSent, now);
   if (headers_arrived_.load()) return;
   // A streamed body may take longer to send than any answer takes to come
   // (a 1 GiB upload): the wait for the headers starts once it has gone.

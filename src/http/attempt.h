@@ -97,6 +97,9 @@ class AttemptOwner {
 
 // What the layers hear of an attempt from the transport, once each.
 enum class AttemptEvent {
+  // Handed to a connection: the attempt counts as sent. Time before it
+  // was the client's own (its queue, a connection to wait for).
+  kSent,
   // The dependency now owes the attempt its headers: it was handed to a
   // connection and its whole request body has gone (a streamed body may
   // take longer to send than any answer takes to come). Header timers
@@ -157,9 +160,10 @@ class AttemptLayer {
   // outcome. Once per Proceed, on any thread.
   virtual void Finish(Attempt& attempt, AttemptOutcome& outcome) = 0;
   // What the transport says of the attempt this layer handed on, on the
-  // transport's thread. kAwaitingHeaders comes under the attempt's lock and
-  // never after the attempt ended: arm a timer, no more. kHeaders comes
-  // without the lock, and may come after Finish: disarm, no more.
+  // transport's thread. kSent and kAwaitingHeaders come under the
+  // attempt's lock and never after the attempt ended: note a time or arm a
+  // timer, no more. kHeaders comes without the lock, and may come after
+  // Finish: disarm, no more.
   virtual void Heard(Attempt& /*attempt*/, AttemptEvent /*event*/, TimePoint /*now*/) {}
 };
 

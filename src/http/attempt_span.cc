@@ -10,14 +10,20 @@ namespace {
 
 class AttemptSpan final : public AttemptLayer {
  public:
-  AttemptSpan(Clock& clock, const ClientTelemetry& telemetry)
-      : clock_(clock), telemetry_(telemetry) {}
+  AttemptSpan(AttemptSlots& slots, Clock& clock, const ClientTelemetry& telemetry)
+      : in_queue_(slots.Declare<std::optional<Duration>>()), clock_(clock), telemetry_(telemetry) {}
 
   std::string_view name() const override { return "attempt span"; }
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
     telemetry_.AttemptStarted(*attempt);
     attempt->Proceed(*this);
+  }
+
+  // How long the attempt waited for a connection: from its start to its
+  // hand-over, before the dependency had it.
+  void Heard(Attempt& attempt, AttemptEvent event, TimePoint now) override {
+    if (event == AttemptEvent::kSent) attempt.slot(in_queue_) = now - attempt.started;
   }
 
   void Finish(Attempt& attempt, AttemptOutcome& outcome) override {
@@ -34,18 +40,20 @@ class AttemptSpan final : public AttemptLayer {
       record.error = outcome.result.error().kind();
       record.error_message = outcome.result.error().message();
     }
-    telemetry_.AttemptEnded(attempt, outcome);
+    telemetry_.AttemptEnded(attempt, outcome, attempt.slot(in_queue_));
   }
 
  private:
+  AttemptSlots::Index<std::optional<Duration>> in_queue_;
   Clock& clock_;
   const ClientTelemetry& telemetry_;
 };
 
 }  // namespace
 
-std::unique_ptr<AttemptLayer> MakeAttemptSpan(Clock& clock, const ClientTelemetry& telemetry) {
-  return std::make_unique<AttemptSpan>(clock, telemetry);
+std::unique_ptr<AttemptLayer> MakeAttemptSpan(AttemptSlots& slots, Clock& clock,
+                                              const ClientTelemetry& telemetry) {
+  return std::make_unique<AttemptSpan>(slots, clock, telemetry);
 }
 
 }  // namespace outbound::http::internal

@@ -25,7 +25,7 @@ class AttemptTimeout final : public AttemptLayer {
     AttemptTimer& timer = attempt.slot(timer_);
     if (event == AttemptEvent::kAwaitingHeaders) {
       timer.Arm(timeouts_, now + timeout_, attempt, &Expired, nullptr);
-    } else {
+    } else if (event == AttemptEvent::kHeaders) {
       timer.Disarm();
     }
   }

@@ -60,7 +60,7 @@ class BreakerLayer final : public AttemptLayer, public Admission {
     PerAttempt& mine = attempt.slot(slot_);
     if (event == AttemptEvent::kAwaitingHeaders) {
       mine.slow_timer.Arm(slow_timeouts_, now + slow_call, attempt, &Slow, this);
-    } else {
+    } else if (event == AttemptEvent::kHeaders) {
       mine.slow_timer.Disarm();
     }
   }
@@ -153,7 +153,8 @@ class BreakerLayer final : public AttemptLayer, public Admission {
       // The dependency sent its headers and then failed.
       if (outcome.body_failed) return {Outcome::kStop, {}, kFailure};
     }
-    Classification c = classify_(outcome.result);
+    const CallRequest& sent = *attempt.request;
+    Classification c = classify_({sent.method, sent.url, sent.headers}, outcome.result);
     // The caller has part of this answer already: no other can follow it.
     if (outcome.body_streamed) c.retry = Outcome::kStop;
     return c;

@@ -170,7 +170,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   // that is off is not in its list, and costs nothing.
   internal::AttemptSlots slots;
   std::vector<std::unique_ptr<internal::AttemptLayer>> attempt_layers;
-  attempt_layers.push_back(internal::MakeAttemptSpan(clock, c.telemetry));
+  attempt_layers.push_back(internal::MakeAttemptSpan(slots, clock, c.telemetry));
   attempt_layers.push_back(
       internal::MakeBreakerLayer(slots, c.breaker, s.classify, clock, c.telemetry));
   if (!s.attempt_middleware.empty()) {

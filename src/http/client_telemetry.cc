@@ -118,6 +118,10 @@ ClientTelemetry::ClientTelemetry(const telemetry::Telemetry& telemetry, const Or
   body_size_ = meters_->CreateHistogram(
       {kScope, "http.client.request.body.size", "By", "Size of HTTP client request bodies."},
       telemetry::kDefaultBuckets);
+  time_in_queue_ = meters_->CreateHistogram(
+      {kScope, "http.client.request.time_in_queue", "s",
+       "Time an HTTP client request waited for a connection before it was sent."},
+      telemetry::kDurationBuckets);
   malformed_faults_ =
       meters_->CreateCounter({kScope, "outbound.fault.malformed", "{scenario}",
                               "Fault scenarios in calls' baggage that were malformed, ignored."});
@@ -162,7 +166,8 @@ void ClientTelemetry::AttemptStarted(Attempt& attempt) const {
   if (!call.baggage.empty()) attempt.trace_headers.emplace_back("baggage", call.baggage);
 }
 
-void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome) const {
+void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome,
+                                   std::optional<Duration> in_queue) const {
   bool log = log_requests_ && telemetry_.logger != nullptr;
   if (attempt.span == nullptr && meters_ == nullptr && !log) return;
   TimePoint now = clock_.Now();
@@ -176,6 +181,10 @@ void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outco
     if (status != 0) span.SetAttribute({"http.response.status_code", std::int64_t{status}});
     if (!version.empty()) span.SetAttribute({"network.protocol.version", version});
     if (outcome.unprocessed) span.SetAttribute({"outbound.attempt.unprocessed", true});
+    if (in_queue) {
+      span.SetAttribute(
+          {"http.client.request.time_in_queue", std::chrono::duration<double>(*in_queue).count()});
+    }
     if (!error_type.empty()) {
       span.SetAttribute({"error.type", error_type});
       span.SetStatus(telemetry::StatusCode::kError,
@@ -197,6 +206,7 @@ void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outco
   attributes[n++] = {"url.scheme", scheme_};
   std::span<const KeyValue> used(attributes.data(), n);
   duration_->Record(std::chrono::duration<double>(now - attempt.started).count(), used);
+  if (in_queue) time_in_queue_->Record(std::chrono::duration<double>(*in_queue).count(), used);
   const BodySource& source = attempt.request->body_source;
   if (!source) {
     body_size_->Record(static_cast<double>(attempt.request->body.size()), used);

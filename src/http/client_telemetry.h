@@ -8,6 +8,7 @@
 #define OUTBOUND_SRC_HTTP_CLIENT_TELEMETRY_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "outbound/circuit/breaker.h"
@@ -42,8 +43,11 @@ class ClientTelemetry {
   // and the trace context headers it carries are set.
   void AttemptStarted(Attempt& attempt) const;
   // It ended, with `outcome` filled by the layers below: its span ends and
-  // its metrics are recorded.
-  void AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome) const;
+  // its metrics are recorded. `in_queue`: how long it waited for a
+  // connection, if it was handed to one (http.client.request.time_in_queue,
+  // and the span's attribute of that name).
+  void AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome,
+                    std::optional<Duration> in_queue) const;
 
   // The breaker, the retry loop and the budget, as the gRPC client reports
   // them too (outbound/telemetry/resilience_instruments.h).
@@ -68,6 +72,7 @@ class ClientTelemetry {
   std::string scheme_;
   std::shared_ptr<telemetry::Histogram> duration_;
   std::shared_ptr<telemetry::Histogram> body_size_;
+  std::shared_ptr<telemetry::Histogram> time_in_queue_;
   std::shared_ptr<telemetry::Counter> malformed_faults_;
   std::shared_ptr<telemetry::Counter> misuses_;
   bool log_requests_ = false;

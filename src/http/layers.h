@@ -108,8 +108,10 @@ std::unique_ptr<CallLayer> MakeRetryLoop(const AttemptPath& attempts, RetryLoopO
 // the last.
 
 // Times each attempt and fills its record; records its span and metrics
-// through `telemetry`, which outlives the layer.
-std::unique_ptr<AttemptLayer> MakeAttemptSpan(Clock& clock, const ClientTelemetry& telemetry);
+// through `telemetry`, which outlives the layer, with the time it waited
+// for a connection (a slot, from the kSent event).
+std::unique_ptr<AttemptLayer> MakeAttemptSpan(AttemptSlots& slots, Clock& clock,
+                                              const ClientTelemetry& telemetry);
 
 // Admits the attempt through the breaker or rejects it (nothing sent);
 // classifies what came back (the client's own rules first, then

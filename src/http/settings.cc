@@ -104,6 +104,7 @@ Result<void> Validate(const Settings& s) {
   check("breaker.calls_per_probe", circuit::CheckCallsPerProbe(s.breaker.calls_per_probe));
   check("breaker.slow_call", circuit::CheckSlowCall(s.breaker.slow_call));
   check("max_response_bytes", CheckMaxResponseBytes(s.max_response_bytes));
+  check("max_error_response_bytes", CheckMaxResponseBytes(s.max_error_response_bytes));
   check("max_connections", CheckMaxConnections(s.max_connections));
   check("rate_limit", CheckRateLimit(s.rate_limit));
 

@@ -39,6 +39,13 @@ AttemptOutcome Failed(ErrorKind kind, std::string message) {
   return outcome;
 }
 
+// The client's limits on a response body (Settings::max_response_bytes,
+// max_error_response_bytes).
+struct BodyLimits {
+  std::size_t body;
+  std::size_t error_body;
+};
+
 std::string Lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -52,12 +59,12 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
  public:
   FakeExchange(std::shared_ptr<FakeTransport::State> state,
                const std::shared_ptr<ExchangeEvents>& events, const http::BodySink* sink,
-               Reply reply, std::size_t max_body)
+               Reply reply, BodyLimits limits)
       : state_(std::move(state)),
         attempt_(events),
         sink_(sink),
         reply_(std::move(reply)),
-        max_body_(max_body) {}
+        limits_(limits) {}
 
   void Run(ExchangeEvents& attempt) {
     attempt.SetCanceller([self = shared_from_this()] { self->Cancelled(); });
@@ -203,10 +210,13 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
       streamed_ = true;
       return true;
     }
-    if (response_.body.size() + piece.size() > max_body_) {
+    bool error = response_.status >= 400;
+    std::size_t limit = error ? std::min(limits_.body, limits_.error_body) : limits_.body;
+    if (response_.body.size() + piece.size() > limit) {
       AttemptOutcome outcome =
           Failed(ErrorKind::kResponseTooLarge,
-                 "the response's body is larger than " + std::to_string(max_body_) + " bytes");
+                 std::string("the response's ") + (error ? "error answer's " : "") +
+                     "body is larger than " + std::to_string(limit) + " bytes");
       outcome.body_failed = true;
       End(std::move(outcome));
       return false;
@@ -227,7 +237,7 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
   // The call's body sink (null: none), valid while the attempt lives.
   const http::BodySink* sink_;
   Reply reply_;
-  std::size_t max_body_;
+  BodyLimits limits_;
   http::Response response_;
   bool streams_ = false;
   bool streamed_ = false;
@@ -239,8 +249,8 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
 
 class FakeClientTransport final : public ClientTransport {
  public:
-  FakeClientTransport(std::shared_ptr<FakeTransport::State> state, std::size_t max_body)
-      : state_(std::move(state)), max_body_(max_body) {}
+  FakeClientTransport(std::shared_ptr<FakeTransport::State> state, BodyLimits limits)
+      : state_(std::move(state)), limits_(limits) {}
 
   void Start(std::shared_ptr<ExchangeEvents> attempt, const ExchangeRequest& what) override {
     if (!attempt->Launch()) {
@@ -269,7 +279,7 @@ class FakeClientTransport final : public ClientTransport {
       std::lock_guard lock(state_->mu);
       state_->requests.push_back(std::move(*request));
     }
-    std::make_shared<FakeExchange>(state_, attempt, what.body_sink, std::move(reply), max_body_)
+    std::make_shared<FakeExchange>(state_, attempt, what.body_sink, std::move(reply), limits_)
         ->Run(*attempt);
   }
 
@@ -308,7 +318,7 @@ class FakeClientTransport final : public ClientTransport {
   }
 
   std::shared_ptr<FakeTransport::State> state_;
-  std::size_t max_body_;
+  BodyLimits limits_;
 };
 
 }  // namespace
@@ -332,7 +342,8 @@ int FakeTransport::cancelled() const { return state_->cancelled.load(); }
 
 std::unique_ptr<ClientTransport> FakeTransport::CarryFor(
     const http::internal::TransportSpec& spec) {
-  return std::make_unique<FakeClientTransport>(state_, spec.settings.max_response_bytes);
+  return std::make_unique<FakeClientTransport>(
+      state_, BodyLimits{spec.settings.max_response_bytes, spec.settings.max_error_response_bytes});
 }
 
 }  // namespace outbound::testing

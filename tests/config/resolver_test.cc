@@ -54,6 +54,7 @@ TEST(ResolverTest, ReadsEveryVariable) {
                       {"P_BREAKER_SLOW_CALL", "1s"},
 
                       {"P_MAX_RESPONSE_BYTES", "1048576"},
+                      {"P_MAX_ERROR_RESPONSE_BYTES", "65536"},
                       {"P_MAX_CONNECTIONS", "8"},
                       {"P_RATE_LIMIT", "50/s,10"},
                       {"P_FAULTS", "on"},
@@ -77,6 +78,7 @@ TEST(ResolverTest, ReadsEveryVariable) {
   EXPECT_EQ(s.breaker.calls_per_probe, 100);
   EXPECT_EQ(s.breaker.slow_call, seconds(1));
   EXPECT_EQ(s.max_response_bytes, 1048576u);
+  EXPECT_EQ(s.max_error_response_bytes, 65536u);
   EXPECT_EQ(s.max_connections, 8);
   EXPECT_TRUE(s.gzip);
   ASSERT_TRUE(s.rate_limit);
@@ -100,7 +102,7 @@ TEST(ResolverTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 24u);
+  EXPECT_EQ(listed.size(), 25u);
 }
 
 TEST(ResolverTest, TheBaseUrlInOneVariable) {

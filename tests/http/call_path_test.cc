@@ -101,7 +101,9 @@ class Listening final : public AttemptLayer {
     heard_.lines.push_back("finish " + std::to_string(attempt.slot(slot_).value));
   }
   void Heard(Attempt&, AttemptEvent event, TimePoint) override {
-    heard_.lines.push_back(event == AttemptEvent::kAwaitingHeaders ? "awaiting" : "headers");
+    heard_.lines.push_back(event == AttemptEvent::kSent              ? "sent"
+                           : event == AttemptEvent::kAwaitingHeaders ? "awaiting"
+                                                                     : "headers");
   }
 
  private:
@@ -215,7 +217,7 @@ TEST_F(AttemptPathTest, TheLayersThatProceededHearTheTransportsNewsUntilTheAttem
   attempt->Sent(TimePoint{});
   attempt->Sent(TimePoint{});  // once
   attempt->HeadersArrived(TimePoint{});
-  EXPECT_EQ(heard.lines, (std::vector<std::string>{"awaiting", "headers"}));
+  EXPECT_EQ(heard.lines, (std::vector<std::string>{"sent", "awaiting", "headers"}));
   EXPECT_EQ(call->attempts_sent.load(), 1);
 
   // An attempt that ended hears nothing more of its headers' wait.
@@ -223,7 +225,7 @@ TEST_F(AttemptPathTest, TheLayersThatProceededHearTheTransportsNewsUntilTheAttem
   late->Begin();
   EXPECT_TRUE(late->End(late->CancelledOutcome()));
   late->Sent(TimePoint{});
-  EXPECT_EQ(heard.lines, (std::vector<std::string>{"awaiting", "headers", "finish 2"}));
+  EXPECT_EQ(heard.lines, (std::vector<std::string>{"sent", "awaiting", "headers", "finish 2"}));
   held.held.clear();
 }
 
@@ -240,9 +242,9 @@ TEST_F(AttemptPathTest, AStreamedBodyIsOwedItsHeadersOnlyOnceItHasGone) {
   attempt->request = request;
   attempt->Begin();
   attempt->Sent(TimePoint{});
-  EXPECT_TRUE(heard.lines.empty());
+  EXPECT_EQ(heard.lines, std::vector<std::string>{"sent"});
   attempt->RequestBodySent(TimePoint{});
-  EXPECT_EQ(heard.lines, std::vector<std::string>{"awaiting"});
+  EXPECT_EQ(heard.lines, (std::vector<std::string>{"sent", "awaiting"}));
   EXPECT_TRUE(attempt->End(attempt->CancelledOutcome()));
 }
 

@@ -102,11 +102,13 @@ TEST(JsonTest, BodyIsSerializedWithItsContentType) {
 TEST(JsonTest, ReadJsonParsesOrFailsAsAValue) {
   Response ok;
   ok.status = 200;
+  ok.headers.Add("Content-Type", "application/json; charset=utf-8");
   ok.body = R"({"id":"ch_1"})";
   auto parsed = ReadJson(ok);
   ASSERT_TRUE(parsed);
   EXPECT_EQ((*parsed)["id"], "ch_1");
   Response html;
+  html.headers.Add("Content-Type", "application/json");
   html.body = "<html>";
   html.attempts = 2;
   auto bad = ReadJson(html);
@@ -116,6 +118,30 @@ TEST(JsonTest, ReadJsonParsesOrFailsAsAValue) {
   auto passed = ReadJson(Result<Response>(Fail(ErrorKind::kDeadline, "late")));
   ASSERT_FALSE(passed);
   EXPECT_EQ(passed.error().kind(), ErrorKind::kDeadline);
+}
+
+// A body is read as JSON only when its Content-Type says JSON: a proxy's
+// HTML error page is refused by its type, before any parse.
+TEST(JsonTest, ReadJsonReadsOnlyWhatItsContentTypeSaysIsJson) {
+  for (const char* type : {"application/json", "Application/JSON", "application/problem+json",
+                           " application/json ; charset=utf-8"}) {
+    Response response;
+    response.headers.Add("Content-Type", type);
+    response.body = "{}";
+    EXPECT_TRUE(ReadJson(response)) << type;
+  }
+  Response html;
+  html.headers.Add("Content-Type", "text/html");
+  html.body = "{}";  // JSON, but not said to be
+  auto refused = ReadJson(html);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind(), ErrorKind::kInvalidResponse);
+  EXPECT_EQ(refused.error().message(), "the response's Content-Type is text/html, not JSON");
+  Response untyped;
+  untyped.body = "{}";
+  auto none = ReadJson(untyped);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().message(), "the response has no Content-Type: not read as JSON");
 }
 
 TEST(Require2xxTest, TurnsAnyOtherStatusIntoAnError) {

@@ -199,6 +199,35 @@ TEST_F(MiddlewareTest, AnAttemptMiddlewareCannotSendToAnotherOriginButMayChangeT
   EXPECT_EQ(server->requests()[0].target, "/v2/charges");
 }
 
+// Classify sees the request each attempt sent, as the attempt middleware
+// left it: a DELETE's 404 counts as done, a GET's as the RFC table says.
+TEST_F(MiddlewareTest, ClassifySeesTheRequestTheAttemptSent) {
+  Serve([&](const ServerRequest&) { return Reply::Status(404); });
+  std::mutex seen_mu;
+  std::vector<std::string> seen;
+  Settings settings = PaymentsSettings();
+  settings.attempt_middleware = {std::make_shared<Changing>(
+      [](OutgoingRequest& r) { r.SetHeader("X-Signed", std::string(r.method())); })};
+  settings.classify = [&](const SentRequest& sent, const Result<Response>& result) {
+    {
+      std::lock_guard lock(seen_mu);
+      seen.push_back(std::string(sent.method) + " " + std::string(sent.url) + " " +
+                     std::string(FindHeader(sent.headers, "X-Signed")));
+    }
+    if (sent.method == "DELETE" && result && result->status == 404) {
+      return Classification{retry::Outcome::kSuccess, {}, circuit::Outcome::kSuccess};
+    }
+    return Classification{retry::Outcome::kStop, {}, circuit::Outcome::kFailure};
+  };
+  auto client = MakeClient(std::move(settings));
+  ASSERT_TRUE(client->Send(Request::Delete("/charges/1")));
+  ASSERT_TRUE(client->Send(Request::Get("/charges/2")));
+  std::lock_guard lock(seen_mu);
+  EXPECT_THAT(seen, ElementsAre("DELETE https://payments:8443/charges/1 DELETE",
+                                "GET https://payments:8443/charges/2 GET"));
+  EXPECT_EQ(Attempts().size(), 2u);
+}
+
 TEST_F(MiddlewareTest, AnAttemptMiddlewaresOwnAnswerIsClassifiedAndRetried) {
   Serve([&](const ServerRequest&) { return Reply::Ok(); });
   class Overloaded final : public AttemptMiddleware {

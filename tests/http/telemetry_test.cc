@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <thread>
 
@@ -58,6 +59,7 @@ class TelemetryFixture : public ClientTestBase {
 
 class TelemetryTest : public TelemetryFixture, public ::testing::TestWithParam<Protocol> {};
 class TelemetryH2Test : public TelemetryFixture, public ::testing::Test {};
+class TelemetryH1Test : public TelemetryFixture, public ::testing::Test {};
 class NoTelemetryTest : public ClientTestBase, public ::testing::Test {};
 
 INSTANTIATE_TEST_SUITE_P(Protocols, TelemetryTest,
@@ -207,6 +209,45 @@ TEST_P(TelemetryTest, BreakerTransitionsAreLoggedCountedAndReadAsState) {
   EXPECT_EQ(recorded.Value("outbound.circuit.calls", {{"outcome", "failure"}}), 5);
   EXPECT_EQ(recorded.Value("outbound.circuit.calls", {{"outcome", "rejected"}}), 1);
   EXPECT_EQ(recorded.Value("outbound.circuit.calls", {{"outcome", "success"}}), 3);
+}
+
+// The time an attempt waited for a connection is its own: one connection
+// of HTTP/1.1, the second call waits for the first's answer, 1 s of fake
+// time, before it is sent; each span says so, and so does the histogram.
+TEST_F(TelemetryH1Test, TheTimeAnAttemptWaitedForAConnectionIsRecorded) {
+  Serve(
+      [](const ServerRequest& r) {
+        Reply reply = Reply::Ok(r.target);
+        if (r.target == "/first") reply.DelayHeaders(seconds(1));
+        return reply;
+      },
+      Protocol::kHttp11);
+  Settings settings = PaymentsSettings();
+  settings.max_connections = 1;
+  auto client = MakeClient(std::move(settings));
+  auto first = client->SendAsync(Request::Get("/first"));
+  ASSERT_TRUE(
+      server->WaitFor([](const testing::FakeServer& s) { return s.request_count() == 1u; }));
+  auto second = client->SendAsync(Request::Get("/second"));
+  ASSERT_TRUE(clock.WaitForTimers(3));  // two deadlines and the delayed headers
+  clock.Advance(seconds(1));
+  ASSERT_TRUE(first.get());
+  ASSERT_TRUE(second.get());
+  auto spans = recorded.Spans(SpanKind::kClient);
+  ASSERT_EQ(spans.size(), 2u);
+  // The first went on the connection as it opened; the second after 1 s.
+  std::vector<double> waits;
+  for (const SpanData& span : spans) {
+    const telemetry::Value* waited = Attr(span, "http.client.request.time_in_queue");
+    ASSERT_NE(waited, nullptr);
+    waits.push_back(std::get<double>(*waited));
+  }
+  std::sort(waits.begin(), waits.end());
+  EXPECT_EQ(waits, (std::vector<double>{0.0, 1.0}));
+  auto point = recorded.Point("http.client.request.time_in_queue");
+  ASSERT_TRUE(point);
+  EXPECT_EQ(point->count, 2u);
+  EXPECT_EQ(point->sum, 1.0);
 }
 
 TEST_F(TelemetryH2Test, ARejectedAttemptHasItsSpanAndDurationPoint) {

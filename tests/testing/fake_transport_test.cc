@@ -156,6 +156,25 @@ TEST_F(FakeTransportTest, ABodyOverTheLimitFailsAsTooLargeAndIsNotRetried) {
   EXPECT_EQ(transport->request_count(), 1u);
 }
 
+// An error answer's body has a limit of its own, the smaller: a 2 MiB
+// error page fails as too large where a 2 MiB answer is read whole.
+TEST_F(FakeTransportTest, AnErrorAnswersBodyHasASmallerLimitOfItsOwn) {
+  const std::string two_mib(2 * 1024 * 1024, 'x');
+  Script([&](const ServerRequest& r) {
+    return r.target == "/page" ? Reply::Status(404, two_mib) : Reply::Ok(two_mib);
+  });
+  auto client = MakeClient();  // the defaults: 64 MiB, and 1 MiB for an error answer
+  auto ok = client->Send(http::Request::Get("/file"));
+  ASSERT_TRUE(ok) << ok.error().message();
+  EXPECT_EQ(ok->body.size(), two_mib.size());
+  auto page = client->Send(http::Request::Get("/page"));
+  ASSERT_FALSE(page);
+  EXPECT_EQ(page.error().kind(), ErrorKind::kResponseTooLarge);
+  EXPECT_NE(page.error().message().find("error answer's body is larger than 1048576 bytes"),
+            std::string::npos)
+      << page.error().message();
+}
+
 TEST_F(FakeTransportTest, ATrickledBodyReachesTheSinkPieceByPieceInFakeTime) {
   Script([](const ServerRequest&) { return Reply::Trickle("abcdef", 2, seconds(1)); });
   auto client = MakeClient();

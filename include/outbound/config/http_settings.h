@@ -11,7 +11,7 @@
 //   BREAKER_WINDOW BREAKER_PROBES BREAKER_OPEN_FOR BREAKER_PROBE_TIMEOUT
 //   BREAKER_INITIAL_OPEN_FOR BREAKER_CALLS_PER_PROBE
 //   BREAKER_SLOW_CALL          a duration; "0s" turns the slow-call rule off
-//   MAX_RESPONSE_BYTES MAX_CONNECTIONS
+//   MAX_RESPONSE_BYTES MAX_ERROR_RESPONSE_BYTES MAX_CONNECTIONS
 //   CA_FILE CERT_FILE KEY_FILE  paths of PEM files, read when URL is https
 //   RATE_LIMIT                 "50/s", "50/s,10" (a burst of 10) or "off"
 //   FAULTS                     "on" or "off": failure injection

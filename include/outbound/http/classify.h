@@ -12,6 +12,14 @@
 //     return http::DefaultClassify(result);
 //   };
 //
+// It may also take the request the attempt sent, for an answer whose
+// meaning depends on it (a 404 that is a success for a DELETE):
+//
+//   settings.classify = [](const http::SentRequest& sent, const Result<http::Response>& result) {
+//     if (sent.method == "DELETE" && result && result->status == 404) return
+//     http::Classification{}; return http::DefaultClassify(result);
+//   };
+//
 // Classify is never asked about what the client decides itself: an attempt
 // the breaker rejected, an error once the caller cancelled (Ignored) or the
 // call's deadline passed (Failure), a body that failed mid-read (Failure).
@@ -22,9 +30,12 @@
 #define OUTBOUND_HTTP_CLASSIFY_H_
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "outbound/circuit/breaker.h"
 #include "outbound/error.h"
@@ -40,11 +51,45 @@ struct Classification {
   circuit::Outcome breaker = circuit::Outcome::kSuccess;
 };
 
-// Gets the attempt's response (any status, body read) or its error. Called
-// on the client's event-loop thread, once per attempt: it must be fast and
-// thread-safe. What it throws reaches the caller, after the attempt's
-// breaker slot is freed.
-using Classify = std::function<Classification(const Result<Response>& result)>;
+// The request an attempt sent, as classify sees it: after the attempt
+// middleware, the absolute URL (no user info), the headers as given (not
+// the trace headers the client adds). Views, valid during the call only.
+struct SentRequest {
+  std::string_view method;
+  std::string_view url;
+  const Headers& headers;
+};
+
+// Gets the attempt's response (any status, body read) or its error, and
+// the request it sent. Called once per attempt on a thread of the client's
+// (its event loop, or the clock's), so it must be fast and thread-safe.
+// What it throws reaches the caller, after the attempt's breaker slot is
+// freed. Made from a function of the result alone, or of the request and
+// the result; empty (null) is refused by the client's settings check.
+class Classify {
+ public:
+  Classify() = default;
+  Classify(std::nullptr_t) {}  // NOLINT(google-explicit-constructor): as std::function
+  template <typename F>
+  requires std::is_invocable_r_v < Classification, const F&, const SentRequest&,
+      const Result<Response>
+  & > Classify(F f) : f_(std::move(f)) {}  // NOLINT(google-explicit-constructor)
+  template <typename F>
+  requires(std::is_invocable_r_v<Classification, const F&, const Result<Response>&> &&
+           !std::is_invocable_v<const F&, const SentRequest&, const Result<Response>&>)
+      Classify(F f)  // NOLINT(google-explicit-constructor)
+      : f_([f = std::move(f)](const SentRequest&, const Result<Response>& result) {
+          return f(result);
+        }) {}
+
+  Classification operator()(const SentRequest& sent, const Result<Response>& result) const {
+    return f_(sent, result);
+  }
+  explicit operator bool() const { return static_cast<bool>(f_); }
+
+ private:
+  std::function<Classification(const SentRequest&, const Result<Response>&)> f_;
+};
 
 // The RFC 9110 table:
 //   status < 500 except 408, 429   Success, Success

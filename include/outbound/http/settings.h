@@ -144,6 +144,10 @@ struct Settings {
   // A response body larger than this fails the call with
   // kResponseTooLarge. Default 64 MiB. Valid: positive.
   std::size_t max_response_bytes = 64 * 1024 * 1024;
+  // The same for an error answer's body (status 400 and above): an error
+  // page need not be allowed what a download is. The smaller of the two
+  // applies. Default 1 MiB. Valid: positive. Check: CheckMaxResponseBytes.
+  std::size_t max_error_response_bytes = 1024 * 1024;
 
   // Asks for compressed answers: each request carries `Accept-Encoding:
   // gzip` (unless it sets its own Accept-Encoding, whose answers are then

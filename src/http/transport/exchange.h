@@ -38,7 +38,18 @@ struct Exchange {
   std::string path;
   const std::string* authority = nullptr;
   Response response;
-  std::size_t max_body = 0;  // Settings::max_response_bytes
+  std::size_t max_body = 0;        // Settings::max_response_bytes
+  std::size_t max_error_body = 0;  // Settings::max_error_response_bytes
+  // The limit on the body once the status is known: an error answer's
+  // (400 and above) is the smaller.
+  std::size_t BodyLimit() const {
+    return response.status >= 400 ? std::min(max_body, max_error_body) : max_body;
+  }
+  // "body is larger than 1048576 bytes", naming the limit that applies.
+  std::string TooLargeText() const {
+    return std::string(response.status >= 400 ? "error answer's " : "") + "body is larger than " +
+           std::to_string(BodyLimit()) + " bytes";
+  }
   bool headers_done = false;
   std::size_t header_bytes = 0;       // decoded, each field's name and value
   std::size_t header_wire_bytes = 0;  // HTTP/2: HEADERS and CONTINUATION payloads
@@ -92,11 +103,10 @@ inline std::optional<AttemptOutcome> TakeBody(Exchange& exchange, std::string_vi
     exchange.streamed = true;
     return std::nullopt;
   }
-  if (!AppendWithin(exchange.response.body, piece, exchange.max_body)) {
-    return Failed(
-        ErrorKind::kResponseTooLarge,
-        std::string(exchange.decoder ? "the response's decoded body" : "the response's body") +
-            " is larger than " + std::to_string(exchange.max_body) + " bytes");
+  if (!AppendWithin(exchange.response.body, piece, exchange.BodyLimit())) {
+    return Failed(ErrorKind::kResponseTooLarge, std::string("the response's ") +
+                                                    (exchange.decoder ? "decoded " : "") +
+                                                    exchange.TooLargeText());
   }
   return std::nullopt;
 }

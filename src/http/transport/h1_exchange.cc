@@ -277,11 +277,9 @@ bool H1Exchange::Parse() {
         // decoded one is judged by its decoded size, and a HEAD's or a
         // 304's length is of a body that does not come.
       } else if (auto length = parser_->content_length()) {
-        if (*length > current_->max_body) {
+        if (*length > current_->BodyLimit()) {
           // Announced: fail now, read nothing of it.
-          Fail(Failed(ErrorKind::kResponseTooLarge, "the response's body is larger than " +
-                                                        std::to_string(current_->max_body) +
-                                                        " bytes"));
+          Fail(Failed(ErrorKind::kResponseTooLarge, "the response's " + current_->TooLargeText()));
           return false;
         }
         current_->response.body.reserve(static_cast<std::size_t>(*length));

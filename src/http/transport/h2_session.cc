@@ -328,10 +328,9 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
       ChooseDecoder(*exchange);
       if (exchange->content_length && !exchange->Streams() && !exchange->decoder &&
           !HasNoBody(*exchange)) {
-        if (*exchange->content_length > exchange->max_body) {
+        if (*exchange->content_length > exchange->BodyLimit()) {
           // Announced: fail now, read nothing of it.
-          self.Refuse(*exchange, TooLarge("body is larger than " +
-                                          std::to_string(exchange->max_body) + " bytes"));
+          self.Refuse(*exchange, TooLarge(exchange->TooLargeText()));
           return 0;
         }
         exchange->response.body.reserve(static_cast<std::size_t>(*exchange->content_length));

@@ -232,6 +232,7 @@ class NativeTransport final : public ClientTransport,
     exchange.sink = what.body_sink;
     exchange.authority = &authority_;
     exchange.max_body = settings_.max_response_bytes;
+    exchange.max_error_body = settings_.max_error_response_bytes;
     const std::string& url = exchange.request->url;
     auto scheme_end = url.find("://");
     auto path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
