@@ -233,26 +233,9 @@ void Attempt::BodyTimer::Expired() {
   }
 }
 
-AttemptPath::AttemptPath(AttemptSlots slots, std::vector<std::unique_ptr<AttemptLayer>> layers,
-                         std::function<void(std::string_view)> misused)
-    : slots_(std::move(slots)), layers_(std::move(layers)), misused_(std::move(misused)) {}
-
-AttemptPath::~AttemptPath() {
-  while (!layers_.empty()) layers_.pop_back();
-}
-
-std::string AttemptPath::Describe() const {
-  std::string text;
-  for (const auto& layer : layers_) {
-    if (!text.empty()) text += " → ";
-    text += layer->name();
-  }
-  return text;
-}
-
 void AttemptPath::Misused(std::string_view what) const {
   assert(false && "an attempt layer broke the attempt path's protocol");  // see `what`
-  if (misused_) misused_(what);
+  Report(what);
 }
 
 }  // namespace outbound::http::internal

@@ -37,6 +37,7 @@
 
 #include "call.h"
 #include "client_transport.h"
+#include "layer_list.h"
 #include "outbound/http/classify.h"
 #include "outbound/http/message.h"
 #include "outbound/http/settings.h"
@@ -338,28 +339,17 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
 // debug build stops on it; a release build reports it to `misused` and
 // ends the attempt with kLocalResource (not the dependency's failure: the
 // breaker does not count it and it is not retried).
-class AttemptPath {
+class AttemptPath final : public LayerList<AttemptLayer> {
  public:
   AttemptPath(AttemptSlots slots, std::vector<std::unique_ptr<AttemptLayer>> layers,
-              std::function<void(std::string_view what)> misused);
-  // The layers go bottom first (the transport first of all): attempts
-  // still in flight hear of their end from the layers below while the
-  // ones above still exist.
-  ~AttemptPath();
-  AttemptPath(const AttemptPath&) = delete;
-  AttemptPath& operator=(const AttemptPath&) = delete;
+              std::function<void(std::string_view what)> misused)
+      : LayerList(std::move(layers), std::move(misused)), slots_(std::move(slots)) {}
 
-  std::size_t size() const { return layers_.size(); }
-  AttemptLayer& at(std::size_t i) const { return *layers_[i]; }
   const AttemptSlots& slots() const { return slots_; }
-  // "attempt span → breaker → attempt timeout → transport"
-  std::string Describe() const;
   void Misused(std::string_view what) const;
 
  private:
   AttemptSlots slots_;
-  std::vector<std::unique_ptr<AttemptLayer>> layers_;
-  std::function<void(std::string_view)> misused_;
 };
 
 }  // namespace outbound::http::internal

@@ -117,26 +117,9 @@ void CallState::End(CallOutcome&& outcome) {
   finished(std::move(outcome));
 }
 
-CallPath::CallPath(std::vector<std::unique_ptr<CallLayer>> layers,
-                   std::function<void(std::string_view)> misused)
-    : layers_(std::move(layers)), misused_(std::move(misused)) {}
-
-CallPath::~CallPath() {
-  while (!layers_.empty()) layers_.pop_back();
-}
-
-std::string CallPath::Describe() const {
-  std::string text;
-  for (const auto& layer : layers_) {
-    if (!text.empty()) text += " → ";
-    text += layer->name();
-  }
-  return text;
-}
-
 void CallPath::Misused(std::string_view what) const {
   assert(false && "a call layer broke the call path's protocol");  // see `what`
-  if (misused_) misused_(what);
+  Report(what);
 }
 
 }  // namespace outbound::http::internal

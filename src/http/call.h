@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fault.h"
+#include "layer_list.h"
 #include "outbound/context.h"
 #include "outbound/http/message.h"
 #include "outbound/internal/timeout_list.h"
@@ -188,25 +189,10 @@ class CallLayer {
 // running, or ending a call twice) is a bug: a debug build stops on it
 // with the layer's name; a release build reports it to `misused` and ends
 // the call with kLocalResource.
-class CallPath {
+class CallPath final : public LayerList<CallLayer> {
  public:
-  CallPath(std::vector<std::unique_ptr<CallLayer>> layers,
-           std::function<void(std::string_view what)> misused);
-  // The layers go bottom first: a call still in flight hears of its end
-  // from the layers below while the ones above still exist.
-  ~CallPath();
-  CallPath(const CallPath&) = delete;
-  CallPath& operator=(const CallPath&) = delete;
-
-  std::size_t size() const { return layers_.size(); }
-  CallLayer& at(std::size_t i) const { return *layers_[i]; }
-  // "call middleware → rate limit → redirects → retry loop"
-  std::string Describe() const;
+  using LayerList::LayerList;
   void Misused(std::string_view what) const;
-
- private:
-  std::vector<std::unique_ptr<CallLayer>> layers_;
-  std::function<void(std::string_view)> misused_;
 };
 
 }  // namespace outbound::http::internal

@@ -167,6 +167,17 @@ class AttemptPathTest : public ::testing::Test {
   std::shared_ptr<CallState> call =
       std::make_shared<CallState>(TimePoint{} + std::chrono::hours(1), nullptr);
   std::shared_ptr<Owner> owner = std::make_shared<Owner>();
+  // A path of a Listening layer over a HeldTransport (`held`).
+  std::unique_ptr<AttemptPath> ListeningPath(Journal& heard, HeldTransport*& held) {
+    AttemptSlots slots;
+    std::vector<std::unique_ptr<AttemptLayer>> layers;
+    layers.push_back(std::make_unique<Listening>(slots, heard));
+    auto transport = std::make_unique<HeldTransport>();
+    held = transport.get();
+    layers.push_back(std::move(transport));
+    return std::make_unique<AttemptPath>(std::move(slots), std::move(layers), report);
+  }
+
   std::vector<std::string> misuses;
   std::function<void(std::string_view)> report = [this](std::string_view what) {
     misuses.emplace_back(what);
@@ -175,13 +186,10 @@ class AttemptPathTest : public ::testing::Test {
 
 TEST_F(AttemptPathTest, EachAttemptHasItsOwnSlotsForItsLife) {
   Journal heard;
-  AttemptSlots slots;
-  std::vector<std::unique_ptr<AttemptLayer>> layers;
-  layers.push_back(std::make_unique<Listening>(slots, heard));
-  auto transport = std::make_unique<HeldTransport>();
+  HeldTransport* transport = nullptr;
+  auto path_made = ListeningPath(heard, transport);
+  AttemptPath& path = *path_made;
   HeldTransport& held = *transport;
-  layers.push_back(std::move(transport));
-  AttemptPath path(std::move(slots), std::move(layers), report);
   int made = Listening::Slot::made, destroyed = Listening::Slot::destroyed;
   {
     auto first = NewAttempt(path, 1);
@@ -204,13 +212,10 @@ TEST_F(AttemptPathTest, EachAttemptHasItsOwnSlotsForItsLife) {
 
 TEST_F(AttemptPathTest, TheLayersThatProceededHearTheTransportsNewsUntilTheAttemptEnds) {
   Journal heard;
-  AttemptSlots slots;
-  std::vector<std::unique_ptr<AttemptLayer>> layers;
-  layers.push_back(std::make_unique<Listening>(slots, heard));
-  auto transport = std::make_unique<HeldTransport>();
+  HeldTransport* transport = nullptr;
+  auto path_made = ListeningPath(heard, transport);
+  AttemptPath& path = *path_made;
   HeldTransport& held = *transport;
-  layers.push_back(std::move(transport));
-  AttemptPath path(std::move(slots), std::move(layers), report);
 
   auto attempt = NewAttempt(path);
   attempt->Begin();
