@@ -3,7 +3,11 @@
 // FakeServer, as an operator would run it.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
 
 #include "../testing/test_support.h"
 #include "outbound/testing/fake_server.h"
@@ -42,6 +46,10 @@ class OutboundCallTest : public ::testing::Test {
         options + " https://payments:8443" + path + " 2>" + err_path);
   }
   std::string Stderr() { return RunCommand("cat " + err_path).output; }
+  // A path in the test's directory, for a file the command may make.
+  std::string Path(const std::string& name) const {
+    return err_path.substr(0, err_path.rfind('/') + 1) + name;
+  }
 
   TempDir dir;
   TestCA ca;
@@ -166,6 +174,127 @@ TEST_F(OutboundCallTest, IncludeAndOutputWriteTheHeadersAndBodyToTheFile) {
   EXPECT_EQ(written.rfind("HTTP/2 200\r\n", 0), 0u) << written;
   EXPECT_NE(written.find("x-charge: ch_1\r\n"), std::string::npos) << written;
   EXPECT_EQ(written.substr(written.size() - 11), "\r\n\r\ncharged");
+}
+
+// The whole of a file, or nothing if it does not exist.
+std::optional<std::string> ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A body whose every 8 bytes differ from the ones before, so a piece
+// written twice, dropped or moved shows.
+std::string NumberedBody(std::size_t bytes) {
+  std::string body;
+  body.reserve(bytes + 8);
+  for (std::size_t i = 0; body.size() < bytes; ++i) {
+    std::string n = std::to_string(i);
+    body.append(7 - std::min<std::size_t>(n.size(), 7), '0').append(n).push_back('\n');
+  }
+  body.resize(bytes);
+  return body;
+}
+
+// -o FILE streams a 2xx body to the file as it arrives: a body past
+// OUTBOUND_MAX_RESPONSE_BYTES, which a body held in memory may not pass,
+// is written whole; with -i the headers still come first.
+TEST_F(OutboundCallTest, OutputStreamsA2xxBodyPastTheLimitToTheFile) {
+  const std::string body = NumberedBody(300 * 1024 + 5);
+  Serve([&](const ServerRequest&) { return Reply::Ok(body).Header("X-Export", "2026"); });
+  const std::string limit = "OUTBOUND_MAX_RESPONSE_BYTES=65536";
+  std::string out = Path("export.csv");
+  CommandResult result = Call("/export.csv", "-o " + out, limit);
+  EXPECT_EQ(result.exit_code, 0) << Stderr();
+  EXPECT_EQ(result.output, "");
+  std::optional<std::string> written = ReadWhole(out);
+  ASSERT_TRUE(written);
+  EXPECT_EQ(written->size(), body.size());
+  EXPECT_TRUE(*written == body);
+
+  std::string with_headers = Path("export-i.csv");
+  result = Call("/export.csv", "-i -o " + with_headers, limit);
+  EXPECT_EQ(result.exit_code, 0) << Stderr();
+  written = ReadWhole(with_headers);
+  ASSERT_TRUE(written);
+  EXPECT_EQ(written->rfind("HTTP/2 200\r\n", 0), 0u) << written->substr(0, 200);
+  std::size_t head_end = written->find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos);
+  EXPECT_NE(written->substr(0, head_end).find("x-export: 2026"), std::string::npos);
+  EXPECT_EQ(written->size() - head_end - 4, body.size());
+  EXPECT_TRUE(written->compare(head_end + 4, std::string::npos, body) == 0);
+
+  // A file that cannot take the headers before the body (not a regular
+  // one) holds the body, as without -o.
+  EXPECT_EQ(Call("/export.csv", "-i -o /dev/null").exit_code, 0) << Stderr();
+
+  // To stdout the body is held, so the limit holds, and says what raises it.
+  result = Call("/export.csv", "", limit);
+  EXPECT_EQ(result.exit_code, 63);
+  std::string err = Stderr();
+  EXPECT_NE(err.find("OUTBOUND_MAX_RESPONSE_BYTES"), std::string::npos) << err;
+  EXPECT_NE(err.find("-o FILE"), std::string::npos) << err;
+}
+
+// An answer that is not 2xx is held whole as before, -o or not: within the
+// limit it is written to the file; past it the command says what raises it.
+TEST_F(OutboundCallTest, OutputHoldsAnAnswerThatIsNot2xx) {
+  const std::string page = NumberedBody(100 * 1024);
+  Serve([&](const ServerRequest& r) {
+    if (r.target == "/missing") return Reply::Status(404, "no such export");
+    return Reply::Status(500, page);
+  });
+  std::string out = Path("missing.txt");
+  CommandResult result = Call("/missing", "-i -o " + out);
+  EXPECT_EQ(result.exit_code, 0) << Stderr();
+  std::optional<std::string> written = ReadWhole(out);
+  ASSERT_TRUE(written);
+  EXPECT_EQ(written->rfind("HTTP/2 404\r\n", 0), 0u) << *written;
+  EXPECT_EQ(written->substr(written->size() - 18), "\r\n\r\nno such export");
+  EXPECT_EQ(Call("/missing", "--fail -o " + out).exit_code, 22);
+  EXPECT_EQ(ReadWhole(out), "no such export");
+
+  result = Call("/broken", "-o " + Path("broken.txt"),
+                "OUTBOUND_MAX_RESPONSE_BYTES=65536 OUTBOUND_MAX_ATTEMPTS=1");
+  EXPECT_EQ(result.exit_code, 63);
+  std::string err = Stderr();
+  EXPECT_NE(err.find("OUTBOUND_MAX_RESPONSE_BYTES"), std::string::npos) << err;
+  EXPECT_FALSE(ReadWhole(Path("broken.txt")));  // no answer: no file
+}
+
+// A file that cannot be written ends the call with exit 23, whether it
+// fails at the first byte or part way through a streamed body.
+TEST_F(OutboundCallTest, OutputThatCannotBeWrittenExits23) {
+  const std::string body = NumberedBody(1024 * 1024);
+  Serve([&](const ServerRequest&) { return Reply::Ok(body); });
+  const std::string limit = "OUTBOUND_MAX_RESPONSE_BYTES=65536";
+  CommandResult result = Call("/", "-o " + Path("no-such-dir/out.bin"), limit);
+  EXPECT_EQ(result.exit_code, 23);
+  EXPECT_NE(Stderr().find("cannot write " + Path("no-such-dir/out.bin")), std::string::npos)
+      << Stderr();
+  if (std::filesystem::exists("/dev/full")) {  // every write fails: ENOSPC
+    result = Call("/", "-o /dev/full", limit);
+    EXPECT_EQ(result.exit_code, 23);
+    std::string err = Stderr();
+    EXPECT_NE(err.find("cannot write /dev/full"), std::string::npos) << err;
+    EXPECT_EQ(err.find("cancelled"), std::string::npos) << err;
+  }
+}
+
+// A streamed body cut short leaves in the file what had arrived, and the
+// command exits 7 (the attempt is final once a byte went to the file).
+TEST_F(OutboundCallTest, OutputKeepsWhatArrivedOfABodyCutShort) {
+  const std::string body = NumberedBody(256 * 1024);
+  Serve([&](const ServerRequest&) { return Reply::ResetAfter(100 * 1024, body); });
+  std::string out = Path("cut.bin");
+  CommandResult result = Call("/", "-o " + out);
+  EXPECT_EQ(result.exit_code, 7) << Stderr();
+  EXPECT_EQ(server->request_count(), 1u);
+  std::optional<std::string> written = ReadWhole(out);
+  ASSERT_TRUE(written);
+  EXPECT_TRUE(*written == body.substr(0, 100 * 1024)) << written->size();
 }
 
 TEST_F(OutboundCallTest, TimeoutOptionBoundsTheCall) {
