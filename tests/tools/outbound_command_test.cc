@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -440,11 +442,111 @@ TEST(OutboundDemoTest, ShortRunShowsWhatTheBreakerIsFor) {
     std::size_t other = out.find("your service's other requests still served");
     std::size_t waited = out.find("callers waited");
     std::size_t load = out.find("load on the sick dependency");
-    std::size_t success = out.find("dependency calls made that succeeded");
+    std::size_t success = out.find("calls that reached the dependency and succeeded");
     ASSERT_NE(other, std::string::npos) << out;
     EXPECT_LT(other, waited);
     EXPECT_LT(waited, load);
     EXPECT_LT(load, success);
+  }
+  // The last two cells of each phase's row under the table's row `label`:
+  // naive's and outbound's, each one word ("85.9%", "–").
+  auto phase_cells = [&](const std::string& label) {
+    std::map<std::string, std::pair<std::string, std::string>> cells;
+    std::size_t at = out.find("\n  " + label);
+    if (at == std::string::npos) return cells;
+    std::istringstream lines(out.substr(out.find('\n', at + 1) + 1));
+    std::string line;
+    for (const char* name : {"healthy", "503 storm", "hanging", "healthy again"}) {
+      std::getline(lines, line);
+      std::istringstream words(line);
+      std::vector<std::string> w{std::istream_iterator<std::string>(words), {}};
+      if (w.size() < 3 || line.find(std::string("    ") + name + " ") != 0) break;
+      cells[name] = {w[w.size() - 2], w[w.size() - 1]};
+    }
+    return cells;
+  };
+  const std::string nothing = "\u2013";  // "–"
+  // A count of the JSON, -1 if it is missing.
+  auto count = [](const nlohmann::json& j, const char* key) { return j.value(key, -1); };
+  {
+    SCOPED_TRACE("where there is nothing to measure, the table and the progress say \"–\"");
+    // The first progress line comes at 0 s, before any request has ended.
+    std::string first = out.substr(0, out.find('\n'));
+    EXPECT_NE(first.find("naive served " + nothing + " of other requests"), std::string::npos)
+        << first;
+    EXPECT_EQ(first.find("0.0%"), std::string::npos) << first;
+    // A phase in which a service made no call (the naive one's slots are
+    // still held by hung calls after the heal) has no success rate and no
+    // attempts per call: null in the JSON, "–" in the table.
+    auto success = phase_cells("calls that reached the dependency and succeeded");
+    auto attempts = phase_cells("attempts at the dependency per call made");
+    EXPECT_EQ(success.size(), 4u) << out;  // a phase's missing cell reads ""
+    EXPECT_EQ(attempts.size(), 4u) << out;
+    int empty_phases = 0;
+    for (const char* side : {"naive", "outbound"}) {
+      for (const char* name : {"healthy", "503 storm", "hanging", "healthy again"}) {
+        SCOPED_TRACE(std::string(side) + ", " + name);
+        const auto& p = phase(report["clients"][side], name);
+        const std::string& cell =
+            side == std::string("naive") ? success[name].first : success[name].second;
+        const std::string& per_call =
+            side == std::string("naive") ? attempts[name].first : attempts[name].second;
+        if (p["calls"].get<int>() == 0) {
+          ++empty_phases;
+          EXPECT_TRUE(p["call_success_rate"].is_null());
+          EXPECT_TRUE(p.contains("reached_success_rate") && p["reached_success_rate"].is_null());
+          EXPECT_TRUE(p["attempts_per_call"].is_null());
+          EXPECT_EQ(cell, nothing);
+          EXPECT_EQ(per_call, nothing);
+        } else {
+          EXPECT_NE(per_call, nothing);
+        }
+      }
+    }
+    // How many there are is the run's timing (the naive service's last
+    // phase has had none in every run so far): recorded, not asserted.
+    ::testing::Test::RecordProperty("phases_with_no_call", empty_phases);
+  }
+  {
+    SCOPED_TRACE(
+        "the calls made are split: failed at once by the breaker, or reached the dependency");
+    EXPECT_EQ(out.find("dependency calls made that succeeded"), std::string::npos) << out;
+    std::size_t made = out.find("\n  dependency calls made (a slot was free) ");
+    std::size_t unsent = out.find("\n    failed at once by the breaker, nothing sent ");
+    std::size_t reached = out.find("\n    reached the dependency ");
+    std::size_t success = out.find("\n  calls that reached the dependency and succeeded ");
+    EXPECT_NE(made, std::string::npos) << out;
+    EXPECT_LT(made, unsent);
+    EXPECT_LT(unsent, reached);
+    EXPECT_LT(reached, success);
+    std::string unsent_row = out.substr(unsent + 1, out.find('\n', unsent + 1) - unsent - 1);
+    EXPECT_NE(unsent_row.find(nothing + " (no breaker)"), std::string::npos) << unsent_row;
+    for (const char* side : {"naive", "outbound"}) {
+      const auto& all = report["clients"][side]["all"];
+      EXPECT_GE(count(all, "failed_by_breaker_unsent"), 0) << side;
+      EXPECT_GE(count(all, "calls_reached_dependency"), 0) << side;
+      EXPECT_LE(count(all, "failed_by_breaker_unsent") + count(all, "calls_reached_dependency"),
+                count(all, "calls"))
+          << side;
+    }
+    EXPECT_EQ(count(naive["all"], "failed_by_breaker_unsent"), 0);
+    const auto& all = outbound["all"];
+    EXPECT_GT(count(all, "failed_by_breaker_unsent"), 0);
+    // A call failed at once never succeeds: left out, the rest succeed more
+    // often.
+    EXPECT_GT(all.value("reached_success_rate", -1.0), number(all["call_success_rate"]));
+  }
+  {
+    SCOPED_TRACE("the footer says the settings were scaled, and to what");
+    EXPECT_EQ(out.find("default settings"), std::string::npos) << out;
+    EXPECT_NE(out.find("the library's defaults, every duration scaled by 6/30 (--seconds 6)"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("Timeout 2.0 s, AttemptTimeout 1.0 s, 3 attempts"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find("breaker.slow_call 50 ms"), std::string::npos) << out;
+    EXPECT_NE(out.find("naive client: one attempt, no breaker, Timeout 2.0 s"), std::string::npos)
+        << out;
   }
   {
     SCOPED_TRACE("outbound's service keeps serving its other requests through the hang");
