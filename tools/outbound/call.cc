@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // `outbound call`: one call through an http::Client built for the URL's
 // origin, with settings from the OUTBOUND_* variables.
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 #include "commands.h"
 #include "common.h"
@@ -49,7 +54,8 @@ options:
   -H, --header 'K: V'     a request header; repeatable
   -d, --data DATA         the request body; @FILE reads it from FILE
   -i, --include           the status line and headers before the body
-  -o, --output FILE       write to FILE instead of stdout
+  -o, --output FILE       write to FILE instead of stdout; a 2xx body is
+                          streamed to FILE as it arrives (see "bodies")
   --timeout DURATION      bound the whole call (OUTBOUND_TIMEOUT), e.g. 2s
   --cacert FILE           trust only the CA certificates in FILE (PEM)
   --cert FILE, --key FILE a client certificate and its key (PEM), for mTLS
@@ -76,6 +82,20 @@ Options win over variables. An https URL without a CA file trusts the
 system's roots. Every bad variable or option is reported at once, by name,
 and the command exits 78; another OUTBOUND_ variable is warned about.
 
+bodies:
+  Without -o, the body is held in memory, then written to stdout: a body over
+  OUTBOUND_MAX_RESPONSE_BYTES (default 67108864) fails the call with exit 63.
+  With -o FILE, the body of a 2xx answer is written to FILE as it arrives, in
+  constant memory and with no size limit (as curl -o); with -i the headers
+  are put before it once it has ended (if FILE is a regular file; to another,
+  such as a pipe, the body is held). An answer that is not 2xx (a 4xx, a
+  5xx, a redirect not followed) is held and limited as without -o.
+  FILE is made when an answer arrives: a call that gets none leaves it as
+  it was. A 2xx body cut short leaves in FILE what had arrived (exit 7); a
+  FILE that cannot be written ends the call (exit 23). --timeout
+  (OUTBOUND_TIMEOUT, default 10s) bounds the whole call, body included:
+  raise it for a long download.
+
 exit codes:
   0 success    2 usage    3 invalid request    7 connection failed
   8 invalid response    22 HTTP status >= 400 with --fail    23 cannot write
@@ -97,6 +117,75 @@ std::string HeaderBlock(const http::Response& response) {
   }
   return block + "\r\n";
 }
+
+// FILE of -o, opened at the first byte written (a call that gets no answer
+// leaves it alone, as curl does), then written as the body arrives.
+class OutputFile {
+ public:
+  explicit OutputFile(std::string path) : path_(std::move(path)) {}
+
+  // Appends `bytes`; false once a write has failed.
+  bool Write(std::string_view bytes) {
+    if (failed_) return false;
+    if (!out_.is_open()) {
+      out_.open(path_, std::ios::binary | std::ios::trunc);
+      if (!out_) return Failed();
+    }
+    if (!out_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()))) return Failed();
+    written_ += bytes.size();
+    return true;
+  }
+
+  // Puts `head` before the bytes written so far, moving them along a block
+  // at a time from the end, so a body of any size takes one block of memory.
+  bool Prepend(std::string_view head) {
+    if (failed_ || head.empty()) return !failed_;
+    if (!out_.flush()) return Failed();
+    out_.close();
+    std::fstream file(path_, std::ios::binary | std::ios::in | std::ios::out);
+    std::vector<char> block(1 << 16);
+    for (std::uint64_t end = written_; end > 0 && file;) {
+      std::uint64_t n = std::min<std::uint64_t>(block.size(), end);
+      end -= n;
+      file.seekg(static_cast<std::streamoff>(end));
+      file.read(block.data(), static_cast<std::streamsize>(n));
+      file.seekp(static_cast<std::streamoff>(end + head.size()));
+      file.write(block.data(), static_cast<std::streamsize>(n));
+    }
+    file.seekp(0);
+    file.write(head.data(), static_cast<std::streamsize>(head.size()));
+    if (!file.flush()) return Failed();
+    file.close();
+    out_.open(path_, std::ios::binary | std::ios::app);
+    if (!out_) return Failed();
+    written_ += head.size();
+    return true;
+  }
+
+  // Flushes and closes; false if any write failed.
+  bool Close() {
+    if (out_.is_open()) {
+      out_.close();
+      if (out_.fail()) failed_ = true;
+    }
+    return !failed_;
+  }
+
+  bool opened() const { return written_ > 0 || out_.is_open(); }
+  bool failed() const { return failed_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  bool Failed() {
+    failed_ = true;
+    return false;
+  }
+
+  std::string path_;
+  std::ofstream out_;
+  std::uint64_t written_ = 0;
+  bool failed_ = false;
+};
 
 std::string Millis(Duration d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + "ms";
@@ -223,9 +312,28 @@ int RunCall(const std::vector<std::string>& args) {
   std::unique_ptr<http::Client> client = MakeClient(*settings, network, reporting);
   if (!client) return kExitConfig;
   request.url = url;
+  // -o FILE: the 2xx answer's body goes to FILE as it arrives, with no
+  // size limit (the client streams only a 2xx body; any other is read
+  // whole, within max_response_bytes, and written below).
+  // With -i the headers are put before the body once it has ended, which
+  // takes a file that can be read and written anywhere: a regular one (or
+  // one not yet made). To another (/dev/null, a pipe) the body is held.
+  std::optional<OutputFile> file;
+  if (output) {
+    file.emplace(*output);
+    std::error_code error;
+    std::filesystem::file_status status = std::filesystem::status(*output, error);
+    if (!include || !std::filesystem::exists(status) || std::filesystem::is_regular_file(status)) {
+      request.StreamBodyTo([&file](std::string_view chunk) { return file->Write(chunk); });
+    }
+  }
   Result<http::Response> response = client->Send(std::move(request));
   int code = kExitOk;
-  if (!response) {
+  if (file && file->failed()) {
+    // The sink stopped the call (kCancelled): the file is what failed.
+    std::cerr << "outbound: cannot write " << file->path() << "\n";
+    code = kExitWriteError;
+  } else if (!response) {
     std::cerr << "outbound: " << ToString(response.error().kind()) << ": "
               << response.error().message() << "\n";
     code = ExitCodeFor(response.error().kind());
@@ -234,17 +342,32 @@ int RunCall(const std::vector<std::string>& args) {
       std::cerr << "outbound: hint: no CA file was given, so only the system's roots are "
                    "trusted; name the server's CA with --cacert FILE or OUTBOUND_CA_FILE\n";
     }
+    if (response.error().kind() == ErrorKind::kResponseTooLarge &&
+        response.error().message().find("header") == std::string::npos) {
+      std::cerr << "outbound: hint: a body held in memory is limited to "
+                   "OUTBOUND_MAX_RESPONSE_BYTES ("
+                << settings->max_response_bytes << " bytes); raise it"
+                << (output ? " (with -o, an answer that is not 2xx is held: outbound call --help)"
+                           : ", or write the body to a file with -o FILE, which streams a 2xx "
+                             "body with no limit")
+                << "\n";
+    }
+    if (file && !file->Close()) {
+      std::cerr << "outbound: cannot write " << file->path() << "\n";
+    }
   } else {
-    std::string out = include ? HeaderBlock(*response) : "";
-    out += response->body;
-    if (output) {
-      std::ofstream file(*output, std::ios::binary | std::ios::trunc);
-      if (!(file << out) || !file.flush()) {
-        std::cerr << "outbound: cannot write " << *output << "\n";
+    std::string head = include ? HeaderBlock(*response) : "";
+    if (file) {
+      // A streamed body is in the file already (its headers go before it);
+      // an answer that was not streamed (not 2xx, or no body) is written now.
+      bool written = file->opened() ? file->Prepend(head) && file->Write(response->body)
+                                    : file->Write(head + response->body);
+      if (!file->Close() || !written) {
+        std::cerr << "outbound: cannot write " << file->path() << "\n";
         code = kExitWriteError;
       }
     } else {
-      std::cout << out << std::flush;
+      std::cout << head << response->body << std::flush;
     }
     if (code == kExitOk && fail_on_status && response->status >= 400) code = kExitHttpError;
     // The client follows redirects within the origin only: a redirect that

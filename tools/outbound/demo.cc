@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <iomanip>
@@ -60,7 +61,11 @@ dependency: one through a naive client (one attempt, no breaker, the same
 overall timeout), one through outbound's client (its defaults, plus the
 breaker's slow-call rule at 250 ms). A request that finds every slot busy is
 turned away. Prints a live progress line, then a side-by-side table, and
-writes an SVG timeline.
+writes an SVG timeline. In the table, "–" is a figure with nothing to measure
+(a phase in which a service made no call, a run with no failed call); the
+dependency calls a service made are split into those the breaker failed at
+once, sending nothing, and those that reached the dependency, whose success
+is the dependency's own; the settings each client had are printed after it.
 
 options:
   --seconds N   length of the run (default 30); the script, the clients'
@@ -99,8 +104,9 @@ Phase PhaseAt(double fraction) {
 
 // One request to a service, as its caller saw it.
 struct RequestRecord {
-  double at = 0;     // arrival, seconds since the run began
-  double ended = 0;  // when its caller had the answer
+  std::size_t id = 0;  // the request's place in the load, the same on both sides
+  double at = 0;       // arrival, seconds since the run began
+  double ended = 0;    // when its caller had the answer
   bool needs_dependency = false;
   bool admitted = false;  // a slot was free
   bool ok = false;        // served: admitted and, if it called the dependency, that call worked
@@ -117,25 +123,30 @@ struct Side {
   std::atomic<int> in_flight{0};                     // dependency calls not yet answered
   std::deque<TimePoint> own_work_ends;               // requests without the dependency, in order
   std::vector<double> attempt_times;                 // when the dependency got each attempt
+  std::vector<char> reached;                         // by id: an attempt of the call arrived
   std::vector<std::pair<double, int>> slot_samples;  // (time, slots in use)
   std::map<std::string, int> decisions;
   std::vector<std::pair<double, circuit::Transition>> transitions;
 };
 
-double Percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
+// Where there is nothing to measure (no call, no failure, no sample), a
+// figure is null in the JSON and "–" in the table, never a made-up 0.
+nlohmann::json Percentile(std::vector<double> values, double p) {
+  if (values.empty()) return nullptr;
   std::sort(values.begin(), values.end());
   auto index = static_cast<std::size_t>(std::ceil(p * static_cast<double>(values.size()))) - 1;
   return values[std::min(index, values.size() - 1)];
 }
 
-double Ratio(int a, int b) { return b > 0 ? static_cast<double>(a) / b : 0; }
+nlohmann::json Ratio(double a, int b) {
+  return b > 0 ? nlohmann::json(a / b) : nlohmann::json(nullptr);
+}
 
 // The requests that arrived in [from, to) seconds, the attempts that reached
 // the dependency then, and the slots in use then.
 nlohmann::json Summarize(const Side& side, double from, double to) {
   int other = 0, other_served = 0, dependency = 0, dependency_served = 0, calls = 0, calls_ok = 0,
-      turned_away = 0, rejected = 0, attempts = 0;
+      turned_away = 0, rejected = 0, attempts = 0, reached = 0, reached_ok = 0, unsent = 0;
   std::vector<double> failure_ms, call_ms;
   double waited_on_failures = 0;
   for (const RequestRecord& r : side.requests) {
@@ -152,6 +163,12 @@ nlohmann::json Summarize(const Side& side, double from, double to) {
     ++calls;
     calls_ok += r.ok ? 1 : 0;
     rejected += r.error == ErrorKind::kRejected ? 1 : 0;
+    // Reached: the dependency got an attempt of the call. A call the
+    // breaker failed before sending anything never did.
+    bool got_there = r.id < side.reached.size() && side.reached[r.id] != 0;
+    reached += got_there ? 1 : 0;
+    reached_ok += got_there && r.ok ? 1 : 0;
+    unsent += !got_there && r.error == ErrorKind::kRejected ? 1 : 0;
     double ms = (r.ended - r.at) * 1000;
     call_ms.push_back(ms);
     if (!r.ok) {
@@ -176,6 +193,9 @@ nlohmann::json Summarize(const Side& side, double from, double to) {
           {"call_success_rate", Ratio(calls_ok, calls)},
           {"turned_away", turned_away},
           {"rejected_by_breaker", rejected},
+          {"failed_by_breaker_unsent", unsent},
+          {"calls_reached_dependency", reached},
+          {"reached_success_rate", Ratio(reached_ok, reached)},
           {"failed_calls", static_cast<int>(failure_ms.size())},
           {"time_to_fail_p50_ms", Percentile(failure_ms, 0.50)},
           {"time_to_fail_p99_ms", Percentile(failure_ms, 0.99)},
@@ -185,9 +205,12 @@ nlohmann::json Summarize(const Side& side, double from, double to) {
           {"attempts_at_dependency", attempts},
           {"attempts_per_call", Ratio(attempts, calls)},
           {"attempts_per_second", attempts / std::max(1e-9, to - from)},
-          {"slots_mean", slot_count > 0 ? slot_sum / slot_count : 0},
+          {"slots_mean", Ratio(slot_sum, slot_count)},
           {"slots_max", slot_max}};
 }
+
+// What the table prints where there is nothing to measure.
+constexpr const char* kNothing = "\u2013";  // "–"
 
 std::string Percent(double x) {
   std::ostringstream out;
@@ -202,6 +225,19 @@ std::string Fixed(double x, int digits) {
 std::string Millis(double ms) {
   if (ms >= 1000) return Fixed(ms / 1000, 1) + " s";
   return Fixed(ms, ms < 10 ? 1 : 0) + " ms";
+}
+// A figure of the JSON as `format` writes it, or "–" when it is null.
+template <typename Format>
+std::string OrNothing(const nlohmann::json& v, Format format) {
+  return v.is_null() ? std::string(kNothing) : format(v.get<double>());
+}
+
+// `text` and spaces after it up to `width` columns (a UTF-8 character
+// taking one), as std::setw would pad ASCII.
+std::string Pad(const std::string& text, std::size_t width) {
+  std::size_t columns = 0;
+  for (char c : text) columns += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return text + std::string(width > columns ? width - columns : 0, ' ');
 }
 
 // The timeline, in 60 buckets per run length. For each service: requests
@@ -401,10 +437,17 @@ int RunDemo(const std::vector<std::string>& args) {
   auto handler = [&](const testing::ServerRequest& r) {
     double elapsed = Seconds(clock.Now() - start).count();
     bool is_naive = r.header("x-client") == "naive";
+    std::string call = r.header("x-call");
     Phase phase = PhaseAt(elapsed / run_seconds);
     {
       std::lock_guard lock(server_mu);
-      (is_naive ? naive : resilient).attempt_times.push_back(elapsed);
+      Side& side = is_naive ? naive : resilient;
+      side.attempt_times.push_back(elapsed);
+      if (!call.empty()) {
+        auto id = static_cast<std::size_t>(std::strtoull(call.c_str(), nullptr, 10));
+        if (side.reached.size() <= id) side.reached.resize(id + 1);
+        side.reached[id] = 1;
+      }
     }
     switch (phase) {
       case kStorm:
@@ -471,8 +514,9 @@ int RunDemo(const std::vector<std::string>& args) {
 
   const Duration own_work = scaled(kOwnWork);
   // A request arrives at a service: served in a free slot, or turned away.
-  auto arrive = [&](Side& side, double at, bool needs_dependency) {
+  auto arrive = [&](Side& side, std::size_t id, double at, bool needs_dependency) {
     RequestRecord record;
+    record.id = id;
     record.at = at;
     record.needs_dependency = needs_dependency;
     record.ended = at;
@@ -495,6 +539,7 @@ int RunDemo(const std::vector<std::string>& args) {
     ++side.in_flight;
     http::Request request = http::Request::Get("/charges/42");
     request.Header("X-Client", side.name == "naive" ? "naive" : "outbound");
+    request.Header("X-Call", std::to_string(id));  // which calls reached the dependency
     if (fault) request.context.baggage.push_back({"outbound-fault", *fault, ""});
     side.client->SendAsync(
         std::move(request),
@@ -530,14 +575,15 @@ int RunDemo(const std::vector<std::string>& args) {
   auto progress = [&](double at) {
     auto line = [&](Side& side) {
       std::lock_guard lock(side.mu);
+      // The other requests done by now (at 0 s, none: "–").
       int other = 0, served = 0;
       for (const RequestRecord& r : side.requests) {
-        if (r.needs_dependency) continue;
+        if (r.needs_dependency || r.ended > at) continue;
         ++other;
         served += r.ok ? 1 : 0;
       }
-      return side.name + " served " + Percent(Ratio(served, other)) + " of other requests, " +
-             std::to_string(side.slots.load()) + " slots busy";
+      return side.name + " served " + OrNothing(Ratio(served, other), Percent) +
+             " of other requests, " + std::to_string(side.slots.load()) + " slots busy";
     };
     std::string status = "[" + std::string(kPhaseNames[PhaseAt(at / run_seconds)]) + "] " +
                          Fixed(at, 0) + "s  " + line(naive) + " | " + line(resilient) +
@@ -558,7 +604,7 @@ int RunDemo(const std::vector<std::string>& args) {
     for (Side* side : {&naive, &resilient}) {
       finish_own_work(*side, clock.Now());
       side->slot_samples.emplace_back(at, side->slots.load());
-      arrive(*side, at, needs_dependency);
+      arrive(*side, n, at, needs_dependency);
     }
     ++n;
     int second = static_cast<int>(at);
@@ -639,24 +685,26 @@ int RunDemo(const std::vector<std::string>& args) {
 
   const auto& nj = report["clients"]["naive"];
   const auto& oj = report["clients"]["outbound"];
-  std::cout << "\n"
-            << std::left << std::setw(48) << "" << std::setw(16) << "naive"
-            << "outbound\n";
+  constexpr std::size_t kLabel = 50, kColumn = 16;
+  std::cout << "\n" << Pad("", kLabel + 2) << Pad("naive", kColumn) << "outbound\n";
   auto row = [&](const std::string& label, const std::string& a, const std::string& b) {
-    std::cout << "  " << std::left << std::setw(46) << label << std::setw(16) << a << b << "\n";
+    std::cout << "  " << Pad(label, kLabel) << Pad(a, kColumn) << b << "\n";
   };
-  auto by_phase = [&](const char* key, auto format, int first = 0, int last = 3) {
-    for (int p = first; p <= last; ++p) {
-      row(std::string("  ") + kPhaseNames[p], format(nj["phases"][kPhaseNames[p]][key]),
-          format(oj["phases"][kPhaseNames[p]][key]));
+  auto by_phase = [&](const char* key, auto format, const std::string& indent = "  ") {
+    for (const char* phase : kPhaseNames) {
+      row(indent + phase, format(nj["phases"][phase][key]), format(oj["phases"][phase][key]));
     }
   };
-  auto pct = [](const nlohmann::json& v) { return Percent(v.get<double>()); };
-  auto ms = [](const nlohmann::json& v) { return Millis(v.get<double>()); };
-  auto ratio = [](const nlohmann::json& v) { return Fixed(v.get<double>(), 3); };
+  auto pct = [](const nlohmann::json& v) { return OrNothing(v, Percent); };
+  auto ms = [](const nlohmann::json& v) { return OrNothing(v, Millis); };
+  auto ratio = [](const nlohmann::json& v) {
+    return OrNothing(v, [](double x) { return Fixed(x, 3); });
+  };
+  auto whole = [](const nlohmann::json& v) { return std::to_string(v.get<int>()); };
   auto slots = [&](const std::string& phase) {
     return [phase](const nlohmann::json& side) {
       const auto& p = side["phases"][phase];
+      if (p["slots_mean"].is_null()) return std::string(kNothing);
       return Fixed(p["slots_mean"].get<double>(), 0) + " / " +
              std::to_string(p["slots_max"].get<int>());
     };
@@ -679,21 +727,34 @@ int RunDemo(const std::vector<std::string>& args) {
   row("requests needing the dependency served", pct(nj["all"]["dependency_served"]),
       pct(oj["all"]["dependency_served"]));
   by_phase("dependency_served", pct);
-  row("dependency calls made that succeeded", pct(nj["all"]["call_success_rate"]),
-      pct(oj["all"]["call_success_rate"]));
-  by_phase("call_success_rate", pct);
+  // The calls each service made (a slot was free), split by whether they
+  // reached the dependency: a call the breaker failed at once sent nothing,
+  // so it says nothing of the dependency's health (the naive service's
+  // calls all reach it, and its service turned away what it could not make).
+  row("dependency calls made (a slot was free)", whole(nj["all"]["calls"]),
+      whole(oj["all"]["calls"]));
+  auto unsent = [&](const nlohmann::json& side) {
+    return whole(side["all"]["failed_by_breaker_unsent"]) + " (" +
+           pct(Ratio(side["all"]["failed_by_breaker_unsent"].get<int>(),
+                     side["all"]["calls"].get<int>())) +
+           ")";
+  };
+  row("  failed at once by the breaker, nothing sent", std::string(kNothing) + " (no breaker)",
+      unsent(oj));
+  row("  reached the dependency", whole(nj["all"]["calls_reached_dependency"]),
+      whole(oj["all"]["calls_reached_dependency"]));
+  row("calls that reached the dependency and succeeded", pct(nj["all"]["reached_success_rate"]),
+      pct(oj["all"]["reached_success_rate"]));
+  by_phase("reached_success_rate", pct);
   row("attempts at the dependency per call made", ratio(nj["all"]["attempts_per_call"]),
       ratio(oj["all"]["attempts_per_call"]));
   by_phase("attempts_per_call", ratio);
   row("slots in use, mean / max of " + std::to_string(kSlots), "", "");
-  for (int p = 0; p < 4; ++p) {
-    row(std::string("  ") + kPhaseNames[p], slots(kPhaseNames[p])(nj), slots(kPhaseNames[p])(oj));
+  for (const char* phase : kPhaseNames) {
+    row(std::string("  ") + phase, slots(phase)(nj), slots(phase)(oj));
   }
-  row("requests turned away (every slot busy)", std::to_string(nj["all"]["turned_away"].get<int>()),
-      std::to_string(oj["all"]["turned_away"].get<int>()));
-  row("calls failed fast by the breaker",
-      std::to_string(nj["all"]["rejected_by_breaker"].get<int>()),
-      std::to_string(oj["all"]["rejected_by_breaker"].get<int>()));
+  row("requests turned away (every slot busy)", whole(nj["all"]["turned_away"]),
+      whole(oj["all"]["turned_away"]));
   std::string breaker = "never opened";
   if (opened_at) {
     breaker = "opened at " + Fixed(*opened_at, 1) + "s, reopened " + std::to_string(reopened) +
@@ -709,9 +770,25 @@ int RunDemo(const std::vector<std::string>& args) {
         std::string(decisions.empty() ? "" : ", ") + kind + " " + std::to_string(count.get<int>());
   }
   row("retry decisions", "(no retries)", decisions);
-  std::cout << "\noutbound's client: default settings, plus breaker.slow_call "
-            << Millis(Seconds(scaled(kSlowCall)).count() * 1000) << "; both with Timeout "
-            << Millis(Seconds(base.timeout).count() * 1000) << ".\n";
+  // The settings as this run had them: the library's defaults at 30 s,
+  // every duration scaled by N/30 at another length.
+  auto span = [](Duration d) { return Millis(Seconds(d).count() * 1000); };
+  std::ostringstream length;  // 6, or 4.5: as given
+  length << run_seconds;
+  const http::Settings& o = resilient_settings;
+  std::cout << "\n"
+            << kNothing << ": nothing to measure there (no call, no failure, no sample).\n"
+            << "outbound's client: the library's defaults"
+            << (scale == 1 ? std::string(" (--seconds N scales every duration by N/30)")
+                           : ", every duration scaled by " + length.str() + "/30 (--seconds " +
+                                 length.str() + ")")
+            << ":\n  Timeout " << span(o.timeout) << ", AttemptTimeout " << span(o.attempt_timeout)
+            << ", " << o.max_attempts << " attempts, backoff " << span(o.backoff_base) << " up to "
+            << span(o.backoff_max) << ",\n  the breaker open " << span(o.breaker.initial_open_for)
+            << " at first, doubling up to " << span(o.breaker.open_for)
+            << "; plus breaker.slow_call " << span(o.breaker.slow_call) << ".\n"
+            << "naive client: one attempt, no breaker, Timeout " << span(naive_settings.timeout)
+            << ".\n";
 
   {
     std::lock_guard a(naive.mu), b(resilient.mu);
