@@ -696,7 +696,9 @@ int RunDemo(const std::vector<std::string>& args) {
     }
   };
   auto pct = [](const nlohmann::json& v) { return OrNothing(v, Percent); };
-  auto ms = [](const nlohmann::json& v) { return OrNothing(v, Millis); };
+  auto ms = [](const nlohmann::json& v) {
+    return OrNothing(v, [](double x) { return Millis(x); });  // one of two Millis in a unity build
+  };
   auto ratio = [](const nlohmann::json& v) {
     return OrNothing(v, [](double x) { return Fixed(x, 3); });
   };
