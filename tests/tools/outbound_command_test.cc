@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "../testing/test_support.h"
+#include "outbound/config/http_settings.h"
 #include "outbound/testing/fake_server.h"
 #include "outbound/testing/test_ca.h"
 #include "outbound/version.h"
@@ -401,6 +402,23 @@ TEST(OutboundCommandTest, VersionIsTheProjects) {
   EXPECT_EQ(top.exit_code, 0);
   EXPECT_EQ(top.output, expected);
   EXPECT_EQ(RunCommand(kOutbound + " call --version").output, expected);
+}
+
+// Every variable the command reads is in its help: the list is the
+// library's (config::HttpSettingsVariables), the help text the command's.
+TEST(OutboundCommandTest, TheHelpNamesEveryVariableTheCommandReads) {
+  CommandResult help = RunCommand(kOutbound + " call --help 2>&1");
+  for (const std::string& name : config::HttpSettingsVariables("OUTBOUND_")) {
+    if (name == "OUTBOUND_URL" || name == "OUTBOUND_TRANSPORT") continue;  // the argument; refused
+    EXPECT_NE(help.output.find(name), std::string::npos) << name;
+  }
+}
+
+TEST(OutboundCommandTest, AnFtpUrlWithoutAPortIsAUsageErrorSayingSo) {
+  CommandResult result = RunCommand(kOutbound + " call ftp://files/a 2>&1");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("\"ftp://files/a\" is not an http or https URL"), std::string::npos)
+      << result.output;
 }
 
 TEST(OutboundCommandTest, AnFtpUrlIsAUsageError) {

@@ -74,7 +74,9 @@ settings, from the environment (durations like 250ms or 10s):
   OUTBOUND_BACKOFF_BASE OUTBOUND_BACKOFF_MAX
   OUTBOUND_RETRY_BUDGET_MAX_TOKENS OUTBOUND_RETRY_BUDGET_TOKEN_RATIO
   OUTBOUND_BREAKER_WINDOW OUTBOUND_BREAKER_PROBES OUTBOUND_BREAKER_OPEN_FOR
-  OUTBOUND_BREAKER_PROBE_TIMEOUT OUTBOUND_MAX_RESPONSE_BYTES
+  OUTBOUND_BREAKER_PROBE_TIMEOUT OUTBOUND_BREAKER_INITIAL_OPEN_FOR
+  OUTBOUND_BREAKER_CALLS_PER_PROBE OUTBOUND_BREAKER_SLOW_CALL
+  OUTBOUND_MAX_RESPONSE_BYTES OUTBOUND_MAX_ERROR_RESPONSE_BYTES
   OUTBOUND_MAX_CONNECTIONS OUTBOUND_CA_FILE OUTBOUND_CERT_FILE OUTBOUND_KEY_FILE
   OUTBOUND_RATE_LIMIT (50/s, 50/s,10 or off) OUTBOUND_FAULTS (on or off)
   OUTBOUND_GZIP (on or off)
@@ -270,11 +272,11 @@ int RunCall(const std::vector<std::string>& args) {
     }
   }
   if (url.empty()) return Usage("call", "a URL is needed");
-  std::string origin = OriginOf(url);
-  if (origin.empty()) return Usage("call", "\"" + url + "\" is not an absolute URL");
-  if (!IsHttpUrl(url)) {
+  if (url.find("://") != std::string::npos && !IsHttpUrl(url)) {
     return Usage("call", "\"" + url + "\" is not an http or https URL");
   }
+  std::string origin = OriginOf(url);
+  if (origin.empty()) return Usage("call", "\"" + url + "\" is not an absolute URL");
 
   std::optional<http::Settings> settings = SettingsFromEnvironment(origin, setting_options);
   if (!settings) return kExitConfig;
