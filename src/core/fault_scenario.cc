@@ -71,7 +71,9 @@ Result<std::optional<InjectedFault>> ParseFaultScenario(std::string_view scenari
     if (equals == std::string_view::npos) return malformed();
     std::string_view name = Trim(rule.substr(0, equals));
     std::string_view rest = Trim(rule.substr(equals + 1));
-    if (!name.starts_with("http:") && !name.starts_with("grpc:")) return malformed();
+    // The point is compared without regard to case, its scheme too.
+    std::string_view scheme = name.substr(0, 5);
+    if (!SameText(scheme, "http:") && !SameText(scheme, "grpc:")) return malformed();
     std::size_t comma = rest.find(',');
     auto fault = ParseAction(Trim(rest.substr(0, comma)));
     if (!fault) return malformed();

@@ -166,6 +166,26 @@ TEST_F(FaultInjectionTest, WithFaultsOffNothingIsReadOrStripped) {
   EXPECT_EQ(InjectedOnSpans(), (std::vector<std::string>{""}));
 }
 
+// docs/failure-injection.md: the point is compared without regard to case,
+// its scheme as much as its host.
+TEST_F(FaultInjectionTest, APointInCapitalsIsTheSamePoint) {
+  auto client = FaultyClient(FaultsOn());
+  for (const char* scenario :
+       {"HTTP:PAYMENTS:8443=status:418", "Http:Payments:8443=status:418",
+        "http:PAYMENTS:8443=status:418", " HTTP:payments:8443 =status:418"}) {
+    auto result = client->Send(WithScenario(scenario));
+    ASSERT_TRUE(result) << scenario;
+    EXPECT_EQ(result->status, 418) << scenario;
+  }
+  EXPECT_EQ(telemetry.Value("outbound.fault.malformed"), 0);
+  EXPECT_EQ(server->request_count(), 0u);
+  // Another point in capitals is still another point, and a scheme that
+  // is neither http nor grpc is still malformed.
+  EXPECT_EQ(client->Send(WithScenario("HTTP:LEDGER:443=status:418"))->status, 200);
+  EXPECT_EQ(client->Send(WithScenario("HTTPS:PAYMENTS:8443=status:418"))->status, 200);
+  EXPECT_EQ(telemetry.Value("outbound.fault.malformed"), 1);
+}
+
 TEST_F(FaultInjectionTest, AMalformedScenarioIsIgnoredAndCounted) {
   auto client = FaultyClient(FaultsOn());
   for (const char* scenario :

@@ -35,7 +35,9 @@ inline constexpr std::uint32_t kMaxInjectedRetryAfterSeconds = 86400;
 
 // The fault `scenario` holds for `point` ("http:payments:8443"), none if it
 // names another point only; kInvalidRequest if any of its rules is
-// malformed (the whole scenario is then ignored).
+// malformed (the whole scenario is then ignored). Points are compared
+// without regard to case ("HTTP:Payments:8443" is the same point); the
+// actions and options are lower-case.
 //
 //   scenario = rule *(";" rule)
 //   rule     = point "=" action *("," option)
