@@ -128,6 +128,9 @@ std::vector<std::string> HttpSettingsVariables(const std::string& prefix) {
 http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Settings d) {
   http::Settings s = d;
   auto name = [&](const char* field) { return prefix + field; };
+  // Any other variable under the prefix is a mistake (a misspelling) that
+  // Finish names.
+  r.ClaimPrefix(prefix, HttpSettingsVariables(prefix));
   Parser<Duration> duration = ParseDuration;
   Parser<int> integer = ParseInt;
   Parser<double> number = ParseDouble;
@@ -215,6 +218,18 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
     s.tls = tls;
   } else {
     s.tls.reset();
+    // A TLS file beside an http URL would be ignored, and the client would
+    // run in plain text: each one set is named, with the URL.
+    if (StartsWithNoCase(s.base_url, "http:")) {
+      std::string url = "\"" + s.base_url + "\"";
+      std::string said = r.Has(name("URL")) ? name("URL") + " is " + url : "the URL is " + url;
+      for (const char* field : {"CA_FILE", "CERT_FILE", "KEY_FILE"}) {
+        if (r.Has(name(field))) {
+          r.Fail(name(field) + ": set, but " + said +
+                 ", which is plain text: TLS needs an https URL");
+        }
+      }
+    }
   }
   return s;
 }

@@ -1,28 +1,96 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbound/config/resolver.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 namespace outbound::config {
 
 Lookup ProcessEnvironment() {
-  return [](const std::string& name) -> std::optional<std::string> {
-    const char* value = std::getenv(name.c_str());
-    if (value == nullptr) return std::nullopt;
-    return std::string(value);
-  };
+  return Lookup(
+      [](const std::string& name) -> std::optional<std::string> {
+        const char* value = std::getenv(name.c_str());
+        if (value == nullptr) return std::nullopt;
+        return std::string(value);
+      },
+      [] {
+        std::vector<std::string> names;
+        for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+          std::string_view variable(*entry);
+          names.emplace_back(variable.substr(0, variable.find('=')));
+        }
+        return names;
+      });
 }
 
 Lookup FromMap(std::map<std::string, std::string> variables) {
-  return [variables = std::move(variables)](const std::string& name) -> std::optional<std::string> {
-    auto it = variables.find(name);
-    if (it == variables.end()) return std::nullopt;
-    return it->second;
-  };
+  auto shared = std::make_shared<const std::map<std::string, std::string>>(std::move(variables));
+  return Lookup(
+      [shared](const std::string& name) -> std::optional<std::string> {
+        auto it = shared->find(name);
+        if (it == shared->end()) return std::nullopt;
+        return it->second;
+      },
+      [shared] {
+        std::vector<std::string> names;
+        for (const auto& [name, value] : *shared) names.push_back(name);
+        return names;
+      });
+}
+
+namespace {
+
+// Edits from `a` to `b`: a letter added, dropped or changed, or two
+// neighbours swapped (the optimal string alignment distance).
+std::size_t Distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+std::string_view After(std::string_view name, std::string_view prefix) {
+  return name.starts_with(prefix) ? name.substr(prefix.size()) : name;
+}
+
+}  // namespace
+
+std::optional<std::string> NearestName(std::string_view name, const std::vector<std::string>& known,
+                                       std::string_view prefix) {
+  std::string_view typed = After(name, prefix);
+  const std::string* nearest = nullptr;
+  std::size_t best = 0;
+  for (const std::string& candidate : known) {
+    std::string_view meant = After(candidate, prefix);
+    std::size_t d = Distance(typed, meant);
+    if (d == 0 || d > 3 || 2 * d >= meant.size()) continue;
+    if (nearest == nullptr || d < best) {
+      nearest = &candidate;
+      best = d;
+    }
+  }
+  if (nearest == nullptr) return std::nullopt;
+  return *nearest;
+}
+
+void Resolver::ClaimPrefix(const std::string& prefix, const std::vector<std::string>& known) {
+  claimed_[prefix].insert(known.begin(), known.end());
 }
 
 Result<Duration> ParseDuration(const std::string& text) {
@@ -88,9 +156,41 @@ Result<std::string> ReadFile(const std::string& path) {
 }
 
 Result<void> Resolver::Finish() const {
-  if (failures_.empty()) return {};
+  std::vector<std::string> failures = failures_;
+  std::optional<std::vector<std::string>> names;
+  if (!claimed_.empty()) names = lookup_.Names();
+  if (names) {
+    std::sort(names->begin(), names->end());
+    names->erase(std::unique(names->begin(), names->end()), names->end());
+    for (const std::string& name : *names) {
+      if (read_.contains(name)) continue;
+      // The names the claims it falls under know, and those read under
+      // them: what it may misspell.
+      bool claimed = false, known = false;
+      std::string prefix;
+      std::vector<std::string> candidates;
+      for (const auto& [claim, claim_known] : claimed_) {
+        if (!name.starts_with(claim)) continue;
+        if (!claimed || claim.size() < prefix.size()) prefix = claim;
+        claimed = true;
+        known = known || claim_known.contains(name);
+        candidates.insert(candidates.end(), claim_known.begin(), claim_known.end());
+        for (const std::string& read : read_) {
+          if (read.starts_with(claim)) candidates.push_back(read);
+        }
+      }
+      if (!claimed || known) continue;
+      std::sort(candidates.begin(), candidates.end());
+      std::string failure = name + ": not a setting";
+      if (auto meant = NearestName(name, candidates, prefix)) {
+        failure += "; did you mean " + *meant + "?";
+      }
+      failures.push_back(std::move(failure));
+    }
+  }
+  if (failures.empty()) return {};
   std::string message;
-  for (const std::string& failure : failures_) {
+  for (const std::string& failure : failures) {
     if (!message.empty()) message += "; ";
     message += failure;
   }

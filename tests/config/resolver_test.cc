@@ -224,6 +224,169 @@ TEST(ResolverTest, RequiredVariableMustBeSetAndFilesMustExist) {
             std::string::npos);
 }
 
+// A TLS file beside an http URL would be ignored, and the client would
+// run in plain text: each one set is an error naming it and the URL.
+TEST(ResolverTest, ATlsVariableBesideAnHttpUrlIsAnErrorNamingBoth) {
+  for (const char* field : {"CA_FILE", "CERT_FILE", "KEY_FILE"}) {
+    std::string variable = std::string("PAYMENTS_") + field;
+    Resolver r(FromMap({{"PAYMENTS_URL", "http://payments:8080"}, {variable, "ca.pem"}}));
+    http::Settings s = ReadHttpSettings(r, "PAYMENTS_", http::DefaultSettings());
+    auto done = r.Finish();
+    ASSERT_FALSE(done) << variable;
+    EXPECT_EQ(done.error().message(),
+              variable +
+                  ": set, but PAYMENTS_URL is \"http://payments:8080\", which is plain text: "
+                  "TLS needs an https URL");
+    EXPECT_FALSE(s.tls);
+  }
+  // Each one set is named; an http URL that is the default, not a
+  // variable, is said as the URL.
+  Resolver r(FromMap({{"PAYMENTS_CA_FILE", "ca.pem"}, {"PAYMENTS_KEY_FILE", "key.pem"}}));
+  http::Settings d = http::DefaultSettings();
+  d.base_url = "HTTP://payments:8080";
+  (void)ReadHttpSettings(r, "PAYMENTS_", d);
+  auto done = r.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message(),
+            "PAYMENTS_CA_FILE: set, but the URL is \"HTTP://payments:8080\", which is plain text: "
+            "TLS needs an https URL; "
+            "PAYMENTS_KEY_FILE: set, but the URL is \"HTTP://payments:8080\", which is plain "
+            "text: TLS needs an https URL");
+
+  // Set but empty is set.
+  Resolver empty(FromMap({{"PAYMENTS_URL", "http://payments:8080"}, {"PAYMENTS_CA_FILE", ""}}));
+  (void)ReadHttpSettings(empty, "PAYMENTS_", http::DefaultSettings());
+  EXPECT_FALSE(empty.Finish());
+}
+
+// Variables under a prefix that was read and that nothing reads are
+// misspellings until shown otherwise: each is named, with the setting it
+// most likely means.
+TEST(ResolverTest, AMisspeltVariableIsNamedWithTheSettingItMeans) {
+  Resolver r(FromMap({{"PAYMENTS_URL", "https://payments:8443"},
+                      {"PAYMENTS_TIMOUT", "3s"},
+                      {"PAYMENTS_MAX_ATTEMPS", "5"},
+                      {"PAYMENTS_CA_FIEL", "ca.pem"},
+                      {"PAYMENTS_GZPI", "on"},
+                      {"PAYMENTS_COLOUR", "blue"},
+                      {"PAYMENTSTIMEOUT", "3s"},     // not under the prefix
+                      {"LEDGER_TIMOUT", "3s"},       // a prefix nobody read
+                      {"payments_timout", "3s"}}));  // names are case-sensitive
+  http::Settings s = ReadHttpSettings(r, "PAYMENTS_", http::DefaultSettings());
+  auto done = r.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message(),
+            "PAYMENTS_CA_FIEL: not a setting; did you mean PAYMENTS_CA_FILE?; "
+            "PAYMENTS_COLOUR: not a setting; "
+            "PAYMENTS_GZPI: not a setting; did you mean PAYMENTS_GZIP?; "
+            "PAYMENTS_MAX_ATTEMPS: not a setting; did you mean PAYMENTS_MAX_ATTEMPTS?; "
+            "PAYMENTS_TIMOUT: not a setting; did you mean PAYMENTS_TIMEOUT?");
+  EXPECT_EQ(s.timeout, std::chrono::seconds(10));  // the default: the misspelt one is not read
+}
+
+TEST(ResolverTest, EveryKnownVariableIsNotUnknown) {
+  std::map<std::string, std::string> all;
+  for (const std::string& name : HttpSettingsVariables("P_")) all[name] = "";
+  all.erase("P_TRANSPORT");  // refused whatever its value
+  Resolver r(FromMap(all));
+  (void)ReadHttpSettings(r, "P_", http::DefaultSettings());
+  auto done = r.Finish();
+  ASSERT_FALSE(done);  // empty values are bad values
+  EXPECT_EQ(done.error().message().find("not a setting"), std::string::npos)
+      << done.error().message();
+}
+
+// A program that reads a variable of its own under the prefix reads it
+// with the same Resolver; one it does not read is unknown.
+TEST(ResolverTest, AVariableTheProgramReadsUnderThePrefixIsKnown) {
+  Resolver r(FromMap({{"PAYMENTS_URL", "https://payments:8443"},
+                      {"PAYMENTS_TOKEN", "s3cret"},
+                      {"PAYMENTS_REGION", "eu"},
+                      {"PAYMENTS_TOKN", "s3cret"}}));
+  (void)ReadHttpSettings(r, "PAYMENTS_", http::DefaultSettings());
+  std::string token =
+      r.Get("PAYMENTS_TOKEN",
+            Parser<std::string>([](const std::string& text) { return Result<std::string>(text); }),
+            std::optional<std::string>());
+  EXPECT_EQ(token, "s3cret");
+  EXPECT_TRUE(r.Has("PAYMENTS_REGION"));
+  auto done = r.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message(), "PAYMENTS_TOKN: not a setting; did you mean PAYMENTS_TOKEN?");
+}
+
+TEST(ResolverTest, APrefixClaimedByHandKnowsWhatIsReadUnderIt) {
+  Resolver r(FromMap({{"CHECKOUT_WORKERS", "4"}, {"CHECKOUT_WORKRES", "4"}, {"OTHER", "x"}}));
+  int workers = r.Get("CHECKOUT_WORKERS", Parser<int>(ParseInt), std::optional(1));
+  r.ClaimPrefix("CHECKOUT_");
+  EXPECT_EQ(workers, 4);
+  auto done = r.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message(),
+            "CHECKOUT_WORKRES: not a setting; did you mean CHECKOUT_WORKERS?");
+
+  // Known names need not be read to be known.
+  Resolver known(FromMap({{"CHECKOUT_MODE", "fast"}}));
+  known.ClaimPrefix("CHECKOUT_", {"CHECKOUT_MODE"});
+  EXPECT_TRUE(known.Finish());
+}
+
+// Two clients, one prefix inside the other: a variable of either is known.
+TEST(ResolverTest, PrefixesInsideOneAnotherKnowEachOthersVariables) {
+  Resolver r(FromMap({{"PAYMENTS_URL", "https://payments:8443"},
+                      {"PAYMENTS_LEDGER_URL", "https://ledger:8443"},
+                      {"PAYMENTS_LEDGER_TIMOUT", "1s"}}));
+  (void)ReadHttpSettings(r, "PAYMENTS_", http::DefaultSettings());
+  (void)ReadHttpSettings(r, "PAYMENTS_LEDGER_", http::DefaultSettings());
+  auto done = r.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message(),
+            "PAYMENTS_LEDGER_TIMOUT: not a setting; did you mean PAYMENTS_LEDGER_TIMEOUT?");
+}
+
+// A Lookup of a function alone cannot list its names: nothing is unknown.
+TEST(ResolverTest, ALookupThatCannotListFindsNoUnknownVariables) {
+  Lookup map = FromMap({{"PAYMENTS_URL", "https://payments:8443"}, {"PAYMENTS_TIMOUT", "1s"}});
+  ASSERT_TRUE(map.Names());
+  EXPECT_EQ(*map.Names(), (std::vector<std::string>{"PAYMENTS_TIMOUT", "PAYMENTS_URL"}));
+  Resolver r([map](const std::string& name) { return map(name); });
+  (void)ReadHttpSettings(r, "PAYMENTS_", http::DefaultSettings());
+  EXPECT_TRUE(r.Finish()) << r.Finish().error().message();
+}
+
+// The program's choice: the process's environment, its names included.
+TEST(ResolverTest, TheProcessEnvironmentListsItsNames) {
+  ASSERT_EQ(setenv("OUTBOUND_RESOLVER_TEST_URL", "https://payments:8443", 1), 0);
+  ASSERT_EQ(setenv("OUTBOUND_RESOLVER_TEST_MAX_ATTEMPS", "2", 1), 0);
+  Resolver r(ProcessEnvironment());
+  http::Settings s = ReadHttpSettings(r, "OUTBOUND_RESOLVER_TEST_", http::DefaultSettings());
+  auto done = r.Finish();
+  unsetenv("OUTBOUND_RESOLVER_TEST_URL");
+  unsetenv("OUTBOUND_RESOLVER_TEST_MAX_ATTEMPS");
+  EXPECT_EQ(s.base_url, "https://payments:8443");
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message(),
+            "OUTBOUND_RESOLVER_TEST_MAX_ATTEMPS: not a setting; did you mean "
+            "OUTBOUND_RESOLVER_TEST_MAX_ATTEMPTS?");
+}
+
+TEST(NearestNameTest, ALikelyMisspellingOnly) {
+  std::vector<std::string> known = HttpSettingsVariables("P_");
+  auto nearest = [&](const char* name) { return NearestName(name, known, "P_").value_or("-"); };
+  EXPECT_EQ(nearest("P_TIMOUT"), "P_TIMEOUT");
+  EXPECT_EQ(nearest("P_TIMEOUTS"), "P_TIMEOUT");
+  EXPECT_EQ(nearest("P_MAX_ATTEMPS"), "P_MAX_ATTEMPTS");
+  EXPECT_EQ(nearest("P_GZPI"), "P_GZIP");  // a swap is one edit
+  EXPECT_EQ(nearest("P_URI"), "P_URL");
+  EXPECT_EQ(nearest("P_CA_FIEL"), "P_CA_FILE");
+  EXPECT_EQ(nearest("P_BREAKER_WINDOWS"), "P_BREAKER_WINDOW");
+  EXPECT_EQ(nearest("P_FOO"), "-");  // 3 edits from URL, of 3 letters
+  EXPECT_EQ(nearest("P_COLOUR"), "-");
+  EXPECT_EQ(nearest("P_TIMEOUT"), "-");  // not a misspelling: the name itself
+  // Without a prefix, the whole names count.
+  EXPECT_EQ(NearestName("TIMOUT", {"TIMEOUT", "URL"}).value_or("-"), "TIMEOUT");
+}
+
 TEST(ResolverTest, HttpsWithoutCaFileTrustsTheSystemRoots) {
   Resolver r(FromMap({}));
   http::Settings d = http::DefaultSettings();

@@ -381,6 +381,26 @@ TEST_F(OutboundCallTest, AnUnknownOutboundVariableIsWarnedAbout) {
   EXPECT_EQ(err.find("OUTBOUND_CA_FILE"), std::string::npos) << err;  // known: no warning
 }
 
+// A CA file, a certificate or a key beside an http URL would be ignored
+// and the call made in plain text: the command refuses, naming both.
+TEST_F(OutboundCallTest, TlsFilesBesideAnHttpUrlAreRefused) {
+  std::string cafile = dir.Write("ca.pem", ca.pem());
+  CommandResult result = RunCommand("env OUTBOUND_CA_FILE=" + cafile + " " + kOutbound +
+                                    " call http://payments:8080/ 2>" + err_path);
+  EXPECT_EQ(result.exit_code, 78);
+  EXPECT_NE(Stderr().find("OUTBOUND_CA_FILE: set, but the URL is \"http://payments:8080\", "
+                          "which is plain text: TLS needs an https URL"),
+            std::string::npos)
+      << Stderr();
+  result = RunCommand("env " + kOutbound + " call --cacert " + cafile +
+                      " http://payments:8080/ 2>" + err_path);
+  EXPECT_EQ(result.exit_code, 78);
+  EXPECT_NE(Stderr().find("--cacert: set, but the URL is \"http://payments:8080\", which is "
+                          "plain text: TLS needs an https URL"),
+            std::string::npos)
+      << Stderr();
+}
+
 TEST_F(OutboundCallTest, ARedirectToAnotherOriginIsPrintedWithItsLocation) {
   Serve([](const ServerRequest& r) {
     if (r.target == "/here") return Reply::Status(302).Header("Location", "/there");

@@ -81,8 +81,10 @@ settings, from the environment (durations like 250ms or 10s):
   OUTBOUND_RATE_LIMIT (50/s, 50/s,10 or off) OUTBOUND_FAULTS (on or off)
   OUTBOUND_GZIP (on or off)
 Options win over variables. An https URL without a CA file trusts the
-system's roots. Every bad variable or option is reported at once, by name,
-and the command exits 78; another OUTBOUND_ variable is warned about.
+system's roots; a CA file, certificate or key beside an http URL is bad
+(it would be ignored). Every bad variable or option is reported at once,
+by name, and the command exits 78; another OUTBOUND_ variable is warned
+about, with the one it most likely misspells.
 
 bodies:
   Without -o, the body is held in memory, then written to stdout: a body over

@@ -8,8 +8,6 @@
 
 #include "outbound/config/http_settings.h"
 
-extern char** environ;  // NOLINT: POSIX's list of the process's variables
-
 namespace outbound::tool {
 
 int ExitCodeFor(ErrorKind kind) {
@@ -166,22 +164,6 @@ namespace {
 
 constexpr const char* kPrefix = "OUTBOUND_";
 
-// Levenshtein distance, for "did you mean".
-std::size_t Distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 // The variables the command reads: every setting's but the URL's.
 std::vector<std::string> KnownVariables() {
   std::vector<std::string> known = config::HttpSettingsVariables(kPrefix);
@@ -202,16 +184,9 @@ std::vector<std::string> UnknownVariableWarnings(const std::vector<std::string>&
       continue;
     }
     std::string warning = name + " is not a variable outbound reads";
-    const std::string* nearest = nullptr;
-    std::size_t best = 4;  // closer than this is a likely misspelling
-    for (const std::string& k : known) {
-      std::size_t d = Distance(name, k);
-      if (d < best) {
-        best = d;
-        nearest = &k;
-      }
+    if (auto meant = config::NearestName(name, known, kPrefix)) {
+      warning += "; did you mean " + *meant + "?";
     }
-    if (nearest != nullptr) warning += "; did you mean " + *nearest + "?";
     warnings.push_back(std::move(warning));
   }
   return warnings;
@@ -219,17 +194,17 @@ std::vector<std::string> UnknownVariableWarnings(const std::vector<std::string>&
 
 std::optional<http::Settings> SettingsFromEnvironment(const std::string& base_url,
                                                       const SettingOptions& options) {
-  std::vector<std::string> names;
-  for (char** v = environ; v != nullptr && *v != nullptr; ++v) {
-    std::string entry = *v;
-    names.push_back(entry.substr(0, entry.find('=')));
-  }
-  for (const std::string& warning : UnknownVariableWarnings(names)) {
+  // An unknown variable is warned about, not refused: a shell's
+  // environment is the user's, not the command's alone.
+  config::Lookup process = config::ProcessEnvironment();
+  for (const std::string& warning :
+       UnknownVariableWarnings(process.Names().value_or(std::vector<std::string>{}))) {
     std::cerr << "outbound: warning: " << warning << "\n";
   }
 
-  // OUTBOUND_URL is not read: the URL is the command's argument.
-  config::Lookup process = config::ProcessEnvironment();
+  // OUTBOUND_URL is not read: the URL is the command's argument. (A Lookup
+  // of a function alone, so the resolver does not refuse what was warned
+  // about above.)
   config::Resolver env([process](const std::string& name) -> std::optional<std::string> {
     if (name == std::string(kPrefix) + "URL") return std::nullopt;
     return process(name);
@@ -258,6 +233,14 @@ std::optional<http::Settings> SettingsFromEnvironment(const std::string& base_ur
     if ((options.cert_file || options.key_file) &&
         tls.client_cert_pem.empty() != tls.client_key_pem.empty()) {
       flags.Fail("--cert, --key: a client certificate needs its key, and a key its certificate");
+    }
+  } else if (base_url.rfind("http:", 0) == 0) {
+    // As the variables: TLS files beside an http URL would be ignored.
+    for (const char* option : {"--cacert", "--cert", "--key"}) {
+      if (flags.Has(option)) {
+        flags.Fail(std::string(option) + ": set, but the URL is \"" + base_url +
+                   "\", which is plain text: TLS needs an https URL");
+      }
     }
   }
 

@@ -12,12 +12,19 @@
 //   BREAKER_INITIAL_OPEN_FOR BREAKER_CALLS_PER_PROBE
 //   BREAKER_SLOW_CALL          a duration; "0s" turns the slow-call rule off
 //   MAX_RESPONSE_BYTES MAX_ERROR_RESPONSE_BYTES MAX_CONNECTIONS
-//   CA_FILE CERT_FILE KEY_FILE  paths of PEM files, read when URL is https
+//   CA_FILE CERT_FILE KEY_FILE  paths of PEM files, for an https URL (an error
+//                              beside an http one: plain text by accident)
 //   RATE_LIMIT                 "50/s", "50/s,10" (a burst of 10) or "off"
 //   FAULTS                     "on" or "off": failure injection
 //                              (docs/failure-injection.md)
 //   GZIP                       "on" or "off": ask for gzip, decode it
 //
+// Any other variable under PREFIX is an error that Finish names, with the
+// variable it most likely misspells ("PAYMENTS_TIMOUT: not a setting; did
+// you mean PAYMENTS_TIMEOUT?"): a program that reads variables of its own
+// under the prefix reads them with the same Resolver, before Finish.
+//
+// example: examples/headers/config.cc#http-settings
 //   config::Resolver env(config::ProcessEnvironment());
 //   http::Settings payments = config::ReadHttpSettings(env, "PAYMENTS_", http::DefaultSettings());
 //   if (auto read = env.Finish(); !read) return Exit(config::kExitConfig, read.error());
@@ -39,7 +46,8 @@ namespace outbound::config {
 
 // Reads every variable over `defaults`; failures go to `r`, whose Finish()
 // reports them all. PREFIX + "URL" must be set unless `defaults.base_url`
-// is; the TLS files' defaults are `defaults.tls`'s.
+// is; the TLS files' defaults are `defaults.tls`'s. Claims `prefix` (with
+// Resolver::ClaimPrefix) with every name HttpSettingsVariables gives.
 http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Settings defaults);
 
 // Parsers for the TLS files: a path's contents when they are PEM holding a
@@ -48,9 +56,8 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
 [[nodiscard]] Result<std::string> ReadCertificateFile(const std::string& path);
 [[nodiscard]] Result<std::string> ReadPrivateKeyFile(const std::string& path);
 
-// The names of the variables ReadHttpSettings reads with `prefix`, so a
-// program can warn about a variable under its prefix that nobody reads (a
-// misspelling).
+// The names of the variables ReadHttpSettings reads with `prefix`: those
+// it knows under its prefix.
 std::vector<std::string> HttpSettingsVariables(const std::string& prefix);
 
 }  // namespace outbound::config
