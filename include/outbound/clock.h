@@ -7,9 +7,10 @@
 // process's clock is `SystemClock()`; tests pass a `testing::ManualClock`
 // and make those waits free.
 //
+// example: examples/headers/core.cc#clock
 //   Timer timeout = clock.ScheduleAfter(5s, [&] { attempt.Cancel(); });
-//   ...                      // the headers arrived first:
-//   timeout.Cancel();        // or let `timeout` go out of scope
+//   // ... the headers arrived first:
+//   timeout.Cancel();  // or let `timeout` go out of scope
 //
 // `src/core/system_clock.cc` is the only file that reads real time; a check
 // in the test suite refuses any other read of real time or real sleep.

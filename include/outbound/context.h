@@ -5,9 +5,10 @@
 // caller to give up, and the caller's trace context and baggage, which
 // every attempt passes on to the dependency (`traceparent`, `baggage`).
 //
+// example: examples/headers/core.cc#context
 //   CancelSource cancel;
 //   Context ctx{.deadline = clock.Now() + 2s, .cancel = cancel.token()};
-//   auto call = payments.SendAsync(Get("/charges/1").WithContext(ctx));
+//   auto call = payments.SendAsync(http::Request::Get("/charges/1").WithContext(ctx));
 //   cancel.Cancel();  // the call ends with ErrorKind::kCancelled
 #ifndef OUTBOUND_CONTEXT_H_
 #define OUTBOUND_CONTEXT_H_

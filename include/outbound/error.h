@@ -6,13 +6,16 @@
 // could not get past, a breaker rejection) is an `Error` inside a `Result`,
 // never an exception. Callers switch on `kind()`; they never parse `message()`.
 //
-//   Result<Response> resp = payments.Send(request);
+// example: examples/headers/core.cc#error
+//   Result<Response> resp = payments.Send(std::move(request));
 //   if (!resp) {
 //     switch (resp.error().kind()) {
 //       case ErrorKind::kRejected:  // nothing was sent
 //         return Unavailable(resp.error().retry_after());
-//       case ErrorKind::kDeadline:
-//         ...
+//       case ErrorKind::kDeadline:  // no answer in time
+//         return 75;
+//       default:
+//         return 1;
 //     }
 //   }
 //
@@ -125,7 +128,8 @@ class Exception : public std::runtime_error {
 
 // The value of `result`, or an Exception carrying its error.
 //
-//   http::Response charge = OrThrow(payments->Send(request));
+// example: examples/headers/core.cc#or-throw
+//   http::Response charge = OrThrow(payments->Send(std::move(request)));
 template <typename T>
 T OrThrow(Result<T>&& result) {
   if (!result) throw Exception(std::move(result).error());

@@ -4,6 +4,7 @@
 // The randomness behind jitter, injectable so a test can assert exact waits
 // (a global generator, as gRPC's backoff uses, makes that impossible).
 //
+// example: examples/headers/core.cc#random
 //   class Fixed : public outbound::Random {
 //     double Uniform() override { return 0.5; }
 //   };

@@ -9,6 +9,7 @@
 // InMemoryTelemetry. Everything a Runtime points to must outlive the clients built
 // with it.
 //
+// example: examples/headers/core.cc#runtime
 //   testing::ManualClock clock;
 //   testing::NetworkMap network;
 //   Runtime runtime{.clock = &clock, .network = &network};

@@ -6,10 +6,11 @@
 // failing, as its Policy decides. It does no I/O and reads no clock: every
 // call takes the current time, so tests drive it with any time they like.
 //
+// example: examples/headers/core.cc#breaker
 //   circuit::Breaker breaker(circuit::Config{}, circuit::DefaultPolicy());
 //   auto ticket = breaker.Allow(now);
 //   if (!ticket) return Rejected(ticket.error().retry_after);
-//   ... make the attempt ...
+//   // ... make the attempt ...
 //   ticket->Settle(circuit::Outcome::kFailure, now);
 //
 // States: closed admits everything and counts results over a sliding window

@@ -12,8 +12,8 @@
 // example: examples/headers/config.cc#resolver
 //   config::Resolver r(config::ProcessEnvironment());
 //   http::Settings s = http::DefaultSettings();
-//   s.timeout = r.Get<Duration>("PAYMENTS_TIMEOUT", config::ParseDuration, s.timeout,
-//                               http::CheckTimeout);
+//   s.timeout =
+//       r.Get<Duration>("PAYMENTS_TIMEOUT", config::ParseDuration, s.timeout, http::CheckTimeout);
 //   s.max_attempts = r.Get<int>("PAYMENTS_MAX_ATTEMPTS", config::ParseInt, s.max_attempts,
 //                               http::CheckMaxAttempts);
 //   r.ClaimPrefix("PAYMENTS_");  // any other PAYMENTS_ variable is a mistake

@@ -4,11 +4,12 @@
 // Any Sender (an http::Client, a testing::ScriptedClient) as a Boost.Asio
 // asynchronous operation, so a C++20 coroutine awaits a call:
 //
+// example: examples/headers/http.cc#asio
 //   asio::awaitable<void> Charge(http::Sender& payments) {
+//     http::Request request = http::Request::Get("/charges/1");
 //     outbound::Result<http::Response> sent =
-//         co_await http::AsyncSend(payments, http::Request::Get("/charges/1"),
-//         asio::use_awaitable);
-//     ...
+//         co_await http::AsyncSend(payments, std::move(request), asio::use_awaitable);
+//     // ...
 //   }
 //
 // The completion token decides the form: asio::use_awaitable (a

@@ -5,6 +5,7 @@
 // header is added to attempts on the client's own origin and to no other
 // (a client never sends elsewhere, and the middleware checks again).
 //
+// example: examples/headers/http.cc#auth
 //   settings.attempt_middleware.push_back(http::WithBearerToken(
 //       [&vault](bool refresh) { return refresh ? vault.Renew() : vault.Current(); }));
 //

@@ -5,6 +5,7 @@
 // whether it counts against the dependency. `DefaultClassify` follows RFC
 // 9110; a client of an API that means something else wraps it:
 //
+// example: examples/headers/http.cc#classify
 //   settings.classify = [](const Result<http::Response>& result) {
 //     if (result && result->status == 409) {  // another write is in flight
 //       return http::Classification{retry::Outcome::kRetry, {}, circuit::Outcome::kSuccess};
@@ -15,9 +16,12 @@
 // It may also take the request the attempt sent, for an answer whose
 // meaning depends on it (a 404 that is a success for a DELETE):
 //
+// example: examples/headers/http.cc#classify-sent
 //   settings.classify = [](const http::SentRequest& sent, const Result<http::Response>& result) {
-//     if (sent.method == "DELETE" && result && result->status == 404) return
-//     http::Classification{}; return http::DefaultClassify(result);
+//     if (sent.method == "DELETE" && result && result->status == 404) {
+//       return http::Classification{};  // gone already: a success
+//     }
+//     return http::DefaultClassify(result);
 //   };
 //
 // Classify is never asked about what the client decides itself: an attempt

@@ -5,14 +5,16 @@
 // budget, one connection pool. Build it once, at startup, and share it by
 // every part of the program that calls the dependency; it is thread-safe.
 //
+// example: examples/headers/http.cc#client
 //   http::Settings settings = http::DefaultSettings();
 //   settings.base_url = "https://payments:8443";
-//   settings.tls = http::TlsSettings{.root_pem = ReadFile(ca_file)};
+//   settings.tls = http::TlsSettings{.root_pem = ca_pem};
 //   auto payments = http::Client::CreateOrThrow(Runtime{}, settings);  // names every bad field
 //
+// example: examples/headers/http.cc#client-send
 //   auto resp = payments->Send(http::Request::Get("/charges/1"));
-//   if (!resp) { switch (resp.error().kind()) { ... } }
-//   else if (resp->status == 200) { Use(resp->body); }
+//   if (!resp) return Failed(resp.error().kind());  // switch on it: outbound/error.h
+//   if (resp->status == 200) Use(resp->body);
 //
 // Every call is checked first (another origin fails with kOriginRefused and
 // nothing is dialled), then goes down the call layers, and each of its

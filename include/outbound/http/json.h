@@ -8,6 +8,7 @@
 //
 //   #include "outbound/http/json.h"
 //
+// example: examples/headers/http.cc#json
 //   auto created = payments->Send(
 //       http::Request::Post("/charges", http::Json({{"amount", 500}, {"currency", "eur"}}))
 //           .Header("Idempotency-Key", key));

@@ -3,13 +3,15 @@
 //
 // A request as the caller builds it and a response as the client returns it.
 //
+// example: examples/headers/http.cc#message
 //   using namespace std::chrono_literals;
-//   auto list = payments->Send(http::Request::Get("/charges")
-//                                  .WithQuery(http::Query().Add("customer", "cus 7").Add("limit",
-//                                  10)) .WithTimeout(300ms));
-//   auto charge = payments->Send(http::Request::Post("/charges", http::Body{R"({"amount":5})",
-//                                                                          "application/json"})
-//                                    .Header("Idempotency-Key", key));  // makes a POST retryable
+//   auto list =
+//       payments->Send(http::Request::Get("/charges")
+//                          .WithQuery(http::Query().Add("customer", "cus 7").Add("limit", 10))
+//                          .WithTimeout(300ms));
+//   auto charge = payments->Send(
+//       http::Request::Post("/charges", http::Body{R"({"amount":5})", "application/json"})
+//           .Header("Idempotency-Key", key));  // makes a POST retryable
 //   auto ok = http::Require2xx(payments->Send(http::Request::Delete("/charges/7")));
 //
 // Every request carries `User-Agent: outbound/<version>` unless it sets its
@@ -55,7 +57,9 @@ std::string PercentEncode(std::string_view text);
 // A query string built from names and values, each percent-encoded
 // (PercentEncode), joined with "&" in the order added.
 //
-//   http::Query().Add("q", "a&b=c").Add("limit", 10).encoded()  // "q=a%26b%3Dc&limit=10"
+// example: examples/headers/http.cc#query
+//   std::string query = http::Query().Add("q", "a&b=c").Add("limit", 10).encoded();
+//   // query == "q=a%26b%3Dc&limit=10"
 class Query {
  public:
   Query() = default;
@@ -120,9 +124,10 @@ struct BodySource {
 // afresh and reads it from its start. A file that cannot be opened or read
 // fails the call with kInvalidRequest naming the path and why.
 //
-//   auto upload = client->Send(http::Request::Put("/backups/today.tar")
-//                                  .StreamBodyFrom(http::FileReader(path),
-//                                                  std::filesystem::file_size(path)));
+// example: examples/headers/http.cc#file-reader
+//   auto upload = client->Send(
+//       http::Request::Put("/backups/today.tar")
+//           .StreamBodyFrom(http::FileReader(path), std::filesystem::file_size(path)));
 std::function<BodyReader()> FileReader(std::string path);
 
 struct Request {
@@ -209,9 +214,12 @@ struct Request {
   // first byte has gone to `sink` the attempt is final: a body cut short fails the call
   // (kTransport; a failure to the breaker) and is never retried.
   //
+  // example: examples/headers/http.cc#stream-body-to
   //   std::ofstream file("big.tar", std::ios::binary);
-  //   auto got = client->Send(http::Request::Get("/big.tar").StreamBodyTo(
-  //       [&](std::string_view chunk) { return bool(file.write(chunk.data(), chunk.size())); }));
+  //   auto got =
+  //       client->Send(http::Request::Get("/big.tar").StreamBodyTo([&](std::string_view chunk) {
+  //         return bool(file.write(chunk.data(), chunk.size()));
+  //       }));
   Request& StreamBodyTo(BodySink sink) {
     body_sink = std::move(sink);
     return *this;
@@ -225,10 +233,11 @@ struct Request {
   // call with kDeadline ("the body did not end within its body timeout").
   // Positive; the call fails with kInvalidRequest without StreamBodyTo.
   //
-  //   client->Send(http::Request::Get("/exports/2026.csv")
-  //                    .WithTimeout(2s)          // to the answer's headers
-  //                    .StreamBodyTo(write)
-  //                    .WithBodyTimeout(10min)); // the body, from its headers
+  // example: examples/headers/http.cc#body-timeout
+  //   auto got = client->Send(http::Request::Get("/exports/2026.csv")
+  //                               .WithTimeout(2s)  // to the answer's headers
+  //                               .StreamBodyTo(write)
+  //                               .WithBodyTimeout(10min));  // the body, from its headers
   Request& WithBodyTimeout(Duration d) {
     body_timeout = d;
     return *this;
@@ -242,10 +251,11 @@ struct Request {
   // asked for no more; ending short of it fails the call (kInvalidRequest).
   // Without, HTTP/1.1 sends the body chunked and HTTP/2 without a length.
   //
+  // example: examples/headers/http.cc#stream-body-from
   //   std::string path = "/var/backups/today.tar";
-  //   auto upload = client->Send(http::Request::Put("/backups/today.tar")
-  //                                  .StreamBodyFrom(http::FileReader(path),
-  //                                                  std::filesystem::file_size(path)));
+  //   auto upload = client->Send(
+  //       http::Request::Put("/backups/today.tar")
+  //           .StreamBodyFrom(http::FileReader(path), std::filesystem::file_size(path)));
   Request& StreamBodyFrom(std::function<BodyReader()> open,
                           std::optional<std::uint64_t> length = std::nullopt) {
     body_source = BodySource{std::move(open), length};
@@ -270,8 +280,9 @@ struct Request {
 // server sent them (lower-case on HTTP/2). Kept in one buffer: however many
 // fields a response has, they cost one allocation, and reading them none.
 //
+// example: examples/headers/http.cc#response-headers
 //   std::string_view type = response.headers.Find("Content-Type");
-//   for (const auto& [name, value] : response.headers) { ... }
+//   for (const auto& [name, value] : response.headers) std::cout << name << ": " << value << "\n";
 class ResponseHeaders {
  public:
   struct Field {
@@ -361,6 +372,7 @@ struct Response {
 // kHttpStatus ("status 503, not 2xx"; its attempts those of the response),
 // for callers to whom only success is an answer:
 //
+// example: examples/headers/http.cc#require-2xx
 //   Result<Response> charge = http::Require2xx(payments->Send(request));
 [[nodiscard]] Result<Response> Require2xx(Result<Response> result);
 

@@ -23,6 +23,7 @@
 // or a URL on another origin is refused (kInvalidRequest, kOriginRefused)
 // and nothing is sent.
 //
+// example: examples/headers/http.cc#middleware
 //   class Signer final : public http::AttemptMiddleware {
 //     std::optional<Result<Response>> OnRequest(http::OutgoingRequest& r,
 //                                               const http::AttemptInfo&) override {

@@ -7,6 +7,7 @@
 // for unit tests of code that should not care about the network. Code that
 // takes a Sender takes either:
 //
+// example: examples/headers/http.cc#sender
 //   class Checkout {
 //    public:
 //     explicit Checkout(std::unique_ptr<http::Sender> payments);  // a Client in main

@@ -8,6 +8,7 @@
 // name the variable it came from; Client::Create runs them all again, plus
 // the rules that take two fields, and names every bad field in one error.
 //
+// example: examples/headers/http.cc#settings
 //   http::Settings settings = http::DefaultSettings();
 //   settings.base_url = "https://payments:8443";
 //   settings.tls = http::TlsSettings{.root_pem = ca_pem};
@@ -116,10 +117,13 @@ struct Settings {
   // Default 10s. Valid: positive. Check: CheckTimeout.
   Duration timeout = std::chrono::seconds(10);
 
-  // Bounds one attempt from its start (queueing and dialling included) to
-  // the response's headers; for a streamed request body (StreamBodyFrom),
-  // from when the whole body has been sent, however long that took (the
-  // call's Timeout bounds the sending). Default 5s. Valid: positive.
+  // Bounds one attempt from when it is handed to a connection (dialling
+  // included; time queued in the client's own FIFO, waiting for a
+  // connection, is not the dependency's and does not count: Timeout bounds
+  // it) to the response's headers; for a streamed request body
+  // (StreamBodyFrom), from when the whole body has been sent, however long
+  // that took (the call's Timeout bounds the sending). Default 5s. Valid:
+  // positive.
   Duration attempt_timeout = std::chrono::seconds(5);
 
   // Attempts of one request, the first included. Default 3. Valid: >= 1.

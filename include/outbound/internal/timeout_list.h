@@ -10,10 +10,14 @@
 // earliest entry. Timeouts of one length arrive in deadline order, so
 // arming appends and cancelling unlinks: no allocation, no search.
 //
-//   struct Call : TimeoutList::Entry {
-//     void Expired() override { ... }   // on the clock's thread
-//     ~Call() { list.Cancel(*this); }   // before anything Expired uses goes
+// example: examples/headers/core.cc#timeout-list
+//   struct Call : internal::TimeoutList::Entry {
+//     explicit Call(internal::TimeoutList& timeouts) : list(timeouts) {}
+//     void Expired() override {}                // on the clock's thread
+//     ~Call() override { list.Cancel(*this); }  // before anything Expired uses goes
+//     internal::TimeoutList& list;
 //   };
+//   Call call(list);
 //   list.Arm(call, deadline);
 //
 // Not public API.

@@ -5,6 +5,7 @@
 // uniformly from [0, min(max, base * 2^(n-1))). The draw takes its random
 // number as an argument, so tests assert exact waits.
 //
+// example: examples/headers/core.cc#backoff
 //   retry::Exponential backoff(100ms, 5s);
 //   Duration wait = backoff.Wait(attempt, random.Uniform());
 #ifndef OUTBOUND_RETRY_BACKOFF_H_

@@ -8,9 +8,10 @@
 // dependency fails everything, retries stop and each call makes about one
 // attempt. First attempts are never limited.
 //
+// example: examples/headers/core.cc#budget
 //   retry::Budget budget(retry::BudgetConfig{});  // {10, 0.1}
 //   budget.OnRetryable();
-//   if (budget.AllowRetry()) ...
+//   bool again = budget.AllowRetry();
 //
 // Thread-safe and lock-free: one atomic integer, in thousandths of a token.
 #ifndef OUTBOUND_RETRY_BUDGET_H_

@@ -6,12 +6,12 @@
 // (`Decision`): stop with the answer, or wait and try again. It reads no
 // clock and does no I/O: `now` and the random number are arguments.
 //
-//   retry::Retrier retrier(policy, budget);          // once per dependency
-//   retry::Loop loop = retrier.Start(deadline);      // once per call
+// example: examples/headers/core.cc#retrier
+//   retry::Retrier retrier(policy, budget);      // once per dependency
+//   retry::Loop loop = retrier.Start(deadline);  // once per call
 //   for (;;) {
 //     auto result = Attempt();
-//     retry::Decision d = loop.Done(Classify(result), retry_after, clock.Now(),
-//                                   random.Uniform());
+//     retry::Decision d = loop.Done(Classify(result), retry_after, clock.Now(), random.Uniform());
 //     if (d.kind != retry::DecisionKind::kAgain) return result;
 //     SleepUntil(clock, clock.Now() + d.wait);
 //   }

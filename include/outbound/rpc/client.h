@@ -2,6 +2,7 @@
 // The gRPC client of one dependency, on grpc++, with the HTTP client's retry
 // model, retry budget and circuit breaker:
 //
+// example: examples/headers/rpc.cc#rpc-client
 //   auto settings = rpc::DefaultSettings();
 //   settings.addr = "carts:9090";
 //   auto carts = rpc::Client::Create(Runtime{}, settings);  // names every bad field
@@ -10,15 +11,18 @@
 // or through a generated stub on the client's channel, with the same loop
 // (its callback method, or its blocking one):
 //
+// example: examples/headers/rpc.cc#rpc-stub
 //   auto stub = cart::v1::Carts::NewStub((*carts)->channel());
 //   rpc::Status status = (*carts)->Call("/cart.v1.Carts/Get", &cart::v1::Carts::Stub::async::Get,
 //                                       stub->async(), request, &cart, context);
 //
 // or without a thread waiting for it, `done` told on one of gRPC's threads:
 //
-//   (*carts)->CallAsync("/cart.v1.Carts/Get", &cart::v1::Carts::Stub::async::Get,
-//                       stub->async(), &request, &cart,
-//                       [](rpc::Status status, std::exception_ptr thrown) { ... });
+// example: examples/headers/rpc.cc#rpc-stub-async
+//   (*carts)->CallAsync("/cart.v1.Carts/Get", &cart::v1::Carts::Stub::async::Get, stub->async(),
+//                       &request, &cart, [](rpc::Status status, std::exception_ptr thrown) {
+//                         if (thrown || !status.ok()) std::cerr << "no cart\n";
+//                       });
 //
 // One Client is one dependency: one channel, one circuit breaker, one retry
 // budget. Every unary call is retried by the library's own loop (gRPC's own
@@ -195,9 +199,10 @@ class Client {
 
   // A generated stub's unary method through the library's loop:
   //
-  //   auto stub = Echo::NewStub(client->channel());
-  //   rpc::Status status = client->Call("/pkg.Echo/Say", &Echo::Stub::Say, *stub,
-  //                                     request, &reply, context);
+  // example: examples/headers/rpc.cc#rpc-blocking-stub
+  //   auto stub = Carts::NewStub(client->channel());
+  //   rpc::Status status =
+  //       client->Call("/cart.v1.Carts/Get", &Carts::Stub::Get, *stub, request, &reply, context);
   //
   // Each attempt calls (stub.*stub_method)(fresh context, request, response).
   // method must name the RPC that stub_method makes (the stub cannot tell
@@ -236,8 +241,9 @@ class Client {
   // than the blocking form (no deadline timer for the poller), more CPU
   // time (a thread hand-over per attempt): docs/performance.md, "gRPC".
   //
-  //   auto stub = Echo::NewStub(client->channel());
-  //   rpc::Status status = client->Call("/pkg.Echo/Say", &Echo::Stub::async::Say,
+  // example: examples/headers/rpc.cc#rpc-callback-stub
+  //   auto stub = Carts::NewStub(client->channel());
+  //   rpc::Status status = client->Call("/cart.v1.Carts/Get", &Carts::Stub::async::Get,
   //                                     stub->async(), request, &reply, context);
   //
   // `&Echo::StubInterface::async_interface::Say` with a StubInterface's
@@ -311,9 +317,12 @@ class Client {
   // A generated stub's callback method through the asynchronous loop: no
   // thread waits for the call, the least CPU a call of all the forms.
   //
-  //   auto stub = Echo::NewStub(client->channel());
-  //   client->CallAsync("/pkg.Echo/Say", &Echo::Stub::async::Say, stub->async(), &request,
-  //                     &reply, [](rpc::Status status, std::exception_ptr thrown) { ... });
+  // example: examples/headers/rpc.cc#rpc-async-stub
+  //   auto stub = Carts::NewStub(client->channel());
+  //   client->CallAsync("/cart.v1.Carts/Get", &Carts::Stub::async::Get, stub->async(), &request,
+  //                     &reply, [](rpc::Status status, std::exception_ptr thrown) {
+  //                       if (thrown || !status.ok()) std::cerr << "no cart\n";
+  //                     });
   //
   // `done` is any callable taking (rpc::Status, std::exception_ptr), kept
   // with the call in one allocation. request and response must stay valid

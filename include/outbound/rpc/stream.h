@@ -5,8 +5,9 @@
 // opened through the client's breaker and retries. The caller writes and
 // reads it directly:
 //
+// example: examples/headers/rpc.cc#rpc-stream
 //   rpc::Stream chat = carts->OpenStream("/chat.v1.Chat/Talk", context);
-//   chat.Write(hello);        // a protobuf message, or serialised bytes
+//   chat.Write(hello);  // a protobuf message, or serialised bytes
 //   chat.WritesDone();
 //   chat::v1::Line line;
 //   while (chat.Read(&line)) Show(line);

@@ -6,6 +6,7 @@
 // only), so recording a data point allocates nothing; what is kept is
 // owned (`Attribute`).
 //
+// example: examples/headers/telemetry.cc#attributes
 //   const telemetry::KeyValue attributes[] = {{"server.address", "payments"},
 //                                             {"server.port", std::int64_t{8443}}};
 //   counter.Add(1, attributes);

@@ -7,10 +7,11 @@
 // kit (testing::InMemoryTelemetry), the Prometheus exposer
 // (outbound/telemetry/prometheus.h) and the OTLP exporter.
 //
+// example: examples/headers/telemetry.cc#metric-store
 //   telemetry::MetricStore metrics;
 //   runtime.telemetry.meters = &metrics;
-//   ...
-//   for (const telemetry::MetricData& metric : metrics.Collect()) ...
+//   // ...
+//   for (const telemetry::MetricData& metric : metrics.Collect()) std::cout << metric.name << "\n";
 #ifndef OUTBOUND_TELEMETRY_METRIC_STORE_H_
 #define OUTBOUND_TELEMETRY_METRIC_STORE_H_
 

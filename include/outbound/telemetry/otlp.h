@@ -6,6 +6,7 @@
 // `<endpoint>/v1/traces`, `/v1/logs` and `/v1/metrics`, with the library's
 // own http::Client.
 //
+// example: examples/headers/otlp.cc#otlp
 //   telemetry::OtlpSettings otlp;
 //   otlp.endpoint = "http://otel-collector:4318";
 //   otlp.service_name = "checkout";
@@ -13,7 +14,7 @@
 //   if (!exporter) return Exit(exporter.error());  // names every bad field
 //   telemetry::RecordingTracer tracer(*runtime.random, **exporter);
 //   runtime.telemetry = {.tracer = &tracer, .meters = &metrics, .logger = exporter->get()};
-//   ...
+//   // ...
 //   (*exporter)->ExportMetrics(metrics);  // when you choose, e.g. every 30 s
 //
 // Spans and log records are batched: each waits in a bounded queue (one per

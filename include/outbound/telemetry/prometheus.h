@@ -5,9 +5,11 @@
 // register the collectable with your own Exposer or Registry, or let
 // `PrometheusExposer` serve /metrics on an address of its own.
 //
+// example: examples/headers/prometheus.cc#prometheus
 //   telemetry::MetricStore metrics;
 //   runtime.telemetry.meters = &metrics;
-//   telemetry::PrometheusExposer exposer(metrics, "127.0.0.1:9464");
+//   auto exposer = telemetry::PrometheusExposer::Start(metrics, "127.0.0.1:9464");
+//   if (!exposer) return Exit(exposer.error());  // cannot listen there
 //
 // Names follow OpenTelemetry's Prometheus mapping: dots become underscores,
 // a unit in seconds or bytes is a suffix (`_seconds`, `_bytes`), a counter

@@ -5,6 +5,7 @@
 // they travel in HTTP headers and gRPC metadata. The client injects them
 // into every attempt; a server (or a test's fake dependency) extracts them.
 //
+// example: examples/headers/telemetry.cc#propagation
 //   auto parent = telemetry::ParseTraceparent(request.header("traceparent"));
 #ifndef OUTBOUND_TELEMETRY_PROPAGATION_H_
 #define OUTBOUND_TELEMETRY_PROPAGATION_H_

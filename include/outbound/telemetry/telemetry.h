@@ -5,6 +5,7 @@
 // carried by the Runtime. Nothing global is read or set. Each is optional;
 // null (the default) turns that signal off, and then it costs nothing.
 //
+// example: examples/headers/telemetry.cc#telemetry
 //   telemetry::MetricStore metrics;
 //   Runtime runtime;
 //   runtime.telemetry.meters = &metrics;

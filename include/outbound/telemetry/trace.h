@@ -12,7 +12,8 @@
 // batches them). No tracer is the default, and then nothing is recorded:
 // the caller's trace context is still passed on to the dependency.
 //
-//   telemetry::RecordingTracer tracer(runtime.random, processor);
+// example: examples/headers/telemetry.cc#trace
+//   telemetry::RecordingTracer tracer(*runtime.random, processor);
 //   runtime.telemetry.tracer = &tracer;
 #ifndef OUTBOUND_TELEMETRY_TRACE_H_
 #define OUTBOUND_TELEMETRY_TRACE_H_

@@ -7,6 +7,7 @@
 // client's connect() waits until it gives up on its own (minutes), or its
 // attempt timeout ends it. No root, no firewall rule, no network namespace.
 //
+// example: examples/headers/testing.cc#black-hole
 //   auto hole = testing::BlackHole::Start();
 //   network.Add("payments", 8443, "127.0.0.1", (*hole)->port());
 //   auto call = client->SendAsync(http::Request::Get("/"));  // dials, and waits

@@ -9,17 +9,18 @@
 // length, break the status line or the framing, refuse a stream, GOAWAY, or
 // hand the connection to raw HTTP/2 frames of the test's own (h2_frame.h).
 //
+// example: examples/headers/testing.cc#fake-server
 //   testing::TestCA ca;
-//   auto server = testing::FakeServer::Start({
-//       .tls = testing::ServerTls{ca.IssueServer({"payments", "127.0.0.1"})},
-//       .handler = [](const testing::ServerRequest& r) {
-//         if (r.target == "/slow") return testing::Reply::Hang();
-//         return testing::Reply::Status(503).Header("Retry-After", "2");
-//       }});
+//   auto server = testing::FakeServer::Start(
+//       {.tls = testing::ServerTls{ca.IssueServer({"payments", "127.0.0.1"})},
+//        .handler = [](const testing::ServerRequest& r) {
+//          if (r.target == "/slow") return testing::Reply::Hang();
+//          return testing::Reply::Status(503).Header("Retry-After", "2");
+//        }});
 //   network.Add("payments", 8443, "127.0.0.1", (*server)->port());
-//   ...
+//   // ...
 //   ASSERT_TRUE((*server)->WaitForRequests(1));  // the first attempt has arrived
-//   EXPECT_EQ((*server)->requests().size(), 2);
+//   EXPECT_EQ((*server)->requests().size(), 2u);
 //
 // Threads: the server runs one I/O thread of its own; the handler runs on it,
 // one request at a time, and should not block (return Reply::Hang() or a

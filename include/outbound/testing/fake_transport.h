@@ -7,6 +7,7 @@
 // over a network (retries, the breaker, timeouts, redirects, middleware,
 // telemetry), so a test of those is exact and instant:
 //
+// example: examples/headers/testing.cc#fake-transport
 //   testing::ManualClock clock;
 //   testing::FakeTransport payments(clock, [](const testing::ServerRequest& r) {
 //     return r.target == "/slow" ? testing::Reply::Hang() : testing::Reply::Ok("paid");

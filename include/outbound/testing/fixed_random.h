@@ -8,6 +8,7 @@
 // 2^(n-1)), so with 0.5 and the defaults (100ms base) the waits are 50ms,
 // 100ms, 200ms...
 //
+// example: examples/headers/testing.cc#fixed-random
 //   testing::FixedRandom random(0.5);
 //   Runtime runtime{.clock = &clock, .network = &network, .random = &random};
 //

@@ -8,13 +8,15 @@
 // a TLS h2 connection (Reply::Frames, Reply::Flood) after its preface and
 // SETTINGS exchange:
 //
+// example: examples/headers/testing.cc#h2-frame
 //   namespace h2 = testing::h2;
-//   auto server = testing::FakeServer::Start({.tls = tls, .handler = [](const auto&) {
-//     // The response's headers, then empty DATA frames until the client leaves.
-//     return testing::Reply::Flood(
-//         h2::Data(h2::kThisStream, ""), /*count=*/0,
-//         {h2::Headers(h2::kThisStream, {{":status", "200"}}, false, true)});
-//   }});
+//   auto server = testing::FakeServer::Start(
+//       {.tls = tls, .handler = [](const auto&) {
+//          // The response's headers, then empty DATA frames until the client leaves.
+//          return testing::Reply::Flood(
+//              h2::Data(h2::kThisStream, ""), /*count=*/0,
+//              {h2::Headers(h2::kThisStream, {{":status", "200"}}, false, true)});
+//        }});
 //
 // Header fields are encoded with HPACK's "literal without indexing, new
 // name" form and no Huffman coding, so raw header blocks never touch the

@@ -6,12 +6,13 @@
 // seeing Now() equal to its own deadline; so a test of a 2 s Retry-After
 // takes no real time, and says exactly what happens when:
 //
-//   testing::ManualClock clock;                         // the client's, through its Runtime
-//   auto call = client->SendAsync(Get("/charges/1"));   // answered 503, Retry-After: 2
-//   ASSERT_TRUE(server->WaitForRequests(1));             // attempt 1 has arrived
-//   ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + 2s)); // the client waits out Retry-After
-//   clock.Advance(1999ms);      // not yet
-//   clock.Advance(1ms);         // the second attempt starts
+// example: examples/headers/testing.cc#manual-clock
+//   testing::ManualClock clock;  // the client's, through its Runtime
+//   auto call = client->SendAsync(http::Request::Get("/charges/1"));  // 503, Retry-After: 2
+//   ASSERT_TRUE(server->WaitForRequests(1));                          // attempt 1 has arrived
+//   ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + 2s));  // the client waits out Retry-After
+//   clock.Advance(1999ms);                                // not yet
+//   clock.Advance(1ms);                                   // the second attempt starts
 //
 // Thread-safe. Advance() runs callbacks on the calling thread, outside the
 // clock's lock, so a callback may schedule or cancel timers; one scheduled at

@@ -4,6 +4,7 @@
 // A Network for tests: names map to loopback endpoints, and every other name
 // is unreachable, so a test never touches DNS or a real host.
 //
+// example: examples/headers/testing.cc#network-map
 //   testing::NetworkMap network;
 //   network.Add("payments", 8443, "127.0.0.1", server->port());
 //   runtime.network = &network;  // https://payments:8443 reaches the fake

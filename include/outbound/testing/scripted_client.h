@@ -6,11 +6,12 @@
 // requests are kept for the test to read. No network, no clock, no retries,
 // no breaker: for testing what the caller's code does with an answer.
 //
-//   testing::ScriptedClient payments([](const http::Request& r) -> outbound::Result<http::Response>
-//   {
-//     if (r.method == "DELETE") return testing::Respond(404);
-//     return testing::Respond(201, R"({"id":"ch_1"})");
-//   });
+// example: examples/headers/testing.cc#scripted-client
+//   testing::ScriptedClient payments(
+//       [](const http::Request& r) -> outbound::Result<http::Response> {
+//         if (r.method == "DELETE") return testing::Respond(404);
+//         return testing::Respond(201, R"({"id":"ch_1"})");
+//       });
 //   Checkout checkout(payments.handle());  // a std::unique_ptr<http::Sender>
 //   EXPECT_EQ(checkout.Charge("cus_7", 500, "k1").value(), "ch_1");
 //   EXPECT_EQ(payments.requests()[0].url, "/charges");

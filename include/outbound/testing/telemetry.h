@@ -4,10 +4,11 @@
 // Telemetry that keeps everything in memory, so a test asserts the spans,
 // data points and log records a call produced.
 //
+// example: examples/headers/testing.cc#in-memory-telemetry
 //   testing::InMemoryTelemetry telemetry(random);
 //   Runtime runtime{.clock = &clock, .network = &network};
 //   runtime.telemetry = telemetry.telemetry();
-//   ... calls ...
+//   // ... calls ...
 //   auto spans = telemetry.Spans(telemetry::SpanKind::kClient);
 //   auto open = telemetry.Point("outbound.circuit.state", {{"state", "open"}});
 #ifndef OUTBOUND_TESTING_TELEMETRY_H_

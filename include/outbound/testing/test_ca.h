@@ -7,10 +7,11 @@
 // needs: expired, not yet valid, for another host, self-signed, and client
 // certificates for mTLS.
 //
+// example: examples/headers/testing.cc#test-ca
 //   testing::TestCA ca;
 //   testing::Certificate payments = ca.IssueServer({"payments", "127.0.0.1"});
 //   server_options.tls = testing::ServerTls{payments};
-//   client_settings.tls.root_pem = ca.pem();  // trust only this CA
+//   client_settings.tls = http::TlsSettings{.root_pem = ca.pem()};  // trust only this CA
 //
 // Keys are ECDSA P-256, so making a CA and a leaf takes about a millisecond.
 // Validity is measured against the real wall clock, as TLS verification
