@@ -333,23 +333,28 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   std::byte* slots_;
 };
 
+// The slot layout, a base of AttemptPath declared before its layers, so it
+// outlives them: a transport destroyed with the layers may let go of the
+// last attempts, whose slots are then destroyed by this layout.
+struct AttemptSlotLayout {
+  explicit AttemptSlotLayout(AttemptSlots s) : slots(std::move(s)) {}
+  AttemptSlots slots;
+};
+
 // The attempt layers of one client, top to bottom, the transport last:
 // the order is this list. A layer that breaks the protocol (proceeding
 // when it is not the one running, or past the transport) is a bug: a
 // debug build stops on it; a release build reports it to `misused` and
 // ends the attempt with kLocalResource (not the dependency's failure: the
 // breaker does not count it and it is not retried).
-class AttemptPath final : public LayerList<AttemptLayer> {
+class AttemptPath final : private AttemptSlotLayout, public LayerList<AttemptLayer> {
  public:
   AttemptPath(AttemptSlots slots, std::vector<std::unique_ptr<AttemptLayer>> layers,
               std::function<void(std::string_view what)> misused)
-      : LayerList(std::move(layers), std::move(misused)), slots_(std::move(slots)) {}
+      : AttemptSlotLayout(std::move(slots)), LayerList(std::move(layers), std::move(misused)) {}
 
-  const AttemptSlots& slots() const { return slots_; }
+  const AttemptSlots& slots() const { return AttemptSlotLayout::slots; }
   void Misused(std::string_view what) const;
-
- private:
-  AttemptSlots slots_;
 };
 
 }  // namespace outbound::http::internal
