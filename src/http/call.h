@@ -185,10 +185,10 @@ class CallLayer {
 };
 
 // The call layers of one client, top to bottom: the order is this list.
-// A layer that breaks the protocol (proceeding when it is not the one
-// running, or ending a call twice) is a bug: a debug build stops on it
-// with the layer's name; a release build reports it to `misused` and ends
-// the call with kLocalResource.
+// A layer that breaks the protocol is a bug: a debug build stops on it; a
+// release build reports it to `misused`, and then a call handed on by a
+// layer that was not running ends with kLocalResource, while a call ended
+// twice keeps its first end.
 class CallPath final : public LayerList<CallLayer> {
  public:
   using LayerList::LayerList;

@@ -9,8 +9,9 @@
 //            → fault injection → transport
 //
 // Everything is asynchronous: a layer starts the next one and is called
-// back, on the transport's event-loop thread or on the clock's timer
-// thread (docs/internals.md). Internal.
+// back on whichever thread moves the call on (the caller's, the client's
+// event loop, the clock's timer thread, or the thread that cancels it:
+// docs/internals.md, "Which thread runs what"). Internal.
 #ifndef OUTBOUND_SRC_HTTP_LAYERS_H_
 #define OUTBOUND_SRC_HTTP_LAYERS_H_
 
