@@ -204,9 +204,11 @@ std::string NumberedBody(std::size_t bytes) {
 // -o FILE streams a 2xx body to the file as it arrives: a body past
 // OUTBOUND_MAX_RESPONSE_BYTES, which a body held in memory may not pass,
 // is written whole; with -i the headers still come first.
+// The handlers below hold their own copy of the body: the server's threads
+// read it, and a test's locals go before the server does.
 TEST_F(OutboundCallTest, OutputStreamsA2xxBodyPastTheLimitToTheFile) {
   const std::string body = NumberedBody(300 * 1024 + 5);
-  Serve([&](const ServerRequest&) { return Reply::Ok(body).Header("X-Export", "2026"); });
+  Serve([body](const ServerRequest&) { return Reply::Ok(body).Header("X-Export", "2026"); });
   const std::string limit = "OUTBOUND_MAX_RESPONSE_BYTES=65536";
   std::string out = Path("export.csv");
   CommandResult result = Call("/export.csv", "-o " + out, limit);
@@ -245,7 +247,7 @@ TEST_F(OutboundCallTest, OutputStreamsA2xxBodyPastTheLimitToTheFile) {
 // limit it is written to the file; past it the command says what raises it.
 TEST_F(OutboundCallTest, OutputHoldsAnAnswerThatIsNot2xx) {
   const std::string page = NumberedBody(100 * 1024);
-  Serve([&](const ServerRequest& r) {
+  Serve([page](const ServerRequest& r) {
     if (r.target == "/missing") return Reply::Status(404, "no such export");
     return Reply::Status(500, page);
   });
@@ -271,7 +273,7 @@ TEST_F(OutboundCallTest, OutputHoldsAnAnswerThatIsNot2xx) {
 // fails at the first byte or part way through a streamed body.
 TEST_F(OutboundCallTest, OutputThatCannotBeWrittenExits23) {
   const std::string body = NumberedBody(1024 * 1024);
-  Serve([&](const ServerRequest&) { return Reply::Ok(body); });
+  Serve([body](const ServerRequest&) { return Reply::Ok(body); });
   const std::string limit = "OUTBOUND_MAX_RESPONSE_BYTES=65536";
   CommandResult result = Call("/", "-o " + Path("no-such-dir/out.bin"), limit);
   EXPECT_EQ(result.exit_code, 23);
@@ -290,7 +292,7 @@ TEST_F(OutboundCallTest, OutputThatCannotBeWrittenExits23) {
 // command exits 7 (the attempt is final once a byte went to the file).
 TEST_F(OutboundCallTest, OutputKeepsWhatArrivedOfABodyCutShort) {
   const std::string body = NumberedBody(256 * 1024);
-  Serve([&](const ServerRequest&) { return Reply::ResetAfter(100 * 1024, body); });
+  Serve([body](const ServerRequest&) { return Reply::ResetAfter(100 * 1024, body); });
   std::string out = Path("cut.bin");
   CommandResult result = Call("/", "-o " + out);
   EXPECT_EQ(result.exit_code, 7) << Stderr();
