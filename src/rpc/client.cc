@@ -357,6 +357,9 @@ std::optional<Duration> Client::Impl::Conclude(CallState& call, std::string_view
     if (slow->thrown) std::rethrow_exception(slow->thrown);  // the user's policy
   }
   reply.status = std::move(status);
+  // An answered call proves the channel was READY, whether or not anyone
+  // asked Connected() while it was.
+  if (reply.status.ok()) connected.store(true, std::memory_order_release);
   reply.body = std::move(attempt.body);
   reply.trailers = std::move(attempt.trailers);
   if (attempt.opened) {

@@ -379,6 +379,17 @@ TEST_F(RpcClient, ConnectedLatchesOnceServedAndMakesNoRpc) {
   EXPECT_TRUE(client->Connected());
 }
 
+TEST_F(RpcClient, ACallAnsweredLatchesConnectedWithoutAskingFirst) {
+  auto server = std::make_unique<EchoServer>(Echoing());
+  auto client = Make(*server);
+  EchoRequest request;
+  request.set_text("hi");
+  Reply reply = Drive([&] { return client->Call(kSay, request.SerializeAsString()); });
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  server.reset();  // the channel is no longer READY: the answer proved it was
+  EXPECT_TRUE(client->Connected());
+}
+
 // As HTTP's: every state's transition series exists from the start, at 0,
 // so Prometheus's increase() sees the first opening as an increase.
 TEST_F(RpcClient, EveryTransitionSeriesExistsAtZeroBeforeAnyTransition) {

@@ -375,11 +375,11 @@ class Client {
   // client, or on a channel of your own.
   std::shared_ptr<grpc::Channel> channel() const;
 
-  // Readiness, latched: false until the channel is first READY, true from
-  // then on (an outage of the dependency is the breaker's business, not
-  // readiness'). A check before that starts connecting and waits up to
-  // `wait` (gRPC's own clock: it waits on the network) for READY. Makes no
-  // RPC.
+  // Readiness, latched: false until the channel is first READY (seen here,
+  // or proven by a call answered OK), true from then on (an outage of the
+  // dependency is the breaker's business, not readiness'). A check before
+  // that starts connecting and waits up to `wait` (gRPC's own clock: it
+  // waits on the network) for READY. Makes no RPC.
   bool Connected(Duration wait = Duration::zero());
 
   // The client's breaker, to read its state.
