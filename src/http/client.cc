@@ -60,7 +60,7 @@ struct Client::Impl {
   // attempt's. The attempt path goes first (the transport first of all).
   std::unique_ptr<internal::CallPath> calls;
   std::unique_ptr<internal::AttemptPath> attempts;
-  internal::ConnectionPool* pool = nullptr;  // the transport's, in `attempts`
+  internal::ClientActivity* activity = nullptr;  // the transport's, in `attempts`
 
   // Calls in flight, so the destructor can end them before the chain goes.
   std::mutex mu;
@@ -83,7 +83,7 @@ struct Client::Impl {
     (call.prev != nullptr ? call.prev->next : live) = call.next;
     if (call.next != nullptr) call.next->prev = call.prev;
     live_count.fetch_sub(1, std::memory_order_relaxed);
-    if (live == nullptr && pool != nullptr) pool->ClientIdle(runtime.clock->Now());
+    if (live == nullptr && activity != nullptr) activity->ClientIdle(runtime.clock->Now());
     idle.notify_all();
   }
 
@@ -158,7 +158,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
       c.runtime.transport != nullptr
           ? Result<std::unique_ptr<internal::ClientTransport>>(
                 c.runtime.transport->CarryFor({c.runtime, c.settings, c.origin}))
-          : internal::MakeNativeTransport(c.runtime, c.settings, c.origin, c.loop, &c.pool);
+          : internal::MakeNativeTransport(c.runtime, c.settings, c.origin, c.loop, &c.activity);
   if (!transport) return tl::unexpected(transport.error());
   Clock& clock = *c.runtime.clock;
   const Settings& s = c.settings;
@@ -195,7 +195,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
                                             c.AttemptObservers(), &c.telemetry, &c.transparent}));
   c.calls = std::make_unique<internal::CallPath>(std::move(call_layers), misused);
 
-  if (c.pool != nullptr) c.pool->CountCallsWith(c.live_count);
+  if (c.activity != nullptr) c.activity->CountCallsWith(c.live_count);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 

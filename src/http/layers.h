@@ -42,7 +42,7 @@ inline constexpr auto kIdleConnectionLifetime = std::chrono::seconds(90);
 // A transport whose pooled connections outlive attempts: told when the
 // client has no call in flight, so it can close them once they have been
 // idle long enough. Thread-safe.
-class ConnectionPool {
+class ClientActivity {
  public:
   // `live_calls` counts the client's calls in flight; it outlives the pool.
   virtual void CountCallsWith(const std::atomic<int>& live_calls) = 0;
@@ -50,7 +50,7 @@ class ConnectionPool {
   virtual void ClientIdle(TimePoint since) = 0;
 
  protected:
-  ~ConnectionPool() = default;
+  ~ClientActivity() = default;
 };
 
 // Retries of attempts the server did not process (a refused stream),

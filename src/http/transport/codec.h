@@ -43,7 +43,7 @@ class Codec {
   // The pool has ended the exchange (cut short): the codec forgets it and
   // tells the server as its protocol allows. Returns false if the
   // connection must close for it (HTTP/1.1: the response would still come).
-  virtual bool Abandon(Exchange& exchange) = 0;
+  virtual bool Cancel(Exchange& exchange) = 0;
   // Bytes read from the connection. False if the connection cannot go on
   // (a protocol error, a flood); the codec has said why in `error`.
   virtual bool Received(const std::uint8_t* data, std::size_t size) = 0;

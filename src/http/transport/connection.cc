@@ -121,7 +121,7 @@ void Connection::FlushRequested() {
   Flush();
 }
 
-void Connection::Abandon(Exchange& exchange) {
+void Connection::Cancel(Exchange& exchange) {
   exchange.connection = nullptr;
   if (auto it = std::find(waiting_.begin(), waiting_.end(), &exchange); it != waiting_.end()) {
     waiting_.erase(it);
@@ -134,7 +134,7 @@ void Connection::Abandon(Exchange& exchange) {
     return;
   }
   if (codec_ == nullptr || closed()) return;
-  if (!codec_->Abandon(exchange)) return Close("an attempt on it was cut short");
+  if (!codec_->Cancel(exchange)) return Close("an attempt on it was cut short");
   Flush();
 }
 

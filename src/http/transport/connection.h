@@ -90,7 +90,7 @@ class Connection final : private CodecEvents {
   // connection opens. False if the codec refused it (nothing was sent).
   [[nodiscard]] bool Carry(Exchange& exchange);
   // The pool ended `exchange` (cut short): the connection forgets it.
-  void Abandon(Exchange& exchange);
+  void Cancel(Exchange& exchange);
   // Closes the connection; the exchanges on it end with `why`.
   void Close(const std::string& why);
   // Goes on with the work a wake-up left (see ConnectionHasMore).

@@ -146,7 +146,7 @@ void H1Exchange::NewParser() {
   parser_->get().body().exchange = current_;
 }
 
-bool H1Exchange::Abandon(Exchange&) {
+bool H1Exchange::Cancel(Exchange&) {
   // The response would still come on this connection: it goes.
   current_ = nullptr;
   reusable_ = false;

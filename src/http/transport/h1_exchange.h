@@ -41,7 +41,7 @@ class H1Exchange final : public Codec {
   bool Idle() const override { return current_ == nullptr; }
   bool Reusable() const override { return reusable_; }
   bool Start(Exchange& exchange) override;
-  bool Abandon(Exchange& exchange) override;
+  bool Cancel(Exchange& exchange) override;
   bool Received(const std::uint8_t* data, std::size_t size) override;
   void PeerClosed() override;
   bool Produce(std::string& out) override;

@@ -130,7 +130,7 @@ bool H2Session::Start(Exchange& exchange) {
   return true;
 }
 
-bool H2Session::Abandon(Exchange& exchange) {
+bool H2Session::Cancel(Exchange& exchange) {
   streams_.erase(exchange.stream_id);
   nghttp2_session_set_stream_user_data(session_, exchange.stream_id, nullptr);
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, exchange.stream_id, NGHTTP2_CANCEL);

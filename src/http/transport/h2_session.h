@@ -52,7 +52,7 @@ class H2Session final : public Codec {
   bool Idle() const override { return streams_.empty(); }
   bool Reusable() const override { return !goaway_ && !broken_; }
   bool Start(Exchange& exchange) override;
-  bool Abandon(Exchange& exchange) override;
+  bool Cancel(Exchange& exchange) override;
   bool Received(const std::uint8_t* data, std::size_t size) override;
   void PeerClosed() override {}
   bool Produce(std::string& out) override;

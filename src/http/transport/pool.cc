@@ -1,23 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "pool.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <cstring>
-#include <deque>
-#include <mutex>
-#include <thread>
-#include <unordered_map>
 #include <vector>
 
+#include "../dispatcher.h"
 #include "connection.h"
 #include "exchange.h"
+#include "resolver.h"
 #include "tls.h"
 
 namespace outbound::http::internal {
@@ -25,114 +15,19 @@ namespace {
 
 using transport::Connection;
 using transport::Exchange;
-using transport::Failed;
 using transport::SocketAddress;
-using Address = transport::SocketAddress;
 
-// `text` as an IP literal's socket address, if it is one.
-std::optional<Address> Literal(const std::string& text, std::uint16_t port) {
-  Address a;
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&a.storage);
-  if (inet_pton(AF_INET, text.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(port);
-    a.length = sizeof(sockaddr_in);
-    return a;
-  }
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&a.storage);
-  if (inet_pton(AF_INET6, text.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(port);
-    a.length = sizeof(sockaddr_in6);
-    return a;
-  }
-  return std::nullopt;
-}
-
-// Resolves names with the OS resolver on a thread of its own, so a slow
-// DNS answer never holds the loop. Started by the first name it is given;
-// its destructor waits for the name being resolved, if any.
-class Resolver {
+class NativePool final : public Carrier, private transport::ConnectionEvents {
  public:
-  // Called on the resolver's thread: the addresses in the resolver's
-  // order, or an error.
-  using Done = std::function<void(std::vector<Address>, std::string error)>;
-
-  Resolver() : thread_([this] { Run(); }) {}
-  ~Resolver() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-  Resolver(const Resolver&) = delete;
-  Resolver& operator=(const Resolver&) = delete;
-
-  void Resolve(std::string host, std::uint16_t port, Done done) {
-    {
-      std::lock_guard lock(mu_);
-      jobs_.push_back({std::move(host), port, std::move(done)});
-    }
-    wake_.notify_one();
-  }
-
- private:
-  struct Job {
-    std::string host;
-    std::uint16_t port;
-    Done done;
-  };
-
-  void Run() {
-    for (;;) {
-      Job job;
-      {
-        std::unique_lock lock(mu_);
-        wake_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
-        if (stop_) return;
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      addrinfo hints{};
-      hints.ai_family = AF_UNSPEC;
-      hints.ai_socktype = SOCK_STREAM;
-      hints.ai_flags = AI_ADDRCONFIG | AI_NUMERICSERV;
-      addrinfo* found = nullptr;
-      std::string port = std::to_string(job.port);
-      int rc = getaddrinfo(job.host.c_str(), port.c_str(), &hints, &found);
-      if (rc != 0 || found == nullptr) {
-        job.done({}, std::string("could not resolve ") + job.host + ": " + gai_strerror(rc));
-        continue;
-      }
-      std::vector<Address> addresses;
-      for (addrinfo* at = found; at != nullptr; at = at->ai_next) {
-        Address& a = addresses.emplace_back();
-        std::memcpy(&a.storage, at->ai_addr, at->ai_addrlen);
-        a.length = at->ai_addrlen;
-      }
-      freeaddrinfo(found);
-      job.done(std::move(addresses), {});
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable wake_;
-  std::deque<Job> jobs_;
-  bool stop_ = false;
-  std::thread thread_;
-};
-
-class NativeTransport final : public ClientTransport,
-                              public ConnectionPool,
-                              private transport::ConnectionEvents {
- public:
-  NativeTransport(const Runtime& runtime, const Settings& settings, const Origin& origin,
-                  std::shared_ptr<EventLoop> loop, std::shared_ptr<transport::TlsContext> tls)
-      : clock_(*runtime.clock),
+  NativePool(CarrierEvents& dispatcher, const Runtime& runtime, const Settings& settings,
+             const Origin& origin, std::shared_ptr<EventLoop> loop,
+             std::shared_ptr<transport::TlsContext> tls)
+      : dispatcher_(dispatcher),
+        clock_(*runtime.clock),
         network_(*runtime.network),
-        settings_(settings),
+        max_connections_(static_cast<std::size_t>(settings.max_connections)),
+        max_body_(settings.max_response_bytes),
+        max_error_body_(settings.max_error_response_bytes),
         origin_(origin),
         loop_(std::move(loop)),
         tls_(std::move(tls)) {
@@ -144,71 +39,43 @@ class NativeTransport final : public ClientTransport,
     if (!tls_) learned_ = Connection::Protocol::kHttp11;
   }
 
-  ~NativeTransport() override {
-    loop_->RunAndWait([this] {
-      stopped_ = true;
-      // Waits for a name being resolved; what it found finds the transport
-      // gone (alive_).
-      resolver_.reset();
-      idle_timer_.Cancel();
-      queue_.clear();
-      std::vector<Exchange*> live;
-      for (auto& [id, exchange] : exchanges_) live.push_back(exchange.get());
-      for (Exchange* exchange : live) {
-        if (exchange->connection != nullptr) exchange->connection->Abandon(*exchange);
-        End(*exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
-      }
-      while (!connections_.empty()) connections_.back()->Close("the client was destroyed");
-      graveyard_.clear();
-      alive_.reset();
-    });
+  // On the loop, after CloseAll.
+  ~NativePool() override {
+    // Waits for a name being resolved; what it found finds the pool gone
+    // (alive_).
+    resolver_.reset();
+    graveyard_.clear();
+    alive_.reset();
   }
 
-  void Start(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& what) override {
-    // Cancelled on its way down: nothing is sent.
-    if (!events->Launch()) {
-      events->End(events->CancelledOutcome());
-      return;
+  std::optional<std::string> Unreachable() const override {
+    if (network_.Resolve(origin_.host, origin_.port).kind != Route::Kind::kUnreachable) {
+      return std::nullopt;
     }
-    bool first;
-    {
-      std::lock_guard lock(incoming_mu_);
-      first = incoming_.empty();
-      incoming_.push_back({std::move(events), what});
-    }
-    // One task takes every exchange that arrived before it runs.
-    if (first) loop_->Post([this] { TakeIncoming(); });
+    return NoRoute();
   }
 
-  // With no call in flight, the pool's connections are closed once they
-  // have been idle for kIdleConnectionLifetime, timed on the Runtime's
-  // clock; one timer, armed only while the client has no call.
-  void CountCallsWith(const std::atomic<int>& live_calls) override { live_calls_ = &live_calls; }
+  bool HasRoom() const override { return WithRoom() != nullptr || MayOpen(); }
 
-  void ClientIdle(TimePoint since) override {
-    idle_since_.store(since.time_since_epoch().count());
-    if (!idle_timer_armed_.exchange(true)) {
-      loop_->Post([this, since] { ArmIdleTimer(since + kIdleConnectionLifetime); });
-    }
+  bool Carry(Exchange& exchange) override {
+    exchange.authority = &authority_;
+    exchange.max_body = max_body_;
+    exchange.max_error_body = max_error_body_;
+    const std::string& url = exchange.request->url;
+    auto scheme_end = url.find("://");
+    auto path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+    exchange.path = path_start == std::string::npos ? "/" : url.substr(path_start);
+    Connection* connection = WithRoom();
+    bool opening = connection == nullptr;
+    if (opening) connection = NewConnection();
+    if (!connection->Carry(exchange)) return false;
+    if (opening) Open(*connection);
+    return true;
   }
 
- private:
-  // --- On the loop thread from here on ---
+  void Cancel(Exchange& exchange) override { exchange.connection->Cancel(exchange); }
 
-  void TakeIncoming() {
-    std::vector<Incoming> batch;
-    {
-      std::lock_guard lock(incoming_mu_);
-      batch.swap(incoming_);
-    }
-    ++batching_;
-    for (auto& [events, what] : batch) Begin(std::move(events), what);
-    --batching_;
-    FlushRequested();
-  }
-
-  // Writes the requests handed to connections in this turn.
-  void FlushRequested() {
+  void Flush() override {
     while (!to_flush_.empty()) {
       std::uint64_t id = to_flush_.back();
       to_flush_.pop_back();
@@ -216,91 +83,24 @@ class NativeTransport final : public ClientTransport,
     }
   }
 
-  void Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& what) {
-    if (idle_since_.exchange(kBusy, std::memory_order_relaxed) != kBusy) {
-      idle_timer_.Cancel();
-      idle_timer_armed_.store(false);
+  void CloseIdle(const std::string& why) override {
+    std::vector<Connection*> idle;
+    for (const auto& c : connections_) {
+      if (c->Idle()) idle.push_back(c.get());
     }
-    auto owned = std::make_unique<Exchange>();
-    Exchange& exchange = *owned;
-    exchange.id = ++next_exchange_id_;
-    exchange.events = std::move(events);
-    exchange.request = what.request;
-    exchange.trace_headers = what.trace_headers;
-    exchange.queue_place = what.queue_place;
-    exchange.admission = what.admission;
-    exchange.sink = what.body_sink;
-    exchange.authority = &authority_;
-    exchange.max_body = settings_.max_response_bytes;
-    exchange.max_error_body = settings_.max_error_response_bytes;
-    const std::string& url = exchange.request->url;
-    auto scheme_end = url.find("://");
-    auto path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
-    exchange.path = path_start == std::string::npos ? "/" : url.substr(path_start);
-    exchanges_.emplace(exchange.id, std::move(owned));
-    if (stopped_) return End(exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
-    std::weak_ptr<const char> alive = alive_;
-    exchange.events->SetCanceller([this, alive, id = exchange.id] {
-      loop_->Post([this, alive, id] {
-        if (alive.lock()) Cancel(id);
-      });
-    });
-    if (network_.Resolve(origin_.host, origin_.port).kind == Route::Kind::kUnreachable) {
-      exchange.events->Sent(clock_.Now());  // dialled, as far as the dependency is concerned
-      return End(exchange,
-                 Failed(ErrorKind::kTransport, origin_.host + ":" + std::to_string(origin_.port) +
-                                                   " is not reachable on this network"));
-    }
-    // In turn: a new attempt at the back, one sent back by a connection's
-    // end at its old place (ExchangeRequest::queue_place), ahead of later
-    // ones.
-    std::uint64_t& place = *exchange.queue_place;
-    if (place == 0) place = ++queued_;
-    auto at = queue_.end();
-    while (at != queue_.begin() && *(*std::prev(at))->queue_place > place) --at;
-    queue_.insert(at, &exchange);
-    Dispatch();
+    for (Connection* c : idle) c->Close(why);
   }
 
-  // Hands queued exchanges to connections while there is room, oldest
-  // first, opening connections as the pool's rules allow.
-  void Dispatch() {
-    if (dispatching_) {
-      dispatch_again_ = true;
-      return;
-    }
-    dispatching_ = true;
-    do {
-      dispatch_again_ = false;
-      while (!queue_.empty() && !stopped_) {
-        Exchange& exchange = *queue_.front();
-        Connection* connection = WithRoom();
-        if (connection == nullptr && !MayOpen()) break;
-        queue_.pop_front();
-        // The breaker that admitted it may have opened meanwhile.
-        const Admission* admission = exchange.admission;
-        if (admission != nullptr && !admission->StillAdmitted()) {
-          End(exchange, Failed(ErrorKind::kRejected,
-                               "the circuit breaker opened before the attempt was sent: "
-                               "nothing was sent"));
-          continue;
-        }
-        exchange.events->Sent(clock_.Now());
-        bool opening = connection == nullptr;
-        if (opening) connection = NewConnection();
-        if (!connection->Carry(exchange)) {
-          AttemptOutcome outcome =
-              Failed(ErrorKind::kTransport, "the connection took no more requests");
-          outcome.unprocessed = true;
-          End(exchange, std::move(outcome));
-          continue;
-        }
-        if (opening) Open(*connection);
-      }
-    } while (dispatch_again_ && !stopped_);
-    dispatching_ = false;
-    if (batching_ == 0) FlushRequested();
+  void CloseAll(const std::string& why) override {
+    stopped_ = true;
+    while (!connections_.empty()) connections_.back()->Close(why);
   }
+
+ private:
+  // HTTP/2: one connection while the server's MAX_CONCURRENT_STREAMS
+  // allows; another only when every open one is full (or going away) and
+  // none is being opened. HTTP/1.1: an idle reusable connection first,
+  // otherwise a new one. Up to max_connections.
 
   // An open connection that can take one more exchange now, oldest first.
   Connection* WithRoom() const {
@@ -311,7 +111,7 @@ class NativeTransport final : public ClientTransport,
   }
 
   bool MayOpen() const {
-    if (connections_.size() >= static_cast<std::size_t>(settings_.max_connections)) return false;
+    if (connections_.size() >= max_connections_) return false;
     if (learned_ == Connection::Protocol::kHttp11) return true;
     // HTTP/2, or not known yet: the connection being opened will likely
     // take what waits.
@@ -319,6 +119,10 @@ class NativeTransport final : public ClientTransport,
       if (c->opening() || c->AwaitingSettings()) return false;
     }
     return true;
+  }
+
+  std::string NoRoute() const {
+    return origin_.host + ":" + std::to_string(origin_.port) + " is not reachable on this network";
   }
 
   Connection* NewConnection() {
@@ -334,27 +138,26 @@ class NativeTransport final : public ClientTransport,
     std::string host = route.kind == Route::Kind::kEndpoint ? route.address : origin_.host;
     std::uint16_t port = route.kind == Route::Kind::kEndpoint ? route.port : origin_.port;
     if (route.kind == Route::Kind::kUnreachable) {
-      return connection.FailToOpen(
-          ErrorKind::kTransport,
-          origin_.host + ":" + std::to_string(origin_.port) + " is not reachable on this network");
+      return connection.FailToOpen(ErrorKind::kTransport, NoRoute());
     }
-    if (auto literal = Literal(host, port)) {
+    if (auto literal = transport::Literal(host, port)) {
       return connection.Dial({*literal});
     }
-    if (!resolver_) resolver_ = std::make_unique<Resolver>();
+    if (!resolver_) resolver_ = std::make_unique<transport::Resolver>();
     std::weak_ptr<const char> alive = alive_;
-    resolver_->Resolve(
-        host, port,
-        [this, alive, id = connection.id()](std::vector<Address> addresses, std::string error) {
-          loop_->Post(
-              [this, alive, id, addresses = std::move(addresses), error = std::move(error)] {
-                if (!alive.lock()) return;
-                Connection* c = Find(id);
-                if (c == nullptr || c->state() != Connection::State::kResolving) return;
-                if (addresses.empty()) return c->FailToOpen(ErrorKind::kTransport, error);
-                c->Dial(addresses);
-              });
-        });
+    resolver_->Resolve(host, port,
+                       [this, alive, id = connection.id()](std::vector<SocketAddress> addresses,
+                                                           std::string error) {
+                         loop_->Post([this, alive, id, addresses = std::move(addresses),
+                                      error = std::move(error)] {
+                           if (!alive.lock()) return;
+                           Connection* c = Find(id);
+                           if (c == nullptr || c->state() != Connection::State::kResolving) return;
+                           if (addresses.empty())
+                             return c->FailToOpen(ErrorKind::kTransport, error);
+                           c->Dial(addresses);
+                         });
+                       });
   }
 
   Connection* Find(std::uint64_t id) const {
@@ -364,34 +167,10 @@ class NativeTransport final : public ClientTransport,
     return nullptr;
   }
 
-  // A layer above cancelled the attempt: it has been answered already. On
-  // HTTP/2 its stream is reset; on HTTP/1.1 its connection is closed.
-  void Cancel(std::uint64_t id) {
-    auto it = exchanges_.find(id);
-    if (it == exchanges_.end()) return;
-    Exchange& exchange = *it->second;
-    if (exchange.connection != nullptr) {
-      exchange.connection->Abandon(exchange);
-    } else if (auto queued = std::find(queue_.begin(), queue_.end(), &exchange);
-               queued != queue_.end()) {
-      queue_.erase(queued);
-    }
-    End(exchange, exchange.events->CancelledOutcome());
-  }
-
-  void End(Exchange& exchange, AttemptOutcome&& outcome) {
-    auto node = exchanges_.extract(exchange.id);  // the exchange lives to the end of this
-    std::shared_ptr<ExchangeEvents> events = std::move(exchange.events);
-    // The layers above hear of this attempt (its breaker ticket is settled)
-    // before the queue moves, so a breaker it opened stops the queued ones.
-    events->End(std::move(outcome));
-    Dispatch();
-  }
-
   // --- What the connections tell ---
 
   void ExchangeEnded(Exchange& exchange, AttemptOutcome&& outcome) override {
-    End(exchange, std::move(outcome));
+    dispatcher_.Ended(exchange, std::move(outcome));
   }
 
   void ConnectionHasRoom(Connection& connection) override {
@@ -399,7 +178,7 @@ class NativeTransport final : public ClientTransport,
     if (connection.Idle() && !connection.Reusable()) {
       return connection.Close("the connection cannot be used again");
     }
-    Dispatch();
+    dispatcher_.RoomMade();
   }
 
   void ConnectionClosed(Connection& connection) override {
@@ -415,7 +194,7 @@ class NativeTransport final : public ClientTransport,
         if (alive.lock()) graveyard_.clear();
       });
     }
-    Dispatch();
+    dispatcher_.RoomMade();
   }
 
   void ConnectionWantsFlush(Connection& connection) override {
@@ -430,77 +209,26 @@ class NativeTransport final : public ClientTransport,
     });
   }
 
-  // --- Closing idle connections ---
-
-  void ArmIdleTimer(TimePoint when) {
-    if (stopped_ || live_calls_->load() > 0) {
-      idle_timer_armed_.store(false);
-      return;
-    }
-    std::weak_ptr<const char> alive = alive_;
-    idle_timer_ = clock_.ScheduleAt(when, [loop = loop_, alive, this] {
-      loop->Post([alive, this] {
-        if (alive.lock()) IdleTimerFired();
-      });
-    });
-  }
-
-  void IdleTimerFired() {
-    // Disarmed before `idle_since_` is read: a ClientIdle in between arms
-    // the timer again itself.
-    idle_timer_armed_.store(false);
-    std::int64_t since = idle_since_.load();
-    if (since == kBusy || stopped_ || live_calls_->load() > 0) return;  // armed again when idle
-    TimePoint due = TimePoint(Duration(since)) + kIdleConnectionLifetime;
-    if (clock_.Now() < due) {
-      if (!idle_timer_armed_.exchange(true)) ArmIdleTimer(due);
-      return;
-    }
-    std::vector<Connection*> idle;
-    for (const auto& c : connections_) {
-      if (c->Idle()) idle.push_back(c.get());
-    }
-    for (Connection* c : idle) c->Close("idle for 90 s");
-  }
-
+  CarrierEvents& dispatcher_;
   Clock& clock_;
   const Network& network_;
-  Settings settings_;
+  std::size_t max_connections_;
+  std::size_t max_body_;
+  std::size_t max_error_body_;
   Origin origin_;
   std::string authority_;
   std::shared_ptr<EventLoop> loop_;
   std::shared_ptr<transport::TlsContext> tls_;
-  std::unique_ptr<Resolver> resolver_;
+  std::unique_ptr<transport::Resolver> resolver_;
 
-  std::unordered_map<std::uint64_t, std::unique_ptr<Exchange>> exchanges_;
-  std::deque<Exchange*> queue_;
-  std::uint64_t queued_ = 0;  // the last queue place given (Attempt::queue_place)
   std::vector<std::unique_ptr<Connection>> connections_;
   std::vector<std::unique_ptr<Connection>> graveyard_;  // closed, destroyed on a later turn
   Connection::Protocol learned_ = Connection::Protocol::kUnknown;
-  std::uint64_t next_exchange_id_ = 0;
   std::uint64_t next_connection_id_ = 0;
-  bool dispatching_ = false;
-  int batching_ = 0;                     // TakeIncoming is handing a batch over
   std::vector<std::uint64_t> to_flush_;  // connections with requests to write
-  bool dispatch_again_ = false;
   bool stopped_ = false;
-
-  // `alive_` tells a late task or timer the transport is gone.
+  // `alive_` tells a late task the pool is gone.
   std::shared_ptr<const char> alive_ = std::make_shared<const char>(0);
-  Timer idle_timer_;
-  std::atomic<bool> idle_timer_armed_{false};
-  static constexpr std::int64_t kBusy = -1;
-  std::atomic<std::int64_t> idle_since_{kBusy};
-  const std::atomic<int>* live_calls_ = nullptr;
-
-  // Exchanges started on other threads, for the loop to take.
-  struct Incoming {
-    std::shared_ptr<ExchangeEvents> events;
-    ExchangeRequest what;
-  };
-  std::mutex incoming_mu_;
-  std::vector<Incoming> incoming_;
 };
 
 }  // namespace
@@ -509,16 +237,19 @@ Result<std::unique_ptr<ClientTransport>> MakeNativeTransport(const Runtime& runt
                                                              const Settings& settings,
                                                              const Origin& origin,
                                                              std::shared_ptr<EventLoop> loop,
-                                                             ConnectionPool** pool) {
+                                                             ClientActivity** activity) {
   std::shared_ptr<transport::TlsContext> tls;
   if (settings.tls) {
     auto made = transport::TlsContext::Create(*settings.tls);
     if (!made) return tl::unexpected(made.error());
     tls = std::move(*made);
   }
-  auto made =
-      std::make_unique<NativeTransport>(runtime, settings, origin, std::move(loop), std::move(tls));
-  *pool = made.get();
+  auto made = std::make_unique<Dispatcher>(
+      *runtime.clock, loop, [&](CarrierEvents& dispatcher) -> std::unique_ptr<Carrier> {
+        return std::make_unique<NativePool>(dispatcher, runtime, settings, origin, loop,
+                                            std::move(tls));
+      });
+  *activity = made.get();
   return std::unique_ptr<ClientTransport>(std::move(made));
 }
 

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "dispatcher.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace outbound::http::internal {
+
+using transport::Exchange;
+using transport::Failed;
+
+Dispatcher::Dispatcher(Clock& clock, std::shared_ptr<EventLoop> loop,
+                       const MakeCarrier& make_carrier)
+    : clock_(clock), loop_(std::move(loop)), carrier_(make_carrier(*this)) {}
+
+Dispatcher::~Dispatcher() {
+  loop_->RunAndWait([this] {
+    stopped_ = true;
+    idle_timer_.Cancel();
+    queue_.clear();
+    std::vector<Exchange*> live;
+    live.reserve(exchanges_.size());
+    for (auto& [id, exchange] : exchanges_) live.push_back(exchange.get());
+    for (Exchange* exchange : live) {
+      if (exchange->connection != nullptr) carrier_->Cancel(*exchange);
+      End(*exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
+    }
+    carrier_->CloseAll("the client was destroyed");
+    carrier_.reset();  // on the loop: it waits for a name being resolved
+    alive_.reset();
+  });
+}
+
+void Dispatcher::Start(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& what) {
+  // Cancelled on its way down: nothing is sent.
+  if (!events->Launch()) {
+    events->End(events->CancelledOutcome());
+    return;
+  }
+  bool first;
+  {
+    std::lock_guard lock(incoming_mu_);
+    first = incoming_.empty();
+    incoming_.push_back({std::move(events), what});
+  }
+  // One task takes every exchange that arrived before it runs.
+  if (first) loop_->Post([this] { TakeIncoming(); });
+}
+
+// --- On the loop thread from here on ---
+
+void Dispatcher::TakeIncoming() {
+  std::vector<Incoming> batch;
+  {
+    std::lock_guard lock(incoming_mu_);
+    batch.swap(incoming_);
+  }
+  // The batch's requests are written together, once all are handed over.
+  batching_ = true;
+  for (auto& [events, what] : batch) Begin(std::move(events), what);
+  batching_ = false;
+  if (carrier_) carrier_->Flush();
+}
+
+void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& what) {
+  if (idle_since_.exchange(kBusy, std::memory_order_relaxed) != kBusy) {
+    idle_timer_.Cancel();
+    idle_timer_armed_.store(false);
+  }
+  auto owned = std::make_unique<Exchange>();
+  Exchange& exchange = *owned;
+  exchange.id = ++next_exchange_id_;
+  exchange.events = std::move(events);
+  exchange.request = what.request;
+  exchange.trace_headers = what.trace_headers;
+  exchange.queue_place = what.queue_place;
+  exchange.admission = what.admission;
+  exchange.sink = what.body_sink;
+  exchanges_.emplace(exchange.id, std::move(owned));
+  if (stopped_) return End(exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
+  std::weak_ptr<const char> alive = alive_;
+  exchange.events->SetCanceller([this, alive, id = exchange.id] {
+    loop_->Post([this, alive, id] {
+      if (alive.lock()) Cancel(id);
+    });
+  });
+  if (auto why = carrier_->Unreachable()) {
+    exchange.events->Sent(clock_.Now());  // dialled, as far as the dependency is concerned
+    return End(exchange, Failed(ErrorKind::kTransport, *why));
+  }
+  // In turn: a new attempt at the back, one sent back by a connection's
+  // end at its old place, ahead of later ones.
+  std::uint64_t& place = *exchange.queue_place;
+  if (place == 0) place = ++queued_;
+  auto at = queue_.end();
+  while (at != queue_.begin() && *(*std::prev(at))->queue_place > place) --at;
+  queue_.insert(at, &exchange);
+  Dispatch();
+}
+
+// Hands queued exchanges to the carrier while it has room, oldest first.
+void Dispatcher::Dispatch() {
+  if (dispatching_) {
+    dispatch_again_ = true;
+    return;
+  }
+  dispatching_ = true;
+  do {
+    dispatch_again_ = false;
+    while (!queue_.empty() && !stopped_ && carrier_->HasRoom()) {
+      Exchange& exchange = *queue_.front();
+      queue_.pop_front();
+      // The breaker that admitted it may have opened meanwhile.
+      const Admission* admission = exchange.admission;
+      if (admission != nullptr && !admission->StillAdmitted()) {
+        End(exchange, Failed(ErrorKind::kRejected,
+                             "the circuit breaker opened before the attempt was sent: "
+                             "nothing was sent"));
+        continue;
+      }
+      exchange.events->Sent(clock_.Now());
+      if (!carrier_->Carry(exchange)) {
+        AttemptOutcome outcome =
+            Failed(ErrorKind::kTransport, "the connection took no more requests");
+        outcome.unprocessed = true;
+        End(exchange, std::move(outcome));
+      }
+    }
+  } while (dispatch_again_ && !stopped_);
+  dispatching_ = false;
+  if (!batching_ && carrier_) carrier_->Flush();
+}
+
+// A layer above cancelled the attempt: it has been answered already.
+void Dispatcher::Cancel(std::uint64_t id) {
+  auto it = exchanges_.find(id);
+  if (it == exchanges_.end()) return;
+  Exchange& exchange = *it->second;
+  if (exchange.connection != nullptr) {
+    carrier_->Cancel(exchange);
+  } else if (auto queued = std::find(queue_.begin(), queue_.end(), &exchange);
+             queued != queue_.end()) {
+    queue_.erase(queued);
+  }
+  End(exchange, exchange.events->CancelledOutcome());
+}
+
+void Dispatcher::End(Exchange& exchange, AttemptOutcome&& outcome) {
+  auto node = exchanges_.extract(exchange.id);  // the exchange lives to the end of this
+  std::shared_ptr<ExchangeEvents> events = std::move(exchange.events);
+  // The layers above hear of this attempt (its breaker ticket is settled)
+  // before the queue moves, so a breaker it opened stops the queued ones.
+  events->End(std::move(outcome));
+  if (carrier_) Dispatch();
+}
+
+void Dispatcher::Ended(Exchange& exchange, AttemptOutcome&& outcome) {
+  End(exchange, std::move(outcome));
+}
+
+// --- Closing idle connections ---
+// One timer, armed only while the client has no call in flight.
+
+void Dispatcher::ClientIdle(TimePoint since) {
+  idle_since_.store(since.time_since_epoch().count());
+  if (!idle_timer_armed_.exchange(true)) {
+    loop_->Post([this, since] { ArmIdleTimer(since + kIdleConnectionLifetime); });
+  }
+}
+
+void Dispatcher::ArmIdleTimer(TimePoint when) {
+  if (stopped_ || live_calls_->load() > 0) {
+    idle_timer_armed_.store(false);
+    return;
+  }
+  std::weak_ptr<const char> alive = alive_;
+  idle_timer_ = clock_.ScheduleAt(when, [loop = loop_, alive, this] {
+    loop->Post([alive, this] {
+      if (alive.lock()) IdleTimerFired();
+    });
+  });
+}
+
+void Dispatcher::IdleTimerFired() {
+  // Disarmed before `idle_since_` is read: a ClientIdle in between arms
+  // the timer again itself.
+  idle_timer_armed_.store(false);
+  std::int64_t since = idle_since_.load();
+  if (since == kBusy || stopped_ || live_calls_->load() > 0) return;  // armed again when idle
+  TimePoint due = TimePoint(Duration(since)) + kIdleConnectionLifetime;
+  if (clock_.Now() < due) {
+    if (!idle_timer_armed_.exchange(true)) ArmIdleTimer(due);
+    return;
+  }
+  carrier_->CloseIdle("idle for 90 s");
+}
+
+}  // namespace outbound::http::internal

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+// The client's dispatcher: the one place an attempt waits between the
+// attempt layers and the wire, on the client's event loop.
+//  - attempts wait in one FIFO queue, oldest first; one sent back by a
+//    connection's end keeps its old place (ExchangeRequest::queue_place);
+//  - each is handed to the carrier (and counts as sent) only when the
+//    carrier has room for it, after asking its breaker whether it still
+//    admits it (Admission);
+//  - a cancelled attempt leaves the queue, or its carrier abandons it;
+//  - with no call in flight for kIdleConnectionLifetime (on the Runtime's
+//    clock), the carrier closes its idle connections.
+// What carries an exchange, and how many connections there are, is the
+// carrier's business (transport/pool.h). Internal.
+#ifndef OUTBOUND_SRC_HTTP_DISPATCHER_H_
+#define OUTBOUND_SRC_HTTP_DISPATCHER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "client_transport.h"
+#include "event_loop.h"
+#include "layers.h"
+#include "transport/exchange.h"
+
+namespace outbound::http::internal {
+
+// What the carrier tells the dispatcher. On the loop thread.
+class CarrierEvents {
+ public:
+  // The exchange is over (ended by its connection).
+  virtual void Ended(transport::Exchange& exchange, AttemptOutcome&& outcome) = 0;
+  // The carrier may have room for more (a connection opened, freed a
+  // stream, or closed).
+  virtual void RoomMade() = 0;
+
+ protected:
+  ~CarrierEvents() = default;
+};
+
+// What the dispatcher hands exchanges to: the native transport's
+// connection pool. On the loop thread only.
+class Carrier {
+ public:
+  virtual ~Carrier() = default;
+  // Why no exchange can reach the dependency, if none can (the Runtime's
+  // network has no route to it).
+  virtual std::optional<std::string> Unreachable() const = 0;
+  // Whether an exchange handed over now goes at once: a connection has
+  // room for it, or one may be opened for it.
+  virtual bool HasRoom() const = 0;
+  // Takes the exchange, which stays the dispatcher's. False if the
+  // connection took no more: the exchange was not sent.
+  virtual bool Carry(transport::Exchange& exchange) = 0;
+  // Cancels an exchange it carries: an HTTP/2 stream reset, an HTTP/1.1
+  // connection closed.
+  virtual void Cancel(transport::Exchange& exchange) = 0;
+  // Writes the requests handed over since the last Flush.
+  virtual void Flush() = 0;
+  // Closes the connections that carry nothing, or all of them.
+  virtual void CloseIdle(const std::string& why) = 0;
+  virtual void CloseAll(const std::string& why) = 0;
+};
+
+class Dispatcher final : public ClientTransport, public ClientActivity, private CarrierEvents {
+ public:
+  using MakeCarrier = std::function<std::unique_ptr<Carrier>(CarrierEvents&)>;
+
+  Dispatcher(Clock& clock, std::shared_ptr<EventLoop> loop, const MakeCarrier& make_carrier);
+  // Ends every exchange still here as cancelled ("the client was
+  // destroyed") and closes the carrier's connections, on the loop.
+  ~Dispatcher() override;
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+
+  // Thread-safe: the exchange is taken on the loop, with every other that
+  // arrived before the loop's task ran.
+  void Start(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& what) override;
+
+  void CountCallsWith(const std::atomic<int>& live_calls) override { live_calls_ = &live_calls; }
+  void ClientIdle(TimePoint since) override;
+
+ private:
+  void TakeIncoming();
+  void Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& what);
+  void Dispatch();
+  void Cancel(std::uint64_t id);
+  void End(transport::Exchange& exchange, AttemptOutcome&& outcome);
+  void Ended(transport::Exchange& exchange, AttemptOutcome&& outcome) override;
+  void RoomMade() override {
+    if (carrier_) Dispatch();  // not while the carrier is destroyed
+  }
+  void ArmIdleTimer(TimePoint when);
+  void IdleTimerFired();
+
+  Clock& clock_;
+  std::shared_ptr<EventLoop> loop_;
+  std::unique_ptr<Carrier> carrier_;
+
+  std::unordered_map<std::uint64_t, std::unique_ptr<transport::Exchange>> exchanges_;
+  std::deque<transport::Exchange*> queue_;
+  std::uint64_t queued_ = 0;  // the last queue place given
+  std::uint64_t next_exchange_id_ = 0;
+  bool dispatching_ = false;
+  bool dispatch_again_ = false;
+  bool batching_ = false;  // TakeIncoming is handing a batch over: it flushes
+  bool stopped_ = false;
+
+  // `alive_` tells a late task or timer the dispatcher is gone.
+  std::shared_ptr<const char> alive_ = std::make_shared<const char>(0);
+  Timer idle_timer_;
+  std::atomic<bool> idle_timer_armed_{false};
+  static constexpr std::int64_t kBusy = -1;
+  std::atomic<std::int64_t> idle_since_{kBusy};
+  const std::atomic<int>* live_calls_ = nullptr;
+
+  // Exchanges started on other threads, for the loop to take.
+  struct Incoming {
+    std::shared_ptr<ExchangeEvents> events;
+    ExchangeRequest what;
+  };
+  std::mutex incoming_mu_;
+  std::vector<Incoming> incoming_;
+};
+
+}  // namespace outbound::http::internal
+
+#endif  // OUTBOUND_SRC_HTTP_DISPATCHER_H_
