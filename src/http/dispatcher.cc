@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <unordered_set>
 
 namespace outbound::http::internal {
 
@@ -17,12 +18,13 @@ Dispatcher::~Dispatcher() {
   loop_->RunAndWait([this] {
     stopped_ = true;
     idle_timer_.Cancel();
+    std::unordered_set<Exchange*> queued(queue_.begin(), queue_.end());
     queue_.clear();
     std::vector<Exchange*> live;
     live.reserve(exchanges_.size());
     for (auto& [id, exchange] : exchanges_) live.push_back(exchange.get());
     for (Exchange* exchange : live) {
-      if (exchange->connection != nullptr) carrier_->Cancel(*exchange);
+      if (queued.count(exchange) == 0) carrier_->Cancel(*exchange);
       End(*exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
     }
     carrier_->CloseAll("the client was destroyed");
@@ -136,11 +138,11 @@ void Dispatcher::Cancel(std::uint64_t id) {
   auto it = exchanges_.find(id);
   if (it == exchanges_.end()) return;
   Exchange& exchange = *it->second;
-  if (exchange.connection != nullptr) {
-    carrier_->Cancel(exchange);
-  } else if (auto queued = std::find(queue_.begin(), queue_.end(), &exchange);
-             queued != queue_.end()) {
+  // Not queued, and not ended: the carrier has it.
+  if (auto queued = std::find(queue_.begin(), queue_.end(), &exchange); queued != queue_.end()) {
     queue_.erase(queued);
+  } else {
+    carrier_->Cancel(exchange);
   }
   End(exchange, exchange.events->CancelledOutcome());
 }

@@ -73,7 +73,10 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     return true;
   }
 
-  void Cancel(Exchange& exchange) override { exchange.connection->Cancel(exchange); }
+  void Cancel(Exchange& exchange) override {
+    // Null once its connection failed to open and ended it.
+    if (exchange.connection != nullptr) exchange.connection->Cancel(exchange);
+  }
 
   void Flush() override {
     while (!to_flush_.empty()) {

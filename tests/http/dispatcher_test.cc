@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: Apache-2.0
+// The dispatcher's own rules, over a scripted carrier: the FIFO (a sent
+// back attempt keeps its place), the last admission check, cancellation,
+// a carrier that takes no more, the idle close and the destructor. The
+// native pool under it is tested end to end (native_transport_test.cc,
+// the fault matrix, the peers).
+#include "../../src/http/dispatcher.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "outbound/testing/manual_clock.h"
+
+namespace outbound::http::internal {
+namespace {
+
+using namespace std::chrono_literals;
+
+// One exchange's events: what the dispatcher told it.
+class RecordedExchange final : public ExchangeEvents {
+ public:
+  explicit RecordedExchange(std::string called, const Admission* admission = nullptr)
+      : name(std::move(called)) {
+    what.request = &request;
+    what.queue_place = &place;
+    what.admission = admission;
+  }
+
+  bool Launch() override { return !cancelled_before; }
+  void SetCanceller(std::function<void()> c) override { canceller = std::move(c); }
+  void Sent(TimePoint) override { sent = true; }
+  void RequestBodySent(TimePoint) override {}
+  void HeadersArrived(TimePoint) override {}
+  void BodyStreaming(TimePoint) override {}
+  bool End(AttemptOutcome&& o) override {
+    if (outcome) return false;
+    outcome = std::move(o);
+    return true;
+  }
+  AttemptOutcome CancelledOutcome() const override {
+    AttemptOutcome o;
+    o.result = Fail(ErrorKind::kCancelled, "cancelled by the test");
+    return o;
+  }
+
+  ErrorKind kind() const { return outcome->result.error().kind(); }
+
+  std::string name;
+  CallRequest request;
+  std::uint64_t place = 0;
+  ExchangeRequest what;
+  bool cancelled_before = false;
+  std::function<void()> canceller;
+  bool sent = false;
+  std::optional<AttemptOutcome> outcome;
+};
+
+// Takes what the test lets it, and records what it was asked.
+class ScriptedCarrier final : public Carrier {
+ public:
+  explicit ScriptedCarrier(CarrierEvents& events) : dispatcher(events) {}
+
+  std::optional<std::string> Unreachable() const override { return unreachable; }
+  bool HasRoom() const override { return room > 0; }
+  bool Carry(transport::Exchange& exchange) override {
+    --room;
+    if (refuse) return false;
+    carried.push_back(&exchange);
+    carried_names.push_back(static_cast<RecordedExchange&>(*exchange.events).name);
+    return true;
+  }
+  void Cancel(transport::Exchange& exchange) override { cancelled.push_back(&exchange); }
+  void Flush() override { ++flushes; }
+  void CloseIdle(const std::string& why) override { closed_idle.push_back(why); }
+  void CloseAll(const std::string& why) override { closed_all->push_back(why); }
+
+  CarrierEvents& dispatcher;
+  std::optional<std::string> unreachable;
+  int room = 0;
+  bool refuse = false;
+  std::vector<transport::Exchange*> carried;  // each freed once ended
+  std::vector<std::string> carried_names;
+  std::vector<transport::Exchange*> cancelled;
+  int flushes = 0;
+  std::vector<std::string> closed_idle;
+  std::vector<std::string>* closed_all = nullptr;  // outlives the carrier
+};
+
+class Admits final : public Admission {
+ public:
+  bool StillAdmitted() const override { return admitted; }
+  bool admitted = true;
+};
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  DispatcherTest() {
+    dispatcher_ = std::make_unique<Dispatcher>(clock_, loop_, [&](CarrierEvents& events) {
+      auto made = std::make_unique<ScriptedCarrier>(events);
+      made->closed_all = &closed_all_;
+      carrier_ = made.get();
+      return made;
+    });
+    dispatcher_->CountCallsWith(live_calls_);
+  }
+
+  std::shared_ptr<RecordedExchange> Start(std::string name, const Admission* admission = nullptr) {
+    auto exchange = std::make_shared<RecordedExchange>(std::move(name), admission);
+    dispatcher_->Start(exchange, exchange->what);
+    OnLoop([] {});  // the loop has taken it
+    return exchange;
+  }
+
+  void OnLoop(const std::function<void()>& fn) { loop_->RunAndWait(fn); }
+
+  // Room for `n` more, and the dispatcher told so.
+  void MakeRoom(int n) {
+    OnLoop([&] {
+      carrier_->room += n;
+      carrier_->dispatcher.RoomMade();
+    });
+  }
+
+  // The names of the exchanges carried, in order.
+  std::vector<std::string> Carried() {
+    std::vector<std::string> names;
+    OnLoop([&] { names = carrier_->carried_names; });
+    return names;
+  }
+
+  // The carrier ends an exchange it carries, as a connection would.
+  void EndCarried(std::size_t index, AttemptOutcome outcome) {
+    OnLoop([&] { carrier_->dispatcher.Ended(*carrier_->carried.at(index), std::move(outcome)); });
+  }
+
+  testing::ManualClock clock_;
+  std::shared_ptr<EventLoop> loop_ = std::make_shared<EventLoop>();
+  std::atomic<int> live_calls_{0};
+  ScriptedCarrier* carrier_ = nullptr;
+  std::vector<std::string> closed_all_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+};
+
+TEST_F(DispatcherTest, AttemptsGoOldestFirstAsRoomIsMade) {
+  auto a = Start("a");
+  auto b = Start("b");
+  auto c = Start("c");
+  EXPECT_TRUE(Carried().empty());
+  EXPECT_FALSE(a->sent);
+  MakeRoom(2);
+  EXPECT_EQ(Carried(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(a->sent);
+  EXPECT_FALSE(c->sent);
+  MakeRoom(1);
+  EXPECT_EQ(Carried(), (std::vector<std::string>{"a", "b", "c"}));
+}
+
+TEST_F(DispatcherTest, AnAttemptSentBackKeepsItsPlaceAheadOfLaterOnes) {
+  MakeRoom(1);
+  auto first = Start("first");
+  auto later = Start("later");  // waits: no room
+  AttemptOutcome left_out;
+  left_out.result = Fail(ErrorKind::kTransport, "GOAWAY");
+  left_out.unprocessed = true;
+  EndCarried(0, std::move(left_out));
+  ASSERT_TRUE(first->outcome.has_value());
+  // The attempt layers send it again with the place it was given.
+  auto again = std::make_shared<RecordedExchange>("again");
+  again->place = first->place;
+  dispatcher_->Start(again, again->what);
+  OnLoop([] {});
+  auto last = Start("last");
+  MakeRoom(3);
+  EXPECT_EQ(Carried(), (std::vector<std::string>{"first", "again", "later", "last"}));
+}
+
+TEST_F(DispatcherTest, AnAttemptWhoseBreakerOpenedWhileItWaitedIsRejectedUnsent) {
+  Admits breaker;
+  auto a = Start("a", &breaker);
+  auto b = Start("b");
+  breaker.admitted = false;
+  MakeRoom(2);
+  ASSERT_TRUE(a->outcome.has_value());
+  EXPECT_EQ(a->kind(), ErrorKind::kRejected);
+  EXPECT_FALSE(a->sent);
+  EXPECT_EQ(Carried(), (std::vector<std::string>{"b"}));
+}
+
+TEST_F(DispatcherTest, ACancelledAttemptLeavesTheQueueOrIsCancelledOnItsConnection) {
+  MakeRoom(1);
+  auto carried = Start("carried");
+  auto queued = Start("queued");
+  auto next = Start("next");
+  queued->canceller();  // posts the cancel to the loop
+  carried->canceller();
+  OnLoop([] {});
+  ASSERT_TRUE(queued->outcome.has_value());
+  EXPECT_EQ(queued->kind(), ErrorKind::kCancelled);
+  ASSERT_TRUE(carried->outcome.has_value());
+  EXPECT_EQ(carried->kind(), ErrorKind::kCancelled);
+  OnLoop([&] { EXPECT_EQ(carrier_->cancelled.size(), 1u); });
+  MakeRoom(1);
+  EXPECT_EQ(Carried(), (std::vector<std::string>{"carried", "next"}));
+}
+
+TEST_F(DispatcherTest, AnAttemptCancelledOnItsWayDownIsNeitherQueuedNorSent) {
+  auto exchange = std::make_shared<RecordedExchange>("late");
+  exchange->cancelled_before = true;
+  dispatcher_->Start(exchange, exchange->what);
+  ASSERT_TRUE(exchange->outcome.has_value());
+  EXPECT_EQ(exchange->kind(), ErrorKind::kCancelled);
+  MakeRoom(1);
+  EXPECT_TRUE(Carried().empty());
+}
+
+TEST_F(DispatcherTest, AnAttemptAConnectionDidNotTakeIsUnprocessed) {
+  OnLoop([&] { carrier_->refuse = true; });
+  MakeRoom(1);
+  auto a = Start("a");
+  ASSERT_TRUE(a->outcome.has_value());
+  EXPECT_EQ(a->kind(), ErrorKind::kTransport);
+  EXPECT_TRUE(a->outcome->unprocessed);
+}
+
+TEST_F(DispatcherTest, AnUnreachableDependencyFailsTheAttemptAsSentWithoutQueueingIt) {
+  OnLoop([&] { carrier_->unreachable = "payments:443 is not reachable on this network"; });
+  auto a = Start("a");
+  ASSERT_TRUE(a->outcome.has_value());
+  EXPECT_EQ(a->kind(), ErrorKind::kTransport);
+  EXPECT_EQ(a->outcome->result.error().message(), "payments:443 is not reachable on this network");
+  EXPECT_TRUE(a->sent);
+  MakeRoom(1);
+  EXPECT_TRUE(Carried().empty());
+}
+
+TEST_F(DispatcherTest, IdleConnectionsCloseAfterNinetySecondsWithoutACall) {
+  MakeRoom(1);
+  auto a = Start("a");
+  EndCarried(0, AttemptOutcome{});
+  dispatcher_->ClientIdle(clock_.Now());
+  OnLoop([] {});  // the idle timer is armed on the loop
+  clock_.Advance(kIdleConnectionLifetime - 1ms);
+  OnLoop([] {});
+  OnLoop([&] { EXPECT_TRUE(carrier_->closed_idle.empty()); });
+  clock_.Advance(1ms);
+  OnLoop([] {});
+  OnLoop([&] { EXPECT_EQ(carrier_->closed_idle, std::vector<std::string>{"idle for 90 s"}); });
+}
+
+TEST_F(DispatcherTest, ACallBeforeTheIdleTimeKeepsTheConnections) {
+  dispatcher_->ClientIdle(clock_.Now());
+  OnLoop([] {});
+  clock_.Advance(30s);
+  live_calls_ = 1;
+  MakeRoom(1);
+  auto a = Start("a");  // busy again: the timer is disarmed
+  clock_.Advance(kIdleConnectionLifetime);
+  OnLoop([] {});
+  OnLoop([&] { EXPECT_TRUE(carrier_->closed_idle.empty()); });
+}
+
+TEST_F(DispatcherTest, ItsEndCancelsWhatIsLeftAndClosesEveryConnection) {
+  MakeRoom(1);
+  auto carried = Start("carried");
+  auto queued = Start("queued");
+  dispatcher_.reset();
+  ASSERT_TRUE(carried->outcome.has_value());
+  EXPECT_EQ(carried->kind(), ErrorKind::kCancelled);
+  EXPECT_EQ(carried->outcome->result.error().message(), "the client was destroyed");
+  ASSERT_TRUE(queued->outcome.has_value());
+  EXPECT_EQ(queued->kind(), ErrorKind::kCancelled);
+  EXPECT_EQ(closed_all_, std::vector<std::string>{"the client was destroyed"});
+}
+
+}  // namespace
+}  // namespace outbound::http::internal
