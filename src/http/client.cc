@@ -7,6 +7,7 @@
 
 #include "client_peer.h"
 #include "client_telemetry.h"
+#include "dispatcher.h"
 #include "event_loop.h"
 #include "layers.h"
 #include "origin.h"
@@ -152,14 +153,19 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   auto impl = std::make_unique<Impl>(runtime, std::move(settings), parsed->origin);
   Impl& c = *impl;
 
-  // The library's own transport, unless the Runtime gives another (a
-  // test's FakeTransport).
-  Result<std::unique_ptr<internal::ClientTransport>> transport =
-      c.runtime.transport != nullptr
-          ? Result<std::unique_ptr<internal::ClientTransport>>(
-                c.runtime.transport->CarryFor({c.runtime, c.settings, c.origin}))
-          : internal::MakeNativeTransport(c.runtime, c.settings, c.origin, c.loop, &c.activity);
-  if (!transport) return tl::unexpected(transport.error());
+  // The library's own transport, the client's dispatcher over its
+  // connection pool, unless the Runtime gives another (a test's
+  // FakeTransport).
+  std::unique_ptr<internal::ClientTransport> transport;
+  if (c.runtime.transport != nullptr) {
+    transport = c.runtime.transport->CarryFor({c.runtime, c.settings, c.origin});
+  } else {
+    auto pool = internal::NativePoolFor(c.runtime, c.settings, c.origin, c.loop);
+    if (!pool) return tl::unexpected(pool.error());
+    auto dispatcher = std::make_unique<internal::Dispatcher>(*c.runtime.clock, c.loop, *pool);
+    c.activity = dispatcher.get();
+    transport = std::move(dispatcher);
+  }
   Clock& clock = *c.runtime.clock;
   const Settings& s = c.settings;
   auto misused = [&telemetry = c.telemetry](std::string_view what) {
@@ -180,7 +186,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   if (s.faults.enabled) {
     attempt_layers.push_back(internal::MakeFaultInjection(clock, *c.runtime.random));
   }
-  attempt_layers.push_back(internal::MakeTransportLayer(std::move(*transport)));
+  attempt_layers.push_back(internal::MakeTransportLayer(std::move(transport)));
   c.attempts =
       std::make_unique<internal::AttemptPath>(std::move(slots), std::move(attempt_layers), misused);
 

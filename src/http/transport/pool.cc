@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "../dispatcher.h"
 #include "connection.h"
 #include "exchange.h"
 #include "resolver.h"
@@ -236,24 +235,19 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
 
 }  // namespace
 
-Result<std::unique_ptr<ClientTransport>> MakeNativeTransport(const Runtime& runtime,
-                                                             const Settings& settings,
-                                                             const Origin& origin,
-                                                             std::shared_ptr<EventLoop> loop,
-                                                             ClientActivity** activity) {
+Result<std::function<std::unique_ptr<Carrier>(CarrierEvents&)>> NativePoolFor(
+    const Runtime& runtime, const Settings& settings, const Origin& origin,
+    std::shared_ptr<EventLoop> loop) {
   std::shared_ptr<transport::TlsContext> tls;
   if (settings.tls) {
     auto made = transport::TlsContext::Create(*settings.tls);
     if (!made) return tl::unexpected(made.error());
     tls = std::move(*made);
   }
-  auto made = std::make_unique<Dispatcher>(
-      *runtime.clock, loop, [&](CarrierEvents& dispatcher) -> std::unique_ptr<Carrier> {
-        return std::make_unique<NativePool>(dispatcher, runtime, settings, origin, loop,
-                                            std::move(tls));
-      });
-  *activity = made.get();
-  return std::unique_ptr<ClientTransport>(std::move(made));
+  return [&runtime, settings, origin, loop = std::move(loop),
+          tls = std::move(tls)](CarrierEvents& dispatcher) -> std::unique_ptr<Carrier> {
+    return std::make_unique<NativePool>(dispatcher, runtime, settings, origin, loop, tls);
+  };
 }
 
 }  // namespace outbound::http::internal

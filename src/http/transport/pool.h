@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The native transport: the client's dispatcher (../dispatcher.h) over its
-// connection pool, on the client's event loop. The pool decides which
+// The native connection pool: the carrier (../carrier.h) under the
+// client's dispatcher, on the client's event loop. It decides which
 // connection carries each exchange the dispatcher hands it, and how many
 // connections there are:
 //  - HTTP/2: one connection while the server's MAX_CONCURRENT_STREAMS
@@ -18,8 +18,10 @@
 #ifndef OUTBOUND_SRC_HTTP_TRANSPORT_POOL_H_
 #define OUTBOUND_SRC_HTTP_TRANSPORT_POOL_H_
 
+#include <functional>
 #include <memory>
 
+#include "../carrier.h"
 #include "../event_loop.h"
 #include "../layers.h"
 #include "../origin.h"
@@ -27,12 +29,11 @@
 
 namespace outbound::http::internal {
 
-// Builds the native transport. kInvalidSettings if the TLS material is
-// unreadable. `activity` is set to the transport's dispatcher, told when
-// the client is idle; it lives as long as the transport.
-[[nodiscard]] Result<std::unique_ptr<ClientTransport>> MakeNativeTransport(
+// What makes the native pool under a client's dispatcher (Dispatcher's
+// MakeCarrier). kInvalidSettings if the TLS material is unreadable.
+[[nodiscard]] Result<std::function<std::unique_ptr<Carrier>(CarrierEvents&)>> NativePoolFor(
     const Runtime& runtime, const Settings& settings, const Origin& origin,
-    std::shared_ptr<EventLoop> loop, ClientActivity** activity);
+    std::shared_ptr<EventLoop> loop);
 
 }  // namespace outbound::http::internal
 
