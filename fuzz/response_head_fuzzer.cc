@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "attempt.h"
 #include "fuzz_input.h"
 #include "outbound/clock.h"
 #include "transport/codec.h"

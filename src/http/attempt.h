@@ -46,47 +46,6 @@
 
 namespace outbound::http::internal {
 
-// How one attempt ended, on its way up the layers.
-struct AttemptOutcome {
-  // Always replaced; short enough not to allocate.
-  Result<Response> result = Fail(ErrorKind::kTransport, "no attempt");
-  bool body_failed = false;                      // the error came after the headers
-  bool rejected = false;                         // the breaker said no: nothing was sent
-  std::optional<Classification> classification;  // set by the breaker layer
-  std::exception_ptr thrown;                     // the user's classify or policy threw
-  AttemptRecord record;                          // filled by the attempt span
-
-  // Set by the transport. The connection that carried the attempt (0: it
-  // never had one), and whether the error is that connection's end rather
-  // than this request's own: every attempt on a connection that drops ends
-  // at once, and the breaker counts that as one failure, not one per attempt.
-  std::uint64_t connection = 0;
-  bool connection_lost = false;
-  // The server refused the request without processing it (an HTTP/2
-  // stream refused on a connection that carried nothing before it): it is
-  // retried whatever its method, and is not the dependency's failure.
-  bool unprocessed = false;
-  // With `unprocessed`: the stream was left out by its connection's
-  // graceful end, a GOAWAY that kept earlier streams (a server rotating
-  // connections, as nginx does after keepalive_requests).
-  // That is no sign of load: it is sent again on a new connection without
-  // spending TransparentRetries, a bounded number of times per request.
-  bool connection_retired = false;
-  // Set by the transport: part of the body went to the call's BodySink.
-  // The attempt is then final, whatever classify says.
-  bool body_streamed = false;
-  // The transport knows that sending the request again cannot help (a TLS
-  // protocol refusal, a malformed response): the attempt is not retried.
-  bool cannot_improve = false;
-  // Set by the breaker layer: another attempt already counted this
-  // attempt's connection loss. It is retried at once, outside the budget
-  // and MaxAttempts (a few times per request), if it is safe to repeat.
-  bool collateral = false;
-  // Set by the attempt middleware layer: a middleware asks for the request
-  // to be sent once more at once (a refreshed credential).
-  bool repeat_once = false;
-};
-
 // Who starts attempts and hears how each ended: the retry loop.
 class AttemptOwner {
  public:

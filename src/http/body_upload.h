@@ -11,7 +11,7 @@
 #include <optional>
 #include <span>
 
-#include "layers.h"
+#include "client_transport.h"
 #include "outbound/http/message.h"
 
 namespace outbound::http::internal {

@@ -61,7 +61,7 @@ struct Client::Impl {
   // attempt's. The attempt path goes first (the transport first of all).
   std::unique_ptr<internal::CallPath> calls;
   std::unique_ptr<internal::AttemptPath> attempts;
-  internal::ClientActivity* activity = nullptr;  // the transport's, in `attempts`
+  internal::Dispatcher* dispatcher = nullptr;  // the transport, in `attempts`
 
   // Calls in flight, so the destructor can end them before the chain goes.
   std::mutex mu;
@@ -84,7 +84,7 @@ struct Client::Impl {
     (call.prev != nullptr ? call.prev->next : live) = call.next;
     if (call.next != nullptr) call.next->prev = call.prev;
     live_count.fetch_sub(1, std::memory_order_relaxed);
-    if (live == nullptr && activity != nullptr) activity->ClientIdle(runtime.clock->Now());
+    if (live == nullptr && dispatcher != nullptr) dispatcher->ClientIdle(runtime.clock->Now());
     idle.notify_all();
   }
 
@@ -163,7 +163,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
     auto pool = internal::NativePoolFor(c.runtime, c.settings, c.origin, c.loop);
     if (!pool) return tl::unexpected(pool.error());
     auto dispatcher = std::make_unique<internal::Dispatcher>(*c.runtime.clock, c.loop, *pool);
-    c.activity = dispatcher.get();
+    c.dispatcher = dispatcher.get();
     transport = std::move(dispatcher);
   }
   Clock& clock = *c.runtime.clock;
@@ -201,7 +201,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
                                             c.AttemptObservers(), &c.telemetry, &c.transparent}));
   c.calls = std::make_unique<internal::CallPath>(std::move(call_layers), misused);
 
-  if (c.activity != nullptr) c.activity->CountCallsWith(c.live_count);
+  if (c.dispatcher != nullptr) c.dispatcher->CountCallsWith(c.live_count);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 

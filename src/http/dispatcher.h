@@ -16,6 +16,7 @@
 #define OUTBOUND_SRC_HTTP_DISPATCHER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -29,11 +30,14 @@
 #include "carrier.h"
 #include "client_transport.h"
 #include "event_loop.h"
-#include "layers.h"
 
 namespace outbound::http::internal {
 
-class Dispatcher final : public ClientTransport, public ClientActivity, private CarrierEvents {
+// Idle connections are closed once the client has had no call in flight
+// for this long.
+inline constexpr auto kIdleConnectionLifetime = std::chrono::seconds(90);
+
+class Dispatcher final : public ClientTransport, private CarrierEvents {
  public:
   using MakeCarrier = std::function<std::unique_ptr<Carrier>(CarrierEvents&)>;
 
@@ -48,8 +52,11 @@ class Dispatcher final : public ClientTransport, public ClientActivity, private 
   // arrived before the loop's task ran.
   void Start(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& what) override;
 
-  void CountCallsWith(const std::atomic<int>& live_calls) override { live_calls_ = &live_calls; }
-  void ClientIdle(TimePoint since) override;
+  // `live_calls` counts the client's calls in flight; it outlives the
+  // dispatcher. Thread-safe from here on.
+  void CountCallsWith(const std::atomic<int>& live_calls) { live_calls_ = &live_calls; }
+  // The client's last call ended at `since`.
+  void ClientIdle(TimePoint since);
 
  private:
   void TakeIncoming();

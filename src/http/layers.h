@@ -35,24 +35,6 @@
 
 namespace outbound::http::internal {
 
-// The transport closes a pooled connection that has carried no call for
-// this long.
-inline constexpr auto kIdleConnectionLifetime = std::chrono::seconds(90);
-
-// A transport whose pooled connections outlive attempts: told when the
-// client has no call in flight, so it can close them once they have been
-// idle long enough. Thread-safe.
-class ClientActivity {
- public:
-  // `live_calls` counts the client's calls in flight; it outlives the pool.
-  virtual void CountCallsWith(const std::atomic<int>& live_calls) = 0;
-  // The client's last call ended at `since`.
-  virtual void ClientIdle(TimePoint since) = 0;
-
- protected:
-  ~ClientActivity() = default;
-};
-
 // Retries of attempts the server did not process (a refused stream),
 // earned by the client's answered attempts: each attempt that got a
 // response earns one, up to kMax; each such retry spends one. While the

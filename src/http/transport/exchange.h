@@ -11,7 +11,6 @@
 #include <optional>
 #include <string>
 
-#include "../attempt.h"
 #include "../body_growth.h"
 #include "../body_upload.h"
 #include "../client_transport.h"

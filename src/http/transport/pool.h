@@ -23,8 +23,8 @@
 
 #include "../carrier.h"
 #include "../event_loop.h"
-#include "../layers.h"
 #include "../origin.h"
+#include "outbound/http/settings.h"
 #include "outbound/runtime.h"
 
 namespace outbound::http::internal {
