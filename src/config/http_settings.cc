@@ -79,6 +79,7 @@ constexpr const char* kFields[] = {
     "RATE_LIMIT",
     "FAULTS",
     "GZIP",
+    "HTTP2_PRIOR_KNOWLEDGE",
 };
 
 // "50/s" or "50/s,10" (a burst of 10), or "off".
@@ -192,6 +193,8 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
   s.faults.enabled =
       r.Get(name("FAULTS"), Parser<bool>(ParseOnOff), std::optional(d.faults.enabled));
   s.gzip = r.Get(name("GZIP"), Parser<bool>(ParseOnOff), std::optional(d.gzip));
+  s.http2_prior_knowledge = r.Get(name("HTTP2_PRIOR_KNOWLEDGE"), Parser<bool>(ParseOnOff),
+                                  std::optional(d.http2_prior_knowledge));
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }
@@ -216,6 +219,12 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
              ok.error().message());
     }
     s.tls = tls;
+    if (s.http2_prior_knowledge) {
+      std::string url = "\"" + s.base_url + "\"";
+      r.Fail(name("HTTP2_PRIOR_KNOWLEDGE") + ": on, but " +
+             (r.Has(name("URL")) ? name("URL") + " is " + url : "the URL is " + url) +
+             ": over https, ALPN chooses HTTP/2");
+    }
   } else {
     s.tls.reset();
     // A TLS file beside an http URL would be ignored, and the client would

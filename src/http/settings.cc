@@ -119,6 +119,11 @@ Result<void> Validate(const Settings& s) {
     if (!https && s.tls) {
       problems.push_back("Settings.tls must be empty for an http Settings.base_url");
     }
+    if (https && s.http2_prior_knowledge) {
+      problems.push_back(
+          "Settings.http2_prior_knowledge is for an http Settings.base_url: over https, "
+          "ALPN chooses HTTP/2");
+    }
   }
   if (!s.classify) problems.push_back("Settings.classify must be set");
   if (!s.breaker_policy.trip) problems.push_back("Settings.breaker_policy.trip must be set");

@@ -102,7 +102,7 @@ TEST(ResolverTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 25u);
+  EXPECT_EQ(listed.size(), 26u);
 }
 
 TEST(ResolverTest, TheBaseUrlInOneVariable) {
@@ -222,6 +222,24 @@ TEST(ResolverTest, RequiredVariableMustBeSetAndFilesMustExist) {
   EXPECT_NE(done.error().message().find("PAYMENTS_URL: must be set"), std::string::npos);
   EXPECT_NE(done.error().message().find("OUTBOUND_CA_FILE: cannot read \"/nonexistent/ca.pem\""),
             std::string::npos);
+}
+
+TEST(ResolverTest, PriorKnowledgeIsReadForAnHttpUrlAndRefusedBesideAnHttpsOne) {
+  Resolver plain(FromMap(
+      {{"PAYMENTS_URL", "http://payments:8080"}, {"PAYMENTS_HTTP2_PRIOR_KNOWLEDGE", "on"}}));
+  http::Settings s = ReadHttpSettings(plain, "PAYMENTS_", http::DefaultSettings());
+  ASSERT_TRUE(plain.Finish());
+  EXPECT_TRUE(s.http2_prior_knowledge);
+  EXPECT_TRUE(http::Validate(s)) << http::Validate(s).error().message();
+
+  Resolver tls(FromMap(
+      {{"PAYMENTS_URL", "https://payments:8443"}, {"PAYMENTS_HTTP2_PRIOR_KNOWLEDGE", "on"}}));
+  (void)ReadHttpSettings(tls, "PAYMENTS_", http::DefaultSettings());
+  auto done = tls.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message(),
+            "PAYMENTS_HTTP2_PRIOR_KNOWLEDGE: on, but PAYMENTS_URL is \"https://payments:8443\": "
+            "over https, ALPN chooses HTTP/2");
 }
 
 // A TLS file beside an http URL would be ignored, and the client would

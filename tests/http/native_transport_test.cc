@@ -45,6 +45,21 @@ TEST_F(NativeTransportTest, AnHttp11ConnectionIsKeptAliveAcrossCalls) {
   EXPECT_EQ(server->connections_opened(), 1);
 }
 
+// HTTP/2 with prior knowledge to a server that speaks only HTTP/1.1: the
+// attempt fails at once, naming the protocol, and nothing hangs.
+TEST_F(NativeTransportTest, PriorKnowledgeToAnHttp11ServerFailsTheAttempt) {
+  ServePlain([](const ServerRequest& r) { return Reply::Ok(r.target); });
+  Settings settings = PlainSettings();
+  settings.http2_prior_knowledge = true;
+  settings.max_attempts = 1;
+  auto client = MakeClient(settings);
+  auto response = client->Send(Request::Get("/"));
+  ASSERT_FALSE(response);
+  EXPECT_NE(response.error().message().find("HTTP/2"), std::string::npos)
+      << response.error().message();
+  EXPECT_EQ(server->request_count(), 0u);
+}
+
 TEST_F(NativeTransportTest, HttpOneOpensNoMoreConnectionsThanMaxConnections) {
   Serve([](const ServerRequest& r) { return Reply::Ok(r.target); }, Protocol::kHttp11);
   Settings settings = PaymentsSettings();

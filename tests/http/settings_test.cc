@@ -109,6 +109,18 @@ TEST(ValidateTest, TlsForAnHttpBaseUrlIsRefused) {
   EXPECT_EQ(result.error().message(), "Settings.tls must be empty for an http Settings.base_url");
 }
 
+TEST(ValidateTest, PriorKnowledgeForAnHttpsBaseUrlIsRefused) {
+  Settings s = DefaultSettings();
+  s.base_url = "https://payments";
+  s.tls = TlsSettings{};
+  s.http2_prior_knowledge = true;
+  auto result = Validate(s);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().message(),
+            "Settings.http2_prior_knowledge is for an http Settings.base_url: over https, ALPN "
+            "chooses HTTP/2");
+}
+
 TEST(ClientCreateTest, RunsEveryCheck) {
   Settings s = DefaultSettings();
   s.max_attempts = 0;

@@ -13,6 +13,9 @@
 // and the rest of the body once the test sends "release", which answers
 // {"released": N}, the answers it finished).
 // Options (all off by default):
+//   --plain                     HTTP/2 without TLS, prior knowledge only
+//                               (http2.createServer, "h2c"); --cert and
+//                               --key are then unused
 //   --max-concurrent-streams=N  SETTINGS_MAX_CONCURRENT_STREAMS we advertise
 //   --delay-ms=D                /slow always, and --delay-percent of the
 //   --delay-percent=P           other streams, are answered D ms late
@@ -71,8 +74,10 @@ const stats = {sessions: 0, open: 0, streams: 0, refused: 0, answered: 0, delaye
                max_open: 0, stalled: 0, abandoned: 0, held: 0, released: 0, bodies: {}};
 const held = holdAnswers(stats, body);
 
-const server = http2.createSecureServer(
-    {cert: fs.readFileSync(args.cert), key: fs.readFileSync(args.key), settings});
+const server = args.plain === 'true'
+    ? http2.createServer({settings})
+    : http2.createSecureServer(
+          {cert: fs.readFileSync(args.cert), key: fs.readFileSync(args.key), settings});
 
 // session.socket is a proxy that refuses destroy(); a lost connection is
 // made on the TCP socket underneath, found by the client's port.

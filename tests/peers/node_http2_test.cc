@@ -42,9 +42,9 @@ class NodeHttp2Test : public PeerTestBase, public ::testing::Test {
   }
 };
 
-// Trailer fields are read and dropped: the body is whole, and the trailer
-// never joins the headers (both transports alike).
-TEST_F(NodeHttp2Test, TrailerFieldsDoNotJoinTheHeaders) {
+// The trailer section arrives apart: the body is whole, and the trailer
+// never joins the headers.
+TEST_F(NodeHttp2Test, TrailerFieldsArriveApartFromTheHeaders) {
   StartPeer("h2_server.js", {});
   auto client = MakeClient(PaymentsSettings());
   auto response = client->Send(Request::Get("/trailers"));
@@ -52,6 +52,28 @@ TEST_F(NodeHttp2Test, TrailerFieldsDoNotJoinTheHeaders) {
   EXPECT_EQ(response->status, 200);
   EXPECT_EQ(response->body, std::string(100, 'x'));
   EXPECT_EQ(response->header("x-checksum"), "");
+  EXPECT_EQ(response->trailers.Find("x-checksum"), "sha256=abc");
+  EXPECT_EQ(client->Send(Request::Get("/"))->trailers.size(), 0u);
+}
+
+// Settings::http2_prior_knowledge: HTTP/2 from the first byte to an http
+// URL (h2c), as gRPC servers listen; 64 calls in flight share one
+// connection, and trailers arrive as over TLS.
+TEST_F(NodeHttp2Test, PriorKnowledgeSpeaksHttp2WithoutTls) {
+  StartPeer("h2_server.js", {"--plain"});
+  http::Settings settings = PaymentsSettings();
+  settings.base_url = "http://payments:8443";
+  settings.tls.reset();
+  settings.http2_prior_knowledge = true;
+  auto client = MakeClient(settings);
+  auto response = client->Send(Request::Get("/trailers"));
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->version, "2");
+  EXPECT_EQ(response->trailers.Find("x-checksum"), "sha256=abc");
+  LoadReport report = RunInFlight(
+      *client, 640, 64, [](int) { return Request::Get("/"); }, std::chrono::seconds(30));
+  EXPECT_EQ(report.failed(), 0) << report.Summary();
+  EXPECT_EQ(peer->Stats()["sessions"].get<int>(), 1);
 }
 
 // Node advertises no stream limit (2^32-1): one connection carries all 64.

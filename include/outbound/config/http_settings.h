@@ -18,6 +18,8 @@
 //   FAULTS                     "on" or "off": failure injection
 //                              (docs/failure-injection.md)
 //   GZIP                       "on" or "off": ask for gzip, decode it
+//   HTTP2_PRIOR_KNOWLEDGE      "on" or "off": HTTP/2 without TLS (h2c), for
+//                              an http URL
 //
 // Any other variable under PREFIX is an error that Finish names, with the
 // variable it most likely misspells ("PAYMENTS_TIMOUT: not a setting; did

@@ -346,12 +346,15 @@ class ResponseHeaders {
 // took.
 struct Response {
   int status = 0;
-  // The header section. Trailer fields (after a chunked HTTP/1.1 body, or
-  // an HTTP/2 HEADERS frame after DATA) are read and dropped, on either
-  // transport: they never join the headers, which a classify function or
-  // a Retry-After reads before the body was complete.
+  // The header section. Trailer fields never join it: a classify function
+  // or a Retry-After reads it before the body was complete.
   ResponseHeaders headers;
   std::string body;
+  // HTTP/2: the trailer section, a HEADERS frame after the body (gRPC ends
+  // every answer with one: grpc-status); empty when none came. Counted in
+  // the same 96 KiB as the headers. HTTP/1.1's trailer fields (after a
+  // chunked body) are read and dropped.
+  ResponseHeaders trailers;
   // The protocol of the attempt that answered: "1.1" or "2" (HTTP/1.1 or
   // HTTP/2).
   std::string version;

@@ -162,6 +162,13 @@ struct Settings {
   // (Content-Encoding: gzip, the coded Content-Length). Default off.
   bool gzip = false;
 
+  // For an http base_url: speak HTTP/2 from the first byte (prior
+  // knowledge, RFC 9113 §3.3, "h2c"), as gRPC servers and sidecar proxies
+  // listening without TLS expect, instead of HTTP/1.1. No upgrade is
+  // tried: a server that speaks only HTTP/1.1 fails the attempt. With
+  // https, ALPN chooses and this must stay off. Default off.
+  bool http2_prior_knowledge = false;
+
   // Connections kept to the origin, busy or idle; also how many attempts
   // are handed to the transport at once on HTTP/1.1 (more wait in the
   // client's own FIFO queue). Default 100. Valid: 1 to 10000.

@@ -30,8 +30,14 @@ bool LocalShortage(int error) {
 }  // namespace
 
 Connection::Connection(std::uint64_t id, EventLoop& loop, ConnectionEvents& events, Clock& clock,
-                       const TlsContext* tls, std::string host)
-    : id_(id), loop_(loop), events_(events), clock_(clock), tls_(tls), host_(std::move(host)) {}
+                       const TlsContext* tls, std::string host, Protocol plain)
+    : id_(id),
+      loop_(loop),
+      events_(events),
+      clock_(clock),
+      tls_(tls),
+      plain_(plain),
+      host_(std::move(host)) {}
 
 Connection::~Connection() {
   codec_.reset();
@@ -214,7 +220,7 @@ void Connection::OnReady(std::uint32_t events) {
 
 void Connection::Connected() {
   if (tls_ == nullptr) {
-    protocol_ = Protocol::kHttp11;
+    protocol_ = plain_;
     return Opened();
   }
   ssl_ = tls_->NewSession(host_, fd_);
@@ -324,6 +330,11 @@ void Connection::ReadSome() {
   in_io_ = false;
   if (state_ != State::kOpen) return;
   if (!ended.empty()) {
+    if (tls_ == nullptr && protocol_ == Protocol::kHttp2 && !codec_->Ready()) {
+      ended +=
+          " before its HTTP/2 SETTINGS (HTTP/2 with prior knowledge: does the server speak "
+          "only HTTP/1.1?)";
+    }
     if (peer_closed) codec_->PeerClosed();
     return Close(ended);
   }

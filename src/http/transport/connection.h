@@ -59,10 +59,11 @@ class Connection final : private CodecEvents {
   enum class State { kResolving, kConnecting, kHandshaking, kOpen, kClosed };
   enum class Protocol { kUnknown, kHttp11, kHttp2 };
 
-  // `tls` null for plain http. Starts in kResolving: Dial() or
-  // FailToOpen() next.
+  // `tls` null for plain http, which speaks `plain` (HTTP/1.1, or HTTP/2
+  // with prior knowledge). Starts in kResolving: Dial() or FailToOpen()
+  // next.
   Connection(std::uint64_t id, EventLoop& loop, ConnectionEvents& events, Clock& clock,
-             const TlsContext* tls, std::string host);
+             const TlsContext* tls, std::string host, Protocol plain = Protocol::kHttp11);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -122,6 +123,7 @@ class Connection final : private CodecEvents {
   ConnectionEvents& events_;
   Clock& clock_;
   const TlsContext* tls_;
+  Protocol plain_;
   std::string host_;
   State state_ = State::kResolving;
   Protocol protocol_ = Protocol::kUnknown;

@@ -263,9 +263,12 @@ int H2Session::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const std:
                                     std::to_string(kMaxHeaderBytes) + " bytes"));
     return 0;
   }
-  if (exchange->headers_done) return 0;  // trailers: not kept
   std::string_view n = View(name, namelen);
   std::string_view v = View(value, valuelen);
+  if (exchange->headers_done) {
+    exchange->response.trailers.Add(n, v);
+    return 0;
+  }
   if (n == ":status") {
     int status = ParseStatus(v);
     if (status == 0) {

@@ -34,8 +34,11 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     authority_ = v6 ? "[" + origin_.host + "]" : origin_.host;
     bool default_port = origin_.port == (tls_ ? 443 : 80);
     if (!default_port) authority_.append(":").append(std::to_string(origin_.port));
-    // Plain http is HTTP/1.1; https says which by ALPN.
-    if (!tls_) learned_ = Connection::Protocol::kHttp11;
+    // Plain http is HTTP/1.1 unless the settings say HTTP/2 (prior
+    // knowledge); https says which by ALPN.
+    if (!tls_)
+      plain_ = learned_ = settings.http2_prior_knowledge ? Connection::Protocol::kHttp2
+                                                         : Connection::Protocol::kHttp11;
   }
 
   // On the loop, after CloseAll.
@@ -130,7 +133,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   Connection* NewConnection() {
     connections_.push_back(std::make_unique<Connection>(
         ++next_connection_id_, *loop_, static_cast<transport::ConnectionEvents&>(*this), clock_,
-        tls_.get(), origin_.host));
+        tls_.get(), origin_.host, plain_));
     return connections_.back().get();
   }
 
@@ -226,6 +229,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   std::vector<std::unique_ptr<Connection>> connections_;
   std::vector<std::unique_ptr<Connection>> graveyard_;  // closed, destroyed on a later turn
   Connection::Protocol learned_ = Connection::Protocol::kUnknown;
+  Connection::Protocol plain_ = Connection::Protocol::kHttp11;  // without TLS
   std::uint64_t next_connection_id_ = 0;
   std::vector<std::uint64_t> to_flush_;  // connections with requests to write
   bool stopped_ = false;
