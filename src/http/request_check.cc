@@ -46,14 +46,23 @@ bool StartsWithName(std::string_view name, std::string_view prefix) {
 // that manage the connection, which is the client's: set by hand they could
 // address another virtual host, frame the body twice (request smuggling),
 // or change the connection under other calls. HTTP/2 forbids the
-// connection-specific ones outright (RFC 9113 8.2.2).
-const char* ReservedBecause(std::string_view name) {
+// connection-specific ones outright (RFC 9113 8.2.2), all but `TE:
+// trailers`, which says the client reads trailer fields (gRPC requires it).
+const char* ReservedBecause(std::string_view name, std::string_view value) {
   if (!name.empty() && name.front() == ':') {
     return "it is an HTTP/2 pseudo-header, which the client writes from the method and URL";
   }
   if (SameHeaderName(name, "Host")) return "the client writes it from its origin";
   if (SameHeaderName(name, "Content-Length")) return "the client writes it from the body";
   if (SameHeaderName(name, "Transfer-Encoding")) return "the client frames the body itself";
+  if (SameHeaderName(name, "TE")) {
+    std::size_t first = value.find_first_not_of(" \t");
+    std::size_t last = value.find_last_not_of(" \t");
+    if (first != std::string_view::npos &&
+        SameHeaderName(value.substr(first, last - first + 1), "trailers")) {
+      return nullptr;
+    }
+  }
   if (SameHeaderName(name, "Connection") || SameHeaderName(name, "Keep-Alive") ||
       SameHeaderName(name, "Upgrade") || SameHeaderName(name, "TE") ||
       SameHeaderName(name, "HTTP2-Settings")) {
@@ -81,10 +90,11 @@ std::string Hex(unsigned char c) {
 }
 
 Result<void> CheckHeader(std::string_view name, std::string& value) {
-  if (const char* why = ReservedBecause(name)) {
+  if (const char* why = ReservedBecause(name, value)) {
     return Fail(ErrorKind::kInvalidRequest,
                 "header \"" + std::string(name) + "\" cannot be set by hand: " + why);
   }
+  if (SameHeaderName(name, "TE")) value = "trailers";  // as HTTP/2 spells it
   if (!IsToken(name)) {
     return Fail(ErrorKind::kInvalidRequest,
                 "header name \"" + std::string(name) + "\" is not a token");

@@ -141,6 +141,8 @@ struct Request {
   // character (0x00-0x1F but HTAB, or 0x7F), and the headers the client
   // writes itself: Host, Content-Length, Transfer-Encoding, Connection,
   // Keep-Alive, Upgrade, TE, HTTP2-Settings, Proxy-* and pseudo-headers.
+  // `TE: trailers` alone is allowed (gRPC requires it): sent over HTTP/2,
+  // left out over HTTP/1.1.
   Headers headers;
   std::string body;
   // False for a body the caller cannot produce twice (read from a stream it

@@ -109,6 +109,9 @@ bool H1Exchange::Start(Exchange& exchange) {
   request_.append(request.method).append(" ").append(exchange.path).append(" HTTP/1.1\r\nHost: ");
   request_.append(*exchange.authority).append("\r\n");
   ForEachRequestHeader(exchange, [&](const std::string& name, const std::string& value) {
+    // `TE: trailers` is HTTP/2's (a hop-by-hop field here, and HTTP/1.1's
+    // trailer fields are dropped): not sent.
+    if (SameHeaderName(name, "TE")) return;
     request_.append(name).append(": ").append(value).append("\r\n");
   });
   bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||

@@ -56,7 +56,7 @@ const BadRequest kBadRequests[] = {
     {"TransferEncodingSetByHand", WithHeader("Transfer-Encoding", "chunked")},
     {"ConnectionSetByHand", WithHeader("Connection", "close")},
     {"UpgradeSetByHand", WithHeader("Upgrade", "websocket")},
-    {"TeSetByHand", WithHeader("TE", "trailers")},
+    {"TeSetByHand", WithHeader("TE", "gzip")},
     {"KeepAliveSetByHand", WithHeader("Keep-Alive", "timeout=5")},
     {"ProxyAuthorizationSetByHand", WithHeader("Proxy-Authorization", "Basic eDp5")},
     {"PseudoHeaderSetByHand", WithHeader(":path", "/admin")},
@@ -104,6 +104,17 @@ TEST_P(InjectionControl, ATabInsideAValueIsSent) {
   Begin(WithHeader("X-Note", "a\tb"));
   ExpectEnds({.status = 200});
   EXPECT_EQ(server->requests().at(0).header("x-note"), "a\tb");
+}
+
+// `TE: trailers` is the one TE HTTP/2 allows (RFC 9113 §8.2.2), and gRPC
+// requires it: sent over HTTP/2; over HTTP/1.1, where it would be a
+// hop-by-hop field for the client's own connection, left out.
+TEST_P(InjectionControl, TeTrailersIsSentOverHttp2Only) {
+  Serve([](const ServerRequest&) { return Reply::Ok(); });
+  StartClient();
+  Begin(WithHeader("TE", " Trailers "));
+  ExpectEnds({.status = 200});
+  EXPECT_EQ(server->requests().at(0).header("te"), protocol == Protocol::kHttp2 ? "trailers" : "");
 }
 
 OUTBOUND_MATRIX_BOTH_PROTOCOLS(InjectionControl);
