@@ -155,7 +155,8 @@ std::shared_ptr<AttemptContext> Client::Impl::NewContext(const AttemptState& att
 }
 
 telemetry::Baggage Client::Impl::SentBaggage(const telemetry::Baggage& baggage) const {
-  if (settings.faults.forward_scenario ||
+  // With faults off the scenario is not this client's to read, nor strip.
+  if (!settings.faults.enabled || settings.faults.forward_scenario ||
       telemetry::FindBaggage(baggage, outbound::internal::kFaultBaggageKey) == nullptr) {
     return baggage;
   }

@@ -51,8 +51,9 @@ struct Client::Impl {
   std::shared_ptr<internal::AttemptContext> NewContext(const internal::AttemptState& attempt,
                                                        const Context& context);
 
-  // The caller's baggage as the dependency gets it: without a failure
-  // scenario unless the settings forward it.
+  // The caller's baggage as the dependency gets it: with faults on, without
+  // a failure scenario unless the settings forward it; with faults off,
+  // whole (docs/failure-injection.md: nothing is read or stripped).
   telemetry::Baggage SentBaggage(const telemetry::Baggage& baggage) const;
 
   // Failure injection: the fault the call's scenario holds for this client,
