@@ -77,7 +77,7 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   // Starts the call on the caller's thread; returns once its first attempt
   // is sent (or the call has ended).
   void Start() {
-    call_.emplace(client_.StartCall(context_, /*stream=*/false));
+    call_.emplace(client_.StartCall(context_, /*stream=*/false, /*blocking=*/nullptr));
     Step();
   }
 
@@ -159,7 +159,7 @@ class AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     attempt_.reset();
     if (Abandoned()) {
       if (call_->reply.attempts == 0) {
-        call_->reply.status = {Code::kCancelled, "the client was destroyed before the call ended"};
+        call_->reply.status = {Code::kCancelled, std::string(kClientDestroyed)};
       }
       Finish(nullptr);
       return;

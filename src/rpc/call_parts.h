@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -32,6 +33,8 @@
 #include "outbound/telemetry/trace.h"
 
 namespace outbound::rpc::internal {
+
+class BlockingCall;
 
 // Registers fn with the caller's cancel for this scope. fn becomes a
 // std::function (which may allocate) only when the caller can cancel.
@@ -55,6 +58,31 @@ class CancelHook {
 inline bool Cancelled(const Context& context) {
   return context.cancel && context.cancel->cancelled();
 }
+
+// The status of a call the client's destruction ended before any attempt
+// had one of its own, or whose attempt it cancelled.
+inline constexpr std::string_view kClientDestroyed =
+    "the client was destroyed before the call ended";
+
+// Blocks until notified: by a timer on the clock, an attempt's completion,
+// the caller's cancel or the client's destruction.
+struct Signal {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+
+  void Notify() {
+    {
+      std::lock_guard lock(mu);
+      done = true;
+    }
+    cv.notify_all();
+  }
+  void Wait() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [this] { return done; });
+  }
+};
 
 inline std::string ToString(const grpc::ByteBuffer& buffer) {
   std::vector<grpc::Slice> slices;
@@ -154,6 +182,7 @@ struct AttemptState {
   std::optional<TimePoint> open_by;       // a stream's: when its opening gives up
   std::shared_ptr<SlowRule> slow;         // only when the rule is on (slow_call set)
   Timer slow_timer;                       // when the slow rule counts the attempt
+  BlockingCall* blocking = nullptr;       // the blocking call it is part of; null if async
 };
 
 // A span of time as gRPC takes it (a negative one as none).

@@ -35,35 +35,17 @@ using internal::AttemptContext;
 using internal::AttemptState;
 using internal::CancelHook;
 using internal::CodeName;
+using internal::kClientDestroyed;
 using internal::kScope;
 using internal::OnMessage;
 using internal::OpeningBound;
 using internal::ReadTrailers;
+using internal::Signal;
 using internal::SplitMethod;
 using internal::ToByteBuffer;
 using internal::ToString;
 
 namespace {
-
-// Blocks until notified: by a timer on the clock, an attempt's completion
-// or the caller's cancel.
-struct Signal {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-
-  void Notify() {
-    {
-      std::lock_guard lock(mu);
-      done = true;
-    }
-    cv.notify_all();
-  }
-  void Wait() {
-    std::unique_lock lock(mu);
-    cv.wait(lock, [this] { return done; });
-  }
-};
 
 std::string Bracketed(const std::string& host) {
   return host.find(':') != std::string::npos ? "[" + host + "]" : host;
@@ -151,11 +133,13 @@ std::shared_ptr<AttemptContext> Client::Impl::NewContext(const AttemptState& att
   if (!context.baggage.empty()) {
     cc->AddMetadata("baggage", telemetry::FormatBaggage(SentBaggage(context.baggage)));
   }
+  if (attempt.blocking != nullptr) attempt.blocking->Sending(attempt_context);
   return attempt_context;
 }
 
 telemetry::Baggage Client::Impl::SentBaggage(const telemetry::Baggage& baggage) const {
-  if (settings.faults.forward_scenario ||
+  // With faults off the scenario is not this client's to read, nor strip.
+  if (!settings.faults.enabled || settings.faults.forward_scenario ||
       telemetry::FindBaggage(baggage, outbound::internal::kFaultBaggageKey) == nullptr) {
     return baggage;
   }
@@ -267,11 +251,13 @@ Status Client::Impl::SendOwn(const Client::Attempt& own, const Context& context,
   return cc->Ended(std::move(status));
 }
 
-void Client::Impl::Sleep(Duration wait, const Context& context) {
+void Client::Impl::Sleep(Duration wait, const Context& context, internal::BlockingCall* blocking) {
   auto signal = std::make_shared<Signal>();
   CancelHook hook(context, [signal] { signal->Notify(); });
+  if (blocking != nullptr) blocking->Waiting(signal);
   Timer timer = runtime.clock->ScheduleAfter(wait, [signal] { signal->Notify(); });
   signal->Wait();
+  if (blocking != nullptr) blocking->Woken();
 }
 
 void Client::Impl::CountSlow(internal::SlowRule& slow) {
@@ -292,22 +278,32 @@ void Client::Impl::Settle(circuit::Ticket& ticket, circuit::Outcome outcome,
   ticket.Settle(outcome, runtime.clock->Now());
 }
 
-Client::Impl::CallState Client::Impl::StartCall(const Context& context, bool stream) {
+Client::Impl::CallState Client::Impl::StartCall(const Context& context, bool stream,
+                                                internal::BlockingCall* blocking) {
   TimePoint deadline = runtime.clock->Now() + settings.timeout;
   if (context.deadline && *context.deadline < deadline) deadline = *context.deadline;
   std::optional<TimePoint> attempt_deadline = deadline;
   if (stream) attempt_deadline = context.deadline;
-  return CallState{deadline, attempt_deadline, retrier.Start(deadline), FaultFor(context), {}};
+  return CallState{.deadline = deadline,
+                   .attempt_deadline = attempt_deadline,
+                   .loop = retrier.Start(deadline),
+                   .fault = FaultFor(context),
+                   .reply = {},
+                   .blocking = blocking};
 }
 
 bool Client::Impl::NextAttempt(CallState& call, std::string_view method, const Context& context,
                                bool stream, std::optional<AttemptState>& attempt) {
   Clock& clock = *runtime.clock;
   Reply& reply = call.reply;
-  // Nothing is sent once the caller gave up or the deadline passed; the
-  // call ends with what the last attempt got, if any.
+  // Nothing is sent once the caller gave up, the client is going or the
+  // deadline passed; the call ends with what the last attempt got, if any.
   if (internal::Cancelled(context)) {
     if (reply.attempts == 0) reply.status = {Code::kCancelled, "the caller cancelled the call"};
+    return false;
+  }
+  if (call.blocking != nullptr && call.blocking->abandoned()) {
+    if (reply.attempts == 0) reply.status = {Code::kCancelled, std::string(kClientDestroyed)};
     return false;
   }
   if (clock.Now() >= call.deadline) {
@@ -337,6 +333,7 @@ bool Client::Impl::NextAttempt(CallState& call, std::string_view method, const C
   attempt.emplace(
       AttemptState{call.attempt_deadline, StartSpan(method, context), std::move(*admitted)});
   if (stream) attempt->open_by = call.deadline;
+  attempt->blocking = call.blocking;
   if (!stream && settings.breaker.slow_call > Duration::zero()) {
     auto slow = std::make_shared<internal::SlowRule>(&attempt->ticket, context.trace);
     attempt->slow_timer =
@@ -373,7 +370,7 @@ std::optional<Duration> Client::Impl::Conclude(CallState& call, std::string_view
   EndSpan(attempt.span.get(), reply.status);
 
   Classification c;
-  if (internal::Cancelled(context)) {
+  if (Stopped(call, context)) {
     c = {retry::Outcome::kStop, Duration::zero(), circuit::Outcome::kIgnored};
   } else if (!reply.status.ok() && clock.Now() >= call.deadline) {
     c = {retry::Outcome::kStop, Duration::zero(), circuit::Outcome::kFailure};
@@ -430,6 +427,9 @@ std::optional<Status> Client::Impl::AfterDelay(const AttemptState& attempt,
                                                const Context& context) const {
   if (internal::Cancelled(context))
     return Status{Code::kCancelled, "the caller cancelled the call"};
+  if (attempt.blocking != nullptr && attempt.blocking->abandoned()) {
+    return Status{Code::kCancelled, std::string(kClientDestroyed)};
+  }
   if (attempt.deadline && runtime.clock->Now() >= *attempt.deadline) {
     return Status{Code::kDeadlineExceeded, "the deadline passed during an injected delay"};
   }
@@ -492,12 +492,103 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
 }
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Client::~Client() { impl_->EndAsyncCalls(); }
+
+Client::~Client() {
+  impl_->EndBlockingCalls();
+  impl_->EndAsyncCalls();
+}
+
+namespace internal {
+
+BlockingCall::BlockingCall(Client::Impl& client) : client_(client) {
+  std::lock_guard lock(client.blocking_mu);
+  if (client.ending) abandoned_.store(true, std::memory_order_release);
+  listed_after = client.blocking_calls;
+  if (listed_after != nullptr) listed_after->listed_before = this;
+  client.blocking_calls = this;
+}
+
+BlockingCall::~BlockingCall() {
+  {
+    // What an attempt or a wait that threw left here goes while the client
+    // is there.
+    std::lock_guard lock(mu_);
+    attempt_.reset();
+    wait_.reset();
+  }
+  std::lock_guard lock(client_.blocking_mu);
+  if (listed_before != nullptr) listed_before->listed_after = listed_after;
+  if (listed_after != nullptr) listed_after->listed_before = listed_before;
+  if (client_.blocking_calls == this) client_.blocking_calls = listed_after;
+  // Under the lock: once it is released, ~Client may free the client.
+  if (client_.ending && client_.blocking_calls == nullptr) client_.blocking_left.notify_all();
+}
+
+void BlockingCall::Sending(const std::shared_ptr<AttemptContext>& attempt) {
+  {
+    std::lock_guard lock(mu_);
+    attempt_ = attempt;
+    if (!abandoned()) return;
+  }
+  attempt->TryCancel();  // gRPC cancels the RPC once it starts on the context
+}
+
+Status BlockingCall::Sent(Status status) {
+  std::shared_ptr<AttemptContext> sent;
+  {
+    std::lock_guard lock(mu_);
+    sent = std::move(attempt_);
+  }
+  if (status.code == Code::kCancelled && abandoned()) {
+    status.message = std::string(kClientDestroyed);
+  }
+  return status;
+}
+
+void BlockingCall::Waiting(const std::shared_ptr<Signal>& wait) {
+  {
+    std::lock_guard lock(mu_);
+    wait_ = wait;
+    if (!abandoned()) return;
+  }
+  wait->Notify();
+}
+
+void BlockingCall::Woken() {
+  std::lock_guard lock(mu_);
+  wait_.reset();
+}
+
+void BlockingCall::Abandon() {
+  std::shared_ptr<AttemptContext> attempt;
+  std::shared_ptr<Signal> wait;
+  {
+    std::lock_guard lock(mu_);
+    abandoned_.store(true, std::memory_order_release);
+    attempt = attempt_;
+    wait = wait_;
+  }
+  if (attempt) attempt->TryCancel();
+  if (wait) wait->Notify();
+}
+
+}  // namespace internal
+
+void Client::Impl::EndBlockingCalls() {
+  std::unique_lock lock(blocking_mu);
+  ending = true;
+  // A call stays listed, and on its thread's stack, until it has left.
+  for (internal::BlockingCall* call = blocking_calls; call != nullptr; call = call->listed_after) {
+    call->Abandon();
+  }
+  blocking_left.wait(lock, [this] { return blocking_calls == nullptr; });
+}
 
 Reply Client::Call(std::string_view method_view, std::string_view request, const Context& context) {
+  internal::BlockingCall blocking(*impl_);
   const std::string method(method_view);
   TimePoint start = impl_->runtime.clock->Now();
-  Reply reply = impl_->Run(method, context, /*stream=*/false, [&](AttemptState& attempt) {
+  Reply reply = impl_->Run(method, context, /*stream=*/false, blocking, [&](AttemptState& attempt) {
     return impl_->SendUnary(method, request, context, attempt);
   });
   impl_->RecordCall(method, reply.status, impl_->runtime.clock->Now() - start);
@@ -505,8 +596,9 @@ Reply Client::Call(std::string_view method_view, std::string_view request, const
 }
 
 Reply Client::Invoke(std::string_view method, const Attempt& own, const Context& context) {
+  internal::BlockingCall blocking(*impl_);
   TimePoint start = impl_->runtime.clock->Now();
-  Reply reply = impl_->Run(method, context, /*stream=*/false, [&](AttemptState& attempt) {
+  Reply reply = impl_->Run(method, context, /*stream=*/false, blocking, [&](AttemptState& attempt) {
     return impl_->SendOwn(own, context, attempt);
   });
   impl_->RecordCall(method, reply.status, impl_->runtime.clock->Now() - start);
@@ -536,9 +628,10 @@ bool Client::Connected(Duration wait) {
 Reply Client::ServerStream(std::string_view method_view, std::string_view request,
                            const std::function<void(std::string_view message)>& on_message,
                            const Context& context) {
+  internal::BlockingCall blocking(*impl_);
   const std::string method(method_view);
   TimePoint start = impl_->runtime.clock->Now();
-  Reply reply = impl_->Run(method, context, /*stream=*/true, [&](AttemptState& attempt) {
+  Reply reply = impl_->Run(method, context, /*stream=*/true, blocking, [&](AttemptState& attempt) {
     return impl_->SendServerStream(method, request, context, on_message, attempt);
   });
   impl_->RecordCall(method, reply.status, impl_->runtime.clock->Now() - start);

@@ -29,6 +29,53 @@
 #include "outbound/telemetry/trace.h"
 
 namespace outbound::rpc {
+namespace internal {
+
+// A blocking call (Call, Invoke, ServerStream, OpenStream while it opens),
+// listed with its client from the public method's start to its end, so
+// that ~Client can end it and wait until it has left: its attempt in flight
+// cancelled, its wait cut short, no further attempt sent. Lives on the
+// calling thread's stack.
+class BlockingCall {
+ public:
+  // Lists the call; one that starts while the client is being destroyed is
+  // abandoned at once.
+  explicit BlockingCall(Client::Impl& client);
+  // Unlists it: the last the call touches of the client.
+  ~BlockingCall();
+  BlockingCall(const BlockingCall&) = delete;
+  BlockingCall& operator=(const BlockingCall&) = delete;
+
+  // The client is being destroyed.
+  bool abandoned() const { return abandoned_.load(std::memory_order_acquire); }
+
+  // The attempt in flight on `attempt`, until Sent: cancelled at once if
+  // the call was abandoned already.
+  void Sending(const std::shared_ptr<AttemptContext>& attempt);
+  // The attempt has its status; returns it as the caller sees it (a cancel
+  // by the client's destruction says so).
+  Status Sent(Status status);
+  // A wait before an attempt, until Woken: cut short at once if the call
+  // was abandoned already.
+  void Waiting(const std::shared_ptr<Signal>& wait);
+  void Woken();
+
+  // From ~Client, under the client's list lock: ends the call soon.
+  void Abandon();
+
+  // The client's list of its blocking calls.
+  BlockingCall* listed_before = nullptr;
+  BlockingCall* listed_after = nullptr;
+
+ private:
+  Client::Impl& client_;
+  std::mutex mu_;  // orders Abandon with Sending and Waiting
+  std::atomic<bool> abandoned_{false};
+  std::shared_ptr<AttemptContext> attempt_;
+  std::shared_ptr<Signal> wait_;
+};
+
+}  // namespace internal
 
 struct Client::Impl {
   Impl(const Runtime& rt, Settings s, internal::Addr a);
@@ -51,8 +98,9 @@ struct Client::Impl {
   std::shared_ptr<internal::AttemptContext> NewContext(const internal::AttemptState& attempt,
                                                        const Context& context);
 
-  // The caller's baggage as the dependency gets it: without a failure
-  // scenario unless the settings forward it.
+  // The caller's baggage as the dependency gets it: with faults on, without
+  // a failure scenario unless the settings forward it; with faults off,
+  // whole (docs/failure-injection.md: nothing is read or stripped).
   telemetry::Baggage SentBaggage(const telemetry::Baggage& baggage) const;
 
   // Failure injection: the fault the call's scenario holds for this client,
@@ -69,7 +117,7 @@ struct Client::Impl {
     if (auto answer = InjectedAnswer(fault, attempt)) return *std::move(answer);
     Clock& clock = *runtime.clock;
     TimePoint until = DelayedUntil(fault, attempt);
-    if (until > clock.Now()) Sleep(until - clock.Now(), context);
+    if (until > clock.Now()) Sleep(until - clock.Now(), context, attempt.blocking);
     if (auto ended = AfterDelay(attempt, context)) return *std::move(ended);
     return send(attempt);
   }
@@ -84,7 +132,8 @@ struct Client::Impl {
   TimePoint DelayedUntil(const outbound::internal::InjectedFault& fault,
                          const internal::AttemptState& attempt) const;
   // Once the delay is over: the status of an attempt that ends unsent (the
-  // caller cancelled, its deadline passed), or none to send it.
+  // caller cancelled, the client is going, its deadline passed), or none
+  // to send it.
   std::optional<Status> AfterDelay(const internal::AttemptState& attempt,
                                    const Context& context) const;
 
@@ -113,8 +162,9 @@ struct Client::Impl {
   Status SendOpen(const std::string& method, const Context& context,
                   internal::AttemptState& attempt, std::unique_ptr<Stream::Impl>& opened);
 
-  // Waits `wait` on the clock, or until the caller cancels.
-  void Sleep(Duration wait, const Context& context);
+  // Waits `wait` on the clock, or until the caller cancels or the client
+  // abandons the blocking call.
+  void Sleep(Duration wait, const Context& context, internal::BlockingCall* blocking);
 
   // A call's progress through the loop, kept from one attempt to the next.
   struct CallState {
@@ -125,14 +175,21 @@ struct Client::Impl {
     retry::Loop loop;
     std::optional<outbound::internal::InjectedFault> fault;
     Reply reply;
+    internal::BlockingCall* blocking;  // null for an asynchronous call
   };
-  CallState StartCall(const Context& context, bool stream);
+  CallState StartCall(const Context& context, bool stream, internal::BlockingCall* blocking);
+
+  // The call ends now, whatever its attempts got: its caller cancelled, or
+  // the client is being destroyed.
+  static bool Stopped(const CallState& call, const Context& context) {
+    return internal::Cancelled(context) || (call.blocking != nullptr && call.blocking->abandoned());
+  }
 
   // Admits the call's next attempt into `attempt` (its span started, its
   // ticket taken, the slow-call rule armed), unless the call ends first:
-  // the caller cancelled, the deadline passed, or the breaker rejected it
-  // (a failed span of its own, nothing sent). Then call.reply says why and
-  // it returns false.
+  // the caller cancelled, the client is being destroyed, the deadline
+  // passed, or the breaker rejected it (a failed span of its own, nothing
+  // sent). Then call.reply says why and it returns false.
   bool NextAttempt(CallState& call, std::string_view method, const Context& context, bool stream,
                    std::optional<internal::AttemptState>& attempt);
 
@@ -155,18 +212,21 @@ struct Client::Impl {
   // Timeout bounds only the opening: the retries, and each attempt until
   // it opens (OpeningBound); the open stream has the caller's deadline
   // alone. `send` is called in place (a template, not a std::function:
-  // nothing to allocate per call). AsyncCall (async_call.cc) is the same
-  // loop for a call that does not block.
+  // nothing to allocate per call). `blocking` lists the call with the
+  // client for ~Client. AsyncCall (async_call.cc) is the same loop for a
+  // call that does not block.
   template <typename Send>
-  Reply Run(std::string_view method, const Context& context, bool stream, Send&& send) {
-    CallState call = StartCall(context, stream);
+  Reply Run(std::string_view method, const Context& context, bool stream,
+            internal::BlockingCall& blocking, Send&& send) {
+    CallState call = StartCall(context, stream, &blocking);
     for (;;) {
       std::optional<internal::AttemptState> attempt;
       if (!NextAttempt(call, method, context, stream, attempt)) return std::move(call.reply);
       Status status = Injects(call) ? Inject(*call.fault, *attempt, context, send) : send(*attempt);
+      status = blocking.Sent(std::move(status));
       std::optional<Duration> wait = Conclude(call, method, context, *attempt, std::move(status));
       if (!wait) return std::move(call.reply);
-      Sleep(*wait, context);
+      Sleep(*wait, context, &blocking);
     }
   }
 
@@ -182,6 +242,9 @@ struct Client::Impl {
   // From ~Client: ends every asynchronous call still going (its attempt
   // cancelled, its wait cut short) and waits for their `done`.
   void EndAsyncCalls();
+  // From ~Client: abandons every blocking call (BlockingCall) and waits
+  // until each has left the client.
+  void EndBlockingCalls();
 
   Runtime runtime;
   Settings settings;
@@ -212,6 +275,10 @@ struct Client::Impl {
   std::mutex async_mu;
   std::condition_variable async_done;          // an asynchronous call was forgotten
   internal::AsyncCall* async_calls = nullptr;  // the newest; each links the next
+  std::mutex blocking_mu;
+  std::condition_variable blocking_left;             // the last blocking call left, while ending
+  internal::BlockingCall* blocking_calls = nullptr;  // the newest; each links the next
+  bool ending = false;                               // ~Client has begun
 };
 
 }  // namespace outbound::rpc

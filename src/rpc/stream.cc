@@ -200,10 +200,11 @@ struct Stream::Impl {
 };
 
 Stream Client::OpenStream(std::string_view method_view, const Context& context) {
+  internal::BlockingCall blocking(*impl_);
   const std::string method(method_view);
   TimePoint start = impl_->runtime.clock->Now();
   std::unique_ptr<Stream::Impl> opened;
-  Reply reply = impl_->Run(method, context, /*stream=*/true, [&](AttemptState& attempt) {
+  Reply reply = impl_->Run(method, context, /*stream=*/true, blocking, [&](AttemptState& attempt) {
     return impl_->SendOpen(method, context, attempt, opened);
   });
   if (opened == nullptr) {  // it never opened: a stream that only reports why

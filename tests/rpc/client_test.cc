@@ -8,11 +8,15 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <future>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "echo_server.h"
 #include "outbound/testing/fixed_random.h"
@@ -563,6 +567,115 @@ TEST_F(RpcClient, AnOpenStreamThatFailsIsNotRetriedAndCountsAgainstTheBreaker) {
   EXPECT_EQ(reply.attempts, 1);
   EXPECT_EQ(server.stream_calls(), 1);
   EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
+}
+
+// Holds each call at the server until the client cancels it or the test
+// lets it go, counting the calls that arrived and those it saw cancelled.
+class HeldCalls {
+ public:
+  grpc::Status Hold(grpc::ServerContext* context) {
+    std::unique_lock lock(mu_);
+    ++arrived_;
+    cv_.notify_all();
+    // IsCancelled has no notification: looked at between short waits.
+    while (!released_ && !context->IsCancelled()) cv_.wait_for(lock, std::chrono::milliseconds(2));
+    if (context->IsCancelled()) ++saw_cancel_;
+    cv_.notify_all();
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "let go by the test");
+  }
+  void WaitForArrivals(int n) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return arrived_ >= n; });
+  }
+  // Bounded only so that a cancel that never comes fails the test instead
+  // of hanging it.
+  bool WaitForCancels(int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return saw_cancel_ >= n; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  int saw_cancel_ = 0;
+  bool released_ = false;
+};
+
+// Destroying the client while threads are blocked in its calls (each
+// blocking form: by name, the blocking and the callback stub helpers, a
+// server stream) cancels every attempt in flight, at the server too, and
+// waits for the calls to leave before freeing anything: each returns
+// CANCELLED, nothing is used after it is gone (ASan in CI).
+TEST_F(RpcClient, DestroyingTheClientCancelsItsBlockingCallsAndWaitsForThem) {
+  constexpr int kCalls = 16;
+  HeldCalls held;
+  EchoServer server([&](int, grpc::ServerContext* context, const EchoRequest&, EchoReply*) {
+    return held.Hold(context);
+  });
+  server.service().stream = [&](int, grpc::ServerContext* context, const EchoRequest&,
+                                grpc::ServerWriter<EchoReply>*) { return held.Hold(context); };
+  Settings settings = DefaultSettings();
+  settings.timeout = std::chrono::hours(1);  // gRPC's real time: only the destruction ends them
+  auto client = Make(server, settings);
+  auto stub = Echo::NewStub(client->channel());
+  std::vector<Status> statuses(kCalls);
+  std::vector<EchoReply> replies(kCalls);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kCalls; ++i) {
+    threads.emplace_back([&, i] {
+      EchoRequest request;
+      switch (i % 4) {
+        case 0:
+          statuses[i] = client->Call(kSay, "").status;
+          break;
+        case 1:
+          statuses[i] = client->Call(kSay, &Echo::Stub::Say, *stub, request, &replies[i]);
+          break;
+        case 2:
+          statuses[i] =
+              client->Call(kSay, &Echo::Stub::async::Say, stub->async(), request, &replies[i]);
+          break;
+        default:
+          statuses[i] = client->ServerStream(kCount, "", [](std::string_view) {}).status;
+          break;
+      }
+    });
+  }
+  held.WaitForArrivals(kCalls);
+  client.reset();
+  EXPECT_TRUE(held.WaitForCancels(kCalls)) << "the server saw every call cancelled";
+  held.Release();
+  for (std::thread& thread : threads) thread.join();
+  for (int i = 0; i < kCalls; ++i) {
+    EXPECT_EQ(statuses[i].code, Code::kCancelled) << "call " << i << ": " << statuses[i].message;
+    EXPECT_EQ(statuses[i].message, "the client was destroyed before the call ended") << i;
+  }
+}
+
+// A blocking call waiting out its backoff when the client is destroyed
+// stops waiting at once (the fake clock never moves) and ends with its
+// last attempt's status, as an asynchronous call does.
+TEST_F(RpcClient, DestroyingTheClientEndsABlockingCallInItsBackoff) {
+  EchoServer server([](int, grpc::ServerContext* context, const EchoRequest&, EchoReply*) {
+    context->AddTrailingMetadata("grpc-retry-pushback-ms", "5000");
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "down");
+  });
+  auto client = Make(server);
+  TimePoint start = clock_.Now();
+  auto call = std::async(std::launch::async, [&] { return client->Call(kSay, ""); });
+  ASSERT_TRUE(clock_.WaitForTimerBy(start + std::chrono::seconds(5)));
+  client.reset();
+  Reply reply = call.get();
+  EXPECT_EQ(reply.status.code, Code::kUnavailable) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(clock_.Now(), start);
+  EXPECT_EQ(server.calls(), 1);
 }
 
 // TLS: the server's certificate is for "backend", issued by a CA made for

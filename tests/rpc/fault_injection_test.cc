@@ -7,7 +7,9 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "echo_server.h"
 #include "outbound/rpc/client.h"
@@ -96,28 +98,57 @@ TEST_F(RpcFaultInjection, OnlyItsOwnPointWithFaultsOnIsAffected) {
   EXPECT_EQ(server.calls(), 4);
 }
 
-TEST_F(RpcFaultInjection, TheScenarioIsStrippedFromTheBaggageSentUnlessForwarded) {
-  std::mutex mu;
-  std::vector<std::string> baggage;
-  EchoServer server(
-      [&](int, grpc::ServerContext* context, const EchoRequest& request, EchoReply* reply) {
-        auto found = context->client_metadata().find("baggage");
-        std::lock_guard lock(mu);
-        baggage.emplace_back(found == context->client_metadata().end()
+// Each call's `baggage` metadata as the server received it ("" for none).
+class BaggageRecorder {
+ public:
+  Handler handler() {
+    return [this](int, grpc::ServerContext* context, const EchoRequest& request, EchoReply* reply) {
+      auto found = context->client_metadata().find("baggage");
+      std::lock_guard lock(mu_);
+      received_.emplace_back(found == context->client_metadata().end()
                                  ? ""
                                  : std::string(found->second.data(), found->second.size()));
-        return Ok(reply, request);
-      });
+      return Ok(reply, request);
+    };
+  }
+  std::vector<std::string> received() {
+    std::lock_guard lock(mu_);
+    return received_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> received_;
+};
+
+TEST_F(RpcFaultInjection, TheScenarioIsStrippedFromTheBaggageSentUnlessForwarded) {
+  BaggageRecorder recorder;
+  EchoServer server(recorder.handler());
   auto stripping = Make(server, FaultsOn());
   EXPECT_TRUE(Say(*stripping, "x", WithScenario("grpc:other:9090=abort")).ok());
   Settings forwarding = FaultsOn();
   forwarding.faults.forward_scenario = true;
   auto forwarder = Make(server, forwarding);
   EXPECT_TRUE(Say(*forwarder, "y", WithScenario("grpc:other:9090=abort")).ok());
-  std::lock_guard lock(mu);
+  std::vector<std::string> baggage = recorder.received();
   ASSERT_EQ(baggage.size(), 2u);
   EXPECT_EQ(baggage[0], "tenant=acme");
   EXPECT_NE(baggage[1].find("outbound-fault="), std::string::npos) << baggage[1];
+}
+
+// With faults off the baggage is not read, so nothing is stripped from it
+// either (as the HTTP client does): the dependency gets it whole, the
+// scenario included, whether or not it names this client.
+TEST_F(RpcFaultInjection, WithFaultsOffTheBaggageIsSentWhole) {
+  BaggageRecorder recorder;
+  EchoServer server(recorder.handler());
+  auto off = Make(server);
+  EXPECT_TRUE(Say(*off, "x", WithScenario("grpc:other:9090=abort")).ok());
+  EXPECT_TRUE(Say(*off, "y", WithScenario("grpc:backend:9090=abort")).ok());
+  std::vector<std::string> baggage = recorder.received();
+  ASSERT_EQ(baggage.size(), 2u);
+  EXPECT_EQ(baggage[0], "tenant=acme,outbound-fault=grpc:other:9090=abort");
+  EXPECT_EQ(baggage[1], "tenant=acme,outbound-fault=grpc:backend:9090=abort");
 }
 
 }  // namespace

@@ -96,16 +96,18 @@ TEST_F(GrpcJsPeer, NegativePushbackStops) {
 }
 
 // What a stock server receives with each attempt: the caller's trace
-// context, its baggage without the failure scenario, and the call's
-// Timeout as the attempt's deadline (grpc-timeout).
+// context, its baggage without the failure scenario (faults on, the
+// scenario for another point), and the call's Timeout as the attempt's
+// deadline (grpc-timeout).
 TEST_F(GrpcJsPeer, TheTraceContextBaggageAndDeadlineReachTheServer) {
   Settings settings = DefaultSettings();
   settings.timeout = std::chrono::seconds(7);
+  settings.faults.enabled = true;
   Start("OK", settings);
   Context context;
   context.trace =
       *telemetry::ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
-  context.baggage = {{"tenant", "acme", ""}, {"outbound-fault", "grpc:backend:9090=abort", ""}};
+  context.baggage = {{"tenant", "acme", ""}, {"outbound-fault", "grpc:other:9090=abort", ""}};
   Reply reply = Call(context);
   ASSERT_TRUE(reply.status.ok()) << reply.status.message;
   nlohmann::json last = peer_->Stats().at("last");

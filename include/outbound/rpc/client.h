@@ -129,6 +129,18 @@ class Client {
   // dialled; TLS verifies the certificate for addr's host.
   [[nodiscard]] static Result<std::unique_ptr<Client>> Create(const Runtime& runtime,
                                                               Settings settings);
+
+  // Ends every call still going, and waits until each has left the client
+  // before freeing anything. A blocking call (Call, Invoke, the stub
+  // helpers, ServerStream, OpenStream while it opens) has its attempt in
+  // flight cancelled, or its wait before the next attempt cut short, and
+  // sends nothing more; it returns CANCELLED ("the client was destroyed
+  // before the call ended"), or the last attempt's status when it was
+  // between attempts, as when its caller cancels. An asynchronous call ends
+  // the same way and its `done` runs (CallAsync). A Stream that opened must
+  // end first (outbound/rpc/stream.h). Must not run on a callback of this
+  // client (classify, the breaker's policy, an attempt, on_message, `done`):
+  // it would wait for itself.
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
