@@ -194,6 +194,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   if (!s.call_middleware.empty()) {
     call_layers.push_back(internal::MakeCallMiddleware(c.origin, s.call_middleware));
   }
+  if (s.bulkhead) call_layers.push_back(internal::MakeBulkhead(clock, *s.bulkhead));
   if (s.rate_limit) call_layers.push_back(internal::MakeRateLimit(clock, *s.rate_limit));
   call_layers.push_back(internal::MakeRedirects(c.origin));
   call_layers.push_back(

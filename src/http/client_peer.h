@@ -12,7 +12,7 @@
 namespace outbound::http::internal {
 
 struct ClientPeer {
-  // "call middleware → rate limit → redirects → retry loop": the client's
+  // "call middleware → bulkhead → rate limit → redirects → retry loop": the client's
   // call layers, top to bottom, as its settings made them.
   static std::string CallLayers(const Client& client);
   // "attempt span → breaker → … → transport".

@@ -4,7 +4,7 @@
 // of its attempts down the attempt layers, in the order Client::Create
 // (client.cc) writes once:
 //
-//   call:    call middleware → rate limit → redirects → retry loop
+//   call:    call middleware → bulkhead → rate limit → redirects → retry loop
 //   attempt: attempt span → breaker → attempt middleware → attempt timeout
 //            → fault injection → transport
 //
@@ -66,6 +66,10 @@ class TransparentRetries {
 // call once. A request one changed is checked again against `origin`.
 std::unique_ptr<CallLayer> MakeCallMiddleware(
     const Origin& origin, std::vector<std::shared_ptr<CallMiddleware>> middleware);
+
+// The bulkhead: a bound on calls in flight, with a short queue timed on
+// `clock`.
+std::unique_ptr<CallLayer> MakeBulkhead(Clock& clock, Bulkhead bulkhead);
 
 // The outbound rate limit: one token per call, waited for on `clock`.
 std::unique_ptr<CallLayer> MakeRateLimit(Clock& clock, RateLimit limit);

@@ -81,6 +81,20 @@ Result<void> CheckRateLimit(const std::optional<RateLimit>& limit) {
   return {};
 }
 
+Result<void> CheckBulkhead(const std::optional<Bulkhead>& bulkhead) {
+  if (!bulkhead) return {};
+  if (bulkhead->max_calls < 1 || bulkhead->max_calls > 100000) {
+    return Fail(ErrorKind::kInvalidSettings, "the calls in flight must be from 1 to 100000");
+  }
+  if (bulkhead->max_queued < 0 || bulkhead->max_queued > 100000) {
+    return Fail(ErrorKind::kInvalidSettings, "the calls queued must be from 0 to 100000");
+  }
+  if (bulkhead->max_queued > 0 && bulkhead->max_wait <= Duration::zero()) {
+    return Fail(ErrorKind::kInvalidSettings, "a queue needs a positive wait");
+  }
+  return {};
+}
+
 Result<void> Validate(const Settings& s) {
   std::vector<std::string> problems;
   auto check = [&](const char* field, const Result<void>& result) {
@@ -107,6 +121,7 @@ Result<void> Validate(const Settings& s) {
   check("max_error_response_bytes", CheckMaxResponseBytes(s.max_error_response_bytes));
   check("max_connections", CheckMaxConnections(s.max_connections));
   check("rate_limit", CheckRateLimit(s.rate_limit));
+  check("bulkhead", CheckBulkhead(s.bulkhead));
 
   if (s.backoff_base > Duration::zero() && s.backoff_max > Duration::zero() &&
       s.backoff_max < s.backoff_base) {

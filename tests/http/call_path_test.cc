@@ -49,12 +49,13 @@ TEST(CallPathTest, TheDocsShowTheOrderTheCodeBuilds) {
   settings.base_url = "http://payments:8080";
   settings.call_middleware = {std::make_shared<PassCall>()};
   settings.attempt_middleware = {std::make_shared<PassAttempt>()};
+  settings.bulkhead = Bulkhead{.max_calls = 100};
   settings.rate_limit = WithRateLimit(100);
   settings.faults.enabled = true;
   auto client = Client::CreateOrThrow(Runtime{}, settings);
   std::string calls = ClientPeer::CallLayers(*client);
   std::string attempts = ClientPeer::AttemptLayers(*client);
-  EXPECT_EQ(calls, "call middleware → rate limit → redirects → retry loop");
+  EXPECT_EQ(calls, "call middleware → bulkhead → rate limit → redirects → retry loop");
   EXPECT_EQ(attempts,
             "attempt span → breaker → attempt middleware → attempt timeout → fault injection → "
             "transport");

@@ -100,6 +100,19 @@ inline RateLimit WithRateLimit(double per_second, int burst = 1) {
   return RateLimit{per_second, burst};
 }
 
+// A bulkhead: a bound on the client's calls in flight, so a dependency
+// that slows down cannot hold more of the process than this. A call over
+// `max_calls` waits in a FIFO queue of up to `max_queued` calls for at most
+// `max_wait` (on the Runtime's clock), else fails at once with kRejected
+// and nothing sent; the breaker counts no rejection. A call's retries and
+// redirects hold its one place. Valid: max_calls 1 to 100000, max_queued
+// 0 to 100000, max_wait positive when max_queued is not 0.
+struct Bulkhead {
+  int max_calls = 0;
+  int max_queued = 0;
+  Duration max_wait{0};
+};
+
 // Failure injection (outbound/fault.h, docs/failure-injection.md): the
 // client is the injection point "http:<host>:<port>".
 using FaultSettings = outbound::FaultSettings;
@@ -189,6 +202,9 @@ struct Settings {
   // Empty (the default): calls are not limited. Check: CheckRateLimit.
   std::optional<RateLimit> rate_limit;
 
+  // Empty (the default): no bound on calls in flight. Check: CheckBulkhead.
+  std::optional<Bulkhead> bulkhead;
+
   // Failure injection: off by default.
   FaultSettings faults;
 
@@ -213,6 +229,7 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckMaxResponseBytes(std::size_t bytes);
 [[nodiscard]] Result<void> CheckMaxConnections(int n);
 [[nodiscard]] Result<void> CheckRateLimit(const std::optional<RateLimit>& limit);
+[[nodiscard]] Result<void> CheckBulkhead(const std::optional<Bulkhead>& bulkhead);
 // The retry budget's and breaker's checks are retry::CheckMaxTokens,
 // retry::CheckTokenRatio, circuit::CheckWindow, circuit::CheckProbes,
 // circuit::CheckOpenFor, circuit::CheckProbeTimeout,

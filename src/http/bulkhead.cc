@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+// The bulkhead: at most `max_calls` of the client's calls in flight. A
+// call over it waits in a FIFO queue (if the queue has room) until a call
+// ends and hands it its place, for at most `max_wait`; otherwise it fails
+// at once with kRejected and nothing is sent. A queued call whose caller
+// cancels, or whose deadline passes, stops waiting.
+#include <deque>
+#include <mutex>
+
+#include "layers.h"
+
+namespace outbound::http::internal {
+namespace {
+
+class BulkheadLayer;
+
+// A call waiting for a place. Ends once: with a place, at its wait's end,
+// or cancelled.
+class Queued final : public Cancellable {
+ public:
+  Queued(BulkheadLayer& bulkhead, std::shared_ptr<CallState> call)
+      : bulkhead_(bulkhead), call_(std::move(call)) {}
+  void Arm(Clock& clock, Duration wait, const std::shared_ptr<Queued>& self);
+  // Takes a place handed over: false if the call stopped waiting first.
+  bool Go();
+  void Expire();
+  void Cancel(CancelReason reason) override;
+  bool waiting() const { return !done_.load(); }
+
+ private:
+  // Whether this call was still waiting (and is now not).
+  bool Leave();
+
+  BulkheadLayer& bulkhead_;
+  std::shared_ptr<CallState> call_;
+  std::atomic<bool> done_{false};
+  std::mutex mu_;  // the timer
+  Timer timer_;
+};
+
+class BulkheadLayer final : public CallLayer {
+ public:
+  BulkheadLayer(Clock& clock, Bulkhead bulkhead) : clock_(clock), bulkhead_(bulkhead) {}
+
+  std::string_view name() const override { return "bulkhead"; }
+
+  void Send(const std::shared_ptr<CallState>& call) override {
+    std::shared_ptr<Queued> queued;
+    {
+      std::lock_guard lock(mu_);
+      if (in_flight_ < bulkhead_.max_calls) {
+        ++in_flight_;
+      } else if (waiting_ < bulkhead_.max_queued) {
+        // Calls that stopped waiting at the front are dropped here too.
+        while (!queue_.empty() && !queue_.front()->waiting()) queue_.pop_front();
+        ++waiting_;
+        queued = std::make_shared<Queued>(*this, call);
+        queue_.push_back(queued);
+      } else {
+        return Reject(
+            *call,
+            "the bulkhead is full (" + std::to_string(bulkhead_.max_calls) + " calls in flight" +
+                (bulkhead_.max_queued > 0 ? ", " + std::to_string(bulkhead_.max_queued) + " waiting"
+                                          : "") +
+                "): nothing was sent");
+      }
+    }
+    if (!queued) return call->Proceed(*this);
+    // Cancelled at once if the call already was.
+    call->SetCancelTarget(queued);
+    queued->Arm(clock_, bulkhead_.max_wait, queued);
+  }
+
+  // The call's place goes to the oldest call still waiting, or is freed.
+  bool Finish(CallState&, CallOutcome&) override {
+    for (;;) {
+      std::shared_ptr<Queued> next;
+      {
+        std::lock_guard lock(mu_);
+        if (queue_.empty()) {
+          --in_flight_;
+          return true;
+        }
+        next = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      // One that stopped waiting meanwhile took no place: the next one.
+      if (next->Go()) return true;
+    }
+  }
+
+  void Pass(const std::shared_ptr<CallState>& call) { call->Proceed(*this); }
+
+  // A queued call stopped waiting: it is no longer counted (Finish skips
+  // it in the queue).
+  void Left() {
+    std::lock_guard lock(mu_);
+    --waiting_;
+  }
+
+  // A queued call took the place handed to it.
+  void Took() {
+    std::lock_guard lock(mu_);
+    --waiting_;
+  }
+
+  static void Reject(CallState& call, const std::string& why) {
+    CallOutcome outcome;
+    outcome.result = Fail(ErrorKind::kRejected, why);
+    call.End(std::move(outcome));
+  }
+
+  Duration max_wait() const { return bulkhead_.max_wait; }
+
+ private:
+  Clock& clock_;
+  const Bulkhead bulkhead_;
+  std::mutex mu_;
+  int in_flight_ = 0;
+  int waiting_ = 0;  // in queue_ and still waiting
+  std::deque<std::shared_ptr<Queued>> queue_;
+};
+
+void Queued::Arm(Clock& clock, Duration wait, const std::shared_ptr<Queued>& self) {
+  std::lock_guard lock(mu_);
+  if (done_.load()) return;
+  timer_ = clock.ScheduleAfter(wait, [self] { self->Expire(); });
+}
+
+bool Queued::Leave() {
+  if (done_.exchange(true)) return false;
+  std::lock_guard lock(mu_);
+  timer_.Cancel();
+  return true;
+}
+
+bool Queued::Go() {
+  if (!Leave()) return false;
+  bulkhead_.Took();
+  bulkhead_.Pass(call_);
+  return true;
+}
+
+void Queued::Expire() {
+  if (done_.exchange(true)) return;  // the timer is the one running
+  bulkhead_.Left();
+  BulkheadLayer::Reject(
+      *call_,
+      "the bulkhead stayed full for " +
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::milliseconds>(bulkhead_.max_wait()).count()) +
+          "ms, the longest a call waits for it: nothing was sent");
+}
+
+void Queued::Cancel(CancelReason reason) {
+  if (!Leave()) return;
+  bulkhead_.Left();
+  CallOutcome outcome;
+  outcome.result = reason == CancelReason::kCancelled
+                       ? Fail(ErrorKind::kCancelled,
+                              "the caller cancelled the call while it waited for the bulkhead: "
+                              "nothing was sent")
+                       : Fail(ErrorKind::kDeadline,
+                              "the call's deadline passed while it waited for the bulkhead");
+  call_->End(std::move(outcome));
+}
+
+}  // namespace
+
+std::unique_ptr<CallLayer> MakeBulkhead(Clock& clock, Bulkhead bulkhead) {
+  return std::make_unique<BulkheadLayer>(clock, bulkhead);
+}
+
+}  // namespace outbound::http::internal
