@@ -103,7 +103,11 @@ bool H2Session::Start(Exchange& exchange) {
     std::string& lower = names.emplace_back(name);
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    fields.push_back(Field(lower, value));
+    nghttp2_nv& field = fields.emplace_back(Field(lower, value));
+    // A traceparent is new on every request: indexing it would only churn
+    // the HPACK tables (an insertion and an eviction per request on both
+    // ends) for an entry never used again.
+    if (lower == "traceparent") field.flags = NGHTTP2_NV_FLAG_NO_INDEX;
   });
   bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
                   request.method == "PATCH";
