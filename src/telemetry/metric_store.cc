@@ -127,6 +127,20 @@ bool Same(const Attributes& owned, const SortedView& view) {
   return true;
 }
 
+// Whether `attributes`, in the order given, are `owned`: a set recorded
+// again as it was the first time, already sorted, is known without sorting
+// or hashing it.
+bool SameInOrder(const Attributes& owned, std::span<const KeyValue> attributes) {
+  if (owned.size() != attributes.size()) return false;
+  for (std::size_t i = 0; i < owned.size(); ++i) {
+    if (!Equal(owned[i].key, attributes[i].key) ||
+        !SameValue(owned[i].value, attributes[i].value)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 Attributes Own(const SortedView& view) {
   Attributes owned;
   owned.reserve(view.size);
@@ -196,6 +210,9 @@ struct MetricStore::Instrument final : Counter, Histogram {
   std::vector<std::unique_ptr<Series>> series;  // in order of first use
   std::vector<std::unique_ptr<Table>> tables;   // the current one last
   std::atomic<Table*> table{nullptr};
+  // The series recorded into last: most recordings repeat the set before,
+  // which one comparison then confirms.
+  std::atomic<Series*> last{nullptr};
 
   std::mutex gauges_mu;  // held while a collection runs the callbacks
   std::vector<Gauge*> gauges;
@@ -216,6 +233,14 @@ struct MetricStore::Instrument final : Counter, Histogram {
   }
 
   Series& Lookup(std::span<const KeyValue> attributes) {
+    Series* recent = last.load(std::memory_order_acquire);
+    if (recent != nullptr && SameInOrder(recent->attributes, attributes)) return *recent;
+    Series& found = Find(attributes);
+    last.store(&found, std::memory_order_release);
+    return found;
+  }
+
+  Series& Find(std::span<const KeyValue> attributes) {
     SortedView view = Sort(attributes);
     std::uint64_t hash = Hash(view);
     if (Series* known = Probe(table.load(std::memory_order_acquire), hash, view)) return *known;
