@@ -107,13 +107,24 @@ std::uint64_t Hash(const SortedView& view) {
   return hash;
 }
 
+// The alternatives line up (bool, integer, double, text), so one index
+// tells which to compare, with no std::get to check it again.
+static_assert(std::is_same_v<std::variant_alternative_t<0, ValueView>, bool> &&
+              std::is_same_v<std::variant_alternative_t<1, ValueView>, std::int64_t> &&
+              std::is_same_v<std::variant_alternative_t<2, ValueView>, double> &&
+              std::is_same_v<std::variant_alternative_t<3, Value>, std::string>);
 bool SameValue(const Value& owned, const ValueView& view) {
   if (owned.index() != view.index()) return false;
-  if (const auto* s = std::get_if<std::string>(&owned))
-    return Equal(*s, std::get<std::string_view>(view));
-  if (const auto* b = std::get_if<bool>(&owned)) return *b == std::get<bool>(view);
-  if (const auto* i = std::get_if<std::int64_t>(&owned)) return *i == std::get<std::int64_t>(view);
-  return std::get<double>(owned) == std::get<double>(view);
+  switch (view.index()) {
+    case 0:
+      return *std::get_if<bool>(&owned) == *std::get_if<bool>(&view);
+    case 1:
+      return *std::get_if<std::int64_t>(&owned) == *std::get_if<std::int64_t>(&view);
+    case 2:
+      return *std::get_if<double>(&owned) == *std::get_if<double>(&view);
+    default:
+      return Equal(*std::get_if<std::string>(&owned), *std::get_if<std::string_view>(&view));
+  }
 }
 
 bool Same(const Attributes& owned, const SortedView& view) {
