@@ -148,7 +148,12 @@ void ClientTelemetry::AttemptStarted(Attempt& attempt) const {
     }
     telemetry::Span& span = *attempt.span;
     span.SetAttribute({"http.request.method", MethodAttribute(request.method)});
-    span.SetAttribute({"url.full", RedactedUrl(request.url)});
+    // A URL without a query has nothing to redact, and needs no copy.
+    if (request.url.find('?') == std::string::npos) {
+      span.SetAttribute({"url.full", request.url});
+    } else {
+      span.SetAttribute({"url.full", RedactedUrl(request.url)});
+    }
     span.SetAttribute({"server.address", host_});
     span.SetAttribute({"server.port", port_});
     if (attempt.resend_count > 0) {

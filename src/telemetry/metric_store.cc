@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The in-memory aggregation behind every metrics reader. Recording looks
-// its attribute set up under a shared lock and adds with atomics, so the
-// hot path allocates nothing and threads do not queue once a set is known.
+// its attribute set up in a table read without a lock and adds with
+// atomics, so the hot path allocates nothing and threads do not queue once
+// a set is known.
 #include "outbound/telemetry/metric_store.h"
 
 #include <algorithm>
 #include <atomic>
-#include <shared_mutex>
-#include <unordered_map>
+#include <bit>
+#include <cstring>
 
 namespace outbound::telemetry {
 namespace {
@@ -21,12 +22,46 @@ struct SortedView {
   std::size_t size = 0;
 };
 
+std::uint64_t Load(const char* bytes) {
+  std::uint64_t word;
+  std::memcpy(&word, bytes, sizeof word);
+  return word;
+}
+
+// Keys and values are short: compared here eight bytes at a time, they cost
+// less than the calls to memcmp that std::string_view's operators make.
+bool Equal(std::string_view a, std::string_view b) {
+  std::size_t n = a.size();
+  if (n != b.size()) return false;
+  if (n < 8) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (a[i] != b[i]) return false;
+    }
+    return true;
+  }
+  for (std::size_t i = 0; i + 8 <= n; i += 8) {
+    if (Load(a.data() + i) != Load(b.data() + i)) return false;
+  }
+  return Load(a.data() + n - 8) == Load(b.data() + n - 8);
+}
+
+// a < b as std::string_view orders them.
+bool KeyLess(std::string_view a, std::string_view b) {
+  std::size_t n = std::min(a.size(), b.size());
+  std::size_t i = 0;
+  while (i + 8 <= n && Load(a.data() + i) == Load(b.data() + i)) i += 8;
+  for (; i < n; ++i) {
+    if (a[i] != b[i]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[i]);
+  }
+  return a.size() < b.size();
+}
+
 SortedView Sort(std::span<const KeyValue> attributes) {
   SortedView view;
   for (const KeyValue& attribute : attributes) {
     if (view.size == kMaxAttributes) break;
     std::size_t i = view.size++;
-    while (i > 0 && view.items[i - 1]->key > attribute.key) {
+    while (i > 0 && KeyLess(attribute.key, view.items[i - 1]->key)) {
       view.items[i] = view.items[i - 1];
       --i;
     }
@@ -35,9 +70,21 @@ SortedView Sort(std::span<const KeyValue> attributes) {
   return view;
 }
 
-std::uint64_t Mix(std::uint64_t hash, std::string_view bytes) {
-  for (unsigned char c : bytes) hash = (hash ^ c) * 0x100000001b3ULL;  // FNV-1a
-  return hash;
+std::uint64_t Mix(std::uint64_t hash, std::uint64_t word) {
+  hash = (hash ^ word) * 0x9e3779b97f4a7c15ULL;
+  return hash ^ (hash >> 29);
+}
+
+// Eight bytes at a time: a value is a method, a host, a version or a number.
+std::uint64_t MixBytes(std::uint64_t hash, std::string_view bytes) {
+  std::size_t n = bytes.size();
+  if (n >= 8) {
+    for (std::size_t i = 0; i + 8 <= n; i += 8) hash = Mix(hash, Load(bytes.data() + i));
+    return Mix(hash, Load(bytes.data() + n - 8) ^ n);  // the last eight, overlapping
+  }
+  std::uint64_t tail = n;
+  for (char c : bytes) tail = tail << 8 | static_cast<unsigned char>(c);
+  return Mix(hash, tail);
 }
 
 std::uint64_t Hash(const SortedView& view) {
@@ -45,35 +92,60 @@ std::uint64_t Hash(const SortedView& view) {
   for (std::size_t i = 0; i < view.size; ++i) {
     // A key's length, not its bytes: keys are few and fixed, so the values
     // tell sets apart, and Same() settles any collision.
-    hash = (hash ^ view.items[i]->key.size()) * 0x100000001b3ULL;
-    hash = std::visit(
-        [hash](const auto& v) {
-          using T = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<T, std::string_view>) {
-            return Mix(hash * 31 + 3, v);
-          } else {
-            return Mix(hash * 31 + sizeof(T),
-                       std::string_view(reinterpret_cast<const char*>(&v), sizeof v));
-          }
-        },
-        view.items[i]->value);
+    const ValueView& value = view.items[i]->value;
+    hash = Mix(hash, view.items[i]->key.size() << 8 | value.index());
+    if (const auto* s = std::get_if<std::string_view>(&value)) {
+      hash = MixBytes(hash, *s);
+    } else if (const auto* b = std::get_if<bool>(&value)) {
+      hash = Mix(hash, *b ? 1 : 0);
+    } else if (const auto* n = std::get_if<std::int64_t>(&value)) {
+      hash = Mix(hash, static_cast<std::uint64_t>(*n));
+    } else {
+      hash = Mix(hash, std::bit_cast<std::uint64_t>(std::get<double>(value)));
+    }
   }
   return hash;
 }
 
+// The alternatives line up (bool, integer, double, text), so one index
+// tells which to compare, with no std::get to check it again.
+static_assert(std::is_same_v<std::variant_alternative_t<0, ValueView>, bool> &&
+              std::is_same_v<std::variant_alternative_t<1, ValueView>, std::int64_t> &&
+              std::is_same_v<std::variant_alternative_t<2, ValueView>, double> &&
+              std::is_same_v<std::variant_alternative_t<3, Value>, std::string>);
 bool SameValue(const Value& owned, const ValueView& view) {
   if (owned.index() != view.index()) return false;
-  if (const auto* s = std::get_if<std::string>(&owned))
-    return *s == std::get<std::string_view>(view);
-  if (const auto* b = std::get_if<bool>(&owned)) return *b == std::get<bool>(view);
-  if (const auto* i = std::get_if<std::int64_t>(&owned)) return *i == std::get<std::int64_t>(view);
-  return std::get<double>(owned) == std::get<double>(view);
+  switch (view.index()) {
+    case 0:
+      return *std::get_if<bool>(&owned) == *std::get_if<bool>(&view);
+    case 1:
+      return *std::get_if<std::int64_t>(&owned) == *std::get_if<std::int64_t>(&view);
+    case 2:
+      return *std::get_if<double>(&owned) == *std::get_if<double>(&view);
+    default:
+      return Equal(*std::get_if<std::string>(&owned), *std::get_if<std::string_view>(&view));
+  }
 }
 
 bool Same(const Attributes& owned, const SortedView& view) {
   if (owned.size() != view.size) return false;
   for (std::size_t i = 0; i < view.size; ++i) {
-    if (owned[i].key != view.items[i]->key || !SameValue(owned[i].value, view.items[i]->value)) {
+    if (!Equal(owned[i].key, view.items[i]->key) ||
+        !SameValue(owned[i].value, view.items[i]->value)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Whether `attributes`, in the order given, are `owned`: a set recorded
+// again as it was the first time, already sorted, is known without sorting
+// or hashing it.
+bool SameInOrder(const Attributes& owned, std::span<const KeyValue> attributes) {
+  if (owned.size() != attributes.size()) return false;
+  for (std::size_t i = 0; i < owned.size(); ++i) {
+    if (!Equal(owned[i].key, attributes[i].key) ||
+        !SameValue(owned[i].value, attributes[i].value)) {
       return false;
     }
   }
@@ -121,6 +193,7 @@ struct MetricStore::Gauge final : GaugeRegistration {
 
 struct MetricStore::Instrument final : Counter, Histogram {
   struct Series {
+    std::uint64_t hash = 0;
     Attributes attributes;
     std::atomic<double> value{0};
     std::vector<std::atomic<std::uint64_t>> buckets;
@@ -132,36 +205,76 @@ struct MetricStore::Instrument final : Counter, Histogram {
   InstrumentKind kind;
   std::vector<double> boundaries;
 
-  std::shared_mutex mu;
-  std::unordered_multimap<std::uint64_t, std::unique_ptr<Series>> series;
-  std::vector<Series*> order;  // for collection, in order of first use
+  // The series by hash, open addressing, at most half full. Read without a
+  // lock; a table is only ever replaced by a larger one holding every series
+  // it held, so a reader still on an older table at worst misses a series
+  // just added, and looks again under `mu`. Old tables live as long as the
+  // instrument, since a reader may still be on one.
+  struct Table {
+    explicit Table(std::size_t size) : mask(size - 1), slots(new std::atomic<Series*>[size]()) {}
+    std::size_t mask;
+    std::unique_ptr<std::atomic<Series*>[]> slots;
+  };
+  static constexpr std::size_t kFirstTableSize = 8;
+
+  std::mutex mu;  // held to add a series, and to read `series` at collection
+  std::vector<std::unique_ptr<Series>> series;  // in order of first use
+  std::vector<std::unique_ptr<Table>> tables;   // the current one last
+  std::atomic<Table*> table{nullptr};
+  // The series recorded into last: most recordings repeat the set before,
+  // which one comparison then confirms.
+  std::atomic<Series*> last{nullptr};
 
   std::mutex gauges_mu;  // held while a collection runs the callbacks
   std::vector<Gauge*> gauges;
 
+  static Series* Probe(const Table* in, std::uint64_t hash, const SortedView& view) {
+    if (in == nullptr) return nullptr;
+    for (std::size_t i = hash & in->mask;; i = (i + 1) & in->mask) {
+      Series* s = in->slots[i].load(std::memory_order_acquire);
+      if (s == nullptr) return nullptr;
+      if (s->hash == hash && Same(s->attributes, view)) return s;
+    }
+  }
+
+  static void Insert(Table& into, Series* s) {
+    std::size_t i = s->hash & into.mask;
+    while (into.slots[i].load(std::memory_order_relaxed) != nullptr) i = (i + 1) & into.mask;
+    into.slots[i].store(s, std::memory_order_release);
+  }
+
   Series& Lookup(std::span<const KeyValue> attributes) {
+    Series* recent = last.load(std::memory_order_acquire);
+    if (recent != nullptr && SameInOrder(recent->attributes, attributes)) return *recent;
+    Series& found = Find(attributes);
+    last.store(&found, std::memory_order_release);
+    return found;
+  }
+
+  Series& Find(std::span<const KeyValue> attributes) {
     SortedView view = Sort(attributes);
     std::uint64_t hash = Hash(view);
-    {
-      std::shared_lock lock(mu);
-      auto [first, last] = series.equal_range(hash);
-      for (auto it = first; it != last; ++it) {
-        if (Same(it->second->attributes, view)) return *it->second;
-      }
-    }
-    std::unique_lock lock(mu);
-    auto [first, last] = series.equal_range(hash);
-    for (auto it = first; it != last; ++it) {
-      if (Same(it->second->attributes, view)) return *it->second;
-    }
+    if (Series* known = Probe(table.load(std::memory_order_acquire), hash, view)) return *known;
+    std::lock_guard lock(mu);
+    Table* current = table.load(std::memory_order_relaxed);
+    if (Series* known = Probe(current, hash, view)) return *known;
     auto made = std::make_unique<Series>();
+    made->hash = hash;
     made->attributes = Own(view);
     if (kind == InstrumentKind::kHistogram) {
       made->buckets = std::vector<std::atomic<std::uint64_t>>(boundaries.size() + 1);
     }
     Series& added = *made;
-    series.emplace(hash, std::move(made));
-    order.push_back(&added);
+    series.push_back(std::move(made));
+    std::size_t size = current == nullptr ? 0 : current->mask + 1;
+    if (2 * series.size() > size) {
+      auto grown = std::make_unique<Table>(std::max(kFirstTableSize, 2 * size));
+      for (const auto& s : series) Insert(*grown, s.get());
+      table.store(grown.get(), std::memory_order_release);
+      tables.push_back(std::move(grown));
+    } else {
+      Insert(*current, &added);
+    }
     return added;
   }
 
@@ -188,8 +301,8 @@ struct MetricStore::Instrument final : Counter, Histogram {
       data.points = std::move(collected.points);
       return data;
     }
-    std::shared_lock lock(mu);
-    for (Series* s : order) {
+    std::lock_guard lock(mu);
+    for (const auto& s : series) {
       DataPoint point{.attributes = s->attributes, .value = s->value.load()};
       if (kind == InstrumentKind::kHistogram) {
         for (auto& bucket : s->buckets) point.bucket_counts.push_back(bucket.load());

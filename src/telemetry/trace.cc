@@ -70,7 +70,14 @@ class RecordingSpan final : public Span {
         return;
       }
     }
-    data_.attributes.push_back(Own(attribute));
+    // Built in place: no temporary Attribute to move in.
+    Attribute& added = data_.attributes.emplace_back();
+    added.key = attribute.key;
+    if (const auto* text = std::get_if<std::string_view>(&attribute.value)) {
+      added.value.emplace<std::string>(*text);
+    } else {
+      added.value = Own(attribute.value);
+    }
   }
   void AddEvent(std::string_view name, TimePoint at,
                 std::span<const KeyValue> attributes) override {

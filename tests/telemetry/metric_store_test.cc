@@ -110,5 +110,30 @@ TEST(MetricStoreTest, ConcurrentAddsAreAllCounted) {
   EXPECT_EQ(count, 80000u);
 }
 
+// New sets grow the store's table while other threads record into known
+// ones, each set recorded in both key orders: every set stays one series.
+TEST(MetricStoreTest, SetsAddedWhileOthersRecordAreEachOneSeries) {
+  MetricStore store;
+  auto counter = store.CreateCounter({"s", "c", "", ""});
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i) {
+        std::int64_t set = (i + 25 * t) % 100;
+        const KeyValue ab[] = {{"a", set}, {"b", "x"}};
+        const KeyValue ba[] = {{"b", "x"}, {"a", set}};
+        counter->Add(1, i % 2 == 0 ? std::span<const KeyValue>(ab) : std::span<const KeyValue>(ba));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  auto metrics = store.Collect();
+  ASSERT_EQ(metrics[0].points.size(), 100u);
+  for (const DataPoint& p : metrics[0].points) {
+    EXPECT_EQ(p.attributes[0].key, "a");
+    EXPECT_EQ(p.value, 80);
+  }
+}
+
 }  // namespace
 }  // namespace outbound::telemetry

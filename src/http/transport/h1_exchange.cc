@@ -2,6 +2,7 @@
 #include "h1_exchange.h"
 
 #include <algorithm>
+#include <array>
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
@@ -10,6 +11,7 @@
 #include <boost/optional.hpp>
 #include <charconv>
 #include <iterator>
+#include <memory_resource>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
@@ -58,7 +60,30 @@ struct ExchangeBody {
   };
 };
 
-class H1Parser : public beast_http::response_parser<ExchangeBody> {};
+// Where a response parser keeps its fields: a buffer the connection keeps
+// and takes back whole when the next parser starts, so that a head's fields
+// (eight or so from a typical server) cost no allocation each. A head
+// larger than the buffer takes the rest from the heap.
+class H1Fields {
+ public:
+  std::pmr::memory_resource* Fresh() {
+    arena_.release();
+    return &arena_;
+  }
+
+ private:
+  alignas(std::max_align_t) std::array<std::byte, 2048> buffer_;
+  std::pmr::monotonic_buffer_resource arena_{buffer_.data(), buffer_.size()};
+};
+
+using FieldAllocator = std::pmr::polymorphic_allocator<char>;
+
+class H1Parser : public beast_http::parser<false, ExchangeBody, FieldAllocator> {
+ public:
+  explicit H1Parser(std::pmr::memory_resource* fields)
+      : parser(std::piecewise_construct, std::make_tuple(),
+               std::make_tuple(FieldAllocator(fields))) {}
+};
 
 namespace {
 
@@ -96,7 +121,10 @@ std::optional<AttemptOutcome> HeadFault(std::string_view part, bool head) {
 }  // namespace
 
 H1Exchange::H1Exchange(CodecEvents& events, std::uint64_t connection_id, Clock& clock)
-    : events_(events), connection_id_(connection_id), clock_(clock) {}
+    : events_(events),
+      connection_id_(connection_id),
+      clock_(clock),
+      fields_(std::make_unique<H1Fields>()) {}
 
 H1Exchange::~H1Exchange() = default;
 
@@ -136,7 +164,8 @@ bool H1Exchange::Start(Exchange& exchange) {
 }
 
 void H1Exchange::NewParser() {
-  parser_ = std::make_unique<H1Parser>();
+  parser_.reset();  // before its fields' buffer is taken back
+  parser_ = std::make_unique<H1Parser>(fields_->Fresh());
   head_read_.clear();
   parser_->header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
   // The body's limit is TakeBody's: a 2xx answer a sink takes has none.

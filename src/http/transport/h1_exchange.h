@@ -29,6 +29,7 @@
 namespace outbound::http::internal::transport {
 
 class H1Parser;  // Beast's response parser, kept out of this header
+class H1Fields;  // where it keeps a head's fields
 
 class H1Exchange final : public Codec {
  public:
@@ -67,10 +68,11 @@ class H1Exchange final : public Codec {
   Exchange* current_ = nullptr;
   bool reusable_ = true;
   bool head_ = false;
-  std::string request_;              // written once, by Produce
-  std::vector<char> upload_buffer_;  // a streamed body's piece being written
-  std::string in_;                   // read, not yet taken by the parser
-  std::string head_read_;            // of the head being read, what the parser took
+  std::string request_;               // written once, by Produce
+  std::vector<char> upload_buffer_;   // a streamed body's piece being written
+  std::string in_;                    // read, not yet taken by the parser
+  std::string head_read_;             // of the head being read, what the parser took
+  std::unique_ptr<H1Fields> fields_;  // outlives parser_, whose fields it holds
   std::unique_ptr<H1Parser> parser_;
 };
 

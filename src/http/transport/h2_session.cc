@@ -2,6 +2,7 @@
 #include "h2_session.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <span>
 #include <string>
@@ -89,21 +90,40 @@ bool H2Session::Finished() const {
 
 bool H2Session::Start(Exchange& exchange) {
   const CallRequest& request = *exchange.request;
-  std::vector<nghttp2_nv> fields;
+  // Four pseudo-header fields, the headers, and a content-length. A request
+  // with a few headers keeps its fields on the stack (nghttp2 copies them).
   const std::size_t header_count = request.headers.size() + exchange.trace_headers->size();
-  fields.reserve(header_count + 5);
-  fields.push_back(Field(":method", request.method));
-  fields.push_back(Field(":scheme", "https"));
-  fields.push_back(Field(":authority", *exchange.authority));
-  fields.push_back(Field(":path", exchange.path));
-  // Field names go lower case on HTTP/2 (RFC 9113 §8.2.1).
+  constexpr std::size_t kInlineFields = 24;
+  std::array<nghttp2_nv, kInlineFields> inline_fields;
+  std::vector<nghttp2_nv> heap_fields;
+  std::span<nghttp2_nv> room(inline_fields);
+  if (header_count + 5 > kInlineFields) {
+    heap_fields.resize(header_count + 5);
+    room = heap_fields;
+  }
+  std::size_t used = 0;
+  room[used++] = Field(":method", request.method);
+  room[used++] = Field(":scheme", "https");
+  room[used++] = Field(":authority", *exchange.authority);
+  room[used++] = Field(":path", exchange.path);
+  // Field names go lower case on HTTP/2 (RFC 9113 §8.2.1). A name that is
+  // already (the usual case) goes as it is; others are lowered in a copy.
   std::vector<std::string> names;
-  names.reserve(header_count);  // no reallocation: `fields` points into it
   ForEachRequestHeader(exchange, [&](const std::string& name, const std::string& value) {
-    std::string& lower = names.emplace_back(name);
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    fields.push_back(Field(lower, value));
+    std::string_view field_name = name;
+    if (std::any_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+      if (names.empty()) names.reserve(header_count);  // never moved: fields point into it
+      std::string& lower = names.emplace_back(name);
+      for (char& c : lower) {
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      }
+      field_name = lower;
+    }
+    nghttp2_nv& field = room[used++] = Field(field_name, value);
+    // A traceparent is new on every request: indexing it would only churn
+    // the HPACK tables (an insertion and an eviction per request on both
+    // ends) for an entry never used again.
+    if (field_name == "traceparent") field.flags = NGHTTP2_NV_FLAG_NO_INDEX;
   });
   bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
                   request.method == "PATCH";
@@ -114,12 +134,12 @@ bool H2Session::Start(Exchange& exchange) {
     has_body = request.body_source.length.has_value();
     if (has_body) length = std::to_string(*request.body_source.length);
   }
-  if (has_body) fields.push_back(Field("content-length", length));
+  if (has_body) room[used++] = Field("content-length", length);
   nghttp2_data_provider body{};
   body.source.ptr = nullptr;  // ReadBody finds the exchange by its stream
   body.read_callback = ReadBody;
   bool sends_data = !request.body.empty() || exchange.upload.has_value();
-  std::int32_t id = nghttp2_submit_request(session_, nullptr, fields.data(), fields.size(),
+  std::int32_t id = nghttp2_submit_request(session_, nullptr, room.data(), used,
                                            sends_data ? &body : nullptr, &exchange);
   if (id < 0) {
     goaway_ = true;  // stream ids ran out, or the session is going: no more here
