@@ -77,6 +77,7 @@ constexpr const char* kFields[] = {
     "KEY_FILE",
     "TRANSPORT",
     "RATE_LIMIT",
+    "BULKHEAD",
     "FAULTS",
     "GZIP",
     "HTTP2_PRIOR_KNOWLEDGE",
@@ -102,6 +103,32 @@ Result<std::optional<http::RateLimit>> ParseRateLimit(const std::string& text) {
     limit.burst = *burst;
   }
   return std::optional(limit);
+}
+
+// "64" (calls in flight), "64,16,50ms" (and up to 16 waiting 50ms at
+// most), or "off".
+Result<std::optional<http::Bulkhead>> ParseBulkhead(const std::string& text) {
+  if (text == "off") return std::optional<http::Bulkhead>();
+  auto bad = [&] {
+    return Fail(ErrorKind::kInvalidSettings,
+                "\"" + text +
+                    "\" is not a bulkhead such as 64 (calls in flight) or 64,16,50ms (16 more "
+                    "waiting 50ms at most), or off");
+  };
+  std::size_t first = text.find(',');
+  Result<int> calls = ParseInt(text.substr(0, first));
+  if (!calls) return bad();
+  http::Bulkhead bulkhead{.max_calls = *calls};
+  if (first != std::string::npos) {
+    std::size_t second = text.find(',', first + 1);
+    if (second == std::string::npos) return bad();
+    Result<int> queued = ParseInt(text.substr(first + 1, second - first - 1));
+    Result<Duration> wait = ParseDuration(text.substr(second + 1));
+    if (!queued || !wait) return bad();
+    bulkhead.max_queued = *queued;
+    bulkhead.max_wait = *wait;
+  }
+  return std::optional(bulkhead);
 }
 
 Result<bool> ParseOnOff(const std::string& text) {
@@ -190,6 +217,9 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
   s.rate_limit = r.Get(name("RATE_LIMIT"), Parser<std::optional<http::RateLimit>>(ParseRateLimit),
                        std::optional<std::optional<http::RateLimit>>(d.rate_limit),
                        Check<std::optional<http::RateLimit>>(http::CheckRateLimit));
+  s.bulkhead = r.Get(name("BULKHEAD"), Parser<std::optional<http::Bulkhead>>(ParseBulkhead),
+                     std::optional<std::optional<http::Bulkhead>>(d.bulkhead),
+                     Check<std::optional<http::Bulkhead>>(http::CheckBulkhead));
   s.faults.enabled =
       r.Get(name("FAULTS"), Parser<bool>(ParseOnOff), std::optional(d.faults.enabled));
   s.gzip = r.Get(name("GZIP"), Parser<bool>(ParseOnOff), std::optional(d.gzip));

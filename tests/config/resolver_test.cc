@@ -102,7 +102,7 @@ TEST(ResolverTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 26u);
+  EXPECT_EQ(listed.size(), 27u);
 }
 
 TEST(ResolverTest, TheBaseUrlInOneVariable) {
@@ -222,6 +222,28 @@ TEST(ResolverTest, RequiredVariableMustBeSetAndFilesMustExist) {
   EXPECT_NE(done.error().message().find("PAYMENTS_URL: must be set"), std::string::npos);
   EXPECT_NE(done.error().message().find("OUTBOUND_CA_FILE: cannot read \"/nonexistent/ca.pem\""),
             std::string::npos);
+}
+
+TEST(ResolverTest, ABulkheadIsReadWithOrWithoutItsQueue) {
+  auto read = [](const std::string& text) {
+    Resolver r(FromMap({{"PAYMENTS_URL", "http://payments:8080"}, {"PAYMENTS_BULKHEAD", text}}));
+    http::Settings s = ReadHttpSettings(r, "PAYMENTS_", http::DefaultSettings());
+    auto done = r.Finish();
+    return std::make_pair(s.bulkhead, done ? std::string() : done.error().message());
+  };
+  auto [plain, plain_error] = read("64");
+  ASSERT_TRUE(plain) << plain_error;
+  EXPECT_EQ(plain->max_calls, 64);
+  EXPECT_EQ(plain->max_queued, 0);
+  auto [queued, queued_error] = read("64,16,50ms");
+  ASSERT_TRUE(queued) << queued_error;
+  EXPECT_EQ(queued->max_queued, 16);
+  EXPECT_EQ(queued->max_wait, std::chrono::milliseconds(50));
+  EXPECT_FALSE(read("off").first);
+  EXPECT_EQ(read("64,16").second,
+            "PAYMENTS_BULKHEAD: \"64,16\" is not a bulkhead such as 64 (calls in flight) or "
+            "64,16,50ms (16 more waiting 50ms at most), or off");
+  EXPECT_EQ(read("0").second, "PAYMENTS_BULKHEAD: the calls in flight must be from 1 to 100000");
 }
 
 TEST(ResolverTest, PriorKnowledgeIsReadForAnHttpUrlAndRefusedBesideAnHttpsOne) {

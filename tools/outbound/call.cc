@@ -78,7 +78,8 @@ settings, from the environment (durations like 250ms or 10s):
   OUTBOUND_BREAKER_CALLS_PER_PROBE OUTBOUND_BREAKER_SLOW_CALL
   OUTBOUND_MAX_RESPONSE_BYTES OUTBOUND_MAX_ERROR_RESPONSE_BYTES
   OUTBOUND_MAX_CONNECTIONS OUTBOUND_CA_FILE OUTBOUND_CERT_FILE OUTBOUND_KEY_FILE
-  OUTBOUND_RATE_LIMIT (50/s, 50/s,10 or off) OUTBOUND_FAULTS (on or off)
+  OUTBOUND_RATE_LIMIT (50/s, 50/s,10 or off) OUTBOUND_BULKHEAD (64, 64,16,50ms or off)
+  OUTBOUND_FAULTS (on or off)
   OUTBOUND_GZIP (on or off) OUTBOUND_HTTP2_PRIOR_KNOWLEDGE (on: HTTP/2 to an http URL)
 Options win over variables. An https URL without a CA file trusts the
 system's roots; a CA file, certificate or key beside an http URL is bad

@@ -15,6 +15,8 @@
 //   CA_FILE CERT_FILE KEY_FILE  paths of PEM files, for an https URL (an error
 //                              beside an http one: plain text by accident)
 //   RATE_LIMIT                 "50/s", "50/s,10" (a burst of 10) or "off"
+//   BULKHEAD                   "64" (calls in flight), "64,16,50ms" (16 more
+//                              waiting 50ms at most) or "off"
 //   FAULTS                     "on" or "off": failure injection
 //                              (docs/failure-injection.md)
 //   GZIP                       "on" or "off": ask for gzip, decode it
