@@ -155,14 +155,7 @@ void Queued::Expire() {
 void Queued::Cancel(CancelReason reason) {
   if (!Leave()) return;
   bulkhead_.Left();
-  CallOutcome outcome;
-  outcome.result = reason == CancelReason::kCancelled
-                       ? Fail(ErrorKind::kCancelled,
-                              "the caller cancelled the call while it waited for the bulkhead: "
-                              "nothing was sent")
-                       : Fail(ErrorKind::kDeadline,
-                              "the call's deadline passed while it waited for the bulkhead");
-  call_->End(std::move(outcome));
+  call_->End(StoppedWaiting(reason, "the bulkhead"));
 }
 
 }  // namespace

@@ -122,4 +122,15 @@ void CallPath::Misused(std::string_view what) const {
   Report(what);
 }
 
+CallOutcome StoppedWaiting(CancelReason reason, std::string_view waiting_for) {
+  CallOutcome outcome;
+  std::string what(waiting_for);
+  outcome.result =
+      reason == CancelReason::kCancelled
+          ? Fail(ErrorKind::kCancelled,
+                 "the caller cancelled the call while it waited for " + what + ": nothing was sent")
+          : Fail(ErrorKind::kDeadline, "the call's deadline passed while it waited for " + what);
+  return outcome;
+}
+
 }  // namespace outbound::http::internal

@@ -62,6 +62,10 @@ struct CallOutcome {
   std::exception_ptr thrown;
 };
 
+// How a call that was waiting in a call layer (`waiting_for`: "the rate limit",
+// "the bulkhead") ends when its caller cancels or its deadline passes.
+CallOutcome StoppedWaiting(CancelReason reason, std::string_view waiting_for);
+
 class CallLayer;
 class CallPath;
 

@@ -117,14 +117,7 @@ void Waiter::Cancel(CancelReason reason) {
     timer_.Cancel();
   }
   limiter_.GiveBack();
-  CallOutcome outcome;
-  outcome.result = reason == CancelReason::kCancelled
-                       ? Fail(ErrorKind::kCancelled,
-                              "the caller cancelled the call while it waited for the rate "
-                              "limit: nothing was sent")
-                       : Fail(ErrorKind::kDeadline,
-                              "the call's deadline passed while it waited for the rate limit");
-  call_->End(std::move(outcome));
+  call_->End(StoppedWaiting(reason, "the rate limit"));
 }
 
 }  // namespace
