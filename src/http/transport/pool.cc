@@ -76,7 +76,8 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   }
 
   void Cancel(Exchange& exchange) override {
-    // Null once its connection failed to open and ended it.
+    // Connection::Carry set it; null only for an exchange it gave back,
+    // which the dispatcher ended at once.
     if (exchange.connection != nullptr) exchange.connection->Cancel(exchange);
   }
 
