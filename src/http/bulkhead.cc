@@ -45,54 +45,39 @@ class BulkheadLayer final : public CallLayer {
   std::string_view name() const override { return "bulkhead"; }
 
   void Send(const std::shared_ptr<CallState>& call) override {
-    std::shared_ptr<Queued> queued;
+    enum class Verdict { kGo, kWait, kFull } verdict;
     {
       std::lock_guard lock(mu_);
       if (in_flight_ < bulkhead_.max_calls) {
         ++in_flight_;
+        verdict = Verdict::kGo;
       } else if (waiting_ < bulkhead_.max_queued) {
-        // Calls that stopped waiting at the front are dropped here too.
-        while (!queue_.empty() && !queue_.front()->waiting()) queue_.pop_front();
         ++waiting_;
-        queued = std::make_shared<Queued>(*this, call);
-        queue_.push_back(queued);
+        verdict = Verdict::kWait;
       } else {
-        return Reject(
-            *call,
-            "the bulkhead is full (" + std::to_string(bulkhead_.max_calls) + " calls in flight" +
-                (bulkhead_.max_queued > 0 ? ", " + std::to_string(bulkhead_.max_queued) + " waiting"
-                                          : "") +
-                "): nothing was sent");
+        verdict = Verdict::kFull;
       }
     }
-    if (!queued) return call->Proceed(*this);
-    // Cancelled at once if the call already was.
-    call->SetCancelTarget(queued);
-    queued->Arm(clock_, bulkhead_.max_wait, queued);
+    // Outside the lock: what runs next may be the user's code (a callback,
+    // middleware), which may send another call through this client.
+    if (verdict == Verdict::kGo) return Pass(call);
+    if (verdict == Verdict::kWait) return Queue(call);
+    Reject(*call,
+           "the bulkhead is full (" + std::to_string(bulkhead_.max_calls) + " calls in flight" +
+               (bulkhead_.max_queued > 0 ? ", " + std::to_string(bulkhead_.max_queued) + " waiting"
+                                         : "") +
+               "): nothing was sent");
   }
 
-  // The call's place goes to the oldest call still waiting, or is freed.
   bool Finish(CallState&, CallOutcome&) override {
-    for (;;) {
-      std::shared_ptr<Queued> next;
-      {
-        std::lock_guard lock(mu_);
-        if (queue_.empty()) {
-          --in_flight_;
-          return true;
-        }
-        next = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      // One that stopped waiting meanwhile took no place: the next one.
-      if (next->Go()) return true;
-    }
+    Release();
+    return true;
   }
 
   void Pass(const std::shared_ptr<CallState>& call) { call->Proceed(*this); }
 
-  // A queued call stopped waiting: it is no longer counted (Finish skips
-  // it in the queue).
+  // A queued call stopped waiting (cancelled, or its wait ran out): it is
+  // no longer counted, and Release skips it in the queue.
   void Left() {
     std::lock_guard lock(mu_);
     --waiting_;
@@ -113,11 +98,51 @@ class BulkheadLayer final : public CallLayer {
   Duration max_wait() const { return bulkhead_.max_wait; }
 
  private:
+  // The call (counted in waiting_) waits for a place. Its cancel target is
+  // set before any Release can see it in the queue, so the retry loop's,
+  // set once it proceeds, is never overwritten.
+  void Queue(const std::shared_ptr<CallState>& call) {
+    auto queued = std::make_shared<Queued>(*this, call);
+    call->SetCancelTarget(queued);  // a call cancelled already ends here
+    bool place = false;
+    {
+      std::lock_guard lock(mu_);
+      if (!queued->waiting()) return;  // cancelled: Left() gave its count back
+      if (in_flight_ < bulkhead_.max_calls) {
+        ++in_flight_;  // a place freed since Send looked
+        place = true;
+      } else {
+        while (!queue_.empty() && !queue_.front()->waiting()) queue_.pop_front();
+        queue_.push_back(queued);
+      }
+    }
+    if (!place) return queued->Arm(clock_, bulkhead_.max_wait, queued);
+    if (!queued->Go()) Release();  // cancelled just now: the place goes on
+  }
+
+  // A call's place goes to the oldest call still waiting, or is freed.
+  void Release() {
+    for (;;) {
+      std::shared_ptr<Queued> next;
+      {
+        std::lock_guard lock(mu_);
+        if (queue_.empty()) {
+          --in_flight_;
+          return;
+        }
+        next = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      // One that stopped waiting meanwhile took no place: the next one.
+      if (next->Go()) return;
+    }
+  }
+
   Clock& clock_;
   const Bulkhead bulkhead_;
   std::mutex mu_;
   int in_flight_ = 0;
-  int waiting_ = 0;  // in queue_ and still waiting
+  int waiting_ = 0;  // queued and still waiting
   std::deque<std::shared_ptr<Queued>> queue_;
 };
 

@@ -136,5 +136,21 @@ TEST_F(BulkheadTest, AQueuedCallStopsWaitingAtItsDeadlineOrItsCallersCancel) {
   EXPECT_EQ(server->request_count(), 2u);
 }
 
+TEST_F(BulkheadTest, ManyCallsGoInWavesOfTheBound) {
+  auto client = Bulkheaded(Bulkhead{.max_calls = 8, .max_queued = 100, .max_wait = seconds(10)});
+  std::vector<std::future<Result<Response>>> calls;
+  for (int i = 0; i < 64; ++i) calls.push_back(client->SendAsync(Request::Get(NumberedPath(i))));
+  for (std::size_t wave = 1; wave <= 8; ++wave) {
+    EXPECT_EQ(server->request_count(), 8 * wave);
+    clock.Advance(milliseconds(100));
+  }
+  for (auto& call : calls) ASSERT_TRUE(call.get());
+  // In the order the calls were made.
+  std::vector<ServerRequest> requests = server->requests();
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(requests[i].target, NumberedPath(static_cast<int>(i)));
+  }
+}
+
 }  // namespace
 }  // namespace outbound::http
