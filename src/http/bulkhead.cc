@@ -76,15 +76,9 @@ class BulkheadLayer final : public CallLayer {
 
   void Pass(const std::shared_ptr<CallState>& call) { call->Proceed(*this); }
 
-  // A queued call stopped waiting (cancelled, or its wait ran out): it is
-  // no longer counted, and Release skips it in the queue.
-  void Left() {
-    std::lock_guard lock(mu_);
-    --waiting_;
-  }
-
-  // A queued call took the place handed to it.
-  void Took() {
+  // A queued call no longer waits: it took the place handed to it, or it
+  // was cancelled or its wait ran out (Release then skips it in the queue).
+  void DoneWaiting() {
     std::lock_guard lock(mu_);
     --waiting_;
   }
@@ -107,7 +101,7 @@ class BulkheadLayer final : public CallLayer {
     bool place = false;
     {
       std::lock_guard lock(mu_);
-      if (!queued->waiting()) return;  // cancelled: Left() gave its count back
+      if (!queued->waiting()) return;  // cancelled: DoneWaiting gave its count back
       if (in_flight_ < bulkhead_.max_calls) {
         ++in_flight_;  // a place freed since Send looked
         place = true;
@@ -161,14 +155,14 @@ bool Queued::Leave() {
 
 bool Queued::Go() {
   if (!Leave()) return false;
-  bulkhead_.Took();
+  bulkhead_.DoneWaiting();
   bulkhead_.Pass(call_);
   return true;
 }
 
 void Queued::Expire() {
   if (done_.exchange(true)) return;  // the timer is the one running
-  bulkhead_.Left();
+  bulkhead_.DoneWaiting();
   BulkheadLayer::Reject(
       *call_,
       "the bulkhead stayed full for " +
@@ -179,7 +173,7 @@ void Queued::Expire() {
 
 void Queued::Cancel(CancelReason reason) {
   if (!Leave()) return;
-  bulkhead_.Left();
+  bulkhead_.DoneWaiting();
   call_->End(StoppedWaiting(reason, "the bulkhead"));
 }
 
