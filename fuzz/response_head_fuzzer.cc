@@ -138,10 +138,10 @@ Summary Run(const std::string& response, const std::vector<std::size_t>& ends, b
   // An attempt on a path with no layers: the codec only tells it events.
   static const http::internal::AttemptPath kNoLayers({}, {}, nullptr);
   auto attempt = std::make_shared<http::internal::Attempt>(kNoLayers);
-  const http::Headers no_trace_headers;
+  const http::Headers no_attempt_headers;
   exchange.events = attempt;
   exchange.request = request.get();
-  exchange.trace_headers = &no_trace_headers;
+  exchange.attempt_headers = &no_attempt_headers;
   exchange.path = "/x";
   exchange.authority = &authority;
   exchange.max_body = limit;

@@ -96,7 +96,7 @@ bool Attempt::End(AttemptOutcome&& outcome) {
 
 ExchangeRequest Attempt::exchange() {
   return {.request = request.get(),
-          .trace_headers = &trace_headers,
+          .attempt_headers = &attempt_headers,
           .body_sink = call->body_sink ? &call->body_sink : nullptr,
           .queue_place = &queue_place,
           .admission = admission};

@@ -188,13 +188,13 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   // Set by the breaker layer: asked by the transport before it sends an
   // attempt that waited in its queue. Null means always admitted.
   const Admission* admission = nullptr;
-  // The attempt's span while it is recorded (null when tracing is off),
-  // and the trace context headers the transport sends with it
-  // (`traceparent`, `tracestate`, `baggage`), each in place of the
-  // request's own header of that name: what the exchange carries, set by
-  // the attempt span layer.
+  // The attempt's span while it is recorded (null when tracing is off).
   std::unique_ptr<telemetry::Span> span;
-  Headers trace_headers;
+  // Headers of this attempt's own, each sent in place of the request's
+  // header of that name: the trace context (`traceparent`, `tracestate`,
+  // `baggage`, set by the attempt span layer) and a front end's (gRPC's
+  // `grpc-timeout`, the time the attempt has left).
+  Headers attempt_headers;
   // The trace context this attempt runs in: its span's, or the caller's.
   const telemetry::SpanContext& trace_context() const {
     return span != nullptr ? span->context() : call->parent;

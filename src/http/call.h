@@ -48,6 +48,10 @@ struct CallRequest {
   Headers headers;
   std::string body;
   bool replayable = true;
+  // Whether the request may reach the server twice, when its front end
+  // knows (a gRPC method declared idempotent or not); unset: HTTP's rule,
+  // the method or an idempotency key (SafeToRepeat).
+  std::optional<bool> idempotent;
   // Set: the body is read from it as it is sent (Request::StreamBodyFrom),
   // and `body` is empty.
   BodySource body_source;

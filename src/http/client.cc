@@ -9,6 +9,7 @@
 #include "client_telemetry.h"
 #include "dispatcher.h"
 #include "event_loop.h"
+#include "front_end.h"
 #include "layers.h"
 #include "origin.h"
 #include "request_check.h"
@@ -44,13 +45,13 @@ struct Client::Impl {
   // "payments:8443": what every error message starts with.
   std::string dependency;
   // "http:payments:8443": the client's name as a failure injection point.
-  std::string fault_point = "http:" + dependency;
+  std::string fault_point;
   retry::Budget budget;
   retry::Retrier retrier;
   internal::TransparentRetries transparent;
   circuit::Breaker breaker;
   // After the breaker and budget its gauges read, so it goes first.
-  internal::ClientTelemetry telemetry;
+  std::unique_ptr<internal::ClientTelemetry> telemetry;
   // Every call's deadline; timeouts of one length, so in order.
   outbound::internal::TimeoutList deadlines;
   // The client's own event loop: its transfers, and the callbacks of calls
@@ -94,12 +95,13 @@ struct Client::Impl {
     return s;
   }
 
-  Impl(const Runtime& rt, Settings s, internal::Origin o)
+  Impl(const Runtime& rt, Settings s, internal::Origin o, const internal::FrontEnd& front_end)
       : runtime(rt),
         settings(WithRuntimeFaults(rt, std::move(s))),
         origin(std::move(o)),
         origin_text(origin.ToString()),
         dependency(origin.host + ":" + std::to_string(origin.port)),
+        fault_point(std::string(front_end.fault_scheme) + ":" + dependency),
         budget(settings.retry_budget),
         retrier(retry::Policy{settings.max_attempts,
                               retry::Exponential(settings.backoff_base, settings.backoff_max)},
@@ -108,14 +110,17 @@ struct Client::Impl {
             settings.breaker, settings.breaker_policy,
             [this](const circuit::Transition& transition) { Transitioned(transition); },
             runtime.random),
-        telemetry(runtime.telemetry, origin, *runtime.clock),
+        telemetry(front_end.telemetry
+                      ? front_end.telemetry(runtime.telemetry, origin, *runtime.clock)
+                      : std::make_unique<internal::ClientTelemetry>(runtime.telemetry, origin,
+                                                                    *runtime.clock)),
         deadlines(*runtime.clock) {
-    telemetry.Observe(breaker, budget);
-    if (settings.request_logging) telemetry.LogRequests();
+    telemetry->Observe(breaker, budget);
+    if (settings.request_logging) telemetry->LogRequests();
   }
 
   void Transitioned(const circuit::Transition& transition) {
-    telemetry.resilience().BreakerTransition(transition, telemetry::TransitionCause::current());
+    telemetry->resilience().BreakerTransition(transition, telemetry::TransitionCause::current());
     for (const auto& observer : settings.observers) observer->OnBreakerTransition(transition);
   }
 
@@ -129,7 +134,7 @@ struct Client::Impl {
     if (fault) {
       call.fault = *fault;
     } else {
-      telemetry.FaultScenarioIgnored();
+      telemetry->FaultScenarioIgnored();
     }
     if (!settings.faults.forward_scenario) {
       std::erase_if(baggage, [](const telemetry::BaggageEntry& entry) {
@@ -137,6 +142,10 @@ struct Client::Impl {
       });
     }
   }
+
+  // Starts a call (Client::SendAsync); `idempotent` as its front end says
+  // (CallRequest::idempotent).
+  void Send(Request request, Callback done, std::optional<bool> idempotent);
 
   // Each attempt's record, for the observers; null when there are none.
   std::function<void(const AttemptRecord&)> AttemptObservers() {
@@ -148,9 +157,17 @@ struct Client::Impl {
 };
 
 Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings settings) {
+  return internal::CreateClient(runtime, std::move(settings), internal::FrontEnd{});
+}
+
+namespace internal {
+
+Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings settings,
+                                             const FrontEnd& front_end) {
+  using Impl = Client::Impl;
   if (auto valid = Validate(settings); !valid) return tl::unexpected(valid.error());
   auto parsed = internal::ParseUrl(settings.base_url);
-  auto impl = std::make_unique<Impl>(runtime, std::move(settings), parsed->origin);
+  auto impl = std::make_unique<Impl>(runtime, std::move(settings), parsed->origin, front_end);
   Impl& c = *impl;
 
   // The library's own transport, the client's dispatcher over its
@@ -168,24 +185,28 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   }
   Clock& clock = *c.runtime.clock;
   const Settings& s = c.settings;
-  auto misused = [&telemetry = c.telemetry](std::string_view what) {
+  auto misused = [&telemetry = *c.telemetry](std::string_view what) {
     telemetry.LayerMisused(what);
   };
+  const ClientTelemetry& telemetry = *c.telemetry;
 
   // The call path, top to bottom: the order is these two lists. A layer
   // that is off is not in its list, and costs nothing.
   internal::AttemptSlots slots;
   std::vector<std::unique_ptr<internal::AttemptLayer>> attempt_layers;
-  attempt_layers.push_back(internal::MakeAttemptSpan(slots, clock, c.telemetry));
+  attempt_layers.push_back(internal::MakeAttemptSpan(slots, clock, telemetry));
   attempt_layers.push_back(
-      internal::MakeBreakerLayer(slots, c.breaker, s.classify, clock, c.telemetry));
+      internal::MakeBreakerLayer(slots, c.breaker, s.classify, clock, telemetry));
   if (!s.attempt_middleware.empty()) {
     attempt_layers.push_back(internal::MakeAttemptMiddleware(c.origin, s.attempt_middleware));
   }
-  attempt_layers.push_back(internal::MakeAttemptTimeout(slots, clock, s.attempt_timeout));
+  if (front_end.attempt_timeout) {
+    attempt_layers.push_back(internal::MakeAttemptTimeout(slots, clock, s.attempt_timeout));
+  }
   if (s.faults.enabled) {
     attempt_layers.push_back(internal::MakeFaultInjection(clock, *c.runtime.random));
   }
+  if (front_end.attempt_layers) front_end.attempt_layers(slots, clock, attempt_layers);
   attempt_layers.push_back(internal::MakeTransportLayer(std::move(transport)));
   c.attempts =
       std::make_unique<internal::AttemptPath>(std::move(slots), std::move(attempt_layers), misused);
@@ -196,15 +217,21 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   }
   if (s.bulkhead) call_layers.push_back(internal::MakeBulkhead(clock, *s.bulkhead));
   if (s.rate_limit) call_layers.push_back(internal::MakeRateLimit(clock, *s.rate_limit));
-  call_layers.push_back(internal::MakeRedirects(c.origin));
+  if (front_end.redirects) call_layers.push_back(internal::MakeRedirects(c.origin));
   call_layers.push_back(
       internal::MakeRetryLoop(*c.attempts, {&c.retrier, c.runtime.clock, c.runtime.random,
-                                            c.AttemptObservers(), &c.telemetry, &c.transparent}));
+                                            c.AttemptObservers(), &telemetry, &c.transparent}));
   c.calls = std::make_unique<internal::CallPath>(std::move(call_layers), misused);
 
   if (c.dispatcher != nullptr) c.dispatcher->CountCallsWith(c.live_count);
+  return ClientPeer::Make(std::move(impl));
+}
+
+std::unique_ptr<Client> ClientPeer::Make(std::unique_ptr<Client::Impl> impl) {
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
+
+}  // namespace internal
 
 std::unique_ptr<Client> Client::CreateOrThrow(const Runtime& runtime, Settings settings) {
   return OrThrow(Create(runtime, std::move(settings)));
@@ -258,7 +285,11 @@ Error NamedError(const std::string& dependency, const Error& error) {
 }  // namespace
 
 void Client::SendAsync(Request request, Callback done) {
-  Impl& impl = *impl_;
+  impl_->Send(std::move(request), std::move(done), std::nullopt);
+}
+
+void Client::Impl::Send(Request request, Callback done, std::optional<bool> idempotent) {
+  Impl& impl = *this;
   SendingScope sending(&impl);
   auto refuse = [&](const Error& error) {
     impl.loop->Post([done = std::move(done), error = NamedError(impl.dependency, error)] {
@@ -284,6 +315,7 @@ void Client::SendAsync(Request request, Callback done) {
   if (deadline <= now) {
     return refuse(Error(ErrorKind::kDeadline, "the call's deadline had passed: nothing was sent"));
   }
+  checked->idempotent = idempotent;
   auto call = std::make_shared<LiveCall>(deadline, request.context.cancel, std::move(done),
                                          std::move(*checked));
   call->parent = std::move(request.context.trace);
@@ -296,7 +328,7 @@ void Client::SendAsync(Request request, Callback done) {
   // Shares the call's ownership: a cycle, broken when the call ends.
   call->request = std::shared_ptr<const CallRequest>(call, &call->first_request);
   // The layers hold the call until this runs: a plain pointer is enough.
-  call->done = [impl = impl_.get(), live = call.get()](internal::CallOutcome&& outcome) {
+  call->done = [impl = this, live = call.get()](internal::CallOutcome&& outcome) {
     live->Disarm();
     live->request.reset();
     if (!outcome.result) {
@@ -327,6 +359,13 @@ void Client::SendAsync(Request request, Callback done) {
 namespace internal {
 
 std::string ClientPeer::CallLayers(const Client& client) { return client.impl_->calls->Describe(); }
+
+void ClientPeer::SendAsync(Client& client, Request request, bool idempotent,
+                           Client::Callback done) {
+  client.impl_->Send(std::move(request), std::move(done), idempotent);
+}
+
+circuit::Breaker& ClientPeer::breaker(Client& client) { return client.impl_->breaker; }
 
 std::string ClientPeer::AttemptLayers(const Client& client) {
   return client.impl_->attempts->Describe();

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// The library's own tests' view of a client's insides: what its call path
-// is made of, so a test can hold the docs to the order the code builds.
-// Internal.
+// What the library's own code sees of a client's insides: its call path,
+// so a test can hold the docs to the order the code builds, and what a
+// front end on the call core (the gRPC client) needs beyond the public
+// API. Internal.
 #ifndef OUTBOUND_SRC_HTTP_CLIENT_PEER_H_
 #define OUTBOUND_SRC_HTTP_CLIENT_PEER_H_
 
+#include <memory>
 #include <string>
 
+#include "outbound/circuit/breaker.h"
 #include "outbound/http/client.h"
 
 namespace outbound::http::internal {
@@ -17,6 +20,14 @@ struct ClientPeer {
   static std::string CallLayers(const Client& client);
   // "attempt span → breaker → … → transport".
   static std::string AttemptLayers(const Client& client);
+
+  // Client::SendAsync, with the front end's word on whether the request may
+  // reach the server twice (CallRequest::idempotent).
+  static void SendAsync(Client& client, Request request, bool idempotent, Client::Callback done);
+  // The client's one breaker.
+  static circuit::Breaker& breaker(Client& client);
+
+  static std::unique_ptr<Client> Make(std::unique_ptr<Client::Impl> impl);
 };
 
 }  // namespace outbound::http::internal

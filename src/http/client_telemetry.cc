@@ -103,14 +103,27 @@ std::string RedactedUrl(std::string_view url) {
 }
 
 ClientTelemetry::ClientTelemetry(const telemetry::Telemetry& telemetry, const Origin& origin,
-                                 Clock& clock)
+                                 Clock& clock, std::string_view scope)
     : telemetry_(telemetry),
       clock_(clock),
       meters_(telemetry.meters),
       host_(origin.host),
       port_(origin.port),
       scheme_(origin.scheme),
-      resilience_(telemetry, kScope, origin.host, origin.port) {
+      scope_(scope),
+      resilience_(telemetry, scope, origin.host, origin.port) {
+  if (meters_ == nullptr) return;
+  malformed_faults_ =
+      meters_->CreateCounter({scope, "outbound.fault.malformed", "{scenario}",
+                              "Fault scenarios in calls' baggage that were malformed, ignored."});
+  misuses_ = meters_->CreateCounter(
+      {scope, "outbound.internal.misuse", "{misuse}",
+       "Times a layer of the client broke the call path's protocol: a bug in outbound."});
+}
+
+ClientTelemetry::ClientTelemetry(const telemetry::Telemetry& telemetry, const Origin& origin,
+                                 Clock& clock)
+    : ClientTelemetry(telemetry, origin, clock, kScope) {
   if (meters_ == nullptr) return;
   duration_ = meters_->CreateHistogram(
       {kScope, "http.client.request.duration", "s", "Duration of HTTP client requests."},
@@ -122,31 +135,15 @@ ClientTelemetry::ClientTelemetry(const telemetry::Telemetry& telemetry, const Or
       {kScope, "http.client.request.time_in_queue", "s",
        "Time an HTTP client request waited for a connection before it was sent."},
       telemetry::kDurationBuckets);
-  malformed_faults_ =
-      meters_->CreateCounter({kScope, "outbound.fault.malformed", "{scenario}",
-                              "Fault scenarios in calls' baggage that were malformed, ignored."});
-  misuses_ = meters_->CreateCounter(
-      {kScope, "outbound.internal.misuse", "{misuse}",
-       "Times a layer of the client broke the call path's protocol: a bug in outbound."});
 }
 
 ClientTelemetry::~ClientTelemetry() = default;
 
 void ClientTelemetry::AttemptStarted(Attempt& attempt) const {
-  CallState& call = *attempt.call;  // its attempts run one at a time
   const CallRequest& request = *attempt.request;
-  const telemetry::SpanContext* context = &call.parent;
+  const telemetry::SpanContext* context = &attempt.call->parent;
   if (telemetry_.tracer != nullptr) {
-    telemetry::SpanStart start{.scope = kScope,
-                               .name = MethodAttribute(request.method),
-                               .kind = telemetry::SpanKind::kClient,
-                               .parent = call.parent.valid() ? &call.parent : &call.own_trace,
-                               .start = attempt.started};
-    attempt.span = telemetry_.tracer->StartSpan(start);
-    if (!call.parent.valid() && !call.own_trace.trace_id.valid()) {
-      call.own_trace.trace_id = attempt.span->context().trace_id;
-    }
-    telemetry::Span& span = *attempt.span;
+    telemetry::Span& span = StartSpan(attempt, MethodAttribute(request.method));
     span.SetAttribute({"http.request.method", MethodAttribute(request.method)});
     // A URL without a query has nothing to redact, and needs no copy.
     if (request.url.find('?') == std::string::npos) {
@@ -161,14 +158,32 @@ void ClientTelemetry::AttemptStarted(Attempt& attempt) const {
     }
     context = &span.context();
   }
-  attempt.trace_headers.clear();
-  if (context->valid()) {
-    attempt.trace_headers.emplace_back("traceparent", telemetry::FormatTraceparent(*context));
-    if (!context->trace_state.empty()) {
-      attempt.trace_headers.emplace_back("tracestate", context->trace_state);
-    }
+  SetTraceHeaders(attempt, *context);
+}
+
+telemetry::Span& ClientTelemetry::StartSpan(Attempt& attempt, std::string_view name) const {
+  CallState& call = *attempt.call;
+  telemetry::SpanStart start{.scope = scope_,
+                             .name = name,
+                             .kind = telemetry::SpanKind::kClient,
+                             .parent = call.parent.valid() ? &call.parent : &call.own_trace,
+                             .start = attempt.started};
+  attempt.span = telemetry_.tracer->StartSpan(start);
+  // Every attempt of a call without a trace of its caller's is in one trace.
+  if (!call.parent.valid() && !call.own_trace.trace_id.valid()) {
+    call.own_trace.trace_id = attempt.span->context().trace_id;
   }
-  if (!call.baggage.empty()) attempt.trace_headers.emplace_back("baggage", call.baggage);
+  return *attempt.span;
+}
+
+void ClientTelemetry::SetTraceHeaders(Attempt& attempt, const telemetry::SpanContext& context) {
+  Headers& headers = attempt.attempt_headers;
+  headers.clear();
+  if (context.valid()) {
+    headers.emplace_back("traceparent", telemetry::FormatTraceparent(context));
+    if (!context.trace_state.empty()) headers.emplace_back("tracestate", context.trace_state);
+  }
+  if (!attempt.call->baggage.empty()) headers.emplace_back("baggage", attempt.call->baggage);
 }
 
 void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome,
@@ -252,7 +267,7 @@ void ClientTelemetry::LayerMisused(std::string_view what) const {
   if (meters_ != nullptr) misuses_->Add(1, attributes);
   if (telemetry_.logger == nullptr) return;
   telemetry::LogRecord record;
-  record.scope = kScope;
+  record.scope = scope_;
   record.at = clock_.Now();
   record.severity = telemetry::Severity::kError;
   record.body = "outbound: the call path was misused: " + std::string(what);

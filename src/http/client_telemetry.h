@@ -3,7 +3,9 @@
 // attempt with its trace context put on the wire, the HTTP client metrics,
 // and the library's own instruments of its breaker, retry loop and budget
 // (telemetry::ResilienceInstruments, shared with the gRPC client). Each
-// signal costs nothing when its provider is not set. Internal.
+// signal costs nothing when its provider is not set. A front end with a
+// vocabulary of its own (gRPC's span names, attributes and metrics)
+// overrides AttemptStarted and AttemptEnded. Internal.
 #ifndef OUTBOUND_SRC_HTTP_CLIENT_TELEMETRY_H_
 #define OUTBOUND_SRC_HTTP_CLIENT_TELEMETRY_H_
 
@@ -29,7 +31,7 @@ inline constexpr std::string_view kScope = "outbound.http";
 class ClientTelemetry {
  public:
   ClientTelemetry(const telemetry::Telemetry& telemetry, const Origin& origin, Clock& clock);
-  ~ClientTelemetry();
+  virtual ~ClientTelemetry();
   ClientTelemetry(const ClientTelemetry&) = delete;
   ClientTelemetry& operator=(const ClientTelemetry&) = delete;
 
@@ -41,13 +43,13 @@ class ClientTelemetry {
 
   // An attempt begins: its span starts (a child of the caller's context),
   // and the trace context headers it carries are set.
-  void AttemptStarted(Attempt& attempt) const;
+  virtual void AttemptStarted(Attempt& attempt) const;
   // It ended, with `outcome` filled by the layers below: its span ends and
   // its metrics are recorded. `in_queue`: how long it waited for a
   // connection, if it was handed to one (http.client.request.time_in_queue,
   // and the span's attribute of that name).
-  void AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome,
-                    std::optional<Duration> in_queue) const;
+  virtual void AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome,
+                            std::optional<Duration> in_queue) const;
 
   // The breaker, the retry loop and the budget, as the gRPC client reports
   // them too (outbound/telemetry/resilience_instruments.h).
@@ -63,13 +65,25 @@ class ClientTelemetry {
   // error record saying `what`, and a count (outbound.internal.misuse).
   void LayerMisused(std::string_view what) const;
 
- private:
+ protected:
+  // The instruments every front end shares, recorded in `scope`; none of
+  // HTTP's own.
+  ClientTelemetry(const telemetry::Telemetry& telemetry, const Origin& origin, Clock& clock,
+                  std::string_view scope);
+  // Starts the attempt's CLIENT span, named `name`, as a child of its
+  // caller's span (or in its call's own trace). Needs a tracer.
+  telemetry::Span& StartSpan(Attempt& attempt, std::string_view name) const;
+  // The trace context headers the attempt carries (`traceparent`,
+  // `tracestate`, `baggage`), from `context` and the call's baggage.
+  static void SetTraceHeaders(Attempt& attempt, const telemetry::SpanContext& context);
+
   const telemetry::Telemetry telemetry_;
   Clock& clock_;
   telemetry::MeterProvider* meters_;
   std::string host_;
   std::int64_t port_;
   std::string scheme_;
+  std::string_view scope_;  // a literal's
   std::shared_ptr<telemetry::Histogram> duration_;
   std::shared_ptr<telemetry::Histogram> body_size_;
   std::shared_ptr<telemetry::Histogram> time_in_queue_;
@@ -77,6 +91,7 @@ class ClientTelemetry {
   std::shared_ptr<telemetry::Counter> misuses_;
   bool log_requests_ = false;
 
+ private:
   void LogRequest(const Attempt& attempt, const AttemptOutcome& outcome, TimePoint now,
                   std::string_view error_type) const;
   telemetry::ResilienceInstruments resilience_;

@@ -75,9 +75,9 @@ class Admission {
 // events (the transport holds those until it ends the exchange).
 struct ExchangeRequest {
   const CallRequest* request = nullptr;
-  // `traceparent`, `tracestate`, `baggage`: each sent in place of the
-  // request's own header of that name.
-  const Headers* trace_headers = nullptr;
+  // The attempt's own headers (the trace context, `grpc-timeout`): each
+  // sent in place of the request's own header of that name.
+  const Headers* attempt_headers = nullptr;
   // Where the body of a 2xx answer goes as it arrives; null: into
   // Response::body.
   const BodySink* body_sink = nullptr;

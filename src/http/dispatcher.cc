@@ -74,7 +74,7 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
   exchange.id = ++next_exchange_id_;
   exchange.events = std::move(events);
   exchange.request = what.request;
-  exchange.trace_headers = what.trace_headers;
+  exchange.attempt_headers = what.attempt_headers;
   exchange.queue_place = what.queue_place;
   exchange.admission = what.admission;
   exchange.sink = what.body_sink;

@@ -158,13 +158,10 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
     }
     full = std::move(url->full);
   }
-  return CallRequest{std::move(request.method),
-                     std::move(*full),
-                     std::move(request.headers),
-                     std::move(request.body),
-                     request.body_replayable,
-                     std::move(request.body_source),
-                     decode_gzip};
+  return CallRequest{std::move(request.method),      std::move(*full),
+                     std::move(request.headers),     std::move(request.body),
+                     request.body_replayable,        std::nullopt,
+                     std::move(request.body_source), decode_gzip};
 }
 
 }  // namespace outbound::http::internal

@@ -246,6 +246,7 @@ class RetryLoop final : public CallLayer {
 }  // namespace
 
 bool SafeToRepeat(const CallRequest& request) {
+  if (request.idempotent) return *request.idempotent && request.replayable;
   static constexpr std::string_view kIdempotent[] = {"GET",   "HEAD", "OPTIONS",
                                                      "TRACE", "PUT",  "DELETE"};
   bool idempotent = false;

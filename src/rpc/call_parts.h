@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "names.h"
 #include "outbound/circuit/breaker.h"
 #include "outbound/clock.h"
 #include "outbound/context.h"
@@ -110,30 +111,6 @@ inline std::pair<std::string_view, std::string_view> SplitMethod(std::string_vie
   auto slash = full.find('/');
   if (slash == std::string_view::npos) return {full, {}};
   return {full.substr(0, slash), full.substr(slash + 1)};
-}
-
-inline constexpr std::string_view kScope = "outbound.rpc";
-
-inline std::string_view CodeName(Code code) {
-  static constexpr std::string_view kNames[] = {"OK",
-                                                "CANCELLED",
-                                                "UNKNOWN",
-                                                "INVALID_ARGUMENT",
-                                                "DEADLINE_EXCEEDED",
-                                                "NOT_FOUND",
-                                                "ALREADY_EXISTS",
-                                                "PERMISSION_DENIED",
-                                                "RESOURCE_EXHAUSTED",
-                                                "FAILED_PRECONDITION",
-                                                "ABORTED",
-                                                "OUT_OF_RANGE",
-                                                "UNIMPLEMENTED",
-                                                "INTERNAL",
-                                                "UNAVAILABLE",
-                                                "DATA_LOSS",
-                                                "UNAUTHENTICATED"};
-  auto i = static_cast<std::size_t>(code);
-  return i < std::size(kNames) ? kNames[i] : "UNKNOWN";
 }
 
 using OnMessage = std::function<void(std::string_view)>;

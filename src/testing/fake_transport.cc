@@ -287,7 +287,7 @@ class FakeClientTransport final : public ClientTransport {
   // The request as a server would receive it.
   static Result<ServerRequest> Received(const ExchangeRequest& what) {
     const http::internal::CallRequest& sent = *what.request;
-    const http::Headers& trace = *what.trace_headers;
+    const http::Headers& own = *what.attempt_headers;
     ServerRequest request;
     request.method = sent.method;
     std::size_t scheme = sent.url.find("://");
@@ -295,11 +295,11 @@ class FakeClientTransport final : public ClientTransport {
     request.target = path == std::string::npos ? "/" : sent.url.substr(path);
     request.version = "2";
     for (const auto& [name, value] : sent.headers) {
-      bool replaced = std::any_of(trace.begin(), trace.end(),
+      bool replaced = std::any_of(own.begin(), own.end(),
                                   [&](const auto& h) { return Lower(h.first) == Lower(name); });
       if (!replaced) request.headers.emplace_back(Lower(name), value);
     }
-    for (const auto& [name, value] : trace) {
+    for (const auto& [name, value] : own) {
       request.headers.emplace_back(Lower(name), value);
     }
     if (!sent.body_source) {

@@ -30,7 +30,7 @@ struct Exchange {
   // only its events), held until the exchange ends; and what to send.
   std::shared_ptr<ExchangeEvents> events;
   const CallRequest* request = nullptr;
-  const Headers* trace_headers = nullptr;
+  const Headers* attempt_headers = nullptr;
   std::uint64_t* queue_place = nullptr;
   const Admission* admission = nullptr;
   // The request's target ("/charges/1?x=y") and authority ("payments:8443").
@@ -145,16 +145,16 @@ inline void ChooseDecoder(Exchange& exchange) {
   }
 }
 
-// Calls `field(name, value)` for each header the exchange sends: its trace
-// headers (traceparent, tracestate, baggage), then the request's own, less
-// any the trace headers replace.
+// Calls `field(name, value)` for each header the exchange sends: the
+// attempt's own (the trace context, grpc-timeout), then the request's, less
+// any the attempt's replace.
 template <class Field>
 void ForEachRequestHeader(const Exchange& exchange, Field&& field) {
-  const Headers& trace = *exchange.trace_headers;
-  for (const auto& [name, value] : trace) field(name, value);
+  const Headers& own = *exchange.attempt_headers;
+  for (const auto& [name, value] : own) field(name, value);
   for (const auto& [name, value] : exchange.request->headers) {
     bool replaced = false;
-    for (const auto& header : trace) replaced = replaced || SameHeaderName(name, header.first);
+    for (const auto& header : own) replaced = replaced || SameHeaderName(name, header.first);
     if (!replaced) field(name, value);
   }
 }

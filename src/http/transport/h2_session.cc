@@ -92,7 +92,7 @@ bool H2Session::Start(Exchange& exchange) {
   const CallRequest& request = *exchange.request;
   // Four pseudo-header fields, the headers, and a content-length. A request
   // with a few headers keeps its fields on the stack (nghttp2 copies them).
-  const std::size_t header_count = request.headers.size() + exchange.trace_headers->size();
+  const std::size_t header_count = request.headers.size() + exchange.attempt_headers->size();
   constexpr std::size_t kInlineFields = 24;
   std::array<nghttp2_nv, kInlineFields> inline_fields;
   std::vector<nghttp2_nv> heap_fields;

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a front end on the call core says of its protocol beyond what an
+// HTTP exchange is. The HTTP client is the core's first front end and
+// needs nothing here; the gRPC client (src/rpc/) makes its calls through an
+// http::Client built with its own: its failure injection point, no
+// redirects, its spans and metrics, and its attempt layers (the
+// grpc-timeout each attempt sends). Internal.
+#ifndef OUTBOUND_SRC_HTTP_FRONT_END_H_
+#define OUTBOUND_SRC_HTTP_FRONT_END_H_
+
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "attempt.h"
+#include "client_telemetry.h"
+#include "origin.h"
+#include "outbound/http/client.h"
+
+namespace outbound::http::internal {
+
+struct FrontEnd {
+  // The scheme of the client's failure injection point: "grpc" names it
+  // "grpc:<host>:<port>".
+  std::string_view fault_scheme = "http";
+  // Whether the call path follows redirects (gRPC has none).
+  bool redirects = true;
+  // Whether each attempt has Settings::attempt_timeout for its headers.
+  // gRPC's attempt has the call's time left, which the server is told
+  // (grpc-timeout): a second timer would only ever fire with the deadline.
+  bool attempt_timeout = true;
+  // The client's telemetry; empty: HTTP's.
+  std::function<std::unique_ptr<ClientTelemetry>(const telemetry::Telemetry&, const Origin&,
+                                                 Clock&)>
+      telemetry;
+  // Adds the front end's own attempt layers, which go last before the
+  // transport (below failure injection, so a delayed attempt's layers see
+  // the time it has left after the delay).
+  std::function<void(AttemptSlots& slots, Clock& clock,
+                     std::vector<std::unique_ptr<AttemptLayer>>& layers)>
+      attempt_layers;
+};
+
+// Client::Create for a front end: the same call path, with `front_end`'s
+// parts in it.
+[[nodiscard]] Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime,
+                                                           Settings settings,
+                                                           const FrontEnd& front_end);
+
+}  // namespace outbound::http::internal
+
+#endif  // OUTBOUND_SRC_HTTP_FRONT_END_H_

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// How a gRPC call rides on the call core: the HTTP/2 request a call
+// sends, the gRPC status an answer or an error means, and the client's
+// classify as the core's. gRPC is HTTP/2 with length-prefixed messages and
+// its status in trailers; everything else (deadline, retries, breaker,
+// budget, failure injection, telemetry's shape) is the core's. Internal.
+#ifndef OUTBOUND_SRC_RPC_EXCHANGE_H_
+#define OUTBOUND_SRC_RPC_EXCHANGE_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "outbound/context.h"
+#include "outbound/http/classify.h"
+#include "outbound/http/message.h"
+#include "outbound/rpc/client.h"
+#include "outbound/rpc/settings.h"
+
+namespace outbound::rpc::internal {
+
+// The largest message a call accepts unless its settings say otherwise.
+inline constexpr std::size_t kDefaultReceiveLimit = 4 * 1024 * 1024;
+
+// The request of a call that sends one message: a POST to the method's
+// path ("/pkg.Service/Method"; the server answers UNIMPLEMENTED for one it
+// does not have) with gRPC's headers (content-type, te), `message` framed.
+http::Request MessageRequest(std::string_view method, std::string_view message,
+                             const Context& context);
+
+// The status of one attempt or call: from its answer (its trailers, or
+// its headers when it is trailers-only; an HTTP status other than 200 by
+// gRPC's mapping), or from the core's error (a deadline, a cancellation, a
+// rejection, a lost connection).
+Status StatusOf(const Result<http::Response>& result);
+
+// The answer's trailing metadata, names in lower case, without the
+// status fields gRPC reserves: its trailers, or its headers when it is
+// trailers-only.
+Trailers TrailersOf(const http::Response& response);
+
+// The method an attempt called, from its URL's path: "/pkg.Service/Method".
+std::string_view MethodOf(std::string_view url);
+
+// `classify` as the call core runs it for every attempt.
+http::Classify CoreClassify(Classify classify);
+
+// The reply of a call that answers with one message: the call's status,
+// the message when it is OK (exactly one, within `receive_limit`), the
+// trailers and the attempts sent.
+Reply ReplyOf(Result<http::Response> result, std::size_t receive_limit);
+
+}  // namespace outbound::rpc::internal
+
+#endif  // OUTBOUND_SRC_RPC_EXCHANGE_H_

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "front_end.h"
+
+#include <array>
+#include <span>
+
+#include "exchange.h"
+#include "names.h"
+#include "wire.h"
+
+namespace outbound::rpc::internal {
+namespace {
+
+using http::internal::Attempt;
+using http::internal::AttemptOutcome;
+using telemetry::KeyValue;
+
+// A span per attempt, named after the method ("pkg.Service/Method"), and an
+// rpc.client.call.duration point per attempt, with the attributes
+// OpenTelemetry's RPC conventions name.
+class GrpcTelemetry final : public http::internal::ClientTelemetry {
+ public:
+  GrpcTelemetry(const telemetry::Telemetry& telemetry, const http::internal::Origin& origin,
+                Clock& clock)
+      : ClientTelemetry(telemetry, origin, clock, kScope) {
+    if (meters_ == nullptr) return;
+    call_duration_ = meters_->CreateHistogram(
+        {kScope, "rpc.client.call.duration", "s", "Duration of each attempt of a gRPC call."},
+        telemetry::kDurationBuckets);
+  }
+
+  void AttemptStarted(Attempt& attempt) const override {
+    const telemetry::SpanContext* context = &attempt.call->parent;
+    if (telemetry_.tracer != nullptr) {
+      std::string_view method = MethodName(attempt);
+      telemetry::Span& span = StartSpan(attempt, method);
+      span.SetAttribute({"rpc.system.name", std::string_view("grpc")});
+      span.SetAttribute({"rpc.method", method});
+      span.SetAttribute({"server.address", host_});
+      span.SetAttribute({"server.port", port_});
+      if (attempt.resend_count > 0) {
+        span.SetAttribute({"outbound.attempt.resend_count", std::int64_t{attempt.resend_count}});
+      }
+      context = &span.context();
+    }
+    SetTraceHeaders(attempt, *context);
+  }
+
+  void AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome,
+                    std::optional<Duration> in_queue) const override {
+    if (attempt.span == nullptr && meters_ == nullptr) return;
+    TimePoint now = clock_.Now();
+    Status status = StatusOf(outcome.result);
+    std::string_view code = CodeName(status.code);
+    std::string_view error_type = status.ok() ? std::string_view() : code;
+    if (attempt.span != nullptr) {
+      telemetry::Span& span = *attempt.span;
+      span.SetAttribute({"rpc.response.status_code", code});
+      if (status.rejected) span.SetAttribute({"outbound.rejected", true});
+      if (outcome.unprocessed) span.SetAttribute({"outbound.attempt.unprocessed", true});
+      if (in_queue) {
+        span.SetAttribute(
+            {"outbound.attempt.time_in_queue", std::chrono::duration<double>(*in_queue).count()});
+      }
+      if (!error_type.empty()) {
+        span.SetAttribute({"error.type", error_type});
+        span.SetStatus(telemetry::StatusCode::kError, status.message);
+      }
+      span.End(now);
+      attempt.span.reset();
+    }
+    if (meters_ == nullptr) return;
+    // In the order of their keys, which is the order a store files them in.
+    std::array<KeyValue, 6> attributes;
+    std::size_t n = 0;
+    if (!error_type.empty()) attributes[n++] = {"error.type", error_type};
+    attributes[n++] = {"rpc.method", MethodName(attempt)};
+    attributes[n++] = {"rpc.response.status_code", code};
+    attributes[n++] = {"rpc.system.name", std::string_view("grpc")};
+    attributes[n++] = {"server.address", host_};
+    attributes[n++] = {"server.port", port_};
+    call_duration_->Record(std::chrono::duration<double>(now - attempt.started).count(),
+                           std::span<const KeyValue>(attributes.data(), n));
+  }
+
+ private:
+  // "pkg.Service/Method", from the attempt's path.
+  static std::string_view MethodName(const Attempt& attempt) {
+    return MethodOf(attempt.request->url).substr(1);
+  }
+
+  std::shared_ptr<telemetry::Histogram> call_duration_;
+};
+
+// Tells the server how long the attempt has: the call's time left as the
+// attempt goes to the transport, as grpc-timeout.
+class GrpcTimeout final : public http::internal::AttemptLayer {
+ public:
+  explicit GrpcTimeout(Clock& clock) : clock_(clock) {}
+
+  std::string_view name() const override { return "grpc timeout"; }
+
+  void Start(const std::shared_ptr<Attempt>& attempt) override {
+    Duration left = attempt->call->deadline() - clock_.Now();
+    attempt->attempt_headers.emplace_back("grpc-timeout", EncodeTimeout(left));
+    attempt->Proceed(*this);
+  }
+
+  void Finish(Attempt& /*attempt*/, AttemptOutcome& /*outcome*/) override {}
+
+ private:
+  Clock& clock_;
+};
+
+}  // namespace
+
+http::internal::FrontEnd GrpcFrontEnd() {
+  http::internal::FrontEnd front_end;
+  front_end.fault_scheme = "grpc";
+  front_end.redirects = false;
+  front_end.attempt_timeout = false;
+  front_end.telemetry = [](const telemetry::Telemetry& telemetry,
+                           const http::internal::Origin& origin, Clock& clock) {
+    return std::make_unique<GrpcTelemetry>(telemetry, origin, clock);
+  };
+  front_end.attempt_layers =
+      [](http::internal::AttemptSlots& /*slots*/, Clock& clock,
+         std::vector<std::unique_ptr<http::internal::AttemptLayer>>& layers) {
+        layers.push_back(std::make_unique<GrpcTimeout>(clock));
+      };
+  return front_end;
+}
+
+}  // namespace outbound::rpc::internal
