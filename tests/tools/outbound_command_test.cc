@@ -269,6 +269,27 @@ TEST_F(OutboundCallTest, OutputHoldsAnAnswerThatIsNot2xx) {
   EXPECT_FALSE(ReadWhole(Path("broken.txt")));  // no answer: no file
 }
 
+// An error answer's body has the smaller limit of its own: past it the
+// command names OUTBOUND_MAX_ERROR_RESPONSE_BYTES, the one variable that
+// raises it (raising OUTBOUND_MAX_RESPONSE_BYTES would change nothing).
+TEST_F(OutboundCallTest, AnErrorAnswerPastItsOwnLimitNamesTheVariableThatRaisesIt) {
+  const std::string page = NumberedBody(100 * 1024);
+  Serve([page](const ServerRequest&) { return Reply::Status(500, page); });
+  CommandResult result = Call("/broken", "", "OUTBOUND_MAX_ERROR_RESPONSE_BYTES=65536");
+  EXPECT_EQ(result.exit_code, 63);
+  std::string err = Stderr();
+  EXPECT_NE(err.find("error answer's body is larger than 65536 bytes"), std::string::npos) << err;
+  EXPECT_NE(err.find("limited to OUTBOUND_MAX_ERROR_RESPONSE_BYTES (65536 bytes); raise it"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("OUTBOUND_MAX_RESPONSE_BYTES"), std::string::npos) << err;
+
+  // Within it, the answer is the command's output, as any other.
+  result = Call("/broken", "", "OUTBOUND_MAX_ERROR_RESPONSE_BYTES=200000");
+  EXPECT_EQ(result.exit_code, 0) << Stderr();
+  EXPECT_TRUE(result.output == page);
+}
+
 // A file that cannot be written ends the call with exit 23, whether it
 // fails at the first byte or part way through a streamed body.
 TEST_F(OutboundCallTest, OutputThatCannotBeWrittenExits23) {
