@@ -498,6 +498,29 @@ TEST(OutboundCommandTest, TheHelpNamesEveryVariableTheCommandReads) {
   }
 }
 
+// The help says each rule a user meets that is not a variable's name: TLS
+// files beside an http URL, a misspelt variable, -o streaming, the limit of
+// a held body and of an error answer's, a fault point in any case.
+TEST(OutboundCommandTest, TheHelpSaysTheRulesAUserMeets) {
+  CommandResult help = RunCommand(kOutbound + " call --help 2>&1");
+  std::string text;  // the help's words, one space between each
+  std::istringstream words(help.output);
+  for (std::string word; words >> word;) text += (text.empty() ? "" : " ") + word;
+  for (const char* rule : {
+           "a CA file, certificate or key beside an http URL is bad",
+           "another OUTBOUND_ variable is warned about, with the one it most likely misspells",
+           "the body of a 2xx answer is written to FILE as it arrives, in constant memory and "
+           "with no size limit",
+           "a body over OUTBOUND_MAX_RESPONSE_BYTES (default 67108864) fails the call with exit 63",
+           "the body of an answer of 400 and above over OUTBOUND_MAX_ERROR_RESPONSE_BYTES "
+           "(default 1048576)",
+           "the message names the variable that raises the limit the body met",
+           "the point of a URL's client is http:HOST:PORT, in any case",
+       }) {
+    EXPECT_NE(text.find(rule), std::string::npos) << rule;
+  }
+}
+
 TEST(OutboundCommandTest, AnFtpUrlWithoutAPortIsAUsageErrorSayingSo) {
   CommandResult result = RunCommand(kOutbound + " call ftp://files/a 2>&1");
   EXPECT_EQ(result.exit_code, 2);

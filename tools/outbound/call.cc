@@ -63,7 +63,7 @@ options:
   --fail                  exit 22 when the status is 400 or more
   --fault SCENARIO        inject failures, e.g. 'http:payments:8443=abort,50%'
                           (docs/failure-injection.md); the point of a URL's
-                          client is http:HOST:PORT
+                          client is http:HOST:PORT, in any case
   -v                      one line per attempt on stderr
   --report json           a JSON summary of the call on stderr
   --version               the version
