@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -69,17 +70,27 @@ std::string_view After(std::string_view name, std::string_view prefix) {
   return name.starts_with(prefix) ? name.substr(prefix.size()) : name;
 }
 
+std::string Upper(std::string_view text) {
+  std::string upper(text);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return upper;
+}
+
 }  // namespace
 
 std::optional<std::string> NearestName(std::string_view name, const std::vector<std::string>& known,
                                        std::string_view prefix) {
   std::string_view typed = After(name, prefix);
+  // Edits are counted without regard to case: a name typed in another case
+  // is 0 edits from the setting it spells, the likeliest meaning of all.
+  std::string typed_upper = Upper(typed);
   const std::string* nearest = nullptr;
   std::size_t best = 0;
   for (const std::string& candidate : known) {
     std::string_view meant = After(candidate, prefix);
-    std::size_t d = Distance(typed, meant);
-    if (d == 0 || d > 3 || 2 * d >= meant.size()) continue;
+    if (typed == meant) continue;  // the name itself: not a misspelling
+    std::size_t d = Distance(typed_upper, Upper(meant));
+    if (d > 3 || 2 * d >= meant.size()) continue;
     if (nearest == nullptr || d < best) {
       nearest = &candidate;
       best = d;

@@ -427,6 +427,24 @@ TEST(NearestNameTest, ALikelyMisspellingOnly) {
   EXPECT_EQ(NearestName("TIMOUT", {"TIMEOUT", "URL"}).value_or("-"), "TIMEOUT");
 }
 
+// A variable is named in capitals; one typed in another case is the
+// setting it spells, and so the likeliest meaning of all.
+TEST(NearestNameTest, ANameInAnotherCaseIsTheSettingItSpells) {
+  std::vector<std::string> known = HttpSettingsVariables("P_");
+  auto nearest = [&](const char* name) { return NearestName(name, known, "P_").value_or("-"); };
+  EXPECT_EQ(nearest("P_timeout"), "P_TIMEOUT");
+  EXPECT_EQ(nearest("P_Ca_File"), "P_CA_FILE");
+  EXPECT_EQ(nearest("P_max_attemps"), "P_MAX_ATTEMPTS");  // a case and a letter
+  EXPECT_EQ(nearest("P_url"), "P_URL");
+  EXPECT_EQ(nearest("P_colour"), "-");
+
+  Resolver r(FromMap({{"P_URL", "https://payments:8443"}, {"P_timeout", "3s"}}));
+  (void)ReadHttpSettings(r, "P_", http::DefaultSettings());
+  auto read = r.Finish();
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().message(), "P_timeout: not a setting; did you mean P_TIMEOUT?");
+}
+
 TEST(ResolverTest, HttpsWithoutCaFileTrustsTheSystemRoots) {
   Resolver r(FromMap({}));
   http::Settings d = http::DefaultSettings();

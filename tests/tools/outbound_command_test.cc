@@ -243,6 +243,47 @@ TEST_F(OutboundCallTest, OutputStreamsA2xxBodyPastTheLimitToTheFile) {
   EXPECT_NE(err.find("-o FILE"), std::string::npos) << err;
 }
 
+// -o FILE writes a body as it arrives, in constant memory: a 64 MiB body
+// leaves the command's peak RSS far below the body's size (about 11 MiB
+// here, what a 100 MB body takes too), while the same body held for stdout
+// (within a raised limit) takes at least its size, as -o did before it
+// streamed: the measure tells the two apart. Measured by /usr/bin/time
+// (scripts/install-deps installs it).
+TEST_F(OutboundCallTest, OutputWritesABodyInConstantMemory) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "a sanitizer's shadow memory is not the command's";
+#endif
+  if (!std::filesystem::exists("/usr/bin/time")) GTEST_SKIP() << "no /usr/bin/time";
+  const std::size_t size = 64u << 20;
+  const std::string body = NumberedBody(size);
+  Serve([body](const ServerRequest&) { return Reply::Ok(body); });
+  std::string cafile = dir.Write("ca.pem", ca.pem());
+  // The command's peak RSS in KiB, or -1; its output to `output`.
+  auto peak_kib = [&](const std::string& options, const std::string& output) {
+    std::string rss = Path("rss");
+    CommandResult run =
+        RunCommand("env OUTBOUND_CA_FILE=" + cafile + " OUTBOUND_MAX_RESPONSE_BYTES=" +
+                   std::to_string(2 * size) + " /usr/bin/time -f %M -o " + rss + " " + kOutbound +
+                   " call --connect-to payments:8443:127.0.0.1:" + std::to_string(server->port()) +
+                   " " + options + " https://payments:8443/big.bin >" + output + " 2>" + err_path);
+    EXPECT_EQ(run.exit_code, 0) << Stderr();
+    std::optional<std::string> text = ReadWhole(rss);
+    return text ? std::stol(*text) : -1L;
+  };
+  std::string streamed = Path("streamed.bin");
+  long streaming = peak_kib("-o " + streamed, "/dev/null");
+  std::optional<std::string> written = ReadWhole(streamed);
+  ASSERT_TRUE(written);
+  EXPECT_EQ(written->size(), size);
+  EXPECT_TRUE(*written == body);
+  long holding = peak_kib("", Path("held.bin"));
+  RecordProperty("peak_rss_kib_streamed", static_cast<int>(streaming));
+  RecordProperty("peak_rss_kib_held", static_cast<int>(holding));
+  EXPECT_GT(streaming, 0);
+  EXPECT_LT(streaming, static_cast<long>(size / 1024 / 3)) << "KiB at peak with -o";
+  EXPECT_GT(holding, static_cast<long>(size / 1024)) << "KiB at peak holding the body";
+}
+
 // An answer that is not 2xx is held whole as before, -o or not: within the
 // limit it is written to the file; past it the command says what raises it.
 TEST_F(OutboundCallTest, OutputHoldsAnAnswerThatIsNot2xx) {
@@ -267,6 +308,27 @@ TEST_F(OutboundCallTest, OutputHoldsAnAnswerThatIsNot2xx) {
   std::string err = Stderr();
   EXPECT_NE(err.find("OUTBOUND_MAX_RESPONSE_BYTES"), std::string::npos) << err;
   EXPECT_FALSE(ReadWhole(Path("broken.txt")));  // no answer: no file
+}
+
+// An error answer's body has the smaller limit of its own: past it the
+// command names OUTBOUND_MAX_ERROR_RESPONSE_BYTES, the one variable that
+// raises it (raising OUTBOUND_MAX_RESPONSE_BYTES would change nothing).
+TEST_F(OutboundCallTest, AnErrorAnswerPastItsOwnLimitNamesTheVariableThatRaisesIt) {
+  const std::string page = NumberedBody(100 * 1024);
+  Serve([page](const ServerRequest&) { return Reply::Status(500, page); });
+  CommandResult result = Call("/broken", "", "OUTBOUND_MAX_ERROR_RESPONSE_BYTES=65536");
+  EXPECT_EQ(result.exit_code, 63);
+  std::string err = Stderr();
+  EXPECT_NE(err.find("error answer's body is larger than 65536 bytes"), std::string::npos) << err;
+  EXPECT_NE(err.find("limited to OUTBOUND_MAX_ERROR_RESPONSE_BYTES (65536 bytes); raise it"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("OUTBOUND_MAX_RESPONSE_BYTES"), std::string::npos) << err;
+
+  // Within it, the answer is the command's output, as any other.
+  result = Call("/broken", "", "OUTBOUND_MAX_ERROR_RESPONSE_BYTES=200000");
+  EXPECT_EQ(result.exit_code, 0) << Stderr();
+  EXPECT_TRUE(result.output == page);
 }
 
 // A file that cannot be written ends the call with exit 23, whether it
@@ -433,6 +495,29 @@ TEST(OutboundCommandTest, TheHelpNamesEveryVariableTheCommandReads) {
   for (const std::string& name : config::HttpSettingsVariables("OUTBOUND_")) {
     if (name == "OUTBOUND_URL" || name == "OUTBOUND_TRANSPORT") continue;  // the argument; refused
     EXPECT_NE(help.output.find(name), std::string::npos) << name;
+  }
+}
+
+// The help says each rule a user meets that is not a variable's name: TLS
+// files beside an http URL, a misspelt variable, -o streaming, the limit of
+// a held body and of an error answer's, a fault point in any case.
+TEST(OutboundCommandTest, TheHelpSaysTheRulesAUserMeets) {
+  CommandResult help = RunCommand(kOutbound + " call --help 2>&1");
+  std::string text;  // the help's words, one space between each
+  std::istringstream words(help.output);
+  for (std::string word; words >> word;) text += (text.empty() ? "" : " ") + word;
+  for (const char* rule : {
+           "a CA file, certificate or key beside an http URL is bad",
+           "another OUTBOUND_ variable is warned about, with the one it most likely misspells",
+           "the body of a 2xx answer is written to FILE as it arrives, in constant memory and "
+           "with no size limit",
+           "a body over OUTBOUND_MAX_RESPONSE_BYTES (default 67108864) fails the call with exit 63",
+           "the body of an answer of 400 and above over OUTBOUND_MAX_ERROR_RESPONSE_BYTES "
+           "(default 1048576)",
+           "the message names the variable that raises the limit the body met",
+           "the point of a URL's client is http:HOST:PORT, in any case",
+       }) {
+    EXPECT_NE(text.find(rule), std::string::npos) << rule;
   }
 }
 

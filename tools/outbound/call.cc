@@ -63,7 +63,7 @@ options:
   --fail                  exit 22 when the status is 400 or more
   --fault SCENARIO        inject failures, e.g. 'http:payments:8443=abort,50%'
                           (docs/failure-injection.md); the point of a URL's
-                          client is http:HOST:PORT
+                          client is http:HOST:PORT, in any case
   -v                      one line per attempt on stderr
   --report json           a JSON summary of the call on stderr
   --version               the version
@@ -89,7 +89,10 @@ about, with the one it most likely misspells.
 
 bodies:
   Without -o, the body is held in memory, then written to stdout: a body over
-  OUTBOUND_MAX_RESPONSE_BYTES (default 67108864) fails the call with exit 63.
+  OUTBOUND_MAX_RESPONSE_BYTES (default 67108864) fails the call with exit 63,
+  and so does the body of an answer of 400 and above over
+  OUTBOUND_MAX_ERROR_RESPONSE_BYTES (default 1048576); the message names the
+  variable that raises the limit the body met.
   With -o FILE, the body of a 2xx answer is written to FILE as it arrives, in
   constant memory and with no size limit (as curl -o); with -i the headers
   are put before it once it has ended (if FILE is a regular file; to another,
@@ -349,13 +352,24 @@ int RunCall(const std::vector<std::string>& args) {
     }
     if (response.error().kind() == ErrorKind::kResponseTooLarge &&
         response.error().message().find("header") == std::string::npos) {
-      std::cerr << "outbound: hint: a body held in memory is limited to "
-                   "OUTBOUND_MAX_RESPONSE_BYTES ("
-                << settings->max_response_bytes << " bytes); raise it"
-                << (output ? " (with -o, an answer that is not 2xx is held: outbound call --help)"
-                           : ", or write the body to a file with -o FILE, which streams a 2xx "
-                             "body with no limit")
-                << "\n";
+      // The library says "error answer's body" when the smaller limit of an
+      // answer of 400 and above applied: the hint names the variable that
+      // raises the limit the body met, not one that would change nothing.
+      bool error_limit = response.error().message().find("error answer's") != std::string::npos &&
+                         settings->max_error_response_bytes < settings->max_response_bytes;
+      if (error_limit) {
+        std::cerr << "outbound: hint: the body of an answer of 400 and above is limited to "
+                     "OUTBOUND_MAX_ERROR_RESPONSE_BYTES ("
+                  << settings->max_error_response_bytes << " bytes); raise it\n";
+      } else {
+        std::cerr << "outbound: hint: a body held in memory is limited to "
+                     "OUTBOUND_MAX_RESPONSE_BYTES ("
+                  << settings->max_response_bytes << " bytes); raise it"
+                  << (output ? " (with -o, an answer that is not 2xx is held: outbound call --help)"
+                             : ", or write the body to a file with -o FILE, which streams a 2xx "
+                               "body with no limit")
+                  << "\n";
+      }
     }
     if (file && !file->Close()) {
       std::cerr << "outbound: cannot write " << file->path() << "\n";

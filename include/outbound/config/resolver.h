@@ -90,9 +90,10 @@ Lookup FromMap(std::map<std::string, std::string> variables);
 
 // For "did you mean": the one of `known` that `name` most likely
 // misspells, if any: at most 3 edits away (a letter added, dropped or
-// changed, or two neighbours swapped) and fewer than half the letters of
-// the known name, counting only what follows `prefix`, which all of them
-// share ("PAYMENTS_TIMOUT" is "PAYMENTS_TIMEOUT"; "PAYMENTS_FOO" is no
+// changed, or two neighbours swapped; a letter in another case is no edit)
+// and fewer than half the letters of the known name, counting only what
+// follows `prefix`, which all of them share ("PAYMENTS_TIMOUT" and
+// "PAYMENTS_timeout" are "PAYMENTS_TIMEOUT"; "PAYMENTS_FOO" is no
 // "PAYMENTS_URL"). The first such name nearest to `name`.
 std::optional<std::string> NearestName(std::string_view name, const std::vector<std::string>& known,
                                        std::string_view prefix = "");
