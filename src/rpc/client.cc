@@ -28,6 +28,7 @@
 #include "outbound/telemetry/metrics.h"
 #include "outbound/telemetry/propagation.h"
 #include "outbound/telemetry/trace.h"
+#include "wire/status.h"
 
 namespace outbound::rpc {
 
@@ -158,26 +159,6 @@ std::optional<outbound::internal::InjectedFault> Client::Impl::FaultFor(
   if (scenario == nullptr) return std::nullopt;
   auto fault = outbound::internal::ParseFaultScenario(*scenario, fault_point);
   return fault ? *fault : std::nullopt;
-}
-
-Code Client::Impl::CodeOfHttpStatus(int status) {
-  switch (status) {
-    case 400:
-      return Code::kInternal;
-    case 401:
-      return Code::kUnauthenticated;
-    case 403:
-      return Code::kPermissionDenied;
-    case 404:
-      return Code::kUnimplemented;
-    case 429:
-    case 502:
-    case 503:
-    case 504:
-      return Code::kUnavailable;
-    default:
-      return Code::kUnknown;
-  }
 }
 
 Status Client::Impl::NoRoute() const {
@@ -408,7 +389,7 @@ std::optional<Status> Client::Impl::InjectedAnswer(const outbound::internal::Inj
         attempt.trailers.emplace("grpc-retry-pushback-ms",
                                  std::to_string(std::uint64_t{*fault.retry_after} * 1000));
       }
-      return Status{CodeOfHttpStatus(fault.status),
+      return Status{internal::CodeForHttpStatus(fault.status),
                     "injected fault: HTTP status " + std::to_string(fault.status)};
     case Kind::kDelay:
       break;

@@ -137,10 +137,6 @@ struct Client::Impl {
   std::optional<Status> AfterDelay(const internal::AttemptState& attempt,
                                    const Context& context) const;
 
-  // The code gRPC gives an HTTP status (its "HTTP to gRPC status code
-  // mapping").
-  static Code CodeOfHttpStatus(int status);
-
   Status NoRoute() const;
 
   // A unary attempt by name, on the generic stub.
