@@ -4,13 +4,36 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "../../src/rpc/wire/framing.h"
 #include "../../src/rpc/wire/gzip.h"
+
+// The largest single allocation while a test watches (LargestAllocation):
+// how a test proves a length is refused before anything of that size is
+// held. This binary's operator new and delete are these.
+namespace {
+std::atomic<bool> watching{false};
+std::atomic<std::size_t> largest{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  if (watching.load(std::memory_order_relaxed)) {
+    std::size_t seen = largest.load(std::memory_order_relaxed);
+    while (size > seen && !largest.compare_exchange_weak(seen, size)) {
+    }
+  }
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace outbound::rpc::internal {
 namespace {
@@ -36,10 +59,22 @@ std::string Gzip(std::string_view message) {
   return coded ? *coded : std::string();
 }
 
+// Watches the allocations made while it lives.
+class LargestAllocation {
+ public:
+  LargestAllocation() {
+    largest = 0;
+    watching = true;
+  }
+  ~LargestAllocation() { watching = false; }
+  LargestAllocation(const LargestAllocation&) = delete;
+  LargestAllocation& operator=(const LargestAllocation&) = delete;
+  std::size_t bytes() const { return largest.load(); }
+};
+
 // A Deframer that keeps what it hands on.
 struct Collected {
-  explicit Collected(std::string_view encoding = "",
-                     std::size_t limit = kDefaultReceiveLimit)
+  explicit Collected(std::string_view encoding = "", std::size_t limit = kDefaultReceiveLimit)
       : deframer(encoding, limit, [this](std::string m) { messages.push_back(std::move(m)); }) {}
   std::vector<std::string> messages;
   Deframer deframer;
@@ -75,7 +110,8 @@ TEST(FrameForSendingTest, AMessageOverTheSendLimitIsResourceExhaustedNamingBothS
   auto framed = FrameForSending("123456", 5, false);
   ASSERT_FALSE(framed.has_value());
   EXPECT_EQ(framed.error().code, Code::kResourceExhausted);
-  EXPECT_EQ(framed.error().message, "the request message is 6 bytes, over the send limit of 5 bytes");
+  EXPECT_EQ(framed.error().message,
+            "the request message is 6 bytes, over the send limit of 5 bytes");
 }
 
 TEST(FrameForSendingTest, TheSendLimitIsCheckedOnTheMessageBeforeGzip) {
@@ -147,6 +183,18 @@ TEST(GzipTest, InflatingPastTheLimitIsResourceExhausted) {
   EXPECT_EQ(inflated.error().code, Code::kResourceExhausted);
   EXPECT_EQ(inflated.error().message,
             "the response message inflates to more than the receive limit of 1000 bytes");
+}
+
+TEST(GzipTest, InflatingStopsOneBytePastTheLimit) {
+  std::string bomb = Gzip(std::string(10 * 1024 * 1024, 'z'));
+  for (std::size_t limit : {std::size_t{1000}, std::size_t{100'000}, std::size_t{1'000'000}}) {
+    LargestAllocation allocation;
+    auto inflated = GzipDecompress(bomb, limit);
+    ASSERT_FALSE(inflated.has_value());
+    EXPECT_EQ(inflated.error().code, Code::kResourceExhausted);
+    // limit + 1 decoded bytes and a string's terminator, nothing larger.
+    EXPECT_LE(allocation.bytes(), limit + 2) << limit;
+  }
 }
 
 TEST(DeframerTest, TheDefaultReceiveLimitIsFourMebibytes) {
@@ -235,14 +283,24 @@ TEST(DeframerTest, AMessageAtTheLimitIsHandedOn) {
   EXPECT_THAT(c.messages, ElementsAre("0123456789"));
 }
 
-TEST(DeframerTest, AMessageOverTheLimitIsRefusedBeforeItIsBuffered) {
+TEST(DeframerTest, AMessageOneByteOverTheLimitIsResourceExhausted) {
   Collected c("", 10);
-  // The prefix alone, announcing 4 GiB - 1: refused with no byte of it here,
-  // so nothing of that size is held or reserved.
+  Status status = c.deframer.Feed(Frame("0123456789A"));
+  EXPECT_EQ(status.code, Code::kResourceExhausted);
+  EXPECT_EQ(status.message, "the response message is 11 bytes, over the receive limit of 10 bytes");
+  EXPECT_TRUE(c.messages.empty());
+}
+
+TEST(DeframerTest, AMessageOverTheLimitIsRefusedBeforeItIsBuffered) {
+  Collected c;
+  LargestAllocation allocation;
+  // The prefix alone, announcing 4 GiB - 1: refused with no byte of the
+  // message here, and nothing of its size reserved.
   Status status = c.deframer.Feed(Prefix(0, 0xFFFF'FFFF));
   EXPECT_EQ(status.code, Code::kResourceExhausted);
   EXPECT_EQ(status.message,
-            "the response message is 4294967295 bytes, over the receive limit of 10 bytes");
+            "the response message is 4294967295 bytes, over the receive limit of 4194304 bytes");
+  EXPECT_LT(allocation.bytes(), 4096u);
   EXPECT_TRUE(c.messages.empty());
 }
 
@@ -256,7 +314,8 @@ TEST(DeframerTest, ACompressedMessageOverTheLimitIsRefusedFromItsPrefix) {
 TEST(DeframerTest, AFlagOtherThanZeroOrOneIsInternal) {
   for (int flag : {2, 3, 0x80, 0xFF}) {
     Collected c("gzip");
-    Status status = c.deframer.Feed(Frame("ok") + Prefix(static_cast<unsigned char>(flag), 1) + "x");
+    Status status =
+        c.deframer.Feed(Frame("ok") + Prefix(static_cast<unsigned char>(flag), 1) + "x");
     EXPECT_EQ(status.code, Code::kInternal) << flag;
     EXPECT_EQ(status.message, "message 2 of the response has compressed flag " +
                                   std::to_string(flag) + ", not 0 or 1");
@@ -343,8 +402,7 @@ TEST(DeframerTest, AGzipMessageThatInflatesToExactlyTheLimitIsHandedOn) {
   std::string message(1000, 'a');
   std::string coded = Gzip(message);
   Collected c("gzip", 1000);
-  EXPECT_TRUE(
-      c.deframer.Feed(Prefix(1, static_cast<std::uint32_t>(coded.size())) + coded).ok());
+  EXPECT_TRUE(c.deframer.Feed(Prefix(1, static_cast<std::uint32_t>(coded.size())) + coded).ok());
   EXPECT_THAT(c.messages, ElementsAre(message));
 }
 

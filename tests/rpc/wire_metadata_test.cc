@@ -81,9 +81,9 @@ TEST(MetadataKeyTest, UpperCaseOtherBytesAndEmptyAreInvalid) {
 }
 
 TEST(MetadataKeyTest, ReservedPseudoAndConnectionFieldsAreInvalid) {
-  for (const char* key : {"grpc-timeout", "grpc-status", "grpc-", ":path", ":authority",
-                          "content-type", "te", "host", "connection", "keep-alive",
-                          "proxy-connection", "transfer-encoding", "upgrade"}) {
+  for (const char* key :
+       {"grpc-timeout", "grpc-status", "grpc-", ":path", ":authority", "content-type", "te", "host",
+        "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"}) {
     EXPECT_FALSE(ValidMetadataKey(key)) << key;
   }
 }
@@ -115,9 +115,9 @@ TEST(MetadataOfTest, TheCallerSeesItsOwnFieldsAndTheDetailsButNotWhatTheWireRead
                                   {"grpc-retry-pushback-ms", "250"},
                                   {"grpc-status-details-bin", "CAg"},
                                   {"x-shard", "7"}});
-  EXPECT_THAT(metadata, ElementsAre(Pair("grpc-retry-pushback-ms", "250"),
-                                    Pair("grpc-status-details-bin", "\x08\x08"),
-                                    Pair("x-shard", "7")));
+  EXPECT_THAT(metadata,
+              ElementsAre(Pair("grpc-retry-pushback-ms", "250"),
+                          Pair("grpc-status-details-bin", "\x08\x08"), Pair("x-shard", "7")));
 }
 
 TEST(MetadataOfTest, NamesAreLowerCased) {

@@ -78,8 +78,8 @@ TEST(CodeForHttpStatusTest, AnyOtherStatusIsUnknown) {
 }
 
 TEST(StatusOfResponseTest, GrpcStatusAndMessageComeFromTheTrailers) {
-  Status status = StatusOfResponse(200, kGrpcHeaders,
-                                   {{"grpc-status", "5"}, {"grpc-message", "no cart %237"}});
+  Status status =
+      StatusOfResponse(200, kGrpcHeaders, {{"grpc-status", "5"}, {"grpc-message", "no cart %237"}});
   EXPECT_EQ(status.code, Code::kNotFound);
   EXPECT_EQ(status.message, "no cart #7");
 }
@@ -134,15 +134,15 @@ TEST(StatusOfResponseTest, AnHttpStatusOtherThan200KeepsAGrpcMessage) {
 }
 
 TEST(StatusOfResponseTest, AnHttpStatusOtherThan200WinsOverAGrpcStatus) {
-  Status status = StatusOfResponse(
-      502, {{"content-type", "application/grpc"}, {"grpc-status", "0"}}, {});
+  Status status =
+      StatusOfResponse(502, {{"content-type", "application/grpc"}, {"grpc-status", "0"}}, {});
   EXPECT_EQ(status.code, Code::kUnavailable);
   EXPECT_EQ(status.message, "HTTP status 502");
 }
 
 TEST(StatusOfResponseTest, AContentTypeOtherThanGrpcIsUnknownNamingIt) {
-  Status status = StatusOfResponse(200, {{"content-type", "text/html; charset=utf-8"}},
-                                   {{"grpc-status", "0"}});
+  Status status =
+      StatusOfResponse(200, {{"content-type", "text/html; charset=utf-8"}}, {{"grpc-status", "0"}});
   EXPECT_EQ(status.code, Code::kUnknown);
   EXPECT_EQ(status.message,
             "the answer's content-type is \"text/html; charset=utf-8\", not application/grpc");
@@ -152,8 +152,8 @@ TEST(StatusOfResponseTest, AContentTypeThatOnlyStartsLikeGrpcIsUnknown) {
   Status status =
       StatusOfResponse(200, {{"content-type", "application/grpcx"}}, {{"grpc-status", "0"}});
   EXPECT_EQ(status.code, Code::kUnknown);
-  status = StatusOfResponse(200, {{"content-type", "application/grpc-web"}},
-                            {{"grpc-status", "0"}});
+  status =
+      StatusOfResponse(200, {{"content-type", "application/grpc-web"}}, {{"grpc-status", "0"}});
   EXPECT_EQ(status.code, Code::kUnknown);
 }
 
@@ -164,8 +164,8 @@ TEST(StatusOfResponseTest, NoContentTypeIsUnknown) {
 }
 
 TEST(StatusOfResponseTest, GrpcSubtypesAndParametersAreGrpc) {
-  for (const char* type : {"application/grpc+proto", "application/grpc+json",
-                           "application/grpc;charset=utf-8"}) {
+  for (const char* type :
+       {"application/grpc+proto", "application/grpc+json", "application/grpc;charset=utf-8"}) {
     Status status = StatusOfResponse(200, {{"content-type", type}}, {{"grpc-status", "3"}});
     EXPECT_EQ(status.code, Code::kInvalidArgument) << type;
   }

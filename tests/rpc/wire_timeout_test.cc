@@ -51,9 +51,7 @@ TEST(EncodeTimeoutTest, ARemainderRoundsUpSoTheServerNeverSeesLessThanTheCallerG
   EXPECT_EQ(EncodeTimeout(100s + 1ns), "100001m");
 }
 
-TEST(EncodeTimeoutTest, APositiveTimeoutNeverEncodesAsZero) {
-  EXPECT_EQ(EncodeTimeout(1ns), "1n");
-}
+TEST(EncodeTimeoutTest, APositiveTimeoutNeverEncodesAsZero) { EXPECT_EQ(EncodeTimeout(1ns), "1n"); }
 
 TEST(EncodeTimeoutTest, ZeroAndNegativeTimeoutsEncodeAsTheFloorOfOneNanosecond) {
   EXPECT_EQ(EncodeTimeout(0ns), "1n");

@@ -37,19 +37,18 @@ std::string Frame(std::string_view message) {
 StatusOr<std::string> FrameForSending(std::string_view message, std::size_t max_send, bool gzip) {
   std::size_t limit = std::min(max_send, kMaxFrameLength);
   if (message.size() > limit) {
-    return FailWith(Code::kResourceExhausted, "the request message is " +
-                                                  std::to_string(message.size()) +
-                                                  " bytes, over the send limit of " +
-                                                  std::to_string(limit) + " bytes");
+    return FailWith(Code::kResourceExhausted,
+                    "the request message is " + std::to_string(message.size()) +
+                        " bytes, over the send limit of " + std::to_string(limit) + " bytes");
   }
   if (!gzip) return Frame(message);
   StatusOr<std::string> coded = GzipCompress(message);
   if (!coded) return tl::unexpected(std::move(coded).error());
   if (coded->size() > kMaxFrameLength) {
-    return FailWith(Code::kResourceExhausted,
-                    "the request message is " + std::to_string(coded->size()) +
-                        " bytes gzip-coded, over the frame limit of " +
-                        std::to_string(kMaxFrameLength) + " bytes");
+    return FailWith(Code::kResourceExhausted, "the request message is " +
+                                                  std::to_string(coded->size()) +
+                                                  " bytes gzip-coded, over the frame limit of " +
+                                                  std::to_string(kMaxFrameLength) + " bytes");
   }
   std::string framed;
   framed.reserve(kFramePrefixSize + coded->size());
@@ -82,13 +81,12 @@ Status Deframer::Feed(std::string_view bytes) {
 Status Deframer::Finish() {
   if (!status_.ok()) return status_;
   if (in_body_) {
-    FailAs(Code::kInternal, "the response ended inside a message: " +
-                                std::to_string(body_.size()) + " of " + std::to_string(length_) +
-                                " bytes");
+    FailAs(Code::kInternal, "the response ended inside a message: " + std::to_string(body_.size()) +
+                                " of " + std::to_string(length_) + " bytes");
   } else if (prefix_have_ > 0) {
-    FailAs(Code::kInternal, "the response ended inside a message's prefix: " +
-                                std::to_string(prefix_have_) + " of " +
-                                std::to_string(kFramePrefixSize) + " bytes");
+    FailAs(Code::kInternal,
+           "the response ended inside a message's prefix: " + std::to_string(prefix_have_) +
+               " of " + std::to_string(kFramePrefixSize) + " bytes");
   }
   return status_;
 }
@@ -115,9 +113,9 @@ void Deframer::StartMessage() {
                                             "\", which this client cannot decode (it takes gzip)");
   }
   if (length_ > limit_) {
-    return FailAs(Code::kResourceExhausted,
-                  "the response message is " + std::to_string(length_) +
-                      " bytes, over the receive limit of " + std::to_string(limit_) + " bytes");
+    return FailAs(Code::kResourceExhausted, "the response message is " + std::to_string(length_) +
+                                                " bytes, over the receive limit of " +
+                                                std::to_string(limit_) + " bytes");
   }
   in_body_ = true;
   body_.clear();

@@ -4,13 +4,13 @@
 // the request, a Deframer for the response body. No I/O. Internal: the
 // gRPC front end's.
 //
-//   auto body = FrameForSending(request, settings.max_send, /*gzip=*/false);
+//   StatusOr<std::string> body = FrameForSending(request, max_send, /*gzip=*/false);
 //   if (!body) return body.error();
 //   ...
-//   Deframer deframer(FindEncoding(headers), kDefaultReceiveLimit,
-//                     [&](std::string message) { reply.messages.push_back(std::move(message)); });
-//   for each DATA piece: if (Status s = deframer.Feed(piece); !s.ok()) return s;
-//   at the end:          if (Status s = deframer.Finish(); !s.ok()) return s;
+//   Deframer deframer(grpc_encoding, kDefaultReceiveLimit,
+//                     [&](std::string message) { replies.push_back(std::move(message)); });
+//   // each DATA piece:   if (Status s = deframer.Feed(piece); !s.ok()) return s;
+//   // the body's end:    if (Status s = deframer.Finish(); !s.ok()) return s;
 #ifndef OUTBOUND_SRC_RPC_WIRE_FRAMING_H_
 #define OUTBOUND_SRC_RPC_WIRE_FRAMING_H_
 
@@ -47,8 +47,8 @@ std::string Frame(std::string_view message);
 // any coding. With `gzip`, the flag is 1 and the message gzip-coded (the
 // request then needs "grpc-encoding: gzip"); a coded message too long for
 // the prefix is RESOURCE_EXHAUSTED too.
-[[nodiscard]] StatusOr<std::string> FrameForSending(std::string_view message,
-                                                    std::size_t max_send, bool gzip);
+[[nodiscard]] StatusOr<std::string> FrameForSending(std::string_view message, std::size_t max_send,
+                                                    bool gzip);
 
 // Takes a response body in pieces as they arrive, split anywhere, and hands
 // each whole message to its sink, in order, decoded. Each Feed and Finish

@@ -16,17 +16,16 @@ constexpr int kGzipWindowBits = 16 + MAX_WBITS;
 // zlib counts in uInt: a larger piece goes in several calls.
 constexpr std::size_t kMaxPiece = std::numeric_limits<uInt>::max();
 
-constexpr std::size_t kOutputStep = 16 * 1024;
+constexpr std::size_t kOutputStep = std::size_t{16} * 1024;
 
 // Owns a z_stream set up for inflating or deflating.
 class ZStream {
  public:
   enum class Kind { kInflate, kDeflate };
   explicit ZStream(Kind kind) : kind_(kind) {
-    ready_ = kind == Kind::kInflate
-                 ? inflateInit2(&stream_, kGzipWindowBits) == Z_OK
-                 : deflateInit2(&stream_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, kGzipWindowBits, 8,
-                                Z_DEFAULT_STRATEGY) == Z_OK;
+    ready_ = kind == Kind::kInflate ? inflateInit2(&stream_, kGzipWindowBits) == Z_OK
+                                    : deflateInit2(&stream_, Z_DEFAULT_COMPRESSION, Z_DEFLATED,
+                                                   kGzipWindowBits, 8, Z_DEFAULT_STRATEGY) == Z_OK;
   }
   ~ZStream() {
     if (!ready_) return;
@@ -102,6 +101,14 @@ StatusOr<std::string> GzipDecompress(std::string_view coded, std::size_t limit) 
     std::size_t left = limit - message.size();
     std::size_t room = left < kOutputStep ? left + 1 : kOutputStep;
     std::size_t before = message.size();
+    if (before + room > message.capacity()) {
+      // Grown by doubling, but never past limit + 1: a fresh string, for
+      // reserve on a full one may double past what is asked.
+      std::string grown;
+      grown.reserve(std::min(std::max(message.capacity() * 2, before + room), before + left + 1));
+      grown.append(message);
+      message.swap(grown);
+    }
     message.resize(before + room);
     stream.next_out = reinterpret_cast<Bytef*>(message.data() + before);
     stream.avail_out = static_cast<uInt>(room);

@@ -45,12 +45,12 @@ bool Hidden(std::string_view name) {
 
 bool ValidMetadataKey(std::string_view key) {
   static constexpr std::array<std::string_view, 8> kReserved = {
-      "content-type",     "te",       "host",         "connection", "keep-alive",
-      "proxy-connection", "upgrade", "transfer-encoding"};
+      "content-type",     "te", "host", "connection", "keep-alive", "proxy-connection", "upgrade",
+      "transfer-encoding"};
   if (key.empty() || key.starts_with("grpc-")) return false;
   for (char c : key) {
-    bool allowed = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-                   c == '.';
+    bool allowed =
+        (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
     if (!allowed) return false;
   }
   for (std::string_view reserved : kReserved) {
