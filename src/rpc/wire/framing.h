@@ -78,10 +78,10 @@ class Deframer {
   Deframer(std::string_view encoding, std::size_t receive_limit, MessageSink sink);
 
   // The next bytes of the body. Returns the Deframer's status after them.
-  Status Feed(std::string_view bytes);
+  [[nodiscard]] Status Feed(std::string_view bytes);
 
   // The body ended: OK when it ended between messages.
-  Status Finish();
+  [[nodiscard]] Status Finish();
 
   // OK, or the first error.
   const Status& status() const { return status_; }
