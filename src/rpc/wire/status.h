@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
+#include <utility>
 
 #include "outbound/http/message.h"
 #include "outbound/rpc/settings.h"
