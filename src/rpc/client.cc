@@ -24,11 +24,11 @@
 #include <string>
 
 #include "client_impl.h"
-#include "wire.h"
 #include "outbound/internal/fault_scenario.h"
 #include "outbound/telemetry/metrics.h"
 #include "outbound/telemetry/propagation.h"
 #include "outbound/telemetry/trace.h"
+#include "wire/status.h"
 
 namespace outbound::rpc {
 

@@ -9,12 +9,10 @@
 #include "address.h"
 #include "exchange.h"
 #include "front_end.h"
-#include "wire.h"
+#include "wire/framing.h"
 
 namespace outbound::rpc::internal {
 namespace {
-
-constexpr std::size_t kPrefixBytes = 5;
 
 // The call core's settings for a gRPC dependency: plain text is HTTP/2
 // with prior knowledge; each attempt may take the whole call's time.
@@ -35,7 +33,7 @@ http::Settings CoreSettings(const Settings& s, const Addr& addr) {
   core.breaker = s.breaker;
   core.breaker_policy = s.breaker_policy;
   core.classify = CoreClassify(s.classify);
-  core.max_response_bytes = kDefaultReceiveLimit + kPrefixBytes;
+  core.max_response_bytes = kDefaultReceiveLimit + kFramePrefixSize;
   core.faults = s.faults;
   return core;
 }
@@ -80,11 +78,12 @@ void CoreClient::CallAsync(std::string_view method, std::string_view request, Cl
 Reply CoreClient::ServerStream(std::string_view method, std::string_view request,
                                const std::function<void(std::string_view message)>& on_message,
                                const Context& context) {
-  Deframer deframer(receive_limit_);
+  // No grpc-accept-encoding is sent, so the server sends its messages as
+  // they are; a compressed one is a malformed answer.
+  Deframer deframer(/*encoding=*/"", receive_limit_,
+                    [&on_message](std::string message) { on_message(message); });
   http::Request sent = MessageRequest(method, request, context);
-  sent.StreamBodyTo([&deframer, &on_message](std::string_view chunk) {
-    return deframer.Feed(chunk, on_message);
-  });
+  sent.StreamBodyTo([&deframer](std::string_view chunk) { return deframer.Feed(chunk).ok(); });
   std::promise<Result<http::Response>> answered;
   auto answer = answered.get_future();
   http::internal::ClientPeer::SendAsync(
@@ -103,8 +102,10 @@ Reply CoreClient::ServerStream(std::string_view method, std::string_view request
   if (result) reply.trailers = TrailersOf(*result);
   // A malformed message ended the stream (the body sink said stop), or the
   // body ended inside one.
-  if (!deframer.status().ok() || (reply.status.ok() && !deframer.Finish())) {
+  if (!deframer.status().ok()) {
     reply.status = deframer.status();
+  } else if (reply.status.ok()) {
+    reply.status = deframer.Finish();
   }
   return reply;
 }

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "exchange.h"
 
-#include <cctype>
-#include <charconv>
-#include <cstdint>
 #include <utility>
 
-#include "wire.h"
+#include "wire/framing.h"
+#include "wire/metadata.h"
+#include "wire/status.h"
 
 namespace outbound::rpc::internal {
 namespace {
@@ -41,9 +40,22 @@ const http::ResponseHeaders& StatusFields(const http::Response& response) {
   return response.trailers.empty() ? response.headers : response.trailers;
 }
 
-bool Reserved(std::string_view name) {
-  return name == "grpc-status" || name == "grpc-message" || name == "content-type" ||
-         (!name.empty() && name.front() == ':');
+// The one message of an answer that must hold exactly one (a unary
+// call's), decoded by the answer's grpc-encoding, within `limit` bytes.
+StatusOr<std::string> OnlyMessage(const http::Response& response, std::size_t limit) {
+  std::string message;
+  std::size_t count = 0;
+  Deframer deframer(response.headers.Find("grpc-encoding"), limit, [&](std::string m) {
+    if (++count == 1) message = std::move(m);
+  });
+  Status status = deframer.Feed(response.body);
+  if (status.ok()) status = deframer.Finish();
+  if (!status.ok()) return tl::unexpected(std::move(status));
+  if (count != 1) {
+    return FailWith(Code::kInternal, "a unary answer held " + std::to_string(count) +
+                                         " messages, not 1");
+  }
+  return message;
 }
 
 }  // namespace
@@ -52,7 +64,7 @@ http::Request MessageRequest(std::string_view method, std::string_view message,
                              const Context& context) {
   std::string path(method);
   if (path.empty() || path.front() != '/') path.insert(path.begin(), '/');
-  http::Request request = http::Request::Post(std::move(path), FrameMessage(message));
+  http::Request request = http::Request::Post(std::move(path), Frame(message));
   request.Header("content-type", "application/grpc");
   request.Header("te", "trailers");
   request.WithContext(context);
@@ -61,34 +73,10 @@ http::Request MessageRequest(std::string_view method, std::string_view message,
 
 Status StatusOf(const Result<http::Response>& result) {
   if (!result) return StatusOfError(result.error());
-  const http::Response& response = *result;
-  if (response.status != 200) {
-    Status status{CodeForHttpStatus(response.status),
-                  "HTTP status " + std::to_string(response.status)};
-    std::string_view message = StatusFields(response).Find("grpc-message");
-    if (!message.empty()) status.message += ": " + DecodeStatusMessage(message);
-    return status;
-  }
-  const http::ResponseHeaders& fields = StatusFields(response);
-  std::string_view code_text = fields.Find("grpc-status");
-  if (code_text.empty()) return {Code::kInternal, "the answer had no grpc-status"};
-  int code = -1;
-  auto [end, ec] = std::from_chars(code_text.data(), code_text.data() + code_text.size(), code);
-  if (ec != std::errc() || end != code_text.data() + code_text.size() || code < 0 || code > 16) {
-    return {Code::kUnknown, "the answer's grpc-status is " + std::string(code_text)};
-  }
-  return {static_cast<Code>(code), DecodeStatusMessage(fields.Find("grpc-message"))};
+  return StatusOfResponse(result->status, result->headers, result->trailers);
 }
 
-Trailers TrailersOf(const http::Response& response) {
-  Trailers trailers;
-  for (const auto& field : StatusFields(response)) {
-    std::string name(field.name);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (!Reserved(name)) trailers.emplace(std::move(name), std::string(field.value));
-  }
-  return trailers;
-}
+Trailers TrailersOf(const http::Response& response) { return MetadataOf(StatusFields(response)); }
 
 std::string_view MethodOf(std::string_view url) {
   std::size_t scheme = url.find("://");
@@ -113,7 +101,7 @@ Reply ReplyOf(Result<http::Response> result, std::size_t receive_limit) {
   if (!result) return reply;
   reply.trailers = TrailersOf(*result);
   if (!reply.status.ok()) return reply;
-  auto message = OnlyMessage(result->body, receive_limit);
+  auto message = OnlyMessage(*result, receive_limit);
   if (!message) {
     reply.status = std::move(message.error());
   } else {

@@ -19,9 +19,6 @@
 
 namespace outbound::rpc::internal {
 
-// The largest message a call accepts unless its settings say otherwise.
-inline constexpr std::size_t kDefaultReceiveLimit = 4 * 1024 * 1024;
-
 // The request of a call that sends one message: a POST to the method's
 // path ("/pkg.Service/Method"; the server answers UNIMPLEMENTED for one it
 // does not have) with gRPC's headers (content-type, te), `message` framed.

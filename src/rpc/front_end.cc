@@ -6,7 +6,7 @@
 
 #include "exchange.h"
 #include "names.h"
-#include "wire.h"
+#include "wire/timeout.h"
 
 namespace outbound::rpc::internal {
 namespace {

@@ -61,6 +61,19 @@ TEST_F(RpcFaultInjection, AStatusIsTheCodeGrpcGivesItAndItsRetryAfterIsPushback)
   EXPECT_EQ(server.calls(), 0);
 }
 
+// The injected code is the wire's own mapping (CodeForHttpStatus), the one a
+// real answer without grpc-status gets: 431 is INTERNAL in gRPC's table.
+TEST_F(RpcFaultInjection, AStatusTakesTheWiresMappingOfHttpToGrpcCodes) {
+  EchoServer server(Echoing());
+  auto client = Make(server, FaultsOn());
+  Status status = Say(*client, "x", WithScenario("grpc:backend:9090=status:431"));
+  EXPECT_EQ(status.code, Code::kInternal);
+  EXPECT_EQ(status.message, "injected fault: HTTP status 431");
+  Status other = Say(*client, "x", WithScenario("grpc:backend:9090=status:418"));
+  EXPECT_EQ(other.code, Code::kUnknown);
+  EXPECT_EQ(server.calls(), 0);
+}
+
 TEST_F(RpcFaultInjection, ADelayIsWaitedOnTheClockThenTheAttemptIsSent) {
   EchoServer server(Echoing());
   auto client = Make(server, FaultsOn());

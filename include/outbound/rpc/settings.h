@@ -134,7 +134,7 @@ struct Settings {
   // point "grpc:<host>:<port>" of addr. An injected abort is UNAVAILABLE, a
   // delay is waited within the attempt's deadline, and "status:NNN" is the
   // gRPC code gRPC gives that HTTP status (429, 502, 503, 504: UNAVAILABLE;
-  // 400: INTERNAL; 401: UNAUTHENTICATED; 403: PERMISSION_DENIED; 404:
+  // 400, 431: INTERNAL; 401: UNAUTHENTICATED; 403: PERMISSION_DENIED; 404:
   // UNIMPLEMENTED; any other: UNKNOWN), its retry-after sent as
   // grpc-retry-pushback-ms. Off by default, or on with Runtime::inject_faults.
   FaultSettings faults;

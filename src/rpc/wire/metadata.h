@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// gRPC metadata on HTTP/2: which keys a caller may send, binary values
+// (keys ending in "-bin") carried as base64, and the metadata a caller sees
+// out of an answer's header or trailer fields. Pure functions, no I/O.
+// Internal: the gRPC front end's.
+//
+//   for (auto& [key, value] : caller_metadata) {
+//     if (!ValidMetadataKey(key)) return FailWith(Code::kInternal, ...);
+//     fields.emplace_back(key, IsBinaryKey(key) ? EncodeBinaryValue(value) : value);
+//   }
+#ifndef OUTBOUND_SRC_RPC_WIRE_METADATA_H_
+#define OUTBOUND_SRC_RPC_WIRE_METADATA_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "outbound/http/message.h"
+#include "outbound/rpc/settings.h"
+
+namespace outbound::rpc::internal {
+
+// Whether `key` is one a caller may send as custom metadata: 1 or more of
+// a-z 0-9 '-' '_' '.', so no upper case and no pseudo-header (':'); not
+// starting with "grpc-" (reserved for gRPC itself); and none of the fields
+// the front end writes or HTTP/2 forbids (content-type, te, host,
+// connection, keep-alive, proxy-connection, transfer-encoding, upgrade),
+// which would break the request rather than carry data.
+bool ValidMetadataKey(std::string_view key);
+
+// Whether `value` may be sent as the value of a key without "-bin": bytes
+// 0x20-0x7E only (the protocol's ASCII-Value; an empty value is allowed).
+bool ValidAsciiValue(std::string_view value);
+
+// Whether `key` names binary metadata: it ends in "-bin" (any case).
+bool IsBinaryKey(std::string_view key);
+
+// `bytes` in base64 (RFC 4648 §4, '+' and '/') without '=' padding, as
+// gRPC sends binary values.
+std::string EncodeBinaryValue(std::string_view bytes);
+
+// A binary value's bytes, from base64 with or without '=' padding (the
+// protocol requires both be taken). nullopt when it is not base64: a byte
+// outside the alphabet (spaces included), '=' anywhere but the end, a
+// padded value whose length is not a multiple of 4, or a length that
+// leaves one character over (no bytes are 1 character long). Leftover bits
+// of the last character that are not zero are ignored, as most decoders do.
+std::optional<std::string> DecodeBinaryValue(std::string_view base64);
+
+// The metadata a caller sees from an answer's fields (its trailers, or its
+// headers when the answer is Trailers-Only), names lower-cased:
+//   - left out: pseudo-headers (":status"), content-type, and the fields
+//     the wire functions read for the caller: grpc-status, grpc-message,
+//     grpc-encoding, grpc-accept-encoding;
+//   - kept: every other field, grpc-status-details-bin and
+//     grpc-retry-pushback-ms included (the caller's classify reads them);
+//   - a "-bin" value is decoded to its bytes; one joined with ',' (as a
+//     proxy may join repeated fields) gives one entry per part; a part that
+//     is not base64 is left out, for it cannot be shown as the bytes it
+//     should be.
+Trailers MetadataOf(const http::ResponseHeaders& fields);
+
+}  // namespace outbound::rpc::internal
+
+#endif  // OUTBOUND_SRC_RPC_WIRE_METADATA_H_

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "status.h"
+
+#include <optional>
+
+namespace outbound::rpc::internal {
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// The value of the first field named `name`, if any.
+// (ResponseHeaders::Find cannot tell an absent field from an empty one.)
+std::optional<std::string_view> Find(const http::ResponseHeaders& fields, std::string_view name) {
+  for (const auto& [field, value] : fields) {
+    if (http::SameHeaderName(field, name)) return value;
+  }
+  return std::nullopt;
+}
+
+// application/grpc, alone or followed by "+subtype" or by parameters.
+bool IsGrpcContentType(std::string_view type) {
+  constexpr std::string_view kGrpc = "application/grpc";
+  if (type.size() < kGrpc.size() || !http::SameHeaderName(type.substr(0, kGrpc.size()), kGrpc)) return false;
+  if (type.size() == kGrpc.size()) return true;
+  char next = type[kGrpc.size()];
+  return next == '+' || next == ';';
+}
+
+// grpc-status as gRPC writes it: 0-16 in decimal without a leading zero.
+std::optional<Code> ParseCode(std::string_view value) {
+  if (value.empty() || value.size() > 2) return std::nullopt;
+  if (value.size() == 2 && value[0] == '0') return std::nullopt;
+  int number = 0;
+  for (char c : value) {
+    if (c < '0' || c > '9') return std::nullopt;
+    number = number * 10 + (c - '0');
+  }
+  if (number > static_cast<int>(Code::kUnauthenticated)) return std::nullopt;
+  return static_cast<Code>(number);
+}
+
+}  // namespace
+
+std::string EncodeStatusMessage(std::string_view message) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string encoded;
+  encoded.reserve(message.size());
+  for (char c : message) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte <= 0x7E && byte != '%') {
+      encoded += c;
+    } else {
+      encoded += '%';
+      encoded += kHex[byte >> 4];
+      encoded += kHex[byte & 0x0F];
+    }
+  }
+  return encoded;
+}
+
+std::string DecodeStatusMessage(std::string_view encoded) {
+  std::string message;
+  message.reserve(encoded.size());
+  for (std::size_t i = 0; i < encoded.size(); ++i) {
+    if (encoded[i] == '%' && i + 2 < encoded.size() && HexValue(encoded[i + 1]) >= 0 &&
+        HexValue(encoded[i + 2]) >= 0) {
+      message += static_cast<char>(HexValue(encoded[i + 1]) * 16 + HexValue(encoded[i + 2]));
+      i += 2;
+    } else {
+      message += encoded[i];
+    }
+  }
+  return message;
+}
+
+Code CodeForHttpStatus(int http_status) {
+  switch (http_status) {
+    case 400:
+    case 431:
+      return Code::kInternal;
+    case 401:
+      return Code::kUnauthenticated;
+    case 403:
+      return Code::kPermissionDenied;
+    case 404:
+      return Code::kUnimplemented;
+    case 429:
+    case 502:
+    case 503:
+    case 504:
+      return Code::kUnavailable;
+    default:
+      return Code::kUnknown;
+  }
+}
+
+Status StatusOfResponse(int http_status, const http::ResponseHeaders& headers,
+                        const http::ResponseHeaders& trailers) {
+  // A Trailers-Only answer has its grpc-status among the headers.
+  const http::ResponseHeaders& status_fields = trailers.empty() ? headers : trailers;
+  std::optional<std::string_view> message = Find(status_fields, "grpc-message");
+  if (http_status != 200) {
+    std::string text = "HTTP status " + std::to_string(http_status);
+    if (message) text += ": " + DecodeStatusMessage(*message);
+    return Status{CodeForHttpStatus(http_status), std::move(text)};
+  }
+  std::optional<std::string_view> content_type = Find(headers, "content-type");
+  if (!content_type) return Status{Code::kUnknown, "the answer had no content-type"};
+  if (!IsGrpcContentType(*content_type)) {
+    return Status{Code::kUnknown, "the answer's content-type is \"" + std::string(*content_type) +
+                                      "\", not application/grpc"};
+  }
+  std::optional<std::string_view> status = Find(status_fields, "grpc-status");
+  if (!status) return Status{Code::kInternal, "the answer had no grpc-status"};
+  std::optional<Code> code = ParseCode(*status);
+  if (!code) {
+    return Status{Code::kUnknown, "the answer's grpc-status \"" + std::string(*status) +
+                                      "\" is not a code from 0 to 16"};
+  }
+  return Status{*code, message ? DecodeStatusMessage(*message) : std::string()};
+}
+
+}  // namespace outbound::rpc::internal
