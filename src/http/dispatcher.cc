@@ -22,7 +22,9 @@ Dispatcher::~Dispatcher() {
     queue_.clear();
     std::vector<Exchange*> live;
     live.reserve(exchanges_.size());
-    for (auto& [id, exchange] : exchanges_) live.push_back(exchange.get());
+    for (auto& exchange : exchanges_) {
+      if (exchange->events != nullptr) live.push_back(exchange.get());
+    }
     for (Exchange* exchange : live) {
       if (queued.count(exchange) == 0) carrier_->Cancel(*exchange);
       End(*exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
@@ -69,8 +71,12 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
     idle_timer_.Cancel();
     idle_timer_armed_.store(false);
   }
-  auto owned = std::make_unique<Exchange>();
-  Exchange& exchange = *owned;
+  if (spare_.empty()) {
+    exchanges_.push_back(std::make_unique<Exchange>());
+    spare_.push_back(exchanges_.back().get());
+  }
+  Exchange& exchange = *spare_.back();
+  spare_.pop_back();
   exchange.id = ++next_exchange_id_;
   exchange.events = std::move(events);
   exchange.request = what.request;
@@ -78,12 +84,11 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
   exchange.queue_place = what.queue_place;
   exchange.admission = what.admission;
   exchange.sink = what.body_sink;
-  exchanges_.emplace(exchange.id, std::move(owned));
   if (stopped_) return End(exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
   std::weak_ptr<const char> alive = alive_;
-  exchange.events->SetCanceller([this, alive, id = exchange.id] {
-    loop_->Post([this, alive, id] {
-      if (alive.lock()) Cancel(id);
+  exchange.events->SetCanceller([this, alive, at = &exchange, id = exchange.id] {
+    loop_->Post([this, alive, at, id] {
+      if (alive.lock()) Cancel(*at, id);
     });
   });
   if (auto why = carrier_->Unreachable()) {
@@ -134,10 +139,9 @@ void Dispatcher::Dispatch() {
 }
 
 // A layer above cancelled the attempt: it has been answered already.
-void Dispatcher::Cancel(std::uint64_t id) {
-  auto it = exchanges_.find(id);
-  if (it == exchanges_.end()) return;
-  Exchange& exchange = *it->second;
+void Dispatcher::Cancel(Exchange& exchange, std::uint64_t id) {
+  // Ended already (and perhaps carrying a later attempt now).
+  if (exchange.id != id || exchange.events == nullptr) return;
   // Not queued, and not ended: the carrier has it.
   if (auto queued = std::find(queue_.begin(), queue_.end(), &exchange); queued != queue_.end()) {
     queue_.erase(queued);
@@ -148,11 +152,15 @@ void Dispatcher::Cancel(std::uint64_t id) {
 }
 
 void Dispatcher::End(Exchange& exchange, AttemptOutcome&& outcome) {
-  auto node = exchanges_.extract(exchange.id);  // the exchange lives to the end of this
   std::shared_ptr<ExchangeEvents> events = std::move(exchange.events);
   // The layers above hear of this attempt (its breaker ticket is settled)
   // before the queue moves, so a breaker it opened stops the queued ones.
   events->End(std::move(outcome));
+  // Spare from here on, as a new one: nothing of this attempt's is kept.
+  std::uint64_t id = exchange.id;
+  exchange = Exchange();
+  exchange.id = id;  // a late canceller's id no longer matches a later attempt's
+  spare_.push_back(&exchange);
   if (carrier_) Dispatch();
 }
 
