@@ -108,7 +108,8 @@ bool H2Session::Start(Exchange& exchange) {
   room[used++] = Field(":path", exchange.path);
   // Field names go lower case on HTTP/2 (RFC 9113 §8.2.1). A name that is
   // already (the usual case) goes as it is; others are lowered in a copy.
-  std::vector<std::string> names;
+  std::vector<std::string>& names = lowered_names_;
+  names.clear();
   ForEachRequestHeader(exchange, [&](const std::string& name, const std::string& value) {
     std::string_view field_name = name;
     if (std::any_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {

@@ -27,6 +27,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -91,6 +92,9 @@ class H2Session final : public Codec {
   Clock& clock_;
   nghttp2_session* session_ = nullptr;
   std::unordered_map<std::int32_t, Exchange*> streams_;
+  // Start's lower-cased copies of field names, kept so their room is
+  // reused (nghttp2 copies the fields it is given).
+  std::vector<std::string> lowered_names_;
   struct Ended {
     Exchange* exchange;
     AttemptOutcome outcome;
