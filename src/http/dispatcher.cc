@@ -54,14 +54,14 @@ void Dispatcher::Start(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
 // --- On the loop thread from here on ---
 
 void Dispatcher::TakeIncoming() {
-  std::vector<Incoming> batch;
   {
     std::lock_guard lock(incoming_mu_);
-    batch.swap(incoming_);
+    taken_.swap(incoming_);  // each keeps its room for the next batch
   }
   // The batch's requests are written together, once all are handed over.
   batching_ = true;
-  for (auto& [events, what] : batch) Begin(std::move(events), what);
+  for (auto& [events, what] : taken_) Begin(std::move(events), what);
+  taken_.clear();
   batching_ = false;
   if (carrier_) carrier_->Flush();
 }

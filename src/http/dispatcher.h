@@ -103,6 +103,7 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
   };
   std::mutex incoming_mu_;
   std::vector<Incoming> incoming_;
+  std::vector<Incoming> taken_;  // the batch TakeIncoming hands over; on the loop
 };
 
 }  // namespace outbound::http::internal
