@@ -224,7 +224,7 @@ void H2Session::End(std::int32_t stream_id, AttemptOutcome&& outcome) {
   outcome.connection = connection_id_;
   if (!outcome.result && exchange->headers_done) outcome.body_failed = true;
   outcome.body_streamed = exchange->streamed;
-  ended_.push_back({exchange, std::move(outcome)});
+  ended_.emplace_back(exchange, std::move(outcome));
   room_changed_ = true;
 }
 
@@ -238,6 +238,9 @@ void H2Session::Deliver() {
     std::vector<Ended> ended;
     ended.swap(ended_);
     for (Ended& e : ended) events_.ExchangeEnded(*e.exchange, std::move(e.outcome));
+    // Its room back for the next ends, unless some came meanwhile.
+    ended.clear();
+    if (ended_.empty()) ended_.swap(ended);
   }
   if (room_changed_) {
     room_changed_ = false;

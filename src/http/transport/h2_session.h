@@ -96,6 +96,7 @@ class H2Session final : public Codec {
   // reused (nghttp2 copies the fields it is given).
   std::vector<std::string> lowered_names_;
   struct Ended {
+    Ended(Exchange* e, AttemptOutcome&& o) : exchange(e), outcome(std::move(o)) {}
     Exchange* exchange;
     AttemptOutcome outcome;
   };
