@@ -28,8 +28,8 @@
 
 namespace outbound::http::internal::transport {
 
-class H1Parser;  // Beast's response parser, kept out of this header
-class H1Fields;  // where it keeps a head's fields
+class H1Parser;   // Beast's response parser, kept out of this header
+struct H1Reader;  // the room it is made in, once per response
 
 class H1Exchange final : public Codec {
  public:
@@ -54,6 +54,7 @@ class H1Exchange final : public Codec {
   // verdict says how).
   bool Parse();
   void NewParser();
+  H1Parser& parser();  // the current response's
   // The response is whole: the exchange ends with it.
   void Answered();
   void Fail(AttemptOutcome&& outcome);
@@ -72,8 +73,7 @@ class H1Exchange final : public Codec {
   std::vector<char> upload_buffer_;   // a streamed body's piece being written
   std::string in_;                    // read, not yet taken by the parser
   std::string head_read_;             // of the head being read, what the parser took
-  std::unique_ptr<H1Fields> fields_;  // outlives parser_, whose fields it holds
-  std::unique_ptr<H1Parser> parser_;
+  std::unique_ptr<H1Reader> reader_;
 };
 
 }  // namespace outbound::http::internal::transport
