@@ -116,6 +116,11 @@ struct H1Reader {
 
 namespace {
 
+// A buffer of the connection's keeps its room up to this for the next
+// exchange: a request's head, a response's; a larger one (a request body)
+// gives it back.
+constexpr std::size_t kKeptBytes = 4 * 1024;
+
 // Beast holds a field's name and value in at most 65533 bytes each and
 // throws std::length_error past that, within kMaxHeaderBytes.
 AttemptOutcome FieldTooLarge() {
@@ -219,7 +224,7 @@ bool H1Exchange::Produce(std::string& out) {
   if (!request_.empty()) {
     out.append(request_);
     request_.clear();
-    request_.shrink_to_fit();
+    if (request_.capacity() > kKeptBytes) request_.shrink_to_fit();
   }
   if (current_ == nullptr || !current_->upload || current_->upload->done()) return true;
   return ProduceUploadPiece(out);
@@ -343,7 +348,7 @@ bool H1Exchange::Parse() {
       if (current_->Streams()) current_->events->BodyStreaming(clock_.Now());
       parser().eager(true);
       head_read_.clear();
-      head_read_.shrink_to_fit();
+      if (head_read_.capacity() > kKeptBytes) head_read_.shrink_to_fit();
     }
     if (parser().is_done()) {
       if (!in_.empty()) reusable_ = false;  // bytes after the response
