@@ -147,12 +147,20 @@ bool H2Session::Start(Exchange& exchange) {
     return false;
   }
   exchange.stream_id = id;
-  streams_.emplace(id, &exchange);
+  if (spare_nodes_.empty()) {
+    streams_.emplace(id, &exchange);
+  } else {
+    Streams::node_type node = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+    node.key() = id;
+    node.mapped() = &exchange;
+    streams_.insert(std::move(node));
+  }
   return true;
 }
 
 bool H2Session::Cancel(Exchange& exchange) {
-  streams_.erase(exchange.stream_id);
+  Forget(streams_.find(exchange.stream_id));
   nghttp2_session_set_stream_user_data(session_, exchange.stream_id, nullptr);
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, exchange.stream_id, NGHTTP2_CANCEL);
   room_changed_ = true;
@@ -210,6 +218,10 @@ void H2Session::Closed(const std::string& why) {
   Deliver();
 }
 
+void H2Session::Forget(Streams::iterator stream) {
+  if (stream != streams_.end()) spare_nodes_.push_back(streams_.extract(stream));
+}
+
 Exchange* H2Session::Find(std::int32_t stream_id) const {
   auto it = streams_.find(stream_id);
   return it == streams_.end() ? nullptr : it->second;
@@ -219,7 +231,7 @@ void H2Session::End(std::int32_t stream_id, AttemptOutcome&& outcome) {
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
   Exchange* exchange = it->second;
-  streams_.erase(it);
+  Forget(it);
   if (!broken_) nghttp2_session_set_stream_user_data(session_, stream_id, nullptr);
   outcome.connection = connection_id_;
   if (!outcome.result && exchange->headers_done) outcome.body_failed = true;

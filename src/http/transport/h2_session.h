@@ -61,6 +61,8 @@ class H2Session final : public Codec {
   void Closed(const std::string& why) override;
 
  private:
+  using Streams = std::unordered_map<std::int32_t, Exchange*>;
+
   static int OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* self);
   static int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* self);
   static int OnInvalidFrameRecv(nghttp2_session*, const nghttp2_frame* frame, int error,
@@ -79,6 +81,8 @@ class H2Session final : public Codec {
                           void* self);
 
   Exchange* Find(std::int32_t stream_id) const;
+  // Takes the stream out of streams_, keeping its node.
+  void Forget(Streams::iterator stream);
   // Ends the exchange on `stream_id` with `outcome`, once it is safe to
   // tell the pool (after nghttp2 returns).
   void End(std::int32_t stream_id, AttemptOutcome&& outcome);
@@ -91,7 +95,9 @@ class H2Session final : public Codec {
   std::uint64_t connection_id_;
   Clock& clock_;
   nghttp2_session* session_ = nullptr;
-  std::unordered_map<std::int32_t, Exchange*> streams_;
+  Streams streams_;
+  // The nodes of ended streams, for the next ones: no allocation per stream.
+  std::vector<Streams::node_type> spare_nodes_;
   // Start's lower-cased copies of field names, kept so their room is
   // reused (nghttp2 copies the fields it is given).
   std::vector<std::string> lowered_names_;
