@@ -22,9 +22,7 @@ Dispatcher::~Dispatcher() {
     queue_.clear();
     std::vector<Exchange*> live;
     live.reserve(exchanges_.size());
-    for (auto& exchange : exchanges_) {
-      if (exchange->events != nullptr) live.push_back(exchange.get());
-    }
+    for (auto& [id, exchange] : exchanges_) live.push_back(exchange.get());
     for (Exchange* exchange : live) {
       if (queued.count(exchange) == 0) carrier_->Cancel(*exchange);
       End(*exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
@@ -71,13 +69,18 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
     idle_timer_.Cancel();
     idle_timer_armed_.store(false);
   }
+  std::uint64_t id = ++next_exchange_id_;
+  Exchanges::iterator made;
   if (spare_.empty()) {
-    exchanges_.push_back(std::make_unique<Exchange>());
-    spare_.push_back(exchanges_.back().get());
+    made = exchanges_.emplace(id, std::make_unique<Exchange>()).first;
+  } else {
+    Exchanges::node_type node = std::move(spare_.back());
+    spare_.pop_back();
+    node.key() = id;
+    made = exchanges_.insert(std::move(node)).position;
   }
-  Exchange& exchange = *spare_.back();
-  spare_.pop_back();
-  exchange.id = ++next_exchange_id_;
+  Exchange& exchange = *made->second;
+  exchange.id = id;
   exchange.events = std::move(events);
   exchange.request = what.request;
   exchange.trace_headers = what.trace_headers;
@@ -86,9 +89,9 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
   exchange.sink = what.body_sink;
   if (stopped_) return End(exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
   std::weak_ptr<const char> alive = alive_;
-  exchange.events->SetCanceller([this, alive, at = &exchange, id = exchange.id] {
-    loop_->Post([this, alive, at, id] {
-      if (alive.lock()) Cancel(*at, id);
+  exchange.events->SetCanceller([this, alive, id] {
+    loop_->Post([this, alive, id] {
+      if (alive.lock()) Cancel(id);
     });
   });
   if (auto why = carrier_->Unreachable()) {
@@ -139,9 +142,10 @@ void Dispatcher::Dispatch() {
 }
 
 // A layer above cancelled the attempt: it has been answered already.
-void Dispatcher::Cancel(Exchange& exchange, std::uint64_t id) {
-  // Ended already (and perhaps carrying a later attempt now).
-  if (exchange.id != id || exchange.events == nullptr) return;
+void Dispatcher::Cancel(std::uint64_t id) {
+  auto it = exchanges_.find(id);
+  if (it == exchanges_.end()) return;
+  Exchange& exchange = *it->second;
   // Not queued, and not ended: the carrier has it.
   if (auto queued = std::find(queue_.begin(), queue_.end(), &exchange); queued != queue_.end()) {
     queue_.erase(queued);
@@ -152,15 +156,15 @@ void Dispatcher::Cancel(Exchange& exchange, std::uint64_t id) {
 }
 
 void Dispatcher::End(Exchange& exchange, AttemptOutcome&& outcome) {
+  auto node = exchanges_.extract(exchange.id);  // the exchange lives to the end of this
   std::shared_ptr<ExchangeEvents> events = std::move(exchange.events);
   // The layers above hear of this attempt (its breaker ticket is settled)
   // before the queue moves, so a breaker it opened stops the queued ones.
   events->End(std::move(outcome));
-  // Spare from here on, as a new one: nothing of this attempt's is kept.
-  std::uint64_t id = exchange.id;
-  exchange = Exchange();
-  exchange.id = id;  // a late canceller's id no longer matches a later attempt's
-  spare_.push_back(&exchange);
+  if (spare_.size() < kSpareExchanges) {
+    exchange = Exchange();  // as a new one: nothing of this attempt's is kept
+    spare_.push_back(std::move(node));
+  }
   if (carrier_) Dispatch();
 }
 

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "carrier.h"
@@ -61,7 +62,7 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
   void TakeIncoming();
   void Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& what);
   void Dispatch();
-  void Cancel(transport::Exchange& exchange, std::uint64_t id);
+  void Cancel(std::uint64_t id);
   void End(transport::Exchange& exchange, AttemptOutcome&& outcome);
   void Ended(transport::Exchange& exchange, AttemptOutcome&& outcome) override;
   void RoomMade() override {
@@ -74,12 +75,13 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
   std::shared_ptr<EventLoop> loop_;
   std::unique_ptr<Carrier> carrier_;
 
-  // Every exchange made, live or spare: an ended exchange is kept for the
-  // next attempt (no allocation per attempt), and a late canceller finds
-  // its exchange still here, telling by the id whether it is still the
-  // same attempt's.
-  std::vector<std::unique_ptr<transport::Exchange>> exchanges_;
-  std::vector<transport::Exchange*> spare_;
+  using Exchanges = std::unordered_map<std::uint64_t, std::unique_ptr<transport::Exchange>>;
+  Exchanges exchanges_;
+  // Ended exchanges, each in its map node, for the next attempts: no
+  // allocation per attempt. At most kSpareExchanges are kept, so a burst of
+  // calls leaves no more memory behind than this.
+  static constexpr std::size_t kSpareExchanges = 256;
+  std::vector<Exchanges::node_type> spare_;
   std::deque<transport::Exchange*> queue_;
   std::uint64_t queued_ = 0;  // the last queue place given
   std::uint64_t next_exchange_id_ = 0;
