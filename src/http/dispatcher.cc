@@ -60,6 +60,7 @@ void Dispatcher::TakeIncoming() {
   batching_ = true;
   for (auto& [events, what] : taken_) Begin(std::move(events), what);
   taken_.clear();
+  if (taken_.capacity() > kKeptIncoming) taken_.shrink_to_fit();  // a burst's room goes
   batching_ = false;
   if (carrier_) carrier_->Flush();
 }

@@ -106,6 +106,7 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
   std::mutex incoming_mu_;
   std::vector<Incoming> incoming_;
   std::vector<Incoming> taken_;  // the batch TakeIncoming hands over; on the loop
+  static constexpr std::size_t kKeptIncoming = 256;  // room kept for the next batch
 };
 
 }  // namespace outbound::http::internal

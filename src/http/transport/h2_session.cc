@@ -19,6 +19,8 @@ constexpr std::int32_t kStreamWindow = 1 << 20;
 constexpr std::int32_t kConnectionWindow = 1 << 24;
 // Produce() hands the connection at most this much per call.
 constexpr std::size_t kProduceChunk = 64 * 1024;
+// Deliver keeps the room of its list of ended streams up to this many.
+constexpr std::size_t kKeptEnded = 128;
 
 std::string_view View(const std::uint8_t* p, std::size_t n) {
   return {reinterpret_cast<const char*>(p), n};
@@ -250,9 +252,10 @@ void H2Session::Deliver() {
     std::vector<Ended> ended;
     ended.swap(ended_);
     for (Ended& e : ended) events_.ExchangeEnded(*e.exchange, std::move(e.outcome));
-    // Its room back for the next ends, unless some came meanwhile.
+    // Its room back for the next ends, unless some came meanwhile or it
+    // grew past what a usual batch needs.
     ended.clear();
-    if (ended_.empty()) ended_.swap(ended);
+    if (ended_.empty() && ended.capacity() <= kKeptEnded) ended_.swap(ended);
   }
   if (room_changed_) {
     room_changed_ = false;
