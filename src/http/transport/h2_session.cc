@@ -221,12 +221,21 @@ void H2Session::Closed(const std::string& why) {
 }
 
 void H2Session::Forget(Streams::iterator stream) {
-  if (stream != streams_.end()) spare_nodes_.push_back(streams_.extract(stream));
+  if (stream == streams_.end()) return;
+  if (stream->first == found_id_) {
+    found_id_ = 0;  // stream 0 is the connection's: never in streams_
+    found_ = nullptr;
+  }
+  spare_nodes_.push_back(streams_.extract(stream));
 }
 
 Exchange* H2Session::Find(std::int32_t stream_id) const {
+  if (stream_id == found_id_) return found_;
   auto it = streams_.find(stream_id);
-  return it == streams_.end() ? nullptr : it->second;
+  if (it == streams_.end()) return nullptr;
+  found_id_ = stream_id;
+  found_ = it->second;
+  return found_;
 }
 
 void H2Session::End(std::int32_t stream_id, AttemptOutcome&& outcome) {

@@ -98,6 +98,10 @@ class H2Session final : public Codec {
   Streams streams_;
   // The nodes of ended streams, for the next ones: no allocation per stream.
   std::vector<Streams::node_type> spare_nodes_;
+  // The stream Find found last (0 and null: none, as the connection's own
+  // stream 0 is): nghttp2 calls back for one stream several times in a row.
+  mutable std::int32_t found_id_ = 0;
+  mutable Exchange* found_ = nullptr;
   // Start's lower-cased copies of field names, kept so their room is
   // reused (nghttp2 copies the fields it is given).
   std::vector<std::string> lowered_names_;
