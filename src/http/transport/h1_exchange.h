@@ -44,6 +44,8 @@ class H1Exchange final : public Codec {
   bool Start(Exchange& exchange) override;
   bool Cancel(Exchange& exchange) override;
   bool Received(const std::uint8_t* data, std::size_t size) override;
+  // No exchange, or one whose request is not written yet.
+  bool Quiet() const override { return current_ == nullptr || !request_.empty(); }
   void PeerClosed() override;
   bool Produce(std::string& out) override;
   bool Finished() const override { return false; }
