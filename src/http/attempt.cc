@@ -30,9 +30,10 @@ void AttemptTimer::Arm(outbound::internal::TimeoutList& list, TimePoint at, Atte
 }
 
 void AttemptTimer::Disarm() {
+  if (disarmed_.load(std::memory_order_acquire)) return;  // disarmed before: never armed since
   {
     std::lock_guard lock(mu_);
-    disarmed_ = true;
+    disarmed_.store(true, std::memory_order_release);
     if (!std::exchange(armed_, false)) return;
   }
   // Outside the lock: Cancel waits for an expiry running on another
@@ -60,7 +61,8 @@ Attempt::Attempt(const AttemptPath& path) : path_(path) {
 Attempt::~Attempt() {
   // The layers' timers first: their expiries may be running.
   path_.slots().Destroy(slots_);
-  DisarmBodyTimer();
+  // No other thread holds the attempt now, so its lock guards nothing.
+  if (body_timer_armed_) DisarmBodyTimer();
 }
 
 void Attempt::Begin() {
@@ -85,9 +87,9 @@ void Attempt::Proceed(AttemptLayer& from) {
 
 bool Attempt::End(AttemptOutcome&& outcome) {
   if (ended_.exchange(true)) return false;
-  // No event is being told now, and none will be.
-  { std::lock_guard lock(mu_); }
-  DisarmBodyTimer();  // the call's deadline holds again
+  // Under the attempt's lock: no event is being told now, and none will
+  // be. The call's deadline holds again.
+  DisarmBodyTimer();
   for (std::size_t i = proceeded_.load(); i > 0; --i) path_.at(i - 1).Finish(*this, outcome);
   std::shared_ptr<AttemptOwner> to = std::move(owner);
   to->Ended(std::move(outcome));
@@ -216,7 +218,7 @@ void Attempt::BodyStreaming(TimePoint now) {
 }
 
 void Attempt::DisarmBodyTimer() {
-  {
+  {  // always taken: End relies on it
     std::lock_guard lock(mu_);
     if (!body_timer_armed_) return;
     body_timer_armed_ = false;

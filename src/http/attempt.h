@@ -146,8 +146,10 @@ class AttemptTimer final : outbound::internal::TimeoutList::Entry {
   void Expired() override;
 
   std::mutex mu_;
-  bool armed_ = false;     // guarded by mu_
-  bool disarmed_ = false;  // guarded by mu_: a later Arm does nothing
+  bool armed_ = false;  // guarded by mu_
+  // Set under mu_, never cleared: a later Arm does nothing, and a later
+  // Disarm (the attempt ends, or is destroyed) returns at once.
+  std::atomic<bool> disarmed_{false};
   outbound::internal::TimeoutList* list_ = nullptr;
   Attempt* attempt_ = nullptr;
   Fire fire_ = nullptr;

@@ -52,14 +52,15 @@ void Dispatcher::Start(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
 // --- On the loop thread from here on ---
 
 void Dispatcher::TakeIncoming() {
-  std::vector<Incoming> batch;
   {
     std::lock_guard lock(incoming_mu_);
-    batch.swap(incoming_);
+    taken_.swap(incoming_);  // each keeps its room for the next batch
   }
   // The batch's requests are written together, once all are handed over.
   batching_ = true;
-  for (auto& [events, what] : batch) Begin(std::move(events), what);
+  for (auto& [events, what] : taken_) Begin(std::move(events), what);
+  taken_.clear();
+  if (taken_.capacity() > kKeptIncoming) taken_.shrink_to_fit();  // a burst's room goes
   batching_ = false;
   if (carrier_) carrier_->Flush();
 }
@@ -69,19 +70,27 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
     idle_timer_.Cancel();
     idle_timer_armed_.store(false);
   }
-  auto owned = std::make_unique<Exchange>();
-  Exchange& exchange = *owned;
-  exchange.id = ++next_exchange_id_;
+  std::uint64_t id = ++next_exchange_id_;
+  Exchanges::iterator made;
+  if (spare_.empty()) {
+    made = exchanges_.emplace(id, std::make_unique<Exchange>()).first;
+  } else {
+    Exchanges::node_type node = std::move(spare_.back());
+    spare_.pop_back();
+    node.key() = id;
+    made = exchanges_.insert(std::move(node)).position;
+  }
+  Exchange& exchange = *made->second;
+  exchange.id = id;
   exchange.events = std::move(events);
   exchange.request = what.request;
   exchange.attempt_headers = what.attempt_headers;
   exchange.queue_place = what.queue_place;
   exchange.admission = what.admission;
   exchange.sink = what.body_sink;
-  exchanges_.emplace(exchange.id, std::move(owned));
   if (stopped_) return End(exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
   std::weak_ptr<const char> alive = alive_;
-  exchange.events->SetCanceller([this, alive, id = exchange.id] {
+  exchange.events->SetCanceller([this, alive, id] {
     loop_->Post([this, alive, id] {
       if (alive.lock()) Cancel(id);
     });
@@ -153,6 +162,10 @@ void Dispatcher::End(Exchange& exchange, AttemptOutcome&& outcome) {
   // The layers above hear of this attempt (its breaker ticket is settled)
   // before the queue moves, so a breaker it opened stops the queued ones.
   events->End(std::move(outcome));
+  if (spare_.size() < kSpareExchanges) {
+    exchange = Exchange();  // as a new one: nothing of this attempt's is kept
+    spare_.push_back(std::move(node));
+  }
   if (carrier_) Dispatch();
 }
 

@@ -75,7 +75,13 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
   std::shared_ptr<EventLoop> loop_;
   std::unique_ptr<Carrier> carrier_;
 
-  std::unordered_map<std::uint64_t, std::unique_ptr<transport::Exchange>> exchanges_;
+  using Exchanges = std::unordered_map<std::uint64_t, std::unique_ptr<transport::Exchange>>;
+  Exchanges exchanges_;
+  // Ended exchanges, each in its map node, for the next attempts: no
+  // allocation per attempt. At most kSpareExchanges are kept, so a burst of
+  // calls leaves no more memory behind than this.
+  static constexpr std::size_t kSpareExchanges = 256;
+  std::vector<Exchanges::node_type> spare_;
   std::deque<transport::Exchange*> queue_;
   std::uint64_t queued_ = 0;  // the last queue place given
   std::uint64_t next_exchange_id_ = 0;
@@ -99,6 +105,8 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
   };
   std::mutex incoming_mu_;
   std::vector<Incoming> incoming_;
+  std::vector<Incoming> taken_;  // the batch TakeIncoming hands over; on the loop
+  static constexpr std::size_t kKeptIncoming = 256;  // room kept for the next batch
 };
 
 }  // namespace outbound::http::internal

@@ -249,11 +249,12 @@ bool SafeToRepeat(const CallRequest& request) {
   if (request.idempotent) return *request.idempotent && request.replayable;
   static constexpr std::string_view kIdempotent[] = {"GET",   "HEAD", "OPTIONS",
                                                      "TRACE", "PUT",  "DELETE"};
-  bool idempotent = false;
-  for (std::string_view method : kIdempotent) idempotent |= request.method == method;
-  idempotent |= !FindHeader(request.headers, "Idempotency-Key").empty() ||
-                !FindHeader(request.headers, "X-Idempotency-Key").empty();
-  return idempotent && request.replayable;
+  if (!request.replayable) return false;
+  for (std::string_view method : kIdempotent) {
+    if (request.method == method) return true;
+  }
+  return !FindHeader(request.headers, "Idempotency-Key").empty() ||
+         !FindHeader(request.headers, "X-Idempotency-Key").empty();
 }
 
 std::unique_ptr<CallLayer> MakeRetryLoop(const AttemptPath& attempts, RetryLoopOptions options) {

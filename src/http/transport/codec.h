@@ -47,6 +47,11 @@ class Codec {
   // Bytes read from the connection. False if the connection cannot go on
   // (a protocol error, a flood); the codec has said why in `error`.
   virtual bool Received(const std::uint8_t* data, std::size_t size) = 0;
+  // Whether nothing the codec asked for can be on its way now (HTTP/1.1:
+  // no request written that awaits its response), so a read now would find
+  // nothing it wants: the connection stops reading until the socket is
+  // readable again.
+  virtual bool Quiet() const { return false; }
   // The peer closed its side (an orderly end of the stream).
   virtual void PeerClosed() = 0;
   // Appends what is to be written to `out`; false if it cannot go on.

@@ -326,6 +326,9 @@ void Connection::ReadSome() {
       ended = codec_->error().empty() ? "the connection cannot go on" : codec_->error();
       break;
     }
+    // The answer is whole: another read would only find the socket empty
+    // (a system call for nothing). Anything that comes wakes the loop again.
+    if (codec_->Quiet()) break;
   }
   in_io_ = false;
   if (state_ != State::kOpen) return;

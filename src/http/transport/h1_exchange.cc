@@ -8,10 +8,10 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/rfc7230.hpp>
 #include <boost/optional.hpp>
 #include <charconv>
 #include <iterator>
-#include <memory_resource>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
@@ -19,73 +19,107 @@
 namespace outbound::http::internal::transport {
 namespace beast_http = boost::beast::http;
 
-// A body handed to its exchange as it arrives (TakeWireBody: decoded if
-// gzip-coded, to the sink or into the response within the limit). Beast
-// keeps no copy of it.
-struct ExchangeBody {
-  struct value_type {
-    Exchange* exchange = nullptr;
-    // Why the body cannot go on (too large, the caller stopped reading).
-    std::optional<AttemptOutcome> verdict;
-  };
-
-  class reader {
-   public:
-    template <bool isRequest, class Fields>
-    reader(beast_http::header<isRequest, Fields>&, value_type& body) : body_(body) {}
-
-    // Room is made once the head has been judged (H1Exchange::Parse).
-    void init(const boost::optional<std::uint64_t>&, boost::system::error_code& ec) { ec = {}; }
-
-    template <class ConstBufferSequence>
-    std::size_t put(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
-      ec = {};
-      for (auto it = boost::asio::buffer_sequence_begin(buffers);
-           it != boost::asio::buffer_sequence_end(buffers); ++it) {
-        boost::asio::const_buffer b = *it;
-        body_.verdict = TakeWireBody(
-            *body_.exchange, std::string_view(static_cast<const char*>(b.data()), b.size()));
-        if (body_.verdict) {
-          ec = boost::system::errc::make_error_code(boost::system::errc::operation_canceled);
-          return 0;
-        }
-      }
-      return boost::asio::buffer_size(buffers);
-    }
-
-    void finish(boost::system::error_code& ec) { ec = {}; }
-
-   private:
-    value_type& body_;
-  };
-};
-
-// Where a response parser keeps its fields: a buffer the connection keeps
-// and takes back whole when the next parser starts, so that a head's fields
-// (eight or so from a typical server) cost no allocation each. A head
-// larger than the buffer takes the rest from the heap.
-class H1Fields {
+// Beast's parser of one response, its callbacks the exchange's: the final
+// head's fields go straight into the response (Beast keeps no copy of
+// them), and the body to the exchange as it arrives (TakeWireBody: decoded
+// if gzip-coded, to the sink or into the response within the limit). One
+// per response: a Beast parser reads one message.
+class H1Parser final : public beast_http::basic_parser<false> {
  public:
-  std::pmr::memory_resource* Fresh() {
-    arena_.release();
-    return &arena_;
+  explicit H1Parser(Exchange& exchange) : exchange_(exchange) {}
+
+  int status() const { return status_; }
+  int version() const { return version_; }
+  // Both a Transfer-Encoding and a Content-Length came in the final head.
+  bool both_lengths() const { return transfer_encoding_ && content_length_; }
+  // Whether the connection may carry another exchange after this one, as
+  // Beast's message::keep_alive() says: by the version and the first
+  // Connection field.
+  bool KeepAlive() const {
+    if (version_ < 11) return connection_keep_alive_;
+    return !connection_close_;
   }
+  // Why the body cannot go on (too large, the caller stopped reading).
+  std::optional<AttemptOutcome>& verdict() { return verdict_; }
 
  private:
-  alignas(std::max_align_t) std::array<std::byte, 2048> buffer_;
-  std::pmr::monotonic_buffer_resource arena_{buffer_.data(), buffer_.size()};
+  using string_view = boost::beast::string_view;
+  using error_code = boost::system::error_code;
+
+  void on_request_impl(beast_http::verb, string_view, string_view, int, error_code&) override {}
+  void on_response_impl(int code, string_view, int version, error_code& ec) override {
+    ec = {};
+    status_ = code;
+    version_ = version;
+  }
+  void on_field_impl(beast_http::field name, string_view name_string, string_view value,
+                     error_code& ec) override {
+    ec = {};
+    // The bound Beast's own field container sets (FieldTooLarge).
+    if (name_string.size() + 2 > kMaxFieldBytes || value.size() + 2 > kMaxFieldBytes) {
+      throw std::length_error("a field larger than 65533 bytes");
+    }
+    // An interim head's fields, and trailer fields, are not the answer's.
+    if (status_ < 200 || is_header_done()) return;
+    if (name == beast_http::field::transfer_encoding) transfer_encoding_ = true;
+    if (name == beast_http::field::content_length) content_length_ = true;
+    if (name == beast_http::field::connection && !connection_seen_) {
+      connection_seen_ = true;
+      beast_http::token_list tokens(value);
+      connection_close_ = tokens.exists("close");
+      connection_keep_alive_ = tokens.exists("keep-alive");
+    }
+    Response& response = exchange_.response;
+    if (response.headers.empty()) response.headers.reserve(512);
+    response.headers.Add(std::string_view(name_string.data(), name_string.size()),
+                         std::string_view(value.data(), value.size()));
+  }
+  void on_header_impl(error_code& ec) override { ec = {}; }
+  void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code& ec) override {
+    ec = {};  // room is made once the head has been judged (H1Exchange::Parse)
+  }
+  std::size_t on_body_impl(string_view body, error_code& ec) override { return Take(body, ec); }
+  void on_chunk_header_impl(std::uint64_t, string_view, error_code& ec) override { ec = {}; }
+  std::size_t on_chunk_body_impl(std::uint64_t, string_view body, error_code& ec) override {
+    return Take(body, ec);
+  }
+  void on_finish_impl(error_code& ec) override { ec = {}; }
+
+  std::size_t Take(string_view body, error_code& ec) {
+    ec = {};
+    verdict_ = TakeWireBody(exchange_, std::string_view(body.data(), body.size()));
+    if (verdict_) {
+      ec = boost::system::errc::make_error_code(boost::system::errc::operation_canceled);
+      return 0;
+    }
+    return body.size();
+  }
+
+  static constexpr std::size_t kMaxFieldBytes = 65535;
+
+  Exchange& exchange_;
+  int status_ = 0;
+  int version_ = 0;
+  bool transfer_encoding_ = false;
+  bool content_length_ = false;
+  bool connection_seen_ = false;
+  bool connection_close_ = false;
+  bool connection_keep_alive_ = false;
+  std::optional<AttemptOutcome> verdict_;
 };
 
-using FieldAllocator = std::pmr::polymorphic_allocator<char>;
-
-class H1Parser : public beast_http::parser<false, ExchangeBody, FieldAllocator> {
- public:
-  explicit H1Parser(std::pmr::memory_resource* fields)
-      : parser(std::piecewise_construct, std::make_tuple(),
-               std::make_tuple(FieldAllocator(fields))) {}
+// The parser of the response being read, made again in place for each:
+// one allocation per connection, not one per response.
+struct H1Reader {
+  std::optional<H1Parser> parser;
 };
 
 namespace {
+
+// A buffer of the connection's keeps its room up to this for the next
+// exchange: a request's head, a response's; a larger one (a request body)
+// gives it back.
+constexpr std::size_t kKeptBytes = 4 * 1024;
 
 // Beast holds a field's name and value in at most 65533 bytes each and
 // throws std::length_error past that, within kMaxHeaderBytes.
@@ -124,7 +158,7 @@ H1Exchange::H1Exchange(CodecEvents& events, std::uint64_t connection_id, Clock& 
     : events_(events),
       connection_id_(connection_id),
       clock_(clock),
-      fields_(std::make_unique<H1Fields>()) {}
+      reader_(std::make_unique<H1Reader>()) {}
 
 H1Exchange::~H1Exchange() = default;
 
@@ -163,19 +197,20 @@ bool H1Exchange::Start(Exchange& exchange) {
   return true;
 }
 
+H1Parser& H1Exchange::parser() { return *reader_->parser; }
+
 void H1Exchange::NewParser() {
-  parser_.reset();  // before its fields' buffer is taken back
-  parser_ = std::make_unique<H1Parser>(fields_->Fresh());
+  reader_->parser.reset();
+  reader_->parser.emplace(*current_);
   head_read_.clear();
-  parser_->header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
+  parser().header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
   // The body's limit is TakeBody's: a 2xx answer a sink takes has none.
-  parser_->body_limit(boost::none);
+  parser().body_limit(boost::none);
   // The head alone first, so that Parse takes it before any of the body is
   // read: however the bytes arrive, a body's error comes after the headers
   // and the trailer fields never join them. Parse turns eager on after it.
-  parser_->eager(false);
-  parser_->skip(head_);
-  parser_->get().body().exchange = current_;
+  parser().eager(false);
+  parser().skip(head_);
 }
 
 bool H1Exchange::Cancel(Exchange&) {
@@ -189,7 +224,7 @@ bool H1Exchange::Produce(std::string& out) {
   if (!request_.empty()) {
     out.append(request_);
     request_.clear();
-    request_.shrink_to_fit();
+    if (request_.capacity() > kKeptBytes) request_.shrink_to_fit();
   }
   if (current_ == nullptr || !current_->upload || current_->upload->done()) return true;
   return ProduceUploadPiece(out);
@@ -241,14 +276,14 @@ bool H1Exchange::Parse() {
     boost::system::error_code ec;
     std::size_t used = 0;
     try {
-      used = parser_->put(boost::asio::buffer(in_.data(), in_.size()), ec);
+      used = parser().put(boost::asio::buffer(in_.data(), in_.size()), ec);
     } catch (const std::length_error&) {
       Fail(FieldTooLarge());
       return false;
     }
     if (!current_->headers_done) head_read_.append(in_, 0, used);
     in_.erase(0, used);
-    if (auto& verdict = parser_->get().body().verdict) {
+    if (auto& verdict = parser().verdict()) {
       Fail(std::move(*verdict));
       return false;
     }
@@ -258,7 +293,7 @@ bool H1Exchange::Parse() {
     // took was head (it is not eager until then).
     if (ec == beast_http::error::header_limit ||
         (!current_->headers_done &&
-         head_read_.size() + (parser_->is_header_done() ? 0 : in_.size()) > kMaxHeaderBytes)) {
+         head_read_.size() + (parser().is_header_done() ? 0 : in_.size()) > kMaxHeaderBytes)) {
       if (auto fault = HeadFault(head_read_ + in_, head_)) {
         Fail(std::move(*fault));
         return false;
@@ -271,15 +306,14 @@ bool H1Exchange::Parse() {
       Fail(Malformed(ec.message()));
       return false;
     }
-    if (parser_->is_header_done() && !current_->headers_done) {
-      const auto& message = parser_->get();
-      int status = message.result_int();
+    if (parser().is_header_done() && !current_->headers_done) {
+      int status = parser().status();
       if (status < 100 || status > 599 || status == 101) {
         Fail(Malformed("its status is not one a client can take"));
         return false;
       }
       if (status < 200) {  // an interim answer: the final one follows
-        if (!parser_->is_done()) {
+        if (!parser().is_done()) {
           Fail(Malformed("an interim answer with a body"));
           return false;
         }
@@ -288,27 +322,20 @@ bool H1Exchange::Parse() {
       }
       // Beast refuses Transfer-Encoding after Content-Length, and chunked
       // before it, but not another coding before it.
-      if (message.count(beast_http::field::transfer_encoding) != 0 &&
-          message.count(beast_http::field::content_length) != 0) {
+      if (parser().both_lengths()) {
         Fail(Malformed("both Content-Length and Transfer-Encoding"));
         return false;
       }
       Response& response = current_->response;
       response.status = status;
-      response.version = message.version() == 10 ? "1.0" : "1.1";
-      response.headers.reserve(512);
-      for (const auto& field : message) {
-        response.headers.Add(
-            std::string_view(field.name_string().data(), field.name_string().size()),
-            std::string_view(field.value().data(), field.value().size()));
-      }
+      response.version = parser().version() == 10 ? "1.0" : "1.1";
       response.received_at = clock_.WallNow();
       ChooseDecoder(*current_);
       if (current_->Streams() || current_->decoder || HasNoBody(*current_)) {
         // No announced length to judge: a streamed body has no limit, a
         // decoded one is judged by its decoded size, and a HEAD's or a
         // 304's length is of a body that does not come.
-      } else if (auto length = parser_->content_length()) {
+      } else if (auto length = parser().content_length()) {
         if (*length > current_->BodyLimit()) {
           // Announced: fail now, read nothing of it.
           Fail(Failed(ErrorKind::kResponseTooLarge, "the response's " + current_->TooLargeText()));
@@ -319,11 +346,11 @@ bool H1Exchange::Parse() {
       current_->headers_done = true;
       current_->events->HeadersArrived(clock_.Now());
       if (current_->Streams()) current_->events->BodyStreaming(clock_.Now());
-      parser_->eager(true);
+      parser().eager(true);
       head_read_.clear();
-      head_read_.shrink_to_fit();
+      if (head_read_.capacity() > kKeptBytes) head_read_.shrink_to_fit();
     }
-    if (parser_->is_done()) {
+    if (parser().is_done()) {
       if (!in_.empty()) reusable_ = false;  // bytes after the response
       Answered();
       return true;
@@ -334,8 +361,7 @@ bool H1Exchange::Parse() {
 }
 
 void H1Exchange::Answered() {
-  auto& message = parser_->get();
-  if (!message.keep_alive()) reusable_ = false;
+  if (!parser().KeepAlive()) reusable_ = false;
   if (current_->decoder && !current_->decoder->complete()) {
     reusable_ = false;
     return End(Malformed("its gzip-coded body ended before the gzip stream did"));
@@ -348,10 +374,10 @@ void H1Exchange::Answered() {
 void H1Exchange::PeerClosed() {
   reusable_ = false;
   if (current_ == nullptr) return;
-  if (current_->headers_done && parser_->need_eof()) {
+  if (current_->headers_done && parser().need_eof()) {
     boost::system::error_code ec;
-    parser_->put_eof(ec);
-    if (!ec && parser_->is_done()) return Answered();
+    parser().put_eof(ec);
+    if (!ec && parser().is_done()) return Answered();
   }
   if (!current_->headers_done && !current_->verdict && !(head_read_.empty() && in_.empty())) {
     // The head was cut short: what came of it is judged in one piece.
@@ -389,7 +415,7 @@ void H1Exchange::End(AttemptOutcome&& outcome) {
   // body would be read as the next request.
   if (exchange->upload && !exchange->upload->done()) reusable_ = false;
   outcome.body_streamed = exchange->streamed;
-  parser_.reset();
+  reader_->parser.reset();
   outcome.connection = connection_id_;
   if (!outcome.result && exchange->headers_done) outcome.body_failed = true;
   events_.ExchangeEnded(*exchange, std::move(outcome));

@@ -28,8 +28,8 @@
 
 namespace outbound::http::internal::transport {
 
-class H1Parser;  // Beast's response parser, kept out of this header
-class H1Fields;  // where it keeps a head's fields
+class H1Parser;   // Beast's response parser, kept out of this header
+struct H1Reader;  // the room it is made in, once per response
 
 class H1Exchange final : public Codec {
  public:
@@ -44,6 +44,8 @@ class H1Exchange final : public Codec {
   bool Start(Exchange& exchange) override;
   bool Cancel(Exchange& exchange) override;
   bool Received(const std::uint8_t* data, std::size_t size) override;
+  // No exchange, or one whose request is not written yet.
+  bool Quiet() const override { return current_ == nullptr || !request_.empty(); }
   void PeerClosed() override;
   bool Produce(std::string& out) override;
   bool Finished() const override { return false; }
@@ -54,6 +56,7 @@ class H1Exchange final : public Codec {
   // verdict says how).
   bool Parse();
   void NewParser();
+  H1Parser& parser();  // the current response's
   // The response is whole: the exchange ends with it.
   void Answered();
   void Fail(AttemptOutcome&& outcome);
@@ -72,8 +75,7 @@ class H1Exchange final : public Codec {
   std::vector<char> upload_buffer_;   // a streamed body's piece being written
   std::string in_;                    // read, not yet taken by the parser
   std::string head_read_;             // of the head being read, what the parser took
-  std::unique_ptr<H1Fields> fields_;  // outlives parser_, whose fields it holds
-  std::unique_ptr<H1Parser> parser_;
+  std::unique_ptr<H1Reader> reader_;
 };
 
 }  // namespace outbound::http::internal::transport

@@ -19,6 +19,8 @@ constexpr std::int32_t kStreamWindow = 1 << 20;
 constexpr std::int32_t kConnectionWindow = 1 << 24;
 // Produce() hands the connection at most this much per call.
 constexpr std::size_t kProduceChunk = 64 * 1024;
+// Deliver keeps the room of its list of ended streams up to this many.
+constexpr std::size_t kKeptEnded = 128;
 
 std::string_view View(const std::uint8_t* p, std::size_t n) {
   return {reinterpret_cast<const char*>(p), n};
@@ -108,7 +110,8 @@ bool H2Session::Start(Exchange& exchange) {
   room[used++] = Field(":path", exchange.path);
   // Field names go lower case on HTTP/2 (RFC 9113 §8.2.1). A name that is
   // already (the usual case) goes as it is; others are lowered in a copy.
-  std::vector<std::string> names;
+  std::vector<std::string>& names = lowered_names_;
+  names.clear();
   ForEachRequestHeader(exchange, [&](const std::string& name, const std::string& value) {
     std::string_view field_name = name;
     if (std::any_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
@@ -146,12 +149,20 @@ bool H2Session::Start(Exchange& exchange) {
     return false;
   }
   exchange.stream_id = id;
-  streams_.emplace(id, &exchange);
+  if (spare_nodes_.empty()) {
+    streams_.emplace(id, &exchange);
+  } else {
+    Streams::node_type node = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+    node.key() = id;
+    node.mapped() = &exchange;
+    streams_.insert(std::move(node));
+  }
   return true;
 }
 
 bool H2Session::Cancel(Exchange& exchange) {
-  streams_.erase(exchange.stream_id);
+  Forget(streams_.find(exchange.stream_id));
   nghttp2_session_set_stream_user_data(session_, exchange.stream_id, nullptr);
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, exchange.stream_id, NGHTTP2_CANCEL);
   room_changed_ = true;
@@ -209,21 +220,34 @@ void H2Session::Closed(const std::string& why) {
   Deliver();
 }
 
+void H2Session::Forget(Streams::iterator stream) {
+  if (stream == streams_.end()) return;
+  if (stream->first == found_id_) {
+    found_id_ = 0;  // stream 0 is the connection's: never in streams_
+    found_ = nullptr;
+  }
+  spare_nodes_.push_back(streams_.extract(stream));
+}
+
 Exchange* H2Session::Find(std::int32_t stream_id) const {
+  if (stream_id == found_id_) return found_;
   auto it = streams_.find(stream_id);
-  return it == streams_.end() ? nullptr : it->second;
+  if (it == streams_.end()) return nullptr;
+  found_id_ = stream_id;
+  found_ = it->second;
+  return found_;
 }
 
 void H2Session::End(std::int32_t stream_id, AttemptOutcome&& outcome) {
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
   Exchange* exchange = it->second;
-  streams_.erase(it);
+  Forget(it);
   if (!broken_) nghttp2_session_set_stream_user_data(session_, stream_id, nullptr);
   outcome.connection = connection_id_;
   if (!outcome.result && exchange->headers_done) outcome.body_failed = true;
   outcome.body_streamed = exchange->streamed;
-  ended_.push_back({exchange, std::move(outcome)});
+  ended_.emplace_back(exchange, std::move(outcome));
   room_changed_ = true;
 }
 
@@ -237,6 +261,10 @@ void H2Session::Deliver() {
     std::vector<Ended> ended;
     ended.swap(ended_);
     for (Ended& e : ended) events_.ExchangeEnded(*e.exchange, std::move(e.outcome));
+    // Its room back for the next ends, unless some came meanwhile or it
+    // grew past what a usual batch needs.
+    ended.clear();
+    if (ended_.empty() && ended.capacity() <= kKeptEnded) ended_.swap(ended);
   }
   if (room_changed_) {
     room_changed_ = false;

@@ -27,6 +27,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -60,6 +61,8 @@ class H2Session final : public Codec {
   void Closed(const std::string& why) override;
 
  private:
+  using Streams = std::unordered_map<std::int32_t, Exchange*>;
+
   static int OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* self);
   static int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* self);
   static int OnInvalidFrameRecv(nghttp2_session*, const nghttp2_frame* frame, int error,
@@ -78,6 +81,8 @@ class H2Session final : public Codec {
                           void* self);
 
   Exchange* Find(std::int32_t stream_id) const;
+  // Takes the stream out of streams_, keeping its node.
+  void Forget(Streams::iterator stream);
   // Ends the exchange on `stream_id` with `outcome`, once it is safe to
   // tell the pool (after nghttp2 returns).
   void End(std::int32_t stream_id, AttemptOutcome&& outcome);
@@ -90,8 +95,18 @@ class H2Session final : public Codec {
   std::uint64_t connection_id_;
   Clock& clock_;
   nghttp2_session* session_ = nullptr;
-  std::unordered_map<std::int32_t, Exchange*> streams_;
+  Streams streams_;
+  // The nodes of ended streams, for the next ones: no allocation per stream.
+  std::vector<Streams::node_type> spare_nodes_;
+  // The stream Find found last (0 and null: none, as the connection's own
+  // stream 0 is): nghttp2 calls back for one stream several times in a row.
+  mutable std::int32_t found_id_ = 0;
+  mutable Exchange* found_ = nullptr;
+  // Start's lower-cased copies of field names, kept so their room is
+  // reused (nghttp2 copies the fields it is given).
+  std::vector<std::string> lowered_names_;
   struct Ended {
+    Ended(Exchange* e, AttemptOutcome&& o) : exchange(e), outcome(std::move(o)) {}
     Exchange* exchange;
     AttemptOutcome outcome;
   };

@@ -2,6 +2,7 @@
 #include "pool.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "connection.h"
@@ -57,7 +58,10 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     return NoRoute();
   }
 
-  bool HasRoom() const override { return WithRoom() != nullptr || MayOpen(); }
+  bool HasRoom() const override {
+    with_room_ = WithRoom();
+    return with_room_ != nullptr || MayOpen();
+  }
 
   bool Carry(Exchange& exchange) override {
     exchange.authority = &authority_;
@@ -67,7 +71,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     auto scheme_end = url.find("://");
     auto path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
     exchange.path = path_start == std::string::npos ? "/" : url.substr(path_start);
-    Connection* connection = WithRoom();
+    // The dispatcher asked HasRoom just before, and nothing ran between.
+    Connection* connection = std::exchange(with_room_, nullptr);
+    if (connection == nullptr || !connection->HasRoom()) connection = WithRoom();
     bool opening = connection == nullptr;
     if (opening) connection = NewConnection();
     if (!connection->Carry(exchange)) return false;
@@ -188,6 +194,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   }
 
   void ConnectionClosed(Connection& connection) override {
+    if (with_room_ == &connection) with_room_ = nullptr;
     auto it = std::find_if(connections_.begin(), connections_.end(),
                            [&](const auto& c) { return c.get() == &connection; });
     if (it == connections_.end()) return;
@@ -233,6 +240,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   Connection::Protocol plain_ = Connection::Protocol::kHttp11;  // without TLS
   std::uint64_t next_connection_id_ = 0;
   std::vector<std::uint64_t> to_flush_;  // connections with requests to write
+  // What the last HasRoom found, for the Carry that follows it: the
+  // connections are looked through once per exchange, not twice.
+  mutable Connection* with_room_ = nullptr;
   bool stopped_ = false;
   // `alive_` tells a late task the pool is gone.
   std::shared_ptr<const char> alive_ = std::make_shared<const char>(0);
