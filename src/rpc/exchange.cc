@@ -60,14 +60,25 @@ StatusOr<std::string> OnlyMessage(const http::Response& response, std::size_t li
 
 }  // namespace
 
-http::Request MessageRequest(std::string_view method, std::string_view message,
-                             const Context& context) {
+http::Request CallRequest(std::string_view method, const Context& context, bool accept_gzip) {
   std::string path(method);
   if (path.empty() || path.front() != '/') path.insert(path.begin(), '/');
-  http::Request request = http::Request::Post(std::move(path), Frame(message));
+  http::Request request = http::Request::Post(std::move(path), "");
   request.Header("content-type", "application/grpc");
   request.Header("te", "trailers");
+  if (accept_gzip) request.Header("grpc-accept-encoding", "gzip");
   request.WithContext(context);
+  return request;
+}
+
+StatusOr<http::Request> MessageRequest(std::string_view method, std::string_view message,
+                                       const Context& context, std::size_t send_limit, bool gzip,
+                                       bool accept_gzip) {
+  StatusOr<std::string> body = FrameForSending(message, send_limit, gzip);
+  if (!body) return tl::unexpected(std::move(body.error()));
+  http::Request request = CallRequest(method, context, accept_gzip);
+  if (gzip) request.Header("grpc-encoding", "gzip");
+  request.body = std::move(*body);
   return request;
 }
 
