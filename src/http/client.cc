@@ -144,8 +144,8 @@ struct Client::Impl {
   }
 
   // Starts a call (Client::SendAsync); `idempotent` as its front end says
-  // (CallRequest::idempotent); a `stream` has no deadline but its context's.
-  void Send(Request request, Callback done, std::optional<bool> idempotent, bool stream = false);
+  // (CallRequest::idempotent).
+  void Send(Request request, Callback done, std::optional<bool> idempotent);
 
   // Each attempt's record, for the observers; null when there are none.
   std::function<void(const AttemptRecord&)> AttemptObservers() {
@@ -288,8 +288,7 @@ void Client::SendAsync(Request request, Callback done) {
   impl_->Send(std::move(request), std::move(done), std::nullopt);
 }
 
-void Client::Impl::Send(Request request, Callback done, std::optional<bool> idempotent,
-                        bool stream) {
+void Client::Impl::Send(Request request, Callback done, std::optional<bool> idempotent) {
   Impl& impl = *this;
   SendingScope sending(&impl);
   auto refuse = [&](const Error& error) {
@@ -305,7 +304,7 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
   // durations so a huge request timeout cannot overflow the time point.
   Duration timeout = impl.settings.timeout;
   if (request.timeout && *request.timeout < timeout) timeout = *request.timeout;
-  TimePoint deadline = stream ? TimePoint::max() : now + timeout;
+  TimePoint deadline = now + timeout;
   if (request.context.deadline && *request.context.deadline < deadline) {
     deadline = *request.context.deadline;
   }
@@ -364,10 +363,6 @@ std::string ClientPeer::CallLayers(const Client& client) { return client.impl_->
 void ClientPeer::SendAsync(Client& client, Request request, bool idempotent,
                            Client::Callback done) {
   client.impl_->Send(std::move(request), std::move(done), idempotent);
-}
-
-void ClientPeer::SendStream(Client& client, Request request, Client::Callback done) {
-  client.impl_->Send(std::move(request), std::move(done), /*idempotent=*/false, /*stream=*/true);
 }
 
 void ClientPeer::Post(Client& client, std::function<void()> fn) {

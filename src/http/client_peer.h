@@ -25,10 +25,6 @@ struct ClientPeer {
   // Client::SendAsync, with the front end's word on whether the request may
   // reach the server twice (CallRequest::idempotent).
   static void SendAsync(Client& client, Request request, bool idempotent, Client::Callback done);
-  // The same for a stream whose caller writes and reads it while it runs:
-  // only the context's deadline bounds it, and it is never sent twice once
-  // it may have reached the server.
-  static void SendStream(Client& client, Request request, Client::Callback done);
   // Runs `fn` on the client's event-loop thread, as the callback of a call
   // that ends inside SendAsync runs: for a front end's call that ends
   // before it reaches the core.

@@ -90,8 +90,10 @@ Stream Client::OpenStream(std::string_view method, const Context& context) {
   request.StreamBodyTo([shared = impl->shared.get()](std::string_view chunk) {
     return shared->deframer.Feed(chunk).ok();
   });
-  http::internal::ClientPeer::SendStream(
-      *client.core, std::move(request),
+  // A pipe's call is sent once, and only the context's deadline bounds it
+  // once its headers are written (outbound/http/body_pipe.h).
+  client.Send(
+      std::move(request), /*idempotent=*/false,
       [&client, shared = impl->shared](Result<http::Response> result, std::exception_ptr thrown) {
         client.Answered(result.has_value());
         std::lock_guard lock(shared->mu);
