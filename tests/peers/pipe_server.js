@@ -15,7 +15,8 @@
 //   /reset   answers 200 at once; on the body's first piece, resets the
 //            stream (RST_STREAM CANCEL; HTTP/1.1: destroys the socket)
 //   /finish  answers 200 and ends the answer at once (HTTP/2: with a
-//            trailer field, x-finished: yes) without reading the body
+//            trailer field, x-finished: yes), reading on what the client
+//            sends (so Node does not reset the stream itself)
 // Commands: "release" (resumes /hold streams: {"released": N}), "reset"
 // (resets /hold streams: {"reset": N}), "stats": streams, received (body
 // bytes read), resets (streams the client reset or that ended unfinished),
@@ -55,6 +56,9 @@ function serveHttp2(stream, headers) {
   if (path === '/finish') {
     stream.respond({':status': 200}, {waitForTrailers: true});
     stream.on('wantTrailers', () => stream.sendTrailers({'x-finished': 'yes'}));
+    // Reading on: Node then leaves the stream open for the client's end
+    // rather than resetting it (as a gRPC server that answered early does).
+    stream.on('data', (chunk) => (stats.received += chunk.length));
     stream.end('done');
     return;
   }
