@@ -234,7 +234,12 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   void Sent(TimePoint now) override;
   bool sent() const { return sent_.load(); }
   // The whole of a streamed request body (Request::StreamBodyFrom) went.
+  // A pipe's body is a stream's: its end starts no header timer.
   void RequestBodySent(TimePoint now) override;
+  // A pipe's request headers went: the attempt is a stream from here. The
+  // call's deadline is held (Settings::timeout, WithTimeout no longer end
+  // it) and only the Context's deadline, on the body timer, does.
+  void RequestHeadersSent(TimePoint now) override;
   // The response's headers arrived.
   void HeadersArrived(TimePoint now) override;
   bool headers_arrived() const { return headers_arrived_.load(); }
@@ -284,6 +289,7 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   BodyTimer body_timer_{*this};
   outbound::internal::TimeoutList* body_timeouts_ = nullptr;
   bool body_timer_armed_ = false;  // guarded by mu_
+  std::atomic<bool> streaming_{false};  // the body timer is a stream's (the Context's deadline)
   std::atomic<bool> body_timer_fired_{false};
 
   // The layers' slots: inline when they fit, as they do for the client's

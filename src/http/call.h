@@ -129,6 +129,9 @@ class CallState : public std::enable_shared_from_this<CallState> {
   BodySink body_sink;
   // The streamed body's own bound, from its headers (WithBodyTimeout).
   std::optional<Duration> body_timeout;
+  // The caller's Context deadline: a stream's only bound once its request
+  // headers are written (Request::StreamBodyFromPipe).
+  std::optional<TimePoint> context_deadline;
   // Retry loop: an attempt was repeated at a middleware's request (once
   // per call).
   bool repeated = false;

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <vector>
 
+#include "body_pipe_link.h"
 #include "client_peer.h"
 #include "client_telemetry.h"
 #include "dispatcher.h"
@@ -291,11 +292,20 @@ void Client::SendAsync(Request request, Callback done) {
 void Client::Impl::Send(Request request, Callback done, std::optional<bool> idempotent) {
   Impl& impl = *this;
   SendingScope sending(&impl);
+  // A pipe carries one call's body; refused, this call ends its writer's
+  // wait at once.
+  std::shared_ptr<BodyPipe> pipe = request.body_source.pipe;
+  bool claimed = pipe != nullptr && internal::PipeLink::Claim(*pipe);
   auto refuse = [&](const Error& error) {
+    if (claimed) internal::PipeLink::Finish(*pipe);
     impl.loop->Post([done = std::move(done), error = NamedError(impl.dependency, error)] {
       done(tl::unexpected(error), nullptr);
     });
   };
+  if (pipe != nullptr && !claimed) {
+    return refuse(Error(ErrorKind::kInvalidRequest,
+                        "the request's BodyPipe carries another call's body already"));
+  }
   auto checked = internal::CheckRequest(impl.origin, impl.origin_text, request, impl.settings.gzip);
   if (!checked) return refuse(checked.error());
   Clock& clock = *impl.runtime.clock;
@@ -321,6 +331,7 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
   call->parent = std::move(request.context.trace);
   call->body_sink = std::move(request.body_sink);
   call->body_timeout = request.body_timeout;
+  call->context_deadline = request.context.deadline;
   if (impl.settings.faults.enabled) impl.TakeFault(*call, request.context.baggage);
   if (!request.context.baggage.empty()) {
     call->baggage = telemetry::FormatBaggage(request.context.baggage);
@@ -331,6 +342,11 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
   call->done = [impl = this, live = call.get()](internal::CallOutcome&& outcome) {
     live->Disarm();
     live->request.reset();
+    // A pipe's writer hears the end even of a call that never reached the
+    // transport (refused, rejected, cancelled while queued).
+    if (const auto& body_pipe = live->first_request.body_source.pipe) {
+      internal::PipeLink::Finish(*body_pipe);
+    }
     if (!outcome.result) {
       outcome.result = tl::unexpected(NamedError(impl->dependency, outcome.result.error()));
     } else {

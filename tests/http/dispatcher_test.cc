@@ -32,6 +32,7 @@ class RecordedExchange final : public ExchangeEvents {
   void SetCanceller(std::function<void()> c) override { canceller = std::move(c); }
   void Sent(TimePoint) override { sent = true; }
   void RequestBodySent(TimePoint) override {}
+  void RequestHeadersSent(TimePoint) override {}
   void HeadersArrived(TimePoint) override {}
   void BodyStreaming(TimePoint) override {}
   bool End(AttemptOutcome&& o) override {
