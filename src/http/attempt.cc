@@ -186,7 +186,8 @@ AttemptOutcome Attempt::CancelledOutcome() const {
   outcome.body_failed = headers_arrived_.load();
   switch (cancel_.load()) {
     case CancelReason::kCancelled:
-      outcome.result = Fail(ErrorKind::kCancelled, "the caller cancelled the call");
+    case CancelReason::kClientDestroyed:
+      outcome.result = Fail(ErrorKind::kCancelled, CancelledMessage(cancel_.load()));
       break;
     case CancelReason::kAttemptTimeout:
       outcome.result =

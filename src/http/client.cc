@@ -205,7 +205,8 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
     attempt_layers.push_back(internal::MakeAttemptTimeout(slots, clock, s.attempt_timeout));
   }
   if (s.faults.enabled) {
-    attempt_layers.push_back(internal::MakeFaultInjection(clock, *c.runtime.random));
+    attempt_layers.push_back(
+        internal::MakeFaultInjection(clock, *c.runtime.random, front_end.injected_answer));
   }
   if (front_end.attempt_layers) front_end.attempt_layers(slots, clock, attempt_layers);
   attempt_layers.push_back(internal::MakeTransportLayer(std::move(transport)));
@@ -249,7 +250,7 @@ Client::~Client() {
       if (auto held = call->weak_from_this().lock()) calls.push_back(std::move(held));
     }
   }
-  for (auto& call : calls) call->Cancel();
+  for (auto& call : calls) call->ClientDestroyed();
   calls.clear();
   std::unique_lock lock(impl_->mu);
   impl_->idle.wait(lock, [&] { return impl_->live == nullptr; });
@@ -358,9 +359,12 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
       callback(std::move(outcome.result), outcome.thrown);
       impl->Unlink(*live);
     };
-    if (t_sending == impl) {
-      // Ended inside SendAsync (a rejection): the caller hears of it later,
-      // from the loop. The call stays alive until then.
+    if (t_sending == impl || !impl->loop->InLoop()) {
+      // Ended inside SendAsync (a rejection), or on a thread that is not the
+      // loop's (a cancel, a deadline on the clock's thread, a ManualClock
+      // advanced): the caller hears of it from the loop, never on the stack
+      // of a thread that may hold its own locks. The call stays alive until
+      // then.
       impl->loop->Post(
           [held = live->shared_from_this(), finish = std::move(finish)]() mutable { finish(); });
     } else {

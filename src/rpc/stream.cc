@@ -53,7 +53,7 @@ struct Stream::Impl {
   // Ends the call: the caller's cancel is forwarded to it, and the
   // destructor and a local end use it.
   CancelSource cancel;
-  std::shared_ptr<internal::CancelState> caller_cancel;
+  std::shared_ptr<outbound::internal::CancelState> caller_cancel;
   int forward_id = -1;
   std::size_t send_limit = 0;
   std::optional<Status> local;  // ended on this side (EndLocally)

@@ -139,7 +139,8 @@ TEST_F(RpcClient, BreakerOpensAfterFiveFailuresAndRejectsTheSixth) {
   Reply sixth = client->Call(kSay, "");
   EXPECT_EQ(sixth.status.code, Code::kUnavailable);
   EXPECT_TRUE(sixth.status.rejected);
-  EXPECT_NE(sixth.status.message.find("circuit breaker open"), std::string::npos);
+  EXPECT_NE(sixth.status.message.find("the circuit breaker is open"), std::string::npos)
+      << sixth.status.message;
   EXPECT_EQ(sixth.attempts, 0);
   EXPECT_EQ(server.calls(), 5);
 }
@@ -371,7 +372,7 @@ TEST_F(RpcClient, ARejectedCallHasAFailedSpanOfItsOwn) {
   EXPECT_EQ(telemetry::Find(spans[4].attributes, "outbound.rejected"), nullptr);
   ASSERT_NE(telemetry::Find(spans[5].attributes, "outbound.rejected"), nullptr);
   EXPECT_EQ(spans[5].status, telemetry::StatusCode::kError);
-  EXPECT_NE(spans[5].status_description.find("circuit breaker open"), std::string::npos);
+  EXPECT_NE(spans[5].status_description.find("the circuit breaker is open"), std::string::npos);
 }
 
 TEST_F(RpcClient, ConnectedIsFalseWhileNothingListens) {
@@ -660,8 +661,8 @@ TEST_F(RpcClient, DestroyingTheClientCancelsItsBlockingCallsAndWaitsForThem) {
 }
 
 // A blocking call waiting out its backoff when the client is destroyed
-// stops waiting at once (the fake clock never moves) and ends CANCELLED,
-// as an asynchronous call does.
+// stops waiting at once (the fake clock never moves) and ends with its
+// last attempt's status, as an asynchronous call does (and as HTTP's).
 TEST_F(RpcClient, DestroyingTheClientEndsABlockingCallInItsBackoff) {
   EchoServer server([](int, grpc::ServerContext* context, const EchoRequest&, EchoReply*) {
     context->AddTrailingMetadata("grpc-retry-pushback-ms", "5000");
@@ -673,7 +674,7 @@ TEST_F(RpcClient, DestroyingTheClientEndsABlockingCallInItsBackoff) {
   ASSERT_TRUE(clock_.WaitForTimerBy(start + std::chrono::seconds(5)));
   client.reset();
   Reply reply = call.get();
-  EXPECT_EQ(reply.status.code, Code::kCancelled) << reply.status.message;
+  EXPECT_EQ(reply.status.code, Code::kUnavailable) << reply.status.message;
   EXPECT_EQ(reply.attempts, 1);
   EXPECT_EQ(clock_.Now(), start);
   EXPECT_EQ(server.calls(), 1);
