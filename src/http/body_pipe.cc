@@ -9,7 +9,7 @@ namespace {
 
 // The taken front of the buffer is dropped once it is at least this large
 // and at least half the buffer: amortised, with no copy per Take.
-constexpr std::size_t kCompactBytes = 16 * 1024;
+constexpr std::size_t kCompactBytes = std::size_t{16} * 1024;
 
 }  // namespace
 
@@ -113,9 +113,8 @@ PipeLink::Taken PipeLink::Take(BodyPipe& pipe, std::span<char> buffer) {
 
 Result<std::size_t> PipeLink::TakeWaiting(BodyPipe& pipe, std::span<char> buffer) {
   std::unique_lock lock(pipe.mu_);
-  pipe.changed_.wait(lock, [&] {
-    return pipe.ended_ || pipe.closed_ || pipe.buffer_.size() > pipe.taken_;
-  });
+  pipe.changed_.wait(
+      lock, [&] { return pipe.ended_ || pipe.closed_ || pipe.buffer_.size() > pipe.taken_; });
   if (pipe.ended_) return Fail(ErrorKind::kCancelled, "the body pipe's exchange has ended");
   std::size_t n = std::min(buffer.size(), pipe.buffer_.size() - pipe.taken_);
   std::copy_n(pipe.buffer_.data() + pipe.taken_, n, buffer.data());

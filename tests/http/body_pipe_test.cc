@@ -6,6 +6,8 @@
 // as it comes (StreamBodyTo) while the test still writes; timing is on a
 // ManualClock, and the waits below are bounded safety nets in real time for
 // what the peer does, never tolerances.
+#include "outbound/http/body_pipe.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -18,7 +20,6 @@
 #include <thread>
 
 #include "node_peer.h"
-#include "outbound/http/body_pipe.h"
 #include "outbound/http/client.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
@@ -131,8 +132,8 @@ TEST_P(BodyPipeTest, EachWriteIsEchoedBeforeTheNextIsWritten) {
   auto client = MakeClient(ChatSettings());
   auto pipe = std::make_shared<BodyPipe>();
   Received received;
-  auto call =
-      client->SendAsync(Request::Post("/echo").StreamBodyFromPipe(pipe).StreamBodyTo(received.Sink()));
+  auto call = client->SendAsync(
+      Request::Post("/echo").StreamBodyFromPipe(pipe).StreamBodyTo(received.Sink()));
   ASSERT_TRUE(pipe->Write("a"));
   ASSERT_EQ(received.WaitFor("a"), "a") << "the first write did not come back before the second";
   ASSERT_TRUE(pipe->Write("b"));
@@ -213,8 +214,8 @@ TEST_P(BodyPipeH2Test, WriteBlocksAtTheBoundUntilTheServerReads) {
   constexpr std::size_t kTotal = 4 * 1024 * 1024;
   auto pipe = std::make_shared<BodyPipe>(kBound);
   Received received;
-  auto call =
-      client->SendAsync(Request::Post("/hold").StreamBodyFromPipe(pipe).StreamBodyTo(received.Sink()));
+  auto call = client->SendAsync(
+      Request::Post("/hold").StreamBodyFromPipe(pipe).StreamBodyTo(received.Sink()));
   // The stream is open (its HEADERS go with the pipe empty): what fills the
   // pipe from here is flow control, not a connection still opening.
   ASSERT_TRUE(Eventually([&] { return peer_->Stats().at("streams").get<int>() == 1; }));
@@ -365,8 +366,8 @@ TEST_P(BodyPipeTest, APipeCarriesOneCallsBody) {
   auto client = MakeClient(ChatSettings());
   auto pipe = std::make_shared<BodyPipe>();
   Received received;
-  auto first =
-      client->SendAsync(Request::Post("/echo").StreamBodyFromPipe(pipe).StreamBodyTo(received.Sink()));
+  auto first = client->SendAsync(
+      Request::Post("/echo").StreamBodyFromPipe(pipe).StreamBodyTo(received.Sink()));
   auto second = client->Send(Request::Post("/echo").StreamBodyFromPipe(pipe));
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().kind(), ErrorKind::kInvalidRequest) << second.error().message();

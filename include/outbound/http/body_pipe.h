@@ -7,14 +7,15 @@
 //
 // example: examples/headers/http.cc#body-pipe
 //   auto pipe = std::make_shared<http::BodyPipe>();
-//   auto answer = std::async(std::launch::async, [&] {
-//     return client->Send(http::Request::Post("/chat")
-//                             .StreamBodyFromPipe(pipe)
-//                             .StreamBodyTo([](std::string_view piece) { return true; }));
-//   });
+//   auto answer =
+//       client->SendAsync(http::Request::Post("/chat").StreamBodyFromPipe(pipe).StreamBodyTo(
+//           [](std::string_view piece) {
+//             std::cout << piece;  // as it comes
+//             return true;
+//           }));
 //   pipe->Write("hello");  // false once the exchange has ended
-//   pipe->Close();         // the body ends
-//   auto response = answer.get();
+//   pipe->Close();         // the body ends; the answer's end follows
+//   Result<Response> response = answer.get();
 //
 // A call whose body is a pipe is a stream. It is sent once (never retried,
 // never redirected: its bytes cannot be written twice). Once its request
@@ -44,7 +45,7 @@ class PipeLink;
 // kInvalidRequest.
 class BodyPipe {
  public:
-  static constexpr std::size_t kDefaultBound = 64 * 1024;
+  static constexpr std::size_t kDefaultBound = std::size_t{64} * 1024;
 
   // `bound`: bytes held at most that the transport has not taken yet (at
   // least 1).
