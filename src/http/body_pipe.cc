@@ -22,12 +22,13 @@ bool BodyPipe::Write(std::string_view bytes) {
   std::function<void()> wake;
   {
     std::unique_lock lock(mu_);
+    // On the loop, a wait would hold the very thread that frees room: what
+    // does not fit now is refused whole.
+    if (on_loop_ && on_loop_() && buffer_.size() - taken_ + bytes.size() > bound_) return false;
     while (!bytes.empty()) {
       if (ended_ || closed_) return false;
       std::size_t held = buffer_.size() - taken_;
       if (held >= bound_) {
-        // On the loop, a wait would hold the very thread that frees room.
-        if (on_loop_ && on_loop_()) return false;
         changed_.wait(lock);
         continue;
       }

@@ -54,16 +54,17 @@ class BodyPipe {
   BodyPipe& operator=(const BodyPipe&) = delete;
   ~BodyPipe();
 
-  // Appends `bytes` to the body, in order, whole (concurrent Writes go one
-  // after the other, never interleaved). Blocks the calling thread while
-  // `bound` bytes wait for the transport (the server reads slower than the
-  // caller writes: HTTP/2 flow control, a full socket), and returns false,
-  // at once or while blocked, once the exchange has ended: its answer is
-  // complete, the server reset the stream, the call was cancelled or its
-  // deadline passed, or the client was destroyed; also after Close. Never
-  // call it from the client's callbacks (a BodySink, a middleware): they
-  // run on the client's event loop, which the Write would wait for; there
-  // it returns false rather than block.
+  // Appends `bytes` to the body, in order (concurrent Writes go one after
+  // the other, never interleaved). Blocks the calling thread while `bound`
+  // bytes wait for the transport (the server reads slower than the caller
+  // writes: HTTP/2 flow control, a full socket). Returns false, at once or
+  // while blocked, once the exchange has ended (its answer is complete, the
+  // server reset the stream, the call was cancelled or its deadline passed,
+  // the client was destroyed) or the pipe was closed; a Write cut short so
+  // may have sent part of its bytes. Never call it from the client's
+  // callbacks (a BodySink, a middleware): they run on the client's event
+  // loop, which a blocked Write would wait for; there a Write that does
+  // not fit at once appends nothing and returns false.
   bool Write(std::string_view bytes);
 
   // The body ends: END_STREAM on HTTP/2, the last chunk on HTTP/1.1. What
