@@ -23,7 +23,8 @@
 // WithBodyTimeout and Settings::attempt_timeout no longer bound it: only
 // its Context's deadline and cancellation end it (or the client's end, or
 // the server's). Before that (a connection to open) they bound it as any
-// call.
+// call. Nor is it ever a slow call to the breaker (circuit::Config::
+// slow_call): a stream's answer may come whenever the server likes.
 #ifndef OUTBOUND_HTTP_BODY_PIPE_H_
 #define OUTBOUND_HTTP_BODY_PIPE_H_
 
