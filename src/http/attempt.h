@@ -288,7 +288,7 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   };
   BodyTimer body_timer_{*this};
   outbound::internal::TimeoutList* body_timeouts_ = nullptr;
-  bool body_timer_armed_ = false;  // guarded by mu_
+  bool body_timer_armed_ = false;       // guarded by mu_
   std::atomic<bool> streaming_{false};  // the body timer is a stream's (the Context's deadline)
   std::atomic<bool> body_timer_fired_{false};
 

@@ -9,7 +9,7 @@ namespace {
 
 // The taken front of the buffer is dropped once it is at least this large
 // and at least half the buffer: amortised, with no copy per Take.
-constexpr std::size_t kCompactBytes = 16 * 1024;
+constexpr std::size_t kCompactBytes = std::size_t{16} * 1024;
 
 }  // namespace
 
@@ -22,12 +22,13 @@ bool BodyPipe::Write(std::string_view bytes) {
   std::function<void()> wake;
   {
     std::unique_lock lock(mu_);
+    // On the loop, a wait would hold the very thread that frees room: what
+    // does not fit now is refused whole.
+    if (on_loop_ && on_loop_() && buffer_.size() - taken_ + bytes.size() > bound_) return false;
     while (!bytes.empty()) {
       if (ended_ || closed_) return false;
       std::size_t held = buffer_.size() - taken_;
       if (held >= bound_) {
-        // On the loop, a wait would hold the very thread that frees room.
-        if (on_loop_ && on_loop_()) return false;
         changed_.wait(lock);
         continue;
       }
@@ -113,9 +114,8 @@ PipeLink::Taken PipeLink::Take(BodyPipe& pipe, std::span<char> buffer) {
 
 Result<std::size_t> PipeLink::TakeWaiting(BodyPipe& pipe, std::span<char> buffer) {
   std::unique_lock lock(pipe.mu_);
-  pipe.changed_.wait(lock, [&] {
-    return pipe.ended_ || pipe.closed_ || pipe.buffer_.size() > pipe.taken_;
-  });
+  pipe.changed_.wait(
+      lock, [&] { return pipe.ended_ || pipe.closed_ || pipe.buffer_.size() > pipe.taken_; });
   if (pipe.ended_) return Fail(ErrorKind::kCancelled, "the body pipe's exchange has ended");
   std::size_t n = std::min(buffer.size(), pipe.buffer_.size() - pipe.taken_);
   std::copy_n(pipe.buffer_.data() + pipe.taken_, n, buffer.data());

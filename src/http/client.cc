@@ -295,7 +295,7 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
   SendingScope sending(&impl);
   // A pipe carries one call's body; refused, this call ends its writer's
   // wait at once.
-  std::shared_ptr<BodyPipe> pipe = request.body_source.pipe;
+  BodyPipe* pipe = request.body_source.pipe.get();  // held by the request, then the call
   bool claimed = pipe != nullptr && internal::PipeLink::Claim(*pipe);
   auto refuse = [&](const Error& error) {
     if (claimed) internal::PipeLink::Finish(*pipe);

@@ -6,6 +6,8 @@
 // as it comes (StreamBodyTo) while the test still writes; timing is on a
 // ManualClock, and the waits below are bounded safety nets in real time for
 // what the peer does, never tolerances.
+#include "outbound/http/body_pipe.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,11 +16,11 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "node_peer.h"
-#include "outbound/http/body_pipe.h"
 #include "outbound/http/client.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
@@ -131,8 +133,8 @@ TEST_P(BodyPipeTest, EachWriteIsEchoedBeforeTheNextIsWritten) {
   auto client = MakeClient(ChatSettings());
   auto pipe = std::make_shared<BodyPipe>();
   Received received;
-  auto call =
-      client->SendAsync(Request::Post("/echo").StreamBodyFromPipe(pipe).StreamBodyTo(received.Sink()));
+  auto call = client->SendAsync(
+      Request::Post("/echo").StreamBodyFromPipe(pipe).StreamBodyTo(received.Sink()));
   ASSERT_TRUE(pipe->Write("a"));
   ASSERT_EQ(received.WaitFor("a"), "a") << "the first write did not come back before the second";
   ASSERT_TRUE(pipe->Write("b"));
@@ -213,8 +215,8 @@ TEST_P(BodyPipeH2Test, WriteBlocksAtTheBoundUntilTheServerReads) {
   constexpr std::size_t kTotal = 4 * 1024 * 1024;
   auto pipe = std::make_shared<BodyPipe>(kBound);
   Received received;
-  auto call =
-      client->SendAsync(Request::Post("/hold").StreamBodyFromPipe(pipe).StreamBodyTo(received.Sink()));
+  auto call = client->SendAsync(
+      Request::Post("/hold").StreamBodyFromPipe(pipe).StreamBodyTo(received.Sink()));
   // The stream is open (its HEADERS go with the pipe empty): what fills the
   // pipe from here is flow control, not a connection still opening.
   ASSERT_TRUE(Eventually([&] { return peer_->Stats().at("streams").get<int>() == 1; }));
@@ -365,8 +367,8 @@ TEST_P(BodyPipeTest, APipeCarriesOneCallsBody) {
   auto client = MakeClient(ChatSettings());
   auto pipe = std::make_shared<BodyPipe>();
   Received received;
-  auto first =
-      client->SendAsync(Request::Post("/echo").StreamBodyFromPipe(pipe).StreamBodyTo(received.Sink()));
+  auto first = client->SendAsync(
+      Request::Post("/echo").StreamBodyFromPipe(pipe).StreamBodyTo(received.Sink()));
   auto second = client->Send(Request::Post("/echo").StreamBodyFromPipe(pipe));
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().kind(), ErrorKind::kInvalidRequest) << second.error().message();
@@ -379,6 +381,47 @@ TEST_P(BodyPipeTest, APipeCarriesOneCallsBody) {
   auto none = client->Send(Request::Post("/echo").StreamBodyFromPipe(nullptr));
   ASSERT_FALSE(none);
   EXPECT_EQ(none.error().kind(), ErrorKind::kInvalidRequest) << none.error().message();
+}
+
+// A call refused before anything is sent (its caller had cancelled) ends
+// its pipe: the writer is not left waiting for a reader that never comes.
+TEST_P(BodyPipeTest, ACallRefusedBeforeItIsSentEndsItsPipe) {
+  auto client = MakeClient(ChatSettings());
+  auto pipe = std::make_shared<BodyPipe>(4);
+  CancelSource cancel;
+  cancel.Cancel();
+  auto refused = client->Send(
+      Request::Post("/echo").StreamBodyFromPipe(pipe).WithContext({.cancel = cancel.token()}));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind(), ErrorKind::kCancelled) << refused.error().message();
+  EXPECT_TRUE(pipe->ended());
+  EXPECT_FALSE(pipe->Write("more than four bytes")) << "a Write that would block on no reader";
+}
+
+// A sink (on the client's loop) that writes to the pipe is refused what
+// does not fit, rather than blocking the loop that would make room.
+TEST_P(BodyPipeTest, AWriteOnTheClientsLoopNeverBlocks) {
+  auto client = MakeClient(ChatSettings());
+  auto pipe = std::make_shared<BodyPipe>(4);
+  Received received;
+  std::optional<bool> small;
+  std::optional<bool> large;
+  BodySink sink = received.Sink();
+  auto call = client->SendAsync(Request::Post("/echo").StreamBodyFromPipe(pipe).StreamBodyTo(
+      [&, sink](std::string_view piece) {
+        if (!small) {
+          small = pipe->Write("bc");
+          large = pipe->Write("more than four bytes");
+        }
+        return sink(piece);
+      }));
+  ASSERT_TRUE(pipe->Write("a"));
+  ASSERT_EQ(received.WaitFor("abc"), "abc") << "the sink's Write that fit was not sent";
+  pipe->Close();
+  ASSERT_EQ(call.wait_for(kRealLimit), std::future_status::ready);
+  ASSERT_TRUE(call.get());
+  EXPECT_EQ(small, std::optional<bool>(true));
+  EXPECT_EQ(large, std::optional<bool>(false));
 }
 
 INSTANTIATE_TEST_SUITE_P(Peers, BodyPipeTest, ::testing::Values(Wire::kH2, Wire::kH2c, Wire::kH1),

@@ -73,6 +73,7 @@ class ScriptedCarrier final : public Carrier {
     return true;
   }
   void Cancel(transport::Exchange& exchange) override { cancelled.push_back(&exchange); }
+  void Resume(transport::Exchange&) override {}
   void Flush() override { ++flushes; }
   void CloseIdle(const std::string& why) override { closed_idle.push_back(why); }
   void CloseAll(const std::string& why) override { closed_all->push_back(why); }

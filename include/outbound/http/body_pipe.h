@@ -7,14 +7,15 @@
 //
 // example: examples/headers/http.cc#body-pipe
 //   auto pipe = std::make_shared<http::BodyPipe>();
-//   auto answer = std::async(std::launch::async, [&] {
-//     return client->Send(http::Request::Post("/chat")
-//                             .StreamBodyFromPipe(pipe)
-//                             .StreamBodyTo([](std::string_view piece) { return true; }));
-//   });
+//   auto answer =
+//       client->SendAsync(http::Request::Post("/chat").StreamBodyFromPipe(pipe).StreamBodyTo(
+//           [](std::string_view piece) {
+//             std::cout << piece;  // as it comes
+//             return true;
+//           }));
 //   pipe->Write("hello");  // false once the exchange has ended
-//   pipe->Close();         // the body ends
-//   auto response = answer.get();
+//   pipe->Close();         // the body ends; the answer's end follows
+//   Result<Response> response = answer.get();
 //
 // A call whose body is a pipe is a stream. It is sent once (never retried,
 // never redirected: its bytes cannot be written twice). Once its request
@@ -22,7 +23,8 @@
 // WithBodyTimeout and Settings::attempt_timeout no longer bound it: only
 // its Context's deadline and cancellation end it (or the client's end, or
 // the server's). Before that (a connection to open) they bound it as any
-// call.
+// call. Nor is it ever a slow call to the breaker (circuit::Config::
+// slow_call): a stream's answer may come whenever the server likes.
 #ifndef OUTBOUND_HTTP_BODY_PIPE_H_
 #define OUTBOUND_HTTP_BODY_PIPE_H_
 
@@ -44,7 +46,7 @@ class PipeLink;
 // kInvalidRequest.
 class BodyPipe {
  public:
-  static constexpr std::size_t kDefaultBound = 64 * 1024;
+  static constexpr std::size_t kDefaultBound = std::size_t{64} * 1024;
 
   // `bound`: bytes held at most that the transport has not taken yet (at
   // least 1).
@@ -53,16 +55,17 @@ class BodyPipe {
   BodyPipe& operator=(const BodyPipe&) = delete;
   ~BodyPipe();
 
-  // Appends `bytes` to the body, in order, whole (concurrent Writes go one
-  // after the other, never interleaved). Blocks the calling thread while
-  // `bound` bytes wait for the transport (the server reads slower than the
-  // caller writes: HTTP/2 flow control, a full socket), and returns false,
-  // at once or while blocked, once the exchange has ended: its answer is
-  // complete, the server reset the stream, the call was cancelled or its
-  // deadline passed, or the client was destroyed; also after Close. Never
-  // call it from the client's callbacks (a BodySink, a middleware): they
-  // run on the client's event loop, which the Write would wait for; there
-  // it returns false rather than block.
+  // Appends `bytes` to the body, in order (concurrent Writes go one after
+  // the other, never interleaved). Blocks the calling thread while `bound`
+  // bytes wait for the transport (the server reads slower than the caller
+  // writes: HTTP/2 flow control, a full socket). Returns false, at once or
+  // while blocked, once the exchange has ended (its answer is complete, the
+  // server reset the stream, the call was cancelled or its deadline passed,
+  // the client was destroyed) or the pipe was closed; a Write cut short so
+  // may have sent part of its bytes. Never call it from the client's
+  // callbacks (a BodySink, a middleware): they run on the client's event
+  // loop, which a blocked Write would wait for; there a Write that does
+  // not fit at once appends nothing and returns false.
   bool Write(std::string_view bytes);
 
   // The body ends: END_STREAM on HTTP/2, the last chunk on HTTP/1.1. What

@@ -509,8 +509,7 @@ AttemptOutcome H2Session::Closing(Exchange& exchange, std::int32_t stream_id,
     // RFC 9113 §8.7 says the server did not process it.
     // Above a GOAWAY that kept others (last-stream-id > 0): the server is
     // retiring a connection it used, not refusing work.
-    bool retired =
-        goaway_ && goaway_last_stream_ > 0 && stream_id > goaway_last_stream_;
+    bool retired = goaway_ && goaway_last_stream_ > 0 && stream_id > goaway_last_stream_;
     outcome =
         Failed(ErrorKind::kTransport,
                retired ? "the server ended the connection (GOAWAY) before processing the stream"
