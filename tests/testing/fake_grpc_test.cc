@@ -418,6 +418,27 @@ TEST_F(FakeGrpc, PushbackIsHonouredOnTheManualClock) {
   }
 }
 
+// As docs/testing.md shows it: the test moves the clock itself.
+TEST_F(FakeGrpc, TheSecondAttemptWaitsForThePushbackOnTheClock) {
+  Start(GrpcScript{{kSay,
+                    {GrpcReply::Status(Code::kUnavailable, "busy").Pushback(2000),
+                     GrpcReply::Ok(EchoBytes("done"))}}});
+  auto ours = Ours(/*max_attempts=*/3);
+  auto call = std::async(std::launch::async, [&] { return ours->Call(kSay, RequestBytes("hi")); });
+  ASSERT_TRUE(server_->WaitForRequests(1));
+  ASSERT_TRUE(clock_.WaitForTimerBy(clock_.Now() + std::chrono::seconds(2)));
+  clock_.Advance(std::chrono::milliseconds(1999));
+  EXPECT_EQ(server_->request_count(), 1u);
+  clock_.Advance(std::chrono::milliseconds(1));
+  rpc::Reply reply = call.get();
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(server_->request_count(), 2u);
+  GrpcRequest second = GrpcRequest::From(server_->requests()[1]);
+  EXPECT_EQ(second.messages, std::vector<std::string>{RequestBytes("hi")});
+  ASSERT_TRUE(second.timeout.has_value());
+  EXPECT_LE(*second.timeout, std::chrono::seconds(10));
+}
+
 TEST_F(FakeGrpc, ANegativePushbackStopsTheRetries) {
   StartSay(GrpcReply::Status(Code::kUnavailable, "go away").Pushback(-1));
   auto ours = Ours(/*max_attempts=*/3);
