@@ -30,8 +30,8 @@ bool SameName(std::string_view a, std::string_view b) {
 // Fields of a request that gRPC writes itself, not the caller's metadata.
 bool IsProtocolField(std::string_view name) {
   static constexpr std::array<std::string_view, 7> kFields = {
-      "host", "content-type", "te", "user-agent", "grpc-timeout", "grpc-encoding",
-      "grpc-accept-encoding"};
+      "host",          "content-type",        "te", "user-agent", "grpc-timeout",
+      "grpc-encoding", "grpc-accept-encoding"};
   return name.empty() || name[0] == ':' ||
          std::any_of(kFields.begin(), kFields.end(),
                      [name](std::string_view field) { return SameName(name, field); });
@@ -72,10 +72,9 @@ GrpcRequest GrpcRequest::From(const ServerRequest& request) {
   std::string timeout = request.header("grpc-timeout");
   if (!timeout.empty()) call.timeout = wire::DecodeTimeout(timeout);
   // A fake takes any size it is sent: the limit is the prefix's own.
-  wire::Deframer deframer(request.header("grpc-encoding"), wire::kMaxFrameLength,
-                          [&call](std::string message) {
-                            call.messages.push_back(std::move(message));
-                          });
+  wire::Deframer deframer(
+      request.header("grpc-encoding"), wire::kMaxFrameLength,
+      [&call](std::string message) { call.messages.push_back(std::move(message)); });
   rpc::Status status = deframer.Feed(request.body);
   if (status.ok()) status = deframer.Finish();
   if (!status.ok()) call.error = status.message;

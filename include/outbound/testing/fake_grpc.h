@@ -141,7 +141,7 @@ class GrpcReply {
   enum class Kind { kAnswer, kTrailersOnly, kHang, kReset, kGoaway, kHttpStatus };
 
   Kind kind_ = Kind::kAnswer;
-  std::string body_;  // the framed messages, as sent
+  std::string body_;                                // the framed messages, as sent
   std::optional<rpc::Code> code_ = rpc::Code::kOk;  // nullopt: no grpc-status
   std::string message_;
   Headers initial_;
