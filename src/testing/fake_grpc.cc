@@ -14,18 +14,12 @@
 #include "../rpc/wire/metadata.h"
 #include "../rpc/wire/status.h"
 #include "../rpc/wire/timeout.h"
+#include "outbound/http/message.h"
 
 namespace outbound::testing {
 namespace {
 
 namespace wire = rpc::internal;
-
-bool SameName(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 // Fields of a request that gRPC writes itself, not the caller's metadata.
 bool IsProtocolField(std::string_view name) {
@@ -34,12 +28,14 @@ bool IsProtocolField(std::string_view name) {
       "grpc-encoding", "grpc-accept-encoding"};
   return name.empty() || name[0] == ':' ||
          std::any_of(kFields.begin(), kFields.end(),
-                     [name](std::string_view field) { return SameName(name, field); });
+                     [name](std::string_view field) { return http::SameHeaderName(name, field); });
 }
 
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
+// `name` lower-cased (each file of the kit names its helpers apart: a
+// unity build compiles several in one).
+std::string LowerCaseName(std::string name) {
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
 }
 
 // A metadata entry as it goes on the wire: "-bin" values in base64.
@@ -60,7 +56,7 @@ GrpcRequest GrpcRequest::From(const ServerRequest& request) {
   call.raw = request;
   for (const auto& [name, value] : request.headers) {
     if (IsProtocolField(name)) continue;
-    std::string key = Lower(name);
+    std::string key = LowerCaseName(name);
     if (wire::IsBinaryKey(key)) {
       std::optional<std::string> bytes = wire::DecodeBinaryValue(value);
       if (!bytes) continue;  // not base64: no bytes to show
