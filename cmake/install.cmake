@@ -93,7 +93,7 @@ outbound_pkg_config(config "outbound: client settings sourced from variables"
                     "outbound-http" "" "")
 if(TARGET outbound_testing)
   outbound_pkg_config(testing "outbound: the test kit (ManualClock, TestCA, FakeServer)"
-                      "outbound-http" "openssl libnghttp2" "")
+                      "outbound-http" "openssl libnghttp2 zlib" "")
 endif()
 
 if(TARGET outbound_prometheus)
