@@ -127,5 +127,5 @@ include(CPack)
 
 if(TARGET outbound_rpc)
   outbound_pkg_config(rpc "outbound: the gRPC client of one dependency (grpc++)"
-                      "outbound-core" "outbound-http grpc++" "")
+                      "outbound-core outbound-config" "outbound-http grpc++" "")
 endif()
