@@ -119,9 +119,9 @@ rpc::Settings ReadRpcSettings(Resolver& r, const std::string& prefix, rpc::Setti
     s.tls.reset();
     // A TLS file with TLS off would be ignored, and the calls made in plain
     // text: each one set is named, with what turned TLS off.
-    std::string said = r.Has(name("TLS"))
-                           ? name("TLS") + " is off"
-                           : "TLS is off (" + name("TLS") + " is unset, and plain text the default)";
+    std::string said = r.Has(name("TLS")) ? name("TLS") + " is off"
+                                          : "TLS is off (" + name("TLS") +
+                                                " is unset, and plain text the default)";
     for (const char* field : {"CA_FILE", "CERT_FILE", "KEY_FILE"}) {
       if (r.Has(name(field))) {
         r.Fail(name(field) + ": set, but " + said + ": set " + name("TLS") + "=on for TLS");

@@ -117,10 +117,10 @@ TEST(RpcSettingsTest, ReportsEveryBadVariableTogetherByName) {
   auto done = r.Finish();
   ASSERT_FALSE(done);
   const std::string& message = done.error().message();
-  for (const char* failure : {"OUTBOUND_TIMEOUT: \"soon\" is not a duration",
-                              "OUTBOUND_MAX_ATTEMPTS: must be 1 or more",
-                              "OUTBOUND_BREAKER_CALLS_PER_PROBE: ", "OUTBOUND_FAULTS: must be on or off",
-                              "OUTBOUND_BACKOFF_MAX: must be at least OUTBOUND_BACKOFF_BASE"}) {
+  for (const char* failure :
+       {"OUTBOUND_TIMEOUT: \"soon\" is not a duration", "OUTBOUND_MAX_ATTEMPTS: must be 1 or more",
+        "OUTBOUND_BREAKER_CALLS_PER_PROBE: ", "OUTBOUND_FAULTS: must be on or off",
+        "OUTBOUND_BACKOFF_MAX: must be at least OUTBOUND_BACKOFF_BASE"}) {
     EXPECT_NE(message.find(failure), std::string::npos) << failure << "\n" << message;
   }
 }

@@ -137,7 +137,8 @@ TEST_F(OutboundGrpcCallTest, VerboseShowsEachAttemptsSpan) {
   ASSERT_EQ(Run("call -v " + Url(server) + " >/dev/null").exit_code, 0);
   std::string err = Stderr();
   std::size_t spans = 0;
-  for (std::size_t at = err.find("span "); at != std::string::npos; at = err.find("span ", at + 1)) {
+  for (std::size_t at = err.find("span "); at != std::string::npos;
+       at = err.find("span ", at + 1)) {
     if (at == 0 || err[at - 1] == '\n') ++spans;
   }
   EXPECT_EQ(spans, 2u) << err;
@@ -170,7 +171,8 @@ TEST_F(OutboundGrpcsCallTest, TrustsTheServerByTheCaFile) {
   EchoServer server(Echoing(), ServerTls(ca.IssueServer({"carts"})));
   std::string cafile = dir.Write("ca.pem", ca.pem());
   std::string request = RequestFile("tls");
-  CommandResult by_option = Run("call --cacert " + cafile + " -d @" + request + " " + Grpcs(server));
+  CommandResult by_option =
+      Run("call --cacert " + cafile + " -d @" + request + " " + Grpcs(server));
   EXPECT_EQ(by_option.exit_code, 0) << Stderr();
   EXPECT_EQ(ReplyText(by_option.output), "echo: tls");
   CommandResult by_variable =

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `outbound bench`: the client as a load generator. N calls, C in flight,
 // through one http::Client with settings from the OUTBOUND_* variables.
+#include "bench.h"
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -15,7 +17,6 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "bench.h"
 #include "commands.h"
 #include "common.h"
 #include "grpc.h"
@@ -103,9 +104,8 @@ int ReportBench(BenchFigures& f, const std::string& json_path) {
       {"cpu_us_per_call", f.cpu_seconds * 1e6 / n},
       {"peak_rss_kb", PeakRssKb()},
       {"rss_kb_samples", f.rss_samples}};
-  std::cout << std::fixed << std::setprecision(2) << "calls: " << f.calls << " ("
-            << f.concurrency << " in flight) in " << f.seconds << " s: " << n / f.seconds
-            << " calls/s\n"
+  std::cout << std::fixed << std::setprecision(2) << "calls: " << f.calls << " (" << f.concurrency
+            << " in flight) in " << f.seconds << " s: " << n / f.seconds << " calls/s\n"
             << "latency ms: p50 " << pct(0.5) << "  p90 " << pct(0.9) << "  p99 " << pct(0.99)
             << "  max " << latencies_ms.back() << "\n"
             << "ok: " << f.ok
@@ -286,19 +286,18 @@ int RunBench(const std::vector<std::string>& args) {
     std::unique_lock lock(run.mu);
     run.all_done.wait(lock, [&] { return run.finished == n; });
   }
-  BenchFigures figures{
-      .calls = n,
-      .concurrency = concurrency,
-      .seconds = std::chrono::duration<double>(run.clock->Now() - t0).count(),
-      .latencies_ms = std::move(run.latencies_ms),
-      .ok = run.ok,
-      .errors = run.errors,
-      .attempts = run.attempts,
-      .transitions = run.transitions,
-      .telemetry = with_telemetry,
-      .spans = spans.spans.load(),
-      .cpu_seconds = CpuSeconds() - cpu_before,
-      .rss_samples = run.rss_samples};
+  BenchFigures figures{.calls = n,
+                       .concurrency = concurrency,
+                       .seconds = std::chrono::duration<double>(run.clock->Now() - t0).count(),
+                       .latencies_ms = std::move(run.latencies_ms),
+                       .ok = run.ok,
+                       .errors = run.errors,
+                       .attempts = run.attempts,
+                       .transitions = run.transitions,
+                       .telemetry = with_telemetry,
+                       .spans = spans.spans.load(),
+                       .cpu_seconds = CpuSeconds() - cpu_before,
+                       .rss_samples = run.rss_samples};
   return ReportBench(figures, json_path);
 }
 

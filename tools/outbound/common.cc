@@ -316,8 +316,7 @@ std::optional<GrpcTarget> ParseGrpcUrl(const std::string& url, std::string* prob
   std::size_t bracket = addr.rfind(']');
   std::size_t colon = addr.rfind(':');
   if (addr.empty() || colon == std::string::npos ||
-      (bracket != std::string::npos && colon < bracket) || colon + 1 == addr.size() ||
-      colon == 0) {
+      (bracket != std::string::npos && colon < bracket) || colon + 1 == addr.size() || colon == 0) {
     return bad("has no HOST:PORT (gRPC has no default port)");
   }
   // One method by its full name, as gRPC sends it in :path.

@@ -26,11 +26,23 @@ constexpr const char* kPrefix = "OUTBOUND_";
 
 // A status code's name, as gRPC spells it.
 std::string CodeName(rpc::Code code) {
-  static constexpr const char* kNames[] = {
-      "OK",        "CANCELLED",          "UNKNOWN",        "INVALID_ARGUMENT",  "DEADLINE_EXCEEDED",
-      "NOT_FOUND", "ALREADY_EXISTS",     "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-      "FAILED_PRECONDITION", "ABORTED",  "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",
-      "UNAVAILABLE", "DATA_LOSS",        "UNAUTHENTICATED"};
+  static constexpr const char* kNames[] = {"OK",
+                                           "CANCELLED",
+                                           "UNKNOWN",
+                                           "INVALID_ARGUMENT",
+                                           "DEADLINE_EXCEEDED",
+                                           "NOT_FOUND",
+                                           "ALREADY_EXISTS",
+                                           "PERMISSION_DENIED",
+                                           "RESOURCE_EXHAUSTED",
+                                           "FAILED_PRECONDITION",
+                                           "ABORTED",
+                                           "OUT_OF_RANGE",
+                                           "UNIMPLEMENTED",
+                                           "INTERNAL",
+                                           "UNAVAILABLE",
+                                           "DATA_LOSS",
+                                           "UNAUTHENTICATED"};
   auto index = static_cast<std::size_t>(code);
   if (index < std::size(kNames)) return kNames[index];
   return "CODE_" + std::to_string(static_cast<int>(code));
