@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -96,10 +97,12 @@ TEST_F(OutboundGrpcCallTest, UnavailableToTheLastAttemptExits114) {
 
 TEST_F(OutboundGrpcCallTest, AnUnknownMethodIsUnimplementedAndExits112) {
   EchoServer server(Echoing());
-  CommandResult result = Run("call " + Url(server, "/outbound.test.Echo/Shout"));
+  std::string out = Path("reply.bin");
+  CommandResult result = Run("call -o " + out + " " + Url(server, "/outbound.test.Echo/Shout"));
   EXPECT_EQ(result.exit_code, 112);
   EXPECT_EQ(Stderr().rfind("outbound: UNIMPLEMENTED", 0), 0u) << Stderr();
   EXPECT_NE(Stderr().find("(1 attempt)\n"), std::string::npos) << Stderr();
+  EXPECT_FALSE(std::filesystem::exists(out));  // no response message: no file
 }
 
 TEST_F(OutboundGrpcCallTest, TheTimeoutOptionEndsTheCallWithDeadlineExceeded) {

@@ -92,7 +92,8 @@ gRPC:
   One unary call through outbound's gRPC client: HTTP/2 in plain text (h2c)
   for grpc, TLS for grpcs. The request is the serialised message -d gives
   (-d @req.bin, or -d @- for stdin; none: the empty message); the serialised
-  response message goes to stdout, or to FILE with -o. The call's status
+  response message goes to stdout, or to FILE with -o (a status other than
+  OK writes nothing, and leaves FILE as it was). The call's status
   and its attempts go to stderr, as in: outbound: OK (1 attempt), or
   outbound: UNAVAILABLE: connection refused (3 attempts).
   -o, --timeout, --cacert, --cert, --key, --connect-to, --fault (the point
