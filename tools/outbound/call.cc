@@ -95,7 +95,7 @@ gRPC:
   response message goes to stdout, or to FILE with -o (a status other than
   OK writes nothing, and leaves FILE as it was). The call's status
   and its attempts go to stderr, as in: outbound: OK (1 attempt), or
-  outbound: UNAVAILABLE: connection refused (3 attempts).
+  outbound: UNAVAILABLE: failed to connect to all addresses; ... (3 attempts).
   -o, --timeout, --cacert, --cert, --key, --connect-to, --fault (the point
   is grpc:HOST:PORT), -v (each attempt's span) and --report json apply;
   -X, -H, -i and --fail do not. The settings are the variables above that
