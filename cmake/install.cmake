@@ -127,5 +127,5 @@ include(CPack)
 
 if(TARGET outbound_rpc)
   outbound_pkg_config(rpc "outbound: the gRPC client of one dependency"
-                      "outbound-core outbound-http" "zlib" "")
+                      "outbound-core outbound-http outbound-config" "zlib" "")
 endif()

@@ -8,10 +8,28 @@
 
 #include "cart.pb.h"
 #include "chat.pb.h"
+#include "outbound/config/rpc_settings.h"
 #include "outbound/rpc/client.h"
 #include "outbound/rpc/stream.h"
 
 namespace outbound::examples {
+namespace {
+
+int Exit(int code, const Error& error) {
+  std::cerr << error.message() << "\n";
+  return code;
+}
+
+}  // namespace
+
+int RpcSettingsExample() {
+  // [example rpc-settings]
+  config::Resolver env(config::ProcessEnvironment());
+  rpc::Settings carts = config::ReadRpcSettings(env, "CARTS_", rpc::DefaultSettings());
+  if (auto read = env.Finish(); !read) return Exit(config::kExitConfig, read.error());
+  // [end rpc-settings]
+  return carts.max_attempts;
+}
 
 Result<std::unique_ptr<rpc::Client>> RpcClientExample(const std::string& request_bytes) {
   // [example rpc-client]

@@ -542,7 +542,7 @@ TEST_F(FakeGrpc, ARefusedStreamIsUnavailable) {
 // Disabled until rpc::Client runs on the HTTP core (issue 31: "unprocessed
 // streams (refused, above a GOAWAY) are still retried transparently"): on
 // grpc++ a refused stream with retries off ends the call UNAVAILABLE.
-TEST_F(FakeGrpc, DISABLED_RpcClientSendsARefusedStreamAgainWithRetriesOff) {
+TEST_F(FakeGrpc, RpcClientSendsARefusedStreamAgainWithRetriesOff) {
   Start(GrpcScript{
       {kSay, {GrpcReply::ResetStream(h2::kRefusedStream), GrpcReply::Ok(EchoBytes("again"))}}});
   auto ours = Ours(/*max_attempts=*/1);
@@ -563,7 +563,7 @@ TEST_F(FakeGrpc, ABadLengthPrefixFailsAGrpcppCall) {
 // Disabled until rpc::Client runs on the HTTP core (issue 31): on grpc++'s
 // generic stub a compressed message with no grpc-encoding, or flag 2, is
 // handed over as it came and the call ends OK.
-TEST_F(FakeGrpc, DISABLED_RpcClientTakesABadLengthPrefixAsInternal) {
+TEST_F(FakeGrpc, RpcClientTakesABadLengthPrefixAsInternal) {
   for (auto flag : {GrpcReply::BadFlag::kCompressedWithoutEncoding, GrpcReply::BadFlag::kTwo}) {
     SCOPED_TRACE(flag == GrpcReply::BadFlag::kTwo ? "flag 2" : "flag 1, no grpc-encoding");
     StartSay(GrpcReply::BadPrefix(flag));
@@ -594,7 +594,7 @@ TEST_F(FakeGrpc, AnAnswerWithoutGrpcStatusFailsAGrpcppCall) {
 
 // Disabled until rpc::Client runs on the HTTP core (issue 31): on grpc++ it
 // is UNKNOWN, as above.
-TEST_F(FakeGrpc, DISABLED_RpcClientTakesAnAnswerWithoutGrpcStatusAsInternal) {
+TEST_F(FakeGrpc, RpcClientTakesAnAnswerWithoutGrpcStatusAsInternal) {
   StartSay(GrpcReply::MissingStatus({EchoBytes("x")}));
   auto ours = Ours();
   EXPECT_EQ(OursSay(*ours).status.code, Code::kInternal);
