@@ -281,6 +281,7 @@ Error NamedError(const std::string& dependency, const Error& error) {
   Error named(error.kind(), dependency + ": " + error.message());
   named.set_attempts(error.attempts());
   if (error.retry_after()) named.set_retry_after(*error.retry_after());
+  if (error.stream_reset_code()) named.set_stream_reset_code(*error.stream_reset_code());
   return named;
 }
 

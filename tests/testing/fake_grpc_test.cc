@@ -107,19 +107,23 @@ class FakeGrpc : public ::testing::Test {
     return client ? std::move(*client) : nullptr;
   }
 
-  // Runs fn on its own thread, advancing the ManualClock to every timer it
-  // sets, until it returns.
+  // Runs fn on its own thread until it returns, advancing the ManualClock
+  // to each timer due within `horizon` of the start (a backoff, a pushback,
+  // the server's delay), never to a deadline past it: the client's
+  // deadline timer is pending all along while the server answers in real
+  // time.
   template <typename Fn>
-  auto Drive(Fn fn) {
+  auto Drive(Fn fn, Duration horizon = std::chrono::seconds(10)) {
+    TimePoint until = clock_.Now() + horizon;
     auto future = std::async(std::launch::async, std::move(fn));
     while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
-      if (auto next = clock_.next_timer()) clock_.AdvanceTo(*next);
+      if (auto next = clock_.next_timer(); next && *next < until) clock_.AdvanceTo(*next);
     }
     return future.get();
   }
 
-  rpc::Reply OursSay(rpc::Client& client) {
-    return Drive([&] { return client.Call(kSay, RequestBytes("hi")); });
+  rpc::Reply OursSay(rpc::Client& client, Duration horizon = std::chrono::seconds(10)) {
+    return Drive([&] { return client.Call(kSay, RequestBytes("hi")); }, horizon);
   }
 
   ManualClock clock_;
@@ -458,8 +462,13 @@ TEST_F(FakeGrpc, ANegativePushbackStopsTheRetries) {
 TEST_F(FakeGrpc, AHangEndsAtTheDeadlineAndTheServerSeesTheCancel) {
   StartSay(GrpcReply::Hang());
   auto ours = Ours(/*max_attempts=*/1, std::chrono::milliseconds(300));
-  rpc::Reply reply = OursSay(*ours);
+  TimePoint start = clock_.Now();
+  auto ended = std::async(std::launch::async, [&] { return ours->Call(kSay, RequestBytes("hi")); });
+  ASSERT_TRUE(server_->WaitForRequests(1));
+  clock_.Advance(std::chrono::milliseconds(300));
+  rpc::Reply reply = ended.get();
   EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;
+  EXPECT_EQ(clock_.Now() - start, std::chrono::milliseconds(300));
   EXPECT_TRUE(server_->WaitFor([](const FakeServer& s) { return s.cancelled_requests() == 1; }));
 
   grpc::ClientContext context;
@@ -474,7 +483,7 @@ TEST_F(FakeGrpc, DelayedHeadersWaitOnTheServersClock) {
   StartSay(GrpcReply::Ok(EchoBytes("late")).DelayHeaders(std::chrono::milliseconds(700)));
   auto ours = Ours(/*max_attempts=*/1, std::chrono::seconds(1));
   TimePoint start = clock_.Now();
-  rpc::Reply reply = OursSay(*ours);
+  rpc::Reply reply = OursSay(*ours, /*horizon=*/std::chrono::seconds(1));
   ASSERT_TRUE(reply.status.ok()) << reply.status.message;
   EXPECT_EQ(clock_.Now() - start, std::chrono::milliseconds(700));
 }
@@ -511,11 +520,17 @@ TEST_F(FakeGrpc, AGoawayIsRetriedOnANewConnection) {
   EXPECT_EQ(reply.text(), "again");
   EXPECT_EQ(server_->connections_opened(), 2);
 
-  Start(GrpcScript{{kSay, {GrpcReply::Goaway(), GrpcReply::Ok(EchoBytes("again"))}}});
+  // rpc::Client's transparent retries are earned by answers (the core's
+  // TransparentRetries): one answered call first, then the GOAWAY.
+  Start(GrpcScript{{kSay,
+                    {GrpcReply::Ok(EchoBytes("first")), GrpcReply::Goaway(),
+                     GrpcReply::Ok(EchoBytes("again"))}}});
   auto ours = Ours(/*max_attempts=*/1);
+  ASSERT_TRUE(OursSay(*ours).status.ok());
   rpc::Reply answer = OursSay(*ours);
   ASSERT_TRUE(answer.status.ok()) << answer.status.message;
   EXPECT_EQ(answer.body, EchoBytes("again"));
+  EXPECT_EQ(answer.attempts, 2);  // the stream left out, then the one answered
   EXPECT_EQ(server_->connections_opened(), 2);
 }
 
@@ -539,17 +554,20 @@ TEST_F(FakeGrpc, ARefusedStreamIsUnavailable) {
   EXPECT_EQ(server_->request_count(), 2u);
 }
 
-// Disabled until rpc::Client runs on the HTTP core (issue 31: "unprocessed
-// streams (refused, above a GOAWAY) are still retried transparently"): on
-// grpc++ a refused stream with retries off ends the call UNAVAILABLE.
+// Unprocessed streams (refused, above a GOAWAY) are sent again
+// transparently, with retries off, once answers have earned it (the
+// core's TransparentRetries: a dependency that refuses everything earns
+// nothing).
 TEST_F(FakeGrpc, RpcClientSendsARefusedStreamAgainWithRetriesOff) {
-  Start(GrpcScript{
-      {kSay, {GrpcReply::ResetStream(h2::kRefusedStream), GrpcReply::Ok(EchoBytes("again"))}}});
+  Start(GrpcScript{{kSay,
+                    {GrpcReply::Ok(EchoBytes("first")), GrpcReply::ResetStream(h2::kRefusedStream),
+                     GrpcReply::Ok(EchoBytes("again"))}}});
   auto ours = Ours(/*max_attempts=*/1);
+  ASSERT_TRUE(OursSay(*ours).status.ok());
   rpc::Reply answer = OursSay(*ours);
   ASSERT_TRUE(answer.status.ok()) << answer.status.message;
   EXPECT_EQ(answer.body, EchoBytes("again"));
-  EXPECT_EQ(server_->request_count(), 2u);
+  EXPECT_EQ(server_->request_count(), 3u);
 }
 
 TEST_F(FakeGrpc, ABadLengthPrefixFailsAGrpcppCall) {

@@ -524,6 +524,7 @@ AttemptOutcome H2Session::Closing(Exchange& exchange, std::int32_t stream_id,
         Failed(ErrorKind::kTransport,
                std::string("the server reset the stream (") + nghttp2_http2_strerror(error_code) +
                    (exchange.headers_done ? ") before the body ended" : ") before any header"));
+    if (!outcome.result) outcome.result.error().set_stream_reset_code(error_code);
     outcome.body_failed = exchange.headers_done;
   }
   return outcome;
