@@ -56,6 +56,7 @@ Attempt::Attempt(const AttemptPath& path) : path_(path) {
     slots_ = heap_slots_.get();
   }
   path.slots().Make(slots_);
+  path.AttemptMade();
 }
 
 Attempt::~Attempt() {
@@ -63,6 +64,7 @@ Attempt::~Attempt() {
   path_.slots().Destroy(slots_);
   // No other thread holds the attempt now, so its lock guards nothing.
   if (body_timer_armed_) DisarmBodyTimer();
+  path_.AttemptGone();
 }
 
 void Attempt::Begin() {

@@ -29,6 +29,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -302,10 +303,23 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
 
 // The slot layout, a base of AttemptPath declared before its layers, so it
 // outlives them: a transport destroyed with the layers may let go of the
-// last attempts, whose slots are then destroyed by this layout.
+// last attempts, whose slots are then destroyed by this layout. It counts
+// the attempts alive and waits, when it goes, for the last of them: one
+// may be let go on another thread (a deadline's expiry on the clock's)
+// while the client is being destroyed.
 struct AttemptSlotLayout {
   explicit AttemptSlotLayout(AttemptSlots s) : slots(std::move(s)) {}
+  ~AttemptSlotLayout() {
+    std::unique_lock lock(attempts_mu);
+    no_attempts.wait(lock, [this] { return attempts == 0; });
+  }
+  AttemptSlotLayout(const AttemptSlotLayout&) = delete;
+  AttemptSlotLayout& operator=(const AttemptSlotLayout&) = delete;
+
   AttemptSlots slots;
+  mutable std::mutex attempts_mu;
+  mutable std::condition_variable no_attempts;
+  mutable int attempts = 0;  // guarded by attempts_mu
 };
 
 // The attempt layers of one client, top to bottom, the transport last:
@@ -321,6 +335,16 @@ class AttemptPath final : private AttemptSlotLayout, public LayerList<AttemptLay
       : AttemptSlotLayout(std::move(slots)), LayerList(std::move(layers), std::move(misused)) {}
 
   const AttemptSlots& slots() const { return AttemptSlotLayout::slots; }
+  // An attempt on this path was made; and has gone, the last it touches of
+  // the path (notified under the lock, so the path may go at once after).
+  void AttemptMade() const {
+    std::lock_guard lock(attempts_mu);
+    ++attempts;
+  }
+  void AttemptGone() const {
+    std::lock_guard lock(attempts_mu);
+    if (--attempts == 0) no_attempts.notify_all();
+  }
   void Misused(std::string_view what) const;
 };
 
