@@ -10,12 +10,9 @@
 //
 // CLIENT is one of
 //   raw        the generated stub's blocking Say, from C threads: the baseline
-//   outbound   rpc::Client::Call with the stub's callback Say
-//              (stub->async()): the library's loop, breaker, classify and
-//              deadline around the same RPC, C threads
-//   blocking   rpc::Client::Call with the stub's blocking Say, C threads
-//   by-name    rpc::Client::Call by method name with the typed messages (the
-//              generic stub under it), C threads
+//   outbound   rpc::Client::Call with the typed messages, C threads: the
+//              library's own HTTP/2, call core, breaker, classify and
+//              deadline
 //   telemetry  `outbound` with a span per attempt (counted, dropped) and
 //              every metric recorded
 //   raw-callback  the generated stub's callback Say, each of C threads
@@ -28,9 +25,8 @@
 // next call of its slot, on gRPC's thread):
 //   stub-callback   the generated stub's callback Say, C in flight: the
 //              baseline of the asynchronous pair
-//   outbound-async  rpc::Client::CallAsync with the stub's callback Say, C
-//              in flight: the library's loop, breaker, classify and
-//              deadline around the same RPC, no thread waiting
+//   outbound-async  rpc::Client::CallAsync by name, C in flight: no thread
+//              waiting
 //
 //   raw-deadline  `raw` with a 10 s deadline on each call, as rpc::Client
 //              gives each attempt (Settings::timeout): grpc++'s own price of
@@ -275,7 +271,7 @@ int Usage() {
       "       grpc_bench CLIENT -n N -c C --target HOST:PORT [--deadline-ms D] "
       "[--no-deadline-checks]\n"
       "       grpc_bench paired CLIENT_A CLIENT_B -n N -c C --blocks K --target HOST:PORT\n"
-      "CLIENT: raw|raw-deadline|raw-callback|outbound|blocking|by-name|telemetry|async|\n"
+      "CLIENT: raw|raw-deadline|raw-callback|outbound|telemetry|async|\n"
       "        stub-callback|stub-callback-deadline|outbound-async\n");
   return 2;
 }
@@ -348,8 +344,7 @@ class Side {
       return true;
     }
     namespace rpc = outbound::rpc;
-    if (who_ != "outbound" && who_ != "blocking" && who_ != "by-name" && who_ != "telemetry" &&
-        who_ != "outbound-async") {
+    if (who_ != "outbound" && who_ != "telemetry" && who_ != "outbound-async") {
       std::fprintf(stderr, "grpc_bench: no client %s\n", who_.c_str());
       return false;
     }
@@ -367,34 +362,20 @@ class Side {
       return false;
     }
     client_ = std::move(*client);
-    if (!client_->Connected(std::chrono::seconds(10))) return NotConnected();
-    stub_ = Echo::NewStub(client_->channel());
-    Call call;
-    if (who_ == "by-name") {
-      call = [this] {
-        EchoReply reply;
-        return client_->Call(kSay, request_, &reply).ok();
-      };
-    } else if (who_ == "blocking") {
-      call = [this] {
-        EchoReply reply;
-        return client_->Call(kSay, &Echo::Stub::Say, *stub_, request_, &reply).ok();
-      };
-    } else {
-      call = [this] {
-        EchoReply reply;
-        return client_->Call(kSay, &Echo::Stub::async::Say, stub_->async(), request_, &reply).ok();
-      };
-    }
+    Call call = [this] {
+      EchoReply reply;
+      return client_->Call(kSay, request_, &reply).ok();
+    };
     if (!call()) return NotConnected();
     if (who_ == "outbound-async") {
-      replies_.resize(static_cast<std::size_t>(c));
+      request_bytes_ = request_.SerializeAsString();
       run_ = [this, c](long n) {
-        return RunInFlight(n, c, [this](std::size_t slot, std::function<void(bool)> done) {
-          client_->CallAsync(kSay, &Echo::Stub::async::Say, stub_->async(), &request_,
-                             &replies_[slot],
-                             [done = std::move(done)](const rpc::Status& status,
-                                                      std::exception_ptr) { done(status.ok()); });
+        return RunInFlight(n, c, [this](std::size_t, std::function<void(bool)> done) {
+          client_->CallAsync(kSay, request_bytes_,
+                             [done = std::move(done)](rpc::Reply reply, std::exception_ptr) {
+                               EchoReply parsed;
+                               done(reply.status.ok() && parsed.ParseFromString(reply.body));
+                             });
         });
       };
     } else {
@@ -429,16 +410,23 @@ class Side {
     grpc::ClientContext context;
     Prepare(context);
     EchoReply reply;
-    outbound::rpc::AttemptWait wait;
-    stub_->async()->Say(&context, &request_, &reply, [&wait](const grpc::Status& status) {
-      wait.Done(outbound::rpc::Status{static_cast<outbound::rpc::Code>(status.error_code()), ""});
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<bool> ok;
+    stub_->async()->Say(&context, &request_, &reply, [&](const grpc::Status& status) {
+      std::lock_guard lock(mu);
+      ok = status.ok();
+      cv.notify_one();  // under the lock: once the caller wakes, nothing here is touched
     });
-    return wait.Wait().ok();
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return ok.has_value(); });
+    return *ok;
   }
 
   const std::string who_;
   Options options_;
   EchoRequest request_;
+  std::string request_bytes_;
   std::shared_ptr<grpc::Channel> channel_;
   CountingProcessor spans_;
   outbound::telemetry::MetricStore metrics_;

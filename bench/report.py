@@ -21,21 +21,20 @@ def ratio(a, b):
     return a / b if b else float("nan")  # h2load's CPU can round to 0 on short runs
 
 
-GRPC_CLIENTS = ["raw", "raw-deadline", "outbound", "blocking", "by-name", "telemetry", "async",
+GRPC_CLIENTS = ["raw", "raw-deadline", "outbound", "telemetry", "async",
                 "stub-callback", "outbound-async"]
 GRPC_HEADS = {"raw": "raw stub", "raw-deadline": "raw+deadl.", "outbound": "outbound",
-              "blocking": "blocking", "by-name": "by name", "telemetry": "telemetry",
+              "telemetry": "telemetry",
               "async": "async stub", "stub-callback": "stub cb.", "outbound-async": "outb.async"}
 # Issue 14's targets, judged on the paired runs (grpc_bench paired: one
 # process, alternating blocks) against the raw stub as a user of grpc++
 # alone writes it, no deadline: each blocking form against the blocking
 # stub, the asynchronous form against the stub's callback method, C in
 # flight with no thread per call on either side.
-GRPC_TARGET_PAIRS = [("raw", "outbound"), ("raw", "blocking"), ("raw", "by-name"),
-                     ("stub-callback", "outbound-async")]
+GRPC_TARGET_PAIRS = [("raw", "outbound"), ("stub-callback", "outbound-async")]
 # The same forms against the raw stub making the same call with the same
 # 10 s deadline that rpc::Client gives every attempt: the library's own cost.
-GRPC_SAME_DEADLINE_PAIRS = [("raw-deadline", "outbound"), ("raw-deadline", "blocking"),
+GRPC_SAME_DEADLINE_PAIRS = [("raw-deadline", "outbound"),
                             ("stub-callback-deadline", "outbound-async")]
 
 
@@ -83,8 +82,8 @@ def grpc_section():
                                   for r in runs))
 
     rat = {}
-    pairs = [(who, "raw") for who in ("raw-deadline", "outbound", "blocking", "by-name")]
-    pairs += [(who, "raw-deadline") for who in ("outbound", "blocking", "by-name")]
+    pairs = [(who, "raw") for who in ("raw-deadline", "outbound")]
+    pairs += [(who, "raw-deadline") for who in ("outbound",)]
     pairs += [("telemetry", "outbound"), ("raw", "async")]
     for who, base in pairs:
         name = f"{key(who)}_over_{key(base)}"

@@ -3,11 +3,12 @@
 # calling directory) with protoc and grpc_cpp_plugin into an OBJECT library
 # TARGET whose users include "<name>.pb.h" and "<name>.grpc.pb.h". The rpc
 # tests and the gRPC benchmark both build tests/rpc/echo.proto this way.
-# Generated code is built without the project's warnings.
+# Generated code is built without the project's warnings. grpc++ is for
+# these peers only: the library itself does not link it.
 include_guard(GLOBAL)
-find_program(OUTBOUND_PROTOC protoc REQUIRED)
+include(${CMAKE_CURRENT_LIST_DIR}/proto.cmake)
+pkg_check_modules(GRPCPP REQUIRED IMPORTED_TARGET GLOBAL grpc++)
 find_program(OUTBOUND_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
-pkg_check_modules(PROTOBUF REQUIRED IMPORTED_TARGET GLOBAL protobuf)
 
 function(outbound_grpc_proto target proto)
   get_filename_component(proto_path ${proto} ABSOLUTE)

@@ -93,7 +93,7 @@ outbound_pkg_config(config "outbound: client settings sourced from variables"
                     "outbound-http" "" "")
 if(TARGET outbound_testing)
   outbound_pkg_config(testing "outbound: the test kit (ManualClock, TestCA, FakeServer)"
-                      "outbound-http" "openssl libnghttp2" "")
+                      "outbound-http" "openssl libnghttp2 zlib" "")
 endif()
 
 if(TARGET outbound_prometheus)
@@ -121,11 +121,11 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # What the headers and the static libraries need at build time.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "libexpected-dev, libssl-dev, libnghttp2-dev, zlib1g-dev")
-# The gRPC client (outbound::rpc) and the optional JSON helpers.
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libgrpc++-dev, nlohmann-json3-dev")
+# The optional JSON helpers.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "nlohmann-json3-dev")
 include(CPack)
 
 if(TARGET outbound_rpc)
-  outbound_pkg_config(rpc "outbound: the gRPC client of one dependency (grpc++)"
-                      "outbound-core" "outbound-http grpc++" "")
+  outbound_pkg_config(rpc "outbound: the gRPC client of one dependency"
+                      "outbound-core outbound-http outbound-config" "zlib" "")
 endif()

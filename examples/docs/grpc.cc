@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// docs/grpc-client.md's blocks, compiled against the stubs of
-// examples/headers/cart.proto and chat.proto (scripts/check-doc-examples).
-#include <grpcpp/grpcpp.h>
-
+// docs/grpc-client.md's blocks, compiled against the messages of
+// examples/headers/cart.proto and chat.proto, protoc's output alone
+// (scripts/check-doc-examples).
 #include <iostream>
 #include <string>
 
-#include "cart.grpc.pb.h"
-#include "chat.grpc.pb.h"
+#include "cart.pb.h"
+#include "chat.pb.h"
 #include "outbound/rpc/client.h"
 #include "outbound/rpc/stream.h"
 
@@ -42,8 +41,7 @@ outbound::rpc::Status StreamExample(outbound::rpc::Client* client, const chat::v
                                     const Context& context) {
   // [example stream]
   outbound::rpc::Stream chat = client->OpenStream("/chat.v1.Chat/Talk", context);
-  if (!chat.opened()) return chat.Finish();  // why: rejected, UNAVAILABLE after its retries…
-  chat.Write(hello);                         // a protobuf message
+  if (!chat.Write(hello)) return chat.Finish();  // why: rejected, UNAVAILABLE, …
   chat::v1::Line line;
   while (chat.Read(&line)) Show(line);           // another thread may Write meanwhile
   outbound::rpc::Status status = chat.Finish();  // the breaker counts this
@@ -51,36 +49,17 @@ outbound::rpc::Status StreamExample(outbound::rpc::Client* client, const chat::v
   return status;
 }
 
-outbound::rpc::Status StubExample(outbound::rpc::Client* client,
-                                  const cart::v1::GetCartRequest& request, const Context& context) {
-  // [example stub]
-  auto stub = cart::v1::Carts::NewStub(client->channel());
-  cart::v1::Cart cart;
-  outbound::rpc::Status status =
-      client->Call("/cart.v1.Carts/Get", &cart::v1::Carts::Stub::async::Get, stub->async(), request,
-                   &cart, context);
-  // [end stub]
-  return status;
-}
-
-void StubAsyncExample(outbound::rpc::Client* client, const cart::v1::GetCartRequest& request,
-                      cart::v1::Cart& cart) {
-  // [example stub-async]
-  auto stub = cart::v1::Carts::NewStub(client->channel());
-  client->CallAsync("/cart.v1.Carts/Get", &cart::v1::Carts::Stub::async::Get, stub->async(),
-                    &request, &cart, [](outbound::rpc::Status status, std::exception_ptr thrown) {
-                      // on one of gRPC's threads; request and cart live until here
-                      if (thrown || !status.ok()) std::cerr << "no cart\n";
+void CallAsyncExample(outbound::rpc::Client* client, const cart::v1::GetCartRequest& request) {
+  // [example call-async]
+  client->CallAsync("/cart.v1.Carts/Get", request.SerializeAsString(),
+                    [](outbound::rpc::Reply reply, std::exception_ptr thrown) {
+                      // on the client's thread: quick, no blocking
+                      cart::v1::Cart cart;
+                      if (thrown || !reply.status.ok() || !cart.ParseFromString(reply.body)) {
+                        std::cerr << "no cart\n";
+                      }
                     });
-  // [end stub-async]
-}
-
-void MaxConnectionAgeExample() {
-  // [example max-connection-age]
-  grpc::ServerBuilder builder;
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, 5 * 60 * 1000);    // 5 min
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 30 * 1000);  // finish streams
-  // [end max-connection-age]
+  // [end call-async]
 }
 
 }  // namespace outbound::docs

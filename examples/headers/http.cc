@@ -7,10 +7,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 
 #include "outbound/http/asio.h"
 #include "outbound/http/auth.h"
+#include "outbound/http/body_pipe.h"
 #include "outbound/http/classify.h"
 #include "outbound/http/client.h"
 #include "outbound/http/json.h"
@@ -113,6 +115,21 @@ void StreamBodyFromExample(http::Client* client) {
       http::Request::Put("/backups/today.tar")
           .StreamBodyFrom(http::FileReader(path), std::filesystem::file_size(path)));
   // [end stream-body-from]
+}
+
+void BodyPipeExample(http::Client* client) {
+  // [example body-pipe]
+  auto pipe = std::make_shared<http::BodyPipe>();
+  auto answer =
+      client->SendAsync(http::Request::Post("/chat").StreamBodyFromPipe(pipe).StreamBodyTo(
+          [](std::string_view piece) {
+            std::cout << piece;  // as it comes
+            return true;
+          }));
+  pipe->Write("hello");  // false once the exchange has ended
+  pipe->Close();         // the body ends; the answer's end follows
+  Result<Response> response = answer.get();
+  // [end body-pipe]
 }
 
 void ResponseHeadersExample(const Response& response) {

@@ -1,18 +1,35 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The usage examples of outbound::rpc's headers, compiled against the
-// stubs of cart.proto and chat.proto: each header quotes the region its
-// `// example:` line names (scripts/check-doc-examples).
-#include <grpcpp/channel.h>
-
+// messages of cart.proto and chat.proto (protoc's C++ output, no gRPC
+// plugin): each header quotes the region its `// example:` line names
+// (scripts/check-doc-examples).
 #include <iostream>
 
-#include "cart.grpc.pb.h"
-#include "chat.grpc.pb.h"
+#include "cart.pb.h"
+#include "chat.pb.h"
+#include "outbound/config/rpc_settings.h"
 #include "outbound/rpc/client.h"
 #include "outbound/rpc/stream.h"
 
 namespace outbound::examples {
+namespace {
+
+int Exit(int code, const Error& error) {
+  std::cerr << error.message() << "\n";
+  return code;
+}
+
+}  // namespace
+
+int RpcSettingsExample() {
+  // [example rpc-settings]
+  config::Resolver env(config::ProcessEnvironment());
+  rpc::Settings carts = config::ReadRpcSettings(env, "CARTS_", rpc::DefaultSettings());
+  if (auto read = env.Finish(); !read) return Exit(config::kExitConfig, read.error());
+  // [end rpc-settings]
+  return carts.max_attempts;
+}
 
 Result<std::unique_ptr<rpc::Client>> RpcClientExample(const std::string& request_bytes) {
   // [example rpc-client]
@@ -24,61 +41,22 @@ Result<std::unique_ptr<rpc::Client>> RpcClientExample(const std::string& request
   return carts;
 }
 
-rpc::Status StubExample(const std::unique_ptr<rpc::Client>* carts,
-                        const cart::v1::GetCartRequest& request, const Context& context) {
+rpc::Status TypedExample(const std::unique_ptr<rpc::Client>* carts,
+                         const cart::v1::GetCartRequest& request, const Context& context) {
+  // [example rpc-typed]
   cart::v1::Cart cart;
-  // [example rpc-stub]
-  auto stub = cart::v1::Carts::NewStub((*carts)->channel());
-  rpc::Status status = (*carts)->Call("/cart.v1.Carts/Get", &cart::v1::Carts::Stub::async::Get,
-                                      stub->async(), request, &cart, context);
-  // [end rpc-stub]
+  rpc::Status status = (*carts)->Call("/cart.v1.Carts/Get", request, &cart, context);
+  // [end rpc-typed]
   return status;
 }
 
-void StubAsyncExample(const std::unique_ptr<rpc::Client>* carts, cart::v1::Carts::Stub* stub,
-                      const cart::v1::GetCartRequest& request, cart::v1::Cart& cart) {
-  // [example rpc-stub-async]
-  (*carts)->CallAsync("/cart.v1.Carts/Get", &cart::v1::Carts::Stub::async::Get, stub->async(),
-                      &request, &cart, [](rpc::Status status, std::exception_ptr thrown) {
-                        if (thrown || !status.ok()) std::cerr << "no cart\n";
+void AsyncExample(const std::unique_ptr<rpc::Client>* carts, const std::string& request_bytes) {
+  // [example rpc-async]
+  (*carts)->CallAsync("/cart.v1.Carts/Get", request_bytes,
+                      [](rpc::Reply reply, std::exception_ptr thrown) {
+                        if (thrown || !reply.status.ok()) std::cerr << "no cart\n";
                       });
-  // [end rpc-stub-async]
-}
-
-rpc::Status BlockingStubExample(rpc::Client* client, const cart::v1::GetCartRequest& request,
-                                const Context& context) {
-  using cart::v1::Carts;
-  cart::v1::Cart reply;
-  // [example rpc-blocking-stub]
-  auto stub = Carts::NewStub(client->channel());
-  rpc::Status status =
-      client->Call("/cart.v1.Carts/Get", &Carts::Stub::Get, *stub, request, &reply, context);
-  // [end rpc-blocking-stub]
-  return status;
-}
-
-rpc::Status CallbackStubExample(rpc::Client* client, const cart::v1::GetCartRequest& request,
-                                const Context& context) {
-  using cart::v1::Carts;
-  cart::v1::Cart reply;
-  // [example rpc-callback-stub]
-  auto stub = Carts::NewStub(client->channel());
-  rpc::Status status = client->Call("/cart.v1.Carts/Get", &Carts::Stub::async::Get,
-                                    stub->async(), request, &reply, context);
-  // [end rpc-callback-stub]
-  return status;
-}
-
-void AsyncStubExample(rpc::Client* client, const cart::v1::GetCartRequest& request,
-                      cart::v1::Cart& reply) {
-  using cart::v1::Carts;
-  // [example rpc-async-stub]
-  auto stub = Carts::NewStub(client->channel());
-  client->CallAsync("/cart.v1.Carts/Get", &Carts::Stub::async::Get, stub->async(), &request,
-                    &reply, [](rpc::Status status, std::exception_ptr thrown) {
-                      if (thrown || !status.ok()) std::cerr << "no cart\n";
-                    });
-  // [end rpc-async-stub]
+  // [end rpc-async]
 }
 
 void Show(const chat::v1::Line& line) { std::cout << line.text() << "\n"; }

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
 
 #include "../checkout.h"
 #include "outbound/http/client.h"
 #include "outbound/runtime.h"
 #include "outbound/testing/black_hole.h"
+#include "outbound/testing/fake_grpc.h"
 #include "outbound/testing/fake_server.h"
 #include "outbound/testing/fake_transport.h"
 #include "outbound/testing/fixed_random.h"
@@ -50,6 +52,23 @@ void FakeServerExample(testing::NetworkMap& network) {
   ASSERT_TRUE((*server)->WaitForRequests(1));  // the first attempt has arrived
   EXPECT_EQ((*server)->requests().size(), 2u);
   // [end fake-server]
+}
+
+void FakeGrpcExample(testing::NetworkMap& network, const std::string& cart_bytes) {
+  // [example fake-grpc]
+  // Two calls to Get fail UNAVAILABLE (the first asking for 2 s of
+  // pushback), then every call succeeds; any other method is UNIMPLEMENTED.
+  auto server = testing::StartFakeGrpc(
+      {.script = {{"/cart.v1.Carts/Get",
+                   {testing::GrpcReply::Status(rpc::Code::kUnavailable).Pushback(2000),
+                    testing::GrpcReply::TrailersOnly(rpc::Code::kUnavailable, "draining"),
+                    testing::GrpcReply::Ok(cart_bytes)}}}});
+  network.Add("carts", 9090, "127.0.0.1", (*server)->port());
+  // ... calls to carts:9090 in plain text ...
+  testing::GrpcRequest first = testing::GrpcRequest::From((*server)->requests()[0]);
+  EXPECT_EQ(first.method, "/cart.v1.Carts/Get");
+  EXPECT_EQ(first.messages.size(), 1u);
+  // [end fake-grpc]
 }
 
 std::unique_ptr<http::Client> FakeTransportExample(const http::Settings& settings) {

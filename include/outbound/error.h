@@ -25,6 +25,7 @@
 #define OUTBOUND_ERROR_H_
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -91,6 +92,15 @@ class Error {
     return *this;
   }
 
+  // For kTransport: the HTTP/2 error code the server reset the attempt's
+  // stream with (RST_STREAM), when that is what ended it. gRPC gives each
+  // code a status of its own.
+  std::optional<std::uint32_t> stream_reset_code() const { return stream_reset_code_; }
+  Error& set_stream_reset_code(std::uint32_t code) {
+    stream_reset_code_ = code;
+    return *this;
+  }
+
   // For kRejected: how much longer the breaker stays open. Otherwise empty.
   std::optional<std::chrono::nanoseconds> retry_after() const { return retry_after_; }
   Error& set_retry_after(std::chrono::nanoseconds d) {
@@ -103,6 +113,7 @@ class Error {
   std::string message_;
   int attempts_ = 0;
   std::optional<std::chrono::nanoseconds> retry_after_;
+  std::optional<std::uint32_t> stream_reset_code_;
 };
 
 // A value, or the Error that stands in its place.

@@ -3,14 +3,13 @@
 
 #include <cctype>
 
+#include "parsers.h"
+
 namespace outbound::config {
 namespace {
 
-// Adapts a check on a plain value to Resolver's Check<T>.
-template <typename T>
-Check<T> Checking(Result<void> (*check)(T)) {
-  return [check](const T& value) { return check(value); };
-}
+using internal::Checking;
+using internal::ParseOnOff;
 
 Result<std::string> ParseText(const std::string& text) { return text; }
 
@@ -129,12 +128,6 @@ Result<std::optional<http::Bulkhead>> ParseBulkhead(const std::string& text) {
     bulkhead.max_wait = *wait;
   }
   return std::optional(bulkhead);
-}
-
-Result<bool> ParseOnOff(const std::string& text) {
-  if (text == "on") return true;
-  if (text == "off") return false;
-  return Fail(ErrorKind::kInvalidSettings, "must be on or off");
 }
 
 }  // namespace

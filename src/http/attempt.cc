@@ -56,6 +56,7 @@ Attempt::Attempt(const AttemptPath& path) : path_(path) {
     slots_ = heap_slots_.get();
   }
   path.slots().Make(slots_);
+  path.AttemptMade();
 }
 
 Attempt::~Attempt() {
@@ -63,6 +64,7 @@ Attempt::~Attempt() {
   path_.slots().Destroy(slots_);
   // No other thread holds the attempt now, so its lock guards nothing.
   if (body_timer_armed_) DisarmBodyTimer();
+  path_.AttemptGone();
 }
 
 void Attempt::Begin() {
@@ -135,6 +137,7 @@ void Attempt::RequestBodySent(TimePoint now) {
   std::lock_guard lock(mu_);
   if (body_sent_) return;
   body_sent_ = true;
+  if (request->body_source.pipe) return;  // a stream's: no header timer
   if (!sent_.load() || ended_.load() || cancel_.load() != CancelReason::kNone ||
       headers_arrived_.load() || awaiting_told_) {
     return;
@@ -185,7 +188,8 @@ AttemptOutcome Attempt::CancelledOutcome() const {
   outcome.body_failed = headers_arrived_.load();
   switch (cancel_.load()) {
     case CancelReason::kCancelled:
-      outcome.result = Fail(ErrorKind::kCancelled, "the caller cancelled the call");
+    case CancelReason::kClientDestroyed:
+      outcome.result = Fail(ErrorKind::kCancelled, CancelledMessage(cancel_.load()));
       break;
     case CancelReason::kAttemptTimeout:
       outcome.result =
@@ -193,7 +197,8 @@ AttemptOutcome Attempt::CancelledOutcome() const {
                "no response headers within the attempt timeout (" + ms(attempt_timeout) + "ms)");
       break;
     default:
-      if (body_timer_fired_.load()) {
+      // A stream's timer is the Context's deadline: the call's own.
+      if (body_timer_fired_.load() && !streaming_.load()) {
         outcome.result =
             Fail(ErrorKind::kDeadline, "the body did not end within its body timeout (" +
                                            ms(*call->body_timeout) + "ms)");
@@ -215,6 +220,21 @@ void Attempt::BodyStreaming(TimePoint now) {
   body_timer_armed_ = true;
   body_timeouts_ = list;
   list->Arm(body_timer_, now + *call->body_timeout);
+}
+
+void Attempt::RequestHeadersSent(TimePoint) {
+  if (!request->body_source.pipe) return;
+  outbound::internal::TimeoutList* list = call->deadlines();
+  if (list == nullptr) return;
+  std::lock_guard lock(mu_);
+  if (ended_.load() || cancel_.load() != CancelReason::kNone || body_timer_armed_) return;
+  if (!call->HoldDeadline()) return;
+  body_timer_armed_ = true;
+  streaming_ = true;
+  body_timeouts_ = list;
+  // Without a Context deadline the stream has no bound but cancellation;
+  // the timer is then never armed, and cancelling it does nothing.
+  if (call->context_deadline) list->Arm(body_timer_, *call->context_deadline);
 }
 
 void Attempt::DisarmBodyTimer() {

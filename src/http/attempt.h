@@ -29,6 +29,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -234,7 +235,12 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   void Sent(TimePoint now) override;
   bool sent() const { return sent_.load(); }
   // The whole of a streamed request body (Request::StreamBodyFrom) went.
+  // A pipe's body is a stream's: its end starts no header timer.
   void RequestBodySent(TimePoint now) override;
+  // A pipe's request headers went: the attempt is a stream from here. The
+  // call's deadline is held (Settings::timeout, WithTimeout no longer end
+  // it) and only the Context's deadline, on the body timer, does.
+  void RequestHeadersSent(TimePoint now) override;
   // The response's headers arrived.
   void HeadersArrived(TimePoint now) override;
   bool headers_arrived() const { return headers_arrived_.load(); }
@@ -283,7 +289,8 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   };
   BodyTimer body_timer_{*this};
   outbound::internal::TimeoutList* body_timeouts_ = nullptr;
-  bool body_timer_armed_ = false;  // guarded by mu_
+  bool body_timer_armed_ = false;       // guarded by mu_
+  std::atomic<bool> streaming_{false};  // the body timer is a stream's (the Context's deadline)
   std::atomic<bool> body_timer_fired_{false};
 
   // The layers' slots: inline when they fit, as they do for the client's
@@ -296,10 +303,23 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
 
 // The slot layout, a base of AttemptPath declared before its layers, so it
 // outlives them: a transport destroyed with the layers may let go of the
-// last attempts, whose slots are then destroyed by this layout.
+// last attempts, whose slots are then destroyed by this layout. It counts
+// the attempts alive and waits, when it goes, for the last of them: one
+// may be let go on another thread (a deadline's expiry on the clock's)
+// while the client is being destroyed.
 struct AttemptSlotLayout {
   explicit AttemptSlotLayout(AttemptSlots s) : slots(std::move(s)) {}
+  ~AttemptSlotLayout() {
+    std::unique_lock lock(attempts_mu);
+    no_attempts.wait(lock, [this] { return attempts == 0; });
+  }
+  AttemptSlotLayout(const AttemptSlotLayout&) = delete;
+  AttemptSlotLayout& operator=(const AttemptSlotLayout&) = delete;
+
   AttemptSlots slots;
+  mutable std::mutex attempts_mu;
+  mutable std::condition_variable no_attempts;
+  mutable int attempts = 0;  // guarded by attempts_mu
 };
 
 // The attempt layers of one client, top to bottom, the transport last:
@@ -315,6 +335,16 @@ class AttemptPath final : private AttemptSlotLayout, public LayerList<AttemptLay
       : AttemptSlotLayout(std::move(slots)), LayerList(std::move(layers), std::move(misused)) {}
 
   const AttemptSlots& slots() const { return AttemptSlotLayout::slots; }
+  // An attempt on this path was made; and has gone, the last it touches of
+  // the path (notified under the lock, so the path may go at once after).
+  void AttemptMade() const {
+    std::lock_guard lock(attempts_mu);
+    ++attempts;
+  }
+  void AttemptGone() const {
+    std::lock_guard lock(attempts_mu);
+    if (--attempts == 0) no_attempts.notify_all();
+  }
   void Misused(std::string_view what) const;
 };
 

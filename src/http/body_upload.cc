@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "body_pipe_link.h"
+
 namespace outbound::http::internal {
 namespace {
 
@@ -21,7 +23,8 @@ std::string WhatWasThrown() {
 
 }  // namespace
 
-BodyUpload::BodyUpload(const BodySource& source) : length_(source.length) {
+BodyUpload::BodyUpload(const BodySource& source) : pipe_(source.pipe), length_(source.length) {
+  if (pipe_ != nullptr) return;  // read by PipeLink::Take, not by `open`'s reader
   // The reader runs on the event loop: a throw must not leave it.
   try {
     reader_ = source.open();
@@ -38,6 +41,12 @@ BodyUpload::BodyUpload(const BodySource& source) : length_(source.length) {
 Result<std::size_t> BodyUpload::Read(std::span<char> buffer) {
   if (error_) return tl::unexpected(*error_);
   if (done_ || buffer.empty()) return 0;
+  if (pipe_ != nullptr) {
+    PipeLink::Taken taken = PipeLink::Take(*pipe_, buffer);
+    done_ = taken.end;
+    waiting_ = taken.size == 0 && !taken.end;
+    return taken.size;
+  }
   if (length_) {
     buffer = buffer.first(
         static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), *length_ - sent_)));

@@ -126,9 +126,9 @@ CallOutcome StoppedWaiting(CancelReason reason, std::string_view waiting_for) {
   CallOutcome outcome;
   std::string what(waiting_for);
   outcome.result =
-      reason == CancelReason::kCancelled
-          ? Fail(ErrorKind::kCancelled,
-                 "the caller cancelled the call while it waited for " + what + ": nothing was sent")
+      reason == CancelReason::kCancelled || reason == CancelReason::kClientDestroyed
+          ? Fail(ErrorKind::kCancelled, std::string(CancelledMessage(reason)) +
+                                            " while it waited for " + what + ": nothing was sent")
           : Fail(ErrorKind::kDeadline, "the call's deadline passed while it waited for " + what);
   return outcome;
 }

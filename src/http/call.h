@@ -29,7 +29,14 @@ namespace outbound::http::internal {
 
 // Why an attempt or a call was cancelled: one verb, "cancel", for every
 // way of stopping one; this says who asked.
-enum class CancelReason { kNone, kAttemptTimeout, kDeadline, kCancelled };
+enum class CancelReason { kNone, kAttemptTimeout, kDeadline, kCancelled, kClientDestroyed };
+
+// The message a call or attempt stopped by `reason` (kCancelled or
+// kClientDestroyed) ends with.
+inline const char* CancelledMessage(CancelReason reason) {
+  return reason == CancelReason::kClientDestroyed ? "the client was destroyed before the call ended"
+                                                  : "the caller cancelled the call";
+}
 
 // What a call's deadline or its caller's cancellation stops: the request
 // the call is on (its retry loop, or a rate limit's wait).
@@ -91,8 +98,8 @@ class CallState : public std::enable_shared_from_this<CallState> {
   void SetCancelTarget(const std::weak_ptr<Cancellable>& target);
   // Disarms both, once the call is over.
   void Disarm();
-  // Ends the call as if the caller cancelled it (the client is going away).
-  void Cancel() { Stop(CancelReason::kCancelled); }
+  // Ends the call as a cancel does, for the client is going away.
+  void ClientDestroyed() { Stop(CancelReason::kClientDestroyed); }
 
   TimePoint deadline() const { return deadline_; }
   bool deadline_passed() const { return reason_.load() == CancelReason::kDeadline; }
@@ -106,7 +113,10 @@ class CallState : public std::enable_shared_from_this<CallState> {
   void ReleaseDeadline();
   // Ends the call as its deadline passing would (a body timer ran out).
   void DeadlinePassed() { Stop(CancelReason::kDeadline); }
-  bool cancelled() const { return reason_.load() == CancelReason::kCancelled; }
+  bool cancelled() const {
+    CancelReason reason = reason_.load();
+    return reason == CancelReason::kCancelled || reason == CancelReason::kClientDestroyed;
+  }
   // Attempts started so far by the whole call, redirects included.
   std::atomic<int> attempts{0};
   // Attempts handed to a connection so far: what Error::attempts reports.
@@ -129,6 +139,9 @@ class CallState : public std::enable_shared_from_this<CallState> {
   BodySink body_sink;
   // The streamed body's own bound, from its headers (WithBodyTimeout).
   std::optional<Duration> body_timeout;
+  // The caller's Context deadline: a stream's only bound once its request
+  // headers are written (Request::StreamBodyFromPipe).
+  std::optional<TimePoint> context_deadline;
   // Retry loop: an attempt was repeated at a middleware's request (once
   // per call).
   bool repeated = false;

@@ -43,6 +43,9 @@ class Carrier {
   // Cancels an exchange it carries: an HTTP/2 stream reset, an HTTP/1.1
   // connection closed.
   virtual void Cancel(transport::Exchange& exchange) = 0;
+  // Bytes (or the end) came for the exchange's piped request body, which
+  // its transport found empty: it reads on and writes.
+  virtual void Resume(transport::Exchange& exchange) = 0;
   // Writes the requests handed over since the last Flush.
   virtual void Flush() = 0;
   // Closes the connections that carry nothing, or all of them.

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <vector>
 
+#include "body_pipe_link.h"
 #include "client_peer.h"
 #include "client_telemetry.h"
 #include "dispatcher.h"
@@ -204,7 +205,8 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
     attempt_layers.push_back(internal::MakeAttemptTimeout(slots, clock, s.attempt_timeout));
   }
   if (s.faults.enabled) {
-    attempt_layers.push_back(internal::MakeFaultInjection(clock, *c.runtime.random));
+    attempt_layers.push_back(
+        internal::MakeFaultInjection(clock, *c.runtime.random, front_end.injected_answer));
   }
   if (front_end.attempt_layers) front_end.attempt_layers(slots, clock, attempt_layers);
   attempt_layers.push_back(internal::MakeTransportLayer(std::move(transport)));
@@ -248,7 +250,7 @@ Client::~Client() {
       if (auto held = call->weak_from_this().lock()) calls.push_back(std::move(held));
     }
   }
-  for (auto& call : calls) call->Cancel();
+  for (auto& call : calls) call->ClientDestroyed();
   calls.clear();
   std::unique_lock lock(impl_->mu);
   impl_->idle.wait(lock, [&] { return impl_->live == nullptr; });
@@ -279,6 +281,7 @@ Error NamedError(const std::string& dependency, const Error& error) {
   Error named(error.kind(), dependency + ": " + error.message());
   named.set_attempts(error.attempts());
   if (error.retry_after()) named.set_retry_after(*error.retry_after());
+  if (error.stream_reset_code()) named.set_stream_reset_code(*error.stream_reset_code());
   return named;
 }
 
@@ -291,11 +294,20 @@ void Client::SendAsync(Request request, Callback done) {
 void Client::Impl::Send(Request request, Callback done, std::optional<bool> idempotent) {
   Impl& impl = *this;
   SendingScope sending(&impl);
+  // A pipe carries one call's body; refused, this call ends its writer's
+  // wait at once.
+  BodyPipe* pipe = request.body_source.pipe.get();  // held by the request, then the call
+  bool claimed = pipe != nullptr && internal::PipeLink::Claim(*pipe);
   auto refuse = [&](const Error& error) {
+    if (claimed) internal::PipeLink::Finish(*pipe);
     impl.loop->Post([done = std::move(done), error = NamedError(impl.dependency, error)] {
       done(tl::unexpected(error), nullptr);
     });
   };
+  if (pipe != nullptr && !claimed) {
+    return refuse(Error(ErrorKind::kInvalidRequest,
+                        "the request's BodyPipe carries another call's body already"));
+  }
   auto checked = internal::CheckRequest(impl.origin, impl.origin_text, request, impl.settings.gzip);
   if (!checked) return refuse(checked.error());
   Clock& clock = *impl.runtime.clock;
@@ -321,6 +333,7 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
   call->parent = std::move(request.context.trace);
   call->body_sink = std::move(request.body_sink);
   call->body_timeout = request.body_timeout;
+  call->context_deadline = request.context.deadline;
   if (impl.settings.faults.enabled) impl.TakeFault(*call, request.context.baggage);
   if (!request.context.baggage.empty()) {
     call->baggage = telemetry::FormatBaggage(request.context.baggage);
@@ -331,6 +344,11 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
   call->done = [impl = this, live = call.get()](internal::CallOutcome&& outcome) {
     live->Disarm();
     live->request.reset();
+    // A pipe's writer hears the end even of a call that never reached the
+    // transport (refused, rejected, cancelled while queued).
+    if (const auto& body_pipe = live->first_request.body_source.pipe) {
+      internal::PipeLink::Finish(*body_pipe);
+    }
     if (!outcome.result) {
       outcome.result = tl::unexpected(NamedError(impl->dependency, outcome.result.error()));
     } else {
@@ -342,9 +360,12 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
       callback(std::move(outcome.result), outcome.thrown);
       impl->Unlink(*live);
     };
-    if (t_sending == impl) {
-      // Ended inside SendAsync (a rejection): the caller hears of it later,
-      // from the loop. The call stays alive until then.
+    if (t_sending == impl || !impl->loop->InLoop()) {
+      // Ended inside SendAsync (a rejection), or on a thread that is not the
+      // loop's (a cancel, a deadline on the clock's thread, a ManualClock
+      // advanced): the caller hears of it from the loop, never on the stack
+      // of a thread that may hold its own locks. The call stays alive until
+      // then.
       impl->loop->Post(
           [held = live->shared_from_this(), finish = std::move(finish)]() mutable { finish(); });
     } else {
@@ -363,6 +384,10 @@ std::string ClientPeer::CallLayers(const Client& client) { return client.impl_->
 void ClientPeer::SendAsync(Client& client, Request request, bool idempotent,
                            Client::Callback done) {
   client.impl_->Send(std::move(request), std::move(done), idempotent);
+}
+
+void ClientPeer::Post(Client& client, std::function<void()> fn) {
+  client.impl_->loop->Post(std::move(fn));
 }
 
 circuit::Breaker& ClientPeer::breaker(Client& client) { return client.impl_->breaker; }

@@ -6,6 +6,7 @@
 #ifndef OUTBOUND_SRC_HTTP_CLIENT_PEER_H_
 #define OUTBOUND_SRC_HTTP_CLIENT_PEER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -24,6 +25,10 @@ struct ClientPeer {
   // Client::SendAsync, with the front end's word on whether the request may
   // reach the server twice (CallRequest::idempotent).
   static void SendAsync(Client& client, Request request, bool idempotent, Client::Callback done);
+  // Runs `fn` on the client's event-loop thread, as the callback of a call
+  // that ends inside SendAsync runs: for a front end's call that ends
+  // before it reaches the core.
+  static void Post(Client& client, std::function<void()> fn);
   // The client's one breaker.
   static circuit::Breaker& breaker(Client& client);
 

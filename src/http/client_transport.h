@@ -103,6 +103,9 @@ class ExchangeEvents {
   // to the sink.
   virtual void Sent(TimePoint now) = 0;
   virtual void RequestBodySent(TimePoint now) = 0;
+  // A pipe's body (Request::StreamBodyFromPipe) only: the request's
+  // headers were written, and the exchange is a stream from here on.
+  virtual void RequestHeadersSent(TimePoint now) = 0;
   virtual void HeadersArrived(TimePoint now) = 0;
   virtual void BodyStreaming(TimePoint now) = 0;
   // The exchange ended. The first end wins; false for a later one.

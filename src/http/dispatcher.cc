@@ -5,6 +5,8 @@
 #include <iterator>
 #include <unordered_set>
 
+#include "body_pipe_link.h"
+
 namespace outbound::http::internal {
 
 using transport::Exchange;
@@ -95,6 +97,24 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
       if (alive.lock()) Cancel(id);
     });
   });
+  if (const auto& pipe = exchange.request->body_source.pipe) {
+    // The pipe wakes the exchange by its id: nothing of the exchange is
+    // held by a writer, so a late wake finds it gone and does nothing.
+    exchange.pipe_attached = PipeLink::Attach(
+        *pipe,
+        [this, loop = loop_, alive, id] {
+          loop->Post([this, alive, id] {
+            if (alive.lock()) Resume(id);
+          });
+        },
+        [loop = std::weak_ptr<EventLoop>(loop_)] {
+          auto held = loop.lock();
+          return held != nullptr && held->InLoop();
+        });
+    if (!exchange.pipe_attached) {
+      return End(exchange, Failed(ErrorKind::kCancelled, "the request's BodyPipe had ended"));
+    }
+  }
   if (auto why = carrier_->Unreachable()) {
     exchange.events->Sent(clock_.Now());  // dialled, as far as the dependency is concerned
     return End(exchange, Failed(ErrorKind::kTransport, *why));
@@ -156,8 +176,17 @@ void Dispatcher::Cancel(std::uint64_t id) {
   End(exchange, exchange.events->CancelledOutcome());
 }
 
+void Dispatcher::Resume(std::uint64_t id) {
+  auto it = exchanges_.find(id);
+  if (it == exchanges_.end() || stopped_) return;
+  carrier_->Resume(*it->second);
+}
+
 void Dispatcher::End(Exchange& exchange, AttemptOutcome&& outcome) {
   auto node = exchanges_.extract(exchange.id);  // the exchange lives to the end of this
+  // Its writer hears of the end before the layers do: a Write blocked on
+  // it returns false now.
+  if (exchange.pipe_attached) PipeLink::Finish(*exchange.request->body_source.pipe);
   std::shared_ptr<ExchangeEvents> events = std::move(exchange.events);
   // The layers above hear of this attempt (its breaker ticket is settled)
   // before the queue moves, so a breaker it opened stops the queued ones.

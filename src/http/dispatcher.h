@@ -63,6 +63,9 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
   void Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& what);
   void Dispatch();
   void Cancel(std::uint64_t id);
+  // The exchange's pipe has bytes (or its end) for a transport that found
+  // none.
+  void Resume(std::uint64_t id);
   void End(transport::Exchange& exchange, AttemptOutcome&& outcome);
   void Ended(transport::Exchange& exchange, AttemptOutcome&& outcome) override;
   void RoomMade() override {

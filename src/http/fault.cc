@@ -26,7 +26,8 @@ std::string_view Name(InjectedFault::Kind kind) {
 
 class FaultInjection final : public AttemptLayer {
  public:
-  FaultInjection(Clock& clock, Random& random) : clock_(clock), random_(random) {}
+  FaultInjection(Clock& clock, Random& random, InjectedAnswer answer)
+      : clock_(clock), random_(random), answer_(std::move(answer)) {}
 
   std::string_view name() const override { return "fault injection"; }
 
@@ -50,11 +51,15 @@ class FaultInjection final : public AttemptLayer {
         attempt->Sent(now);
         attempt->HeadersArrived(now);
         Response response;
-        response.status = fault->status;
-        if (fault->retry_after) {
-          response.headers.Add("Retry-After", std::to_string(*fault->retry_after));
+        if (answer_) {
+          response = answer_(fault->status, fault->retry_after);
+        } else {
+          response.status = fault->status;
+          if (fault->retry_after) {
+            response.headers.Add("Retry-After", std::to_string(*fault->retry_after));
+          }
+          response.version = "1.1";
         }
-        response.version = "1.1";
         response.received_at = clock_.WallNow();
         outcome.result = std::move(response);
         attempt->End(std::move(outcome));
@@ -98,12 +103,14 @@ class FaultInjection final : public AttemptLayer {
 
   Clock& clock_;
   Random& random_;
+  InjectedAnswer answer_;
 };
 
 }  // namespace
 
-std::unique_ptr<AttemptLayer> MakeFaultInjection(Clock& clock, Random& random) {
-  return std::make_unique<FaultInjection>(clock, random);
+std::unique_ptr<AttemptLayer> MakeFaultInjection(Clock& clock, Random& random,
+                                                 InjectedAnswer answer) {
+  return std::make_unique<FaultInjection>(clock, random, std::move(answer));
 }
 
 }  // namespace outbound::http::internal

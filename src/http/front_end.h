@@ -15,6 +15,7 @@
 
 #include "attempt.h"
 #include "client_telemetry.h"
+#include "layers.h"
 #include "origin.h"
 #include "outbound/http/client.h"
 
@@ -24,6 +25,8 @@ struct FrontEnd {
   // The scheme of the client's failure injection point: "grpc" names it
   // "grpc:<host>:<port>".
   std::string_view fault_scheme = "http";
+  // What an injected "status:NNN" answers; empty: HTTP's response.
+  InjectedAnswer injected_answer;
   // Whether the call path follows redirects (gRPC has none).
   bool redirects = true;
   // Whether each attempt has Settings::attempt_timeout for its headers.

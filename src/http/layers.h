@@ -121,9 +121,17 @@ std::unique_ptr<AttemptLayer> MakeAttemptMiddleware(
 std::unique_ptr<AttemptLayer> MakeAttemptTimeout(AttemptSlots& slots, Clock& clock,
                                                  Duration timeout);
 
+// The answer an injected "status:NNN[,retry-after:S]" gives, as the front
+// end's protocol says it: HTTP's is a response of that status with a
+// Retry-After header.
+using InjectedAnswer =
+    std::function<Response(int status, std::optional<std::uint32_t> retry_after_seconds)>;
+
 // Failure injection: aborts, delays or answers the attempts of calls whose
 // scenario names this client (CallState::fault), below the attempt timeout.
-std::unique_ptr<AttemptLayer> MakeFaultInjection(Clock& clock, Random& random);
+// An empty `answer`: HTTP's.
+std::unique_ptr<AttemptLayer> MakeFaultInjection(Clock& clock, Random& random,
+                                                 InjectedAnswer answer);
 
 // The last attempt layer: hands each attempt to `transport` as an exchange
 // (client_transport.h), which ends it.

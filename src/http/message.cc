@@ -11,6 +11,8 @@
 #include <string>
 #include <utility>
 
+#include "body_pipe_link.h"
+
 namespace outbound::http {
 namespace {
 
@@ -89,6 +91,27 @@ Request& Request::StreamBodyFromOnce(BodyReader reader, std::optional<std::uint6
                            },
                            length};
   body_replayable = false;
+  return *this;
+}
+
+Request& Request::StreamBodyFromPipe(std::shared_ptr<BodyPipe> pipe) {
+  body_replayable = false;
+  if (pipe == nullptr) {
+    body_source = BodySource{[]() -> BodyReader {
+      return [](std::span<char>) -> Result<std::size_t> {
+        return Fail(ErrorKind::kInvalidRequest, "StreamBodyFromPipe was given no pipe");
+      };
+    }};
+    return *this;
+  }
+  // The client's own transport reads the pipe itself (internal::PipeLink);
+  // this reader is for transports off its event loop.
+  body_source = BodySource{[pipe]() -> BodyReader {
+                             return [pipe](std::span<char> buffer) {
+                               return internal::PipeLink::TakeWaiting(*pipe, buffer);
+                             };
+                           },
+                           std::nullopt, pipe};
   return *this;
 }
 

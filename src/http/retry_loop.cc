@@ -179,8 +179,8 @@ class RetryingRequest final : public AttemptOwner,
     }
     if (last) return Finish(std::move(*last));
     AttemptOutcome outcome;
-    outcome.result = reason == CancelReason::kCancelled
-                         ? Fail(ErrorKind::kCancelled, "the caller cancelled the call")
+    outcome.result = reason == CancelReason::kCancelled || reason == CancelReason::kClientDestroyed
+                         ? Fail(ErrorKind::kCancelled, CancelledMessage(reason))
                          : Fail(ErrorKind::kDeadline, "the call's deadline passed");
     Finish(std::move(outcome));
   }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "exchange.h"
 
+#include <cstdint>
 #include <utility>
 
 #include "wire/framing.h"
@@ -9,6 +10,25 @@
 
 namespace outbound::rpc::internal {
 namespace {
+
+// The status gRPC gives a stream the server reset (doc/PROTOCOL-HTTP2.md,
+// "Errors"): CANCEL is CANCELLED, REFUSED_STREAM UNAVAILABLE,
+// ENHANCE_YOUR_CALM RESOURCE_EXHAUSTED, INADEQUATE_SECURITY
+// PERMISSION_DENIED, every other code INTERNAL.
+Code CodeForStreamReset(std::uint32_t http2_code) {
+  switch (http2_code) {
+    case 0x8:
+      return Code::kCancelled;
+    case 0x7:
+      return Code::kUnavailable;
+    case 0xb:
+      return Code::kResourceExhausted;
+    case 0xc:
+      return Code::kPermissionDenied;
+    default:
+      return Code::kInternal;
+  }
+}
 
 // The core's error as the status gRPC gives the same failure.
 Status StatusOfError(const Error& error) {
@@ -21,6 +41,8 @@ Status StatusOfError(const Error& error) {
     case ErrorKind::kRejected:
       return {Code::kUnavailable, message, /*rejected=*/true};
     case ErrorKind::kTransport:
+      if (auto reset = error.stream_reset_code()) return {CodeForStreamReset(*reset), message};
+      return {Code::kUnavailable, message};
     case ErrorKind::kTlsUntrusted:
       return {Code::kUnavailable, message};
     case ErrorKind::kResponseTooLarge:
@@ -60,14 +82,25 @@ StatusOr<std::string> OnlyMessage(const http::Response& response, std::size_t li
 
 }  // namespace
 
-http::Request MessageRequest(std::string_view method, std::string_view message,
-                             const Context& context) {
+http::Request CallRequest(std::string_view method, const Context& context, bool accept_gzip) {
   std::string path(method);
   if (path.empty() || path.front() != '/') path.insert(path.begin(), '/');
-  http::Request request = http::Request::Post(std::move(path), Frame(message));
+  http::Request request = http::Request::Post(std::move(path), "");
   request.Header("content-type", "application/grpc");
   request.Header("te", "trailers");
+  if (accept_gzip) request.Header("grpc-accept-encoding", "gzip");
   request.WithContext(context);
+  return request;
+}
+
+StatusOr<http::Request> MessageRequest(std::string_view method, std::string_view message,
+                                       const Context& context, std::size_t send_limit, bool gzip,
+                                       bool accept_gzip) {
+  StatusOr<std::string> body = FrameForSending(message, send_limit, gzip);
+  if (!body) return tl::unexpected(std::move(body.error()));
+  http::Request request = CallRequest(method, context, accept_gzip);
+  if (gzip) request.Header("grpc-encoding", "gzip");
+  request.body = std::move(*body);
   return request;
 }
 

@@ -16,14 +16,22 @@
 #include "outbound/http/message.h"
 #include "outbound/rpc/client.h"
 #include "outbound/rpc/settings.h"
+#include "wire/status.h"
 
 namespace outbound::rpc::internal {
 
-// The request of a call that sends one message: a POST to the method's
-// path ("/pkg.Service/Method"; the server answers UNIMPLEMENTED for one it
-// does not have) with gRPC's headers (content-type, te), `message` framed.
-http::Request MessageRequest(std::string_view method, std::string_view message,
-                             const Context& context);
+// The request of a call: a POST to the method's path ("/pkg.Service/Method";
+// the server answers UNIMPLEMENTED for one it does not have) with gRPC's
+// headers (content-type, te). With `accept_gzip`, grpc-accept-encoding says
+// a gzip-coded answer is welcome.
+http::Request CallRequest(std::string_view method, const Context& context, bool accept_gzip);
+
+// The request of a call that sends one message: CallRequest's, `message`
+// framed (gzip-coded with `gzip`), or RESOURCE_EXHAUSTED when `message` is
+// over `send_limit` bytes.
+StatusOr<http::Request> MessageRequest(std::string_view method, std::string_view message,
+                                       const Context& context, std::size_t send_limit, bool gzip,
+                                       bool accept_gzip = true);
 
 // The status of one attempt or call: from its answer (its trailers, or
 // its headers when it is trailers-only; an HTTP status other than 200 by

@@ -2,10 +2,12 @@
 #include "front_end.h"
 
 #include <array>
+#include <optional>
 #include <span>
 
 #include "exchange.h"
 #include "names.h"
+#include "wire/status.h"
 #include "wire/timeout.h"
 
 namespace outbound::rpc::internal {
@@ -93,7 +95,9 @@ class GrpcTelemetry final : public http::internal::ClientTelemetry {
 };
 
 // Tells the server how long the attempt has: the call's time left as the
-// attempt goes to the transport, as grpc-timeout.
+// attempt goes to the transport, as grpc-timeout. A stream (its body a
+// pipe) is bounded by its context's deadline alone once it is on a
+// connection, so that is the one it sends, and none without one.
 class GrpcTimeout final : public http::internal::AttemptLayer {
  public:
   explicit GrpcTimeout(Clock& clock) : clock_(clock) {}
@@ -101,8 +105,12 @@ class GrpcTimeout final : public http::internal::AttemptLayer {
   std::string_view name() const override { return "grpc timeout"; }
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
-    Duration left = attempt->call->deadline() - clock_.Now();
-    attempt->attempt_headers.emplace_back("grpc-timeout", EncodeTimeout(left));
+    std::optional<TimePoint> deadline = attempt->call->deadline();
+    if (attempt->request->body_source.pipe != nullptr) deadline = attempt->call->context_deadline;
+    if (deadline) {
+      attempt->attempt_headers.emplace_back("grpc-timeout",
+                                            EncodeTimeout(*deadline - clock_.Now()));
+    }
     attempt->Proceed(*this);
   }
 
@@ -112,11 +120,31 @@ class GrpcTimeout final : public http::internal::AttemptLayer {
   Clock& clock_;
 };
 
+// An injected "status:NNN,retry-after:S" as a gRPC server would say it: a
+// Trailers-Only answer with the code gRPC gives that HTTP status, and the
+// retry-after as pushback.
+http::Response InjectedAnswer(int status, std::optional<std::uint32_t> retry_after_seconds) {
+  http::Response response;
+  response.status = 200;
+  response.version = "2";
+  response.headers.Add("content-type", "application/grpc");
+  response.headers.Add("grpc-status",
+                       std::to_string(static_cast<int>(CodeForHttpStatus(status))));
+  response.headers.Add("grpc-message", EncodeStatusMessage("injected fault: HTTP status " +
+                                                           std::to_string(status)));
+  if (retry_after_seconds) {
+    response.headers.Add("grpc-retry-pushback-ms",
+                         std::to_string(std::uint64_t{*retry_after_seconds} * 1000));
+  }
+  return response;
+}
+
 }  // namespace
 
 http::internal::FrontEnd GrpcFrontEnd() {
   http::internal::FrontEnd front_end;
   front_end.fault_scheme = "grpc";
+  front_end.injected_answer = InjectedAnswer;
   front_end.redirects = false;
   front_end.attempt_timeout = false;
   front_end.telemetry = [](const telemetry::Telemetry& telemetry,

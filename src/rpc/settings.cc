@@ -125,6 +125,20 @@ Result<void> Validate(const Settings& s) {
       s.backoff_max < s.backoff_base) {
     problems.push_back("Settings.backoff_max must be at least Settings.backoff_base");
   }
+  for (const std::string& method : s.non_idempotent_methods) {
+    std::size_t slash = method.find('/', 1);
+    if (method.size() < 4 || method.front() != '/' || slash == std::string::npos ||
+        slash == 1 || slash + 1 == method.size()) {
+      problems.push_back("Settings.non_idempotent_methods: \"" + method +
+                         "\" is not a method's full name (\"/pkg.Service/Method\")");
+    }
+  }
+  if (s.max_receive_message_bytes < 1) {
+    problems.push_back("Settings.max_receive_message_bytes: must be 1 or more");
+  }
+  if (s.max_send_message_bytes < 1) {
+    problems.push_back("Settings.max_send_message_bytes: must be 1 or more");
+  }
   if (!s.classify) problems.push_back("Settings.classify must be set");
   if (!s.breaker_policy.trip) problems.push_back("Settings.breaker_policy.trip must be set");
   if (!s.breaker_policy.probe) problems.push_back("Settings.breaker_policy.probe must be set");

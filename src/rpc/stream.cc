@@ -1,238 +1,108 @@
 // SPDX-License-Identifier: Apache-2.0
-// A client-streaming or bidirectional call (outbound/rpc/stream.h): its
-// opening is an attempt of the client's loop, retried like a unary one;
-// once open it is never sent again, and its end settles the breaker ticket
-// it took. One completion queue per stream, driven by whichever of the
-// caller's threads waits on it.
+// A client-streaming or bidirectional call on the call core: the request
+// body is a pipe the caller writes framed messages into while the answer
+// streams back through a Deframer into a queue the caller reads. The core
+// runs the call as any other (breaker, failure injection, telemetry); only
+// the context's deadline bounds it.
 #include "outbound/rpc/stream.h"
 
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
-
-#include <algorithm>
 #include <condition_variable>
+#include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
-#include <vector>
 
-#include "call_parts.h"
+#include "../http/client_peer.h"
 #include "client_impl.h"
+#include "exchange.h"
+#include "outbound/http/body_pipe.h"
 #include "outbound/rpc/client.h"
+#include "wire/framing.h"
 
 namespace outbound::rpc {
-
-using internal::AttemptState;
-using internal::CancelHook;
-using internal::Cancelled;
-using internal::OpeningBound;
-using internal::ReadTrailers;
-using internal::ToByteBuffer;
-using internal::ToString;
-
 namespace {
 
-// A stream's completion queue, waited on by whichever of the stream's
-// threads needs a result (a reader and a writer may wait at once): the
-// thread that polls records what the others wait for and wakes them. So a
-// stream costs no thread of its own.
-class Completions {
- public:
-  Completions() = default;
-  // Every operation started on the queue must have been waited for.
-  ~Completions() {
-    queue_.Shutdown();
-    void* tag;
-    bool ok;
-    while (queue_.Next(&tag, &ok)) {
-    }
-  }
-  Completions(const Completions&) = delete;
-  Completions& operator=(const Completions&) = delete;
+// What the core's thread and the caller's share: the messages received
+// and not yet read, and the call's end.
+struct Shared {
+  Shared(std::size_t receive_limit)
+      : deframer(/*encoding=*/"", receive_limit, [this](std::string message) {
+          std::lock_guard lock(mu);
+          messages.push_back(std::move(message));
+          changed.notify_all();
+        }) {}
 
-  grpc::CompletionQueue* queue() { return &queue_; }
-
-  // Blocks until the operation started with `tag` completes; its ok.
-  bool Wait(const void* tag) {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      auto it = std::find_if(done_.begin(), done_.end(),
-                             [tag](const auto& entry) { return entry.first == tag; });
-      if (it != done_.end()) {
-        bool ok = it->second;
-        done_.erase(it);
-        return ok;
-      }
-      if (polling_) {
-        cv_.wait(lock);
-        continue;
-      }
-      polling_ = true;
-      lock.unlock();
-      void* got = nullptr;
-      bool ok = false;
-      bool alive = queue_.Next(&got, &ok);
-      lock.lock();
-      polling_ = false;
-      if (alive) done_.emplace_back(got, ok);
-      cv_.notify_all();
-      if (!alive) return false;  // not reached: the queue shuts down in the destructor
-    }
-  }
-
- private:
-  grpc::CompletionQueue queue_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool polling_ = false;
-  std::vector<std::pair<const void*, bool>> done_;
+  std::mutex mu;
+  std::condition_variable changed;
+  std::deque<std::string> messages;
+  // Fed on the core's thread only, until `ended`; read by the caller after.
+  internal::Deframer deframer;
+  bool ended = false;
+  std::optional<Result<http::Response>> result;
+  std::exception_ptr thrown;
 };
 
 }  // namespace
 
-// An open stream's call, or the status of one that never opened.
 struct Stream::Impl {
-  Impl(Client::Impl& owner, std::string name, const Context& caller)
-      : client(&owner), method(std::move(name)), context(caller) {}
-  ~Impl() {
-    if (!finished) End(/*abandoned=*/true);
-  }
-  Impl(const Impl&) = delete;
-  Impl& operator=(const Impl&) = delete;
-
-  // Starts the call and waits until its headers are sent (ok), it failed,
-  // or open_by passed.
-  Status Open(grpc::GenericStub& stub, std::optional<TimePoint> open_by) {
-    call = stub.PrepareCall(&cc->grpc(), method, completions.queue());
-    if (call == nullptr) return Status{Code::kInternal, "gRPC did not prepare the call"};
-    hook = std::make_unique<CancelHook>(context, [cc = cc] { cc->TryCancel(); });
-    OpeningBound bound(*client->runtime.clock, open_by, cc);
-    call->StartCall(&start_tag);
-    if (completions.Wait(&start_tag) && bound.Opened()) return Status{};
-    grpc::Status failed;
-    call->Finish(&failed, &finish_tag);
-    completions.Wait(&finish_tag);
-    call.reset();
-    finished = true;  // nothing of it is left to end
-    return bound.expired() ? OpeningBound::Expired() : cc->Ended(failed);
-  }
-
-  void EndLocally(Status why) {
-    {
-      std::lock_guard lock(mu);
-      if (!local) local = std::move(why);
-    }
-    if (cc) cc->TryCancel();
-  }
-
-  // Ends the call, once: cancelled when abandoned, else half-closed and read
-  // to its end; then settles the ticket and ends the span.
-  Status End(bool abandoned) {
-    finished = true;
-    if (call == nullptr) return status;  // it never opened
-    bool ended_locally = false;
-    {
-      std::lock_guard lock(mu);
-      ended_locally = local.has_value();
-    }
-    if (abandoned || ended_locally) {
-      cc->TryCancel();
-    } else {
-      if (!writes_done) {
-        call->WritesDone(&write_tag);
-        completions.Wait(&write_tag);
-        writes_done = true;
-      }
-      grpc::ByteBuffer unread;
-      while (!read_done) {
-        call->Read(&unread, &read_tag);
-        read_done = !completions.Wait(&read_tag);
-      }
-    }
-    grpc::Status final_status;
-    call->Finish(&final_status, &finish_tag);
-    completions.Wait(&finish_tag);
-    ReadTrailers(cc->grpc(), trailers);
-    {
-      std::lock_guard lock(mu);
-      status = local ? *local : cc->Ended(final_status);
-    }
-    Client::Impl& owner = *client;
-    owner.EndSpan(span.get(), status);
-    owner.RecordCall(method, status, owner.runtime.clock->Now() - start);
-    circuit::Outcome outcome = circuit::Outcome::kIgnored;
-    if (!abandoned && !ended_locally && !Cancelled(context)) {
-      // May throw: the ticket stays unsettled and frees its slot when the
-      // stream goes.
-      outcome = owner.settings.classify(method, status, trailers).breaker;
-    }
-    owner.Settle(*ticket, outcome, context.trace);
-    return status;
-  }
-
-  Client::Impl* client;
-  const std::string method;
-  const Context context;
-  TimePoint start;
-  int attempts = 0;
-
-  // Destroyed last: the call below holds the queue until it goes.
-  Completions completions;
-  std::shared_ptr<internal::AttemptContext> cc;
-  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;  // null unless open
-  std::unique_ptr<CancelHook> hook;
-  std::optional<circuit::Ticket> ticket;
-  std::unique_ptr<telemetry::Span> span;
-  // One operation of each kind at a time (a writer, a reader, Finish), so a
-  // tag per kind.
-  char start_tag = 0, write_tag = 0, read_tag = 0, finish_tag = 0;
-
-  bool writes_done = false;  // the writer's
-  bool read_done = false;    // the reader's
-  bool finished = false;     // Finish's or the destructor's
-  std::mutex mu;
-  std::optional<Status> local;  // why the client ended the stream itself
+  std::shared_ptr<Shared> shared;
+  std::shared_ptr<http::BodyPipe> pipe;
+  // Ends the call: the caller's cancel is forwarded to it, and the
+  // destructor and a local end use it.
+  CancelSource cancel;
+  std::shared_ptr<outbound::internal::CancelState> caller_cancel;
+  int forward_id = -1;
+  std::size_t send_limit = 0;
+  std::optional<Status> local;  // ended on this side (EndLocally)
+  bool writes_done = false;
+  bool finished = false;
   Status status;
   Trailers trailers;
+  int attempts = 0;
+
+  ~Impl() {
+    if (!finished) cancel.Cancel();
+    if (caller_cancel) caller_cancel->Forget(forward_id);
+  }
+
+  void WaitEnded(std::unique_lock<std::mutex>& lock) {
+    shared->changed.wait(lock, [this] { return shared->ended; });
+  }
 };
 
-Stream Client::OpenStream(std::string_view method_view, const Context& context) {
-  internal::BlockingCall blocking(*impl_);
-  const std::string method(method_view);
-  TimePoint start = impl_->runtime.clock->Now();
-  std::unique_ptr<Stream::Impl> opened;
-  Reply reply = impl_->Run(method, context, /*stream=*/true, blocking, [&](AttemptState& attempt) {
-    return impl_->SendOpen(method, context, attempt, opened);
+Stream Client::OpenStream(std::string_view method, const Context& context) {
+  Impl& client = *impl_;
+  auto impl = std::make_unique<Stream::Impl>();
+  impl->shared = std::make_shared<Shared>(client.receive_limit);
+  impl->pipe = std::make_shared<http::BodyPipe>();
+  impl->send_limit = client.send_limit;
+  Context own = context;
+  own.cancel = impl->cancel.token();
+  if (context.cancel) {
+    impl->caller_cancel = context.cancel;
+    impl->forward_id = context.cancel->OnCancel([token = own.cancel] { token->Cancel(); });
+  }
+  http::Request request = internal::CallRequest(method, own, /*accept_gzip=*/false);
+  request.StreamBodyFromPipe(impl->pipe);
+  request.StreamBodyTo([shared = impl->shared.get()](std::string_view chunk) {
+    return shared->deframer.Feed(chunk).ok();
   });
-  if (opened == nullptr) {  // it never opened: a stream that only reports why
-    impl_->RecordCall(method, reply.status, impl_->runtime.clock->Now() - start);
-    opened = std::make_unique<Stream::Impl>(*impl_, method, context);
-    opened->status = std::move(reply.status);
-    opened->trailers = std::move(reply.trailers);
-  }
-  opened->start = start;
-  opened->attempts = reply.attempts;
-  return Stream(std::move(opened));
-}
-
-Status Client::Impl::SendOpen(const std::string& method, const Context& context,
-                              AttemptState& attempt, std::unique_ptr<Stream::Impl>& opened) {
-  if (!stub) return NoRoute();
-  auto stream = std::make_unique<Stream::Impl>(*this, method, context);
-  stream->cc = NewContext(attempt, context);
-  Status status = stream->Open(*stub, attempt.open_by);
-  if (!status.ok()) {
-    ReadTrailers(stream->cc->grpc(), attempt.trailers);
-    return status;
-  }
-  stream->ticket.emplace(std::move(attempt.ticket));
-  stream->span = std::move(attempt.span);
-  attempt.opened = true;
-  opened = std::move(stream);
-  return status;
+  // A pipe's call is sent once, and only the context's deadline bounds it
+  // once its headers are written (outbound/http/body_pipe.h).
+  client.Send(
+      std::move(request), /*idempotent=*/false,
+      [&client, shared = impl->shared](Result<http::Response> result, std::exception_ptr thrown) {
+        client.Answered(result.has_value());
+        std::lock_guard lock(shared->mu);
+        shared->result = std::move(result);
+        shared->thrown = thrown;
+        shared->ended = true;
+        shared->changed.notify_all();
+      });
+  return Stream(std::move(impl));
 }
 
 Stream::Stream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -240,49 +110,80 @@ Stream::Stream(Stream&& other) noexcept = default;
 Stream& Stream::operator=(Stream&& other) noexcept = default;
 Stream::~Stream() = default;
 
-bool Stream::opened() const { return impl_ != nullptr && impl_->call != nullptr; }
-
-int Stream::attempts() const { return impl_ ? impl_->attempts : 0; }
+int Stream::attempts() const { return impl_ == nullptr ? 0 : impl_->attempts; }
 
 bool Stream::Write(std::string_view message) {
-  if (!opened() || impl_->finished || impl_->writes_done) return false;
-  grpc::ByteBuffer buffer = ToByteBuffer(message);
-  impl_->call->Write(buffer, &impl_->write_tag);
-  return impl_->completions.Wait(&impl_->write_tag);
+  if (impl_ == nullptr || impl_->local || impl_->writes_done) return false;
+  internal::StatusOr<std::string> framed =
+      internal::FrameForSending(message, impl_->send_limit, /*gzip=*/false);
+  if (!framed) {
+    EndLocally(std::move(framed.error()));
+    return false;
+  }
+  return impl_->pipe->Write(*framed);
 }
 
 bool Stream::WritesDone() {
-  if (!opened() || impl_->finished || impl_->writes_done) return false;
-  impl_->call->WritesDone(&impl_->write_tag);
-  impl_->writes_done = true;
-  return impl_->completions.Wait(&impl_->write_tag);
+  if (impl_ == nullptr || impl_->local) return false;
+  if (!impl_->writes_done) {
+    impl_->writes_done = true;
+    impl_->pipe->Close();
+  }
+  std::lock_guard lock(impl_->shared->mu);
+  return !impl_->shared->ended;
 }
 
 bool Stream::Read(std::string* message) {
-  if (!opened() || impl_->finished || impl_->read_done) return false;
-  grpc::ByteBuffer buffer;
-  impl_->call->Read(&buffer, &impl_->read_tag);
-  if (!impl_->completions.Wait(&impl_->read_tag)) {
-    impl_->read_done = true;
-    return false;
-  }
-  *message = ToString(buffer);
+  if (impl_ == nullptr || impl_->local) return false;
+  Shared& shared = *impl_->shared;
+  std::unique_lock lock(shared.mu);
+  shared.changed.wait(lock, [&shared] { return !shared.messages.empty() || shared.ended; });
+  if (shared.messages.empty()) return false;
+  *message = std::move(shared.messages.front());
+  shared.messages.pop_front();
   return true;
 }
 
 Status Stream::Finish() {
   if (impl_ == nullptr) return Status{Code::kInternal, "the stream was moved from"};
-  if (impl_->finished) return impl_->status;
-  return impl_->End(/*abandoned=*/false);
+  Impl& impl = *impl_;
+  if (impl.finished) return impl.status;
+  if (!impl.writes_done) {
+    impl.writes_done = true;
+    impl.pipe->Close();
+  }
+  std::exception_ptr thrown;
+  {
+    std::unique_lock lock(impl.shared->mu);
+    impl.WaitEnded(lock);
+    impl.shared->messages.clear();
+    thrown = impl.shared->thrown;
+  }
+  impl.finished = true;
+  const Result<http::Response>& result = *impl.shared->result;
+  impl.attempts = result ? result->attempts : result.error().attempts();
+  if (result) impl.trailers = internal::TrailersOf(*result);
+  if (impl.local) {
+    impl.status = *impl.local;
+  } else if (!impl.shared->deframer.status().ok()) {
+    impl.status = impl.shared->deframer.status();
+  } else {
+    impl.status = internal::StatusOf(result);
+    if (impl.status.ok()) impl.status = impl.shared->deframer.Finish();
+  }
+  if (thrown) std::rethrow_exception(thrown);
+  return impl.status;
 }
 
 const Trailers& Stream::trailers() const {
   static const Trailers kNone;
-  return impl_ ? impl_->trailers : kNone;
+  return impl_ == nullptr ? kNone : impl_->trailers;
 }
 
 void Stream::EndLocally(Status status) {
-  if (impl_ != nullptr) impl_->EndLocally(std::move(status));
+  if (impl_ == nullptr || impl_->local) return;
+  impl_->local = std::move(status);
+  impl_->cancel.Cancel();
 }
 
 }  // namespace outbound::rpc

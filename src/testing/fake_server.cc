@@ -182,7 +182,7 @@ void FakeServer::Impl::Accept() {
     });
     socket.set_option(tcp::no_delay(true));
     if (!tls_context) {
-      Serve(std::make_unique<ByteStream>(std::move(socket)), false, id);
+      Serve(std::make_unique<ByteStream>(std::move(socket)), options.h2c, id);
     } else {
       auto tls = std::make_shared<std::unique_ptr<asio::ssl::stream<tcp::socket>>>(
           std::make_unique<asio::ssl::stream<tcp::socket>>(std::move(socket), *tls_context));

@@ -154,6 +154,7 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
     attempt->HeadersArrived(now);
     streams_ = sink_ != nullptr && response_.successful();
     if (streams_) attempt->BodyStreaming(now);
+    if (reply_.headers_only) return Done();  // HEADERS with END_STREAM: no body, no trailers
     Body();
   }
 
@@ -226,6 +227,9 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
   }
 
   void Done() {
+    if (!reply_.headers_only) {  // the trailers' HEADERS frame, after the body
+      for (const auto& [name, value] : reply_.trailers) response_.trailers.Add(name, value);
+    }
     AttemptOutcome outcome;
     outcome.body_streamed = streamed_;
     outcome.result = std::move(response_);

@@ -145,18 +145,29 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
   }
 
   void Respond(const Reply& reply) {
+    if (reply.headers_only && (!reply.body.empty() || !reply.trailers.empty())) {
+      Reply bare = reply;  // the headers, announcing no body
+      bare.body.clear();
+      bare.trailers.clear();
+      return Respond(bare);
+    }
     // Beast refuses fields over 64 KiB and writes only well-formed
-    // messages; a header bomb or a broken head is written as the bytes it is.
+    // messages; a header bomb, a broken head or trailers are written as
+    // the bytes they are.
     bool oversized = std::any_of(reply.headers.begin(), reply.headers.end(), [](const auto& h) {
       return h.first.size() + h.second.size() > 60 * 1024;
     });
     bool broken = reply.status_line || reply.announced_length ||
-                  reply.framing != Reply::Framing::kContentLength;
+                  reply.framing != Reply::Framing::kContentLength || !reply.trailers.empty();
     if (oversized || broken) {
-      std::string out = Head(reply, reply.framing);
-      if (reply.framing == Reply::Framing::kUnannounced) {
+      Reply::Framing framing =
+          reply.trailers.empty() ? reply.framing : Reply::Framing::kUnannounced;
+      std::string out = Head(reply, framing);
+      if (framing == Reply::Framing::kUnannounced) {
         if (!reply.body.empty()) out += Chunk(reply.body);
-        out += "0\r\n\r\n";
+        out += "0\r\n";
+        for (const auto& [name, value] : reply.trailers) out += name + ": " + value + "\r\n";
+        out += "\r\n";
       } else {
         out += reply.body;
       }

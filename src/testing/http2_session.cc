@@ -240,29 +240,20 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
       default:
         break;
     }
-    std::vector<std::string> storage;
-    storage.reserve(reply.headers.size() * 2 + 2);
-    std::vector<nghttp2_nv> nva;
-    auto add = [&](std::string name, std::string value) {
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      storage.push_back(std::move(name));
-      storage.push_back(std::move(value));
-    };
+    Headers fields;
     if (!reply.status_line) {
-      add(":status", std::to_string(reply.status));
+      fields.emplace_back(":status", std::to_string(reply.status));
     } else if (!reply.status_line->empty()) {
-      add(":status", *reply.status_line);
+      fields.emplace_back(":status", *reply.status_line);
     }
-    for (const auto& [name, value] : reply.headers) add(name, value);
-    if (reply.framing == Reply::Framing::kContentLength) {
-      add("content-length", std::to_string(reply.announced_length.value_or(reply.body.size())));
+    fields.insert(fields.end(), reply.headers.begin(), reply.headers.end());
+    if (reply.framing == Reply::Framing::kContentLength && !reply.headers_only) {
+      fields.emplace_back("content-length",
+                          std::to_string(reply.announced_length.value_or(reply.body.size())));
     }
-    for (std::size_t i = 0; i < storage.size(); i += 2) {
-      nva.push_back({reinterpret_cast<uint8_t*>(storage[i].data()),
-                     reinterpret_cast<uint8_t*>(storage[i + 1].data()), storage[i].size(),
-                     storage[i + 1].size(), NGHTTP2_NV_FLAG_NONE});
-    }
-    if (stream.request.method == "HEAD") {  // the headers only, as for a GET
+    std::vector<std::string> storage;
+    std::vector<nghttp2_nv> nva = Fields(fields, storage);
+    if (stream.request.method == "HEAD" || reply.headers_only) {  // END_STREAM on HEADERS
       stream.answered = true;
       nghttp2_submit_response(session_, id, nva.data(), nva.size(), nullptr);
       return;
@@ -270,6 +261,26 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     nghttp2_data_provider provider{};
     provider.read_callback = ReadBody;
     nghttp2_submit_response(session_, id, nva.data(), nva.size(), &provider);
+  }
+
+  // `fields` as nghttp2 takes them, names lower-cased; `storage` holds
+  // the bytes the entries point at (nghttp2 copies them on submit).
+  static std::vector<nghttp2_nv> Fields(const Headers& fields, std::vector<std::string>& storage) {
+    storage.clear();
+    storage.reserve(fields.size() * 2);
+    for (const auto& [name, value] : fields) {
+      std::string lower = name;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      storage.push_back(std::move(lower));
+      storage.push_back(value);
+    }
+    std::vector<nghttp2_nv> nva;
+    for (std::size_t i = 0; i < storage.size(); i += 2) {
+      nva.push_back({reinterpret_cast<uint8_t*>(storage[i].data()),
+                     reinterpret_cast<uint8_t*>(storage[i + 1].data()), storage[i].size(),
+                     storage[i + 1].size(), NGHTTP2_NV_FLAG_NONE});
+    }
+    return nva;
   }
 
   static ssize_t ReadBody(nghttp2_session*, int32_t id, uint8_t* buf, size_t length,
@@ -315,6 +326,15 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     if (stream.offset == end && !resets && !stalls) {
       *flags |= NGHTTP2_DATA_FLAG_EOF;
       stream.answered = true;
+      if (!reply.trailers.empty()) {
+        // END_STREAM goes on the trailers' HEADERS frame instead.
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        std::vector<std::string> storage;
+        std::vector<nghttp2_nv> nva = Fields(reply.trailers, storage);
+        if (nghttp2_submit_trailer(self.session_, id, nva.data(), nva.size()) != 0) {
+          return NGHTTP2_ERR_CALLBACK_FAILURE;
+        }
+      }
     }
     return static_cast<ssize_t>(n);
   }

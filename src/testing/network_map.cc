@@ -30,6 +30,7 @@ void NetworkMap::Remove(const std::string& host, std::uint16_t port) {
 
 Route NetworkMap::Resolve(std::string_view host, std::uint16_t port) const {
   std::lock_guard lock(mu_);
+  ++resolves_;
   auto it = routes_.find({Lower(host), port});
   if (it == routes_.end()) return Route{Route::Kind::kUnreachable, "", 0};
   return Route{Route::Kind::kEndpoint, it->second.first, it->second.second};

@@ -73,13 +73,18 @@ export PKG_CONFIG_PATH="$libdir/pkgconfig"
 test "$(pkg-config --modversion outbound-http)" = "$version"
 test "$(pkg-config --modversion outbound-rpc)" = "$version"
 pkg-config --exists --print-errors outbound-rpc
+# The gRPC client is the library's own HTTP/2: no grpc++ to link.
+if pkg-config --libs outbound-rpc | grep -q grpc; then
+  echo "pkg-config --libs outbound-rpc names grpc++: $(pkg-config --libs outbound-rpc)"
+  exit 1
+fi
 # shellcheck disable=SC2046
 "$cxx" -std=c++20 "$src/tests/consumer/project/http_main.cc" -o "$work/pc_consumer" \
   $(pkg-config --cflags --libs outbound-http)
 LD_LIBRARY_PATH="$libdir" "$work/pc_consumer"
 
 # The default install: static libraries, whose private dependencies (OpenSSL,
-# nghttp2, zlib; grpc++ for rpc) the package config and the
+# nghttp2, zlib) the package config and the
 # pkg-config files must hand to the consumer.
 echo "== install (static libraries)"
 "$cmake" -S "$src" -B "$work/build-static" -G Ninja -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER="$cxx" \

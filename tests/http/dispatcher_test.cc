@@ -32,6 +32,7 @@ class RecordedExchange final : public ExchangeEvents {
   void SetCanceller(std::function<void()> c) override { canceller = std::move(c); }
   void Sent(TimePoint) override { sent = true; }
   void RequestBodySent(TimePoint) override {}
+  void RequestHeadersSent(TimePoint) override {}
   void HeadersArrived(TimePoint) override {}
   void BodyStreaming(TimePoint) override {}
   bool End(AttemptOutcome&& o) override {
@@ -72,6 +73,7 @@ class ScriptedCarrier final : public Carrier {
     return true;
   }
   void Cancel(transport::Exchange& exchange) override { cancelled.push_back(&exchange); }
+  void Resume(transport::Exchange&) override {}
   void Flush() override { ++flushes; }
   void CloseIdle(const std::string& why) override { closed_idle.push_back(why); }
   void CloseAll(const std::string& why) override { closed_all->push_back(why); }

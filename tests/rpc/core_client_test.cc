@@ -3,7 +3,7 @@
 // real grpc++ servers on loopback (plain text is h2c, TLS with a test CA),
 // and on the kit's FakeTransport where what is sent must be exact. Waits run
 // on a ManualClock.
-#include "../../src/rpc/core_client.h"
+#include "outbound/rpc/client.h"
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -20,14 +20,13 @@
 namespace outbound::rpc {
 namespace {
 
-using internal::CoreClient;
 
 class CoreRpc : public RpcClient {
  protected:
-  std::unique_ptr<CoreClient> MakeCore(std::uint16_t port, Settings settings = DefaultSettings()) {
+  std::unique_ptr<Client> MakeCore(std::uint16_t port, Settings settings = DefaultSettings()) {
     network_.Add("backend", 9090, "127.0.0.1", port);
     settings.addr = "backend:9090";
-    auto client = CoreClient::Create(runtime_, std::move(settings));
+    auto client = Client::Create(runtime_, std::move(settings));
     EXPECT_TRUE(client) << client.error().message();
     return client ? std::move(*client) : nullptr;
   }
@@ -227,9 +226,9 @@ class CoreRpcOnFakeTransport : public ::testing::Test {
     return reply;
   }
 
-  std::unique_ptr<CoreClient> Make(Settings settings = DefaultSettings()) {
+  std::unique_ptr<Client> Make(Settings settings = DefaultSettings()) {
     settings.addr = "backend:9090";
-    return std::move(*CoreClient::Create(runtime_, std::move(settings)));
+    return std::move(*Client::Create(runtime_, std::move(settings)));
   }
 
   testing::ManualClock clock_;

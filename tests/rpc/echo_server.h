@@ -186,11 +186,31 @@ class RpcClient : public ::testing::Test {
     return gone.port();
   }
 
-  // Runs fn on its own thread, advancing the fake clock to every timer it
-  // sets, until it returns.
+  // Runs fn on its own thread until it returns, advancing the fake clock to
+  // each timer due within `horizon` of the start: the waits a call sets (a
+  // backoff, a pushback, a delay) and a deadline shorter than the default
+  // Timeout, but never a default Timeout's deadline or a client's idle
+  // timer, which are pending all along while a real server answers in real
+  // time.
   template <typename Fn>
-  auto Drive(Fn fn) {
+  auto Drive(Fn fn, Duration horizon = DefaultSettings().timeout) {
+    TimePoint until = clock_.Now() + horizon;
     auto future = std::async(std::launch::async, std::move(fn));
+    while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+      if (auto next = clock_.next_timer(); next && *next < until) clock_.AdvanceTo(*next);
+    }
+    return future.get();
+  }
+
+  // The same, advancing to every timer, deadlines included, once a
+  // connection is being made (the name resolved): for calls that nothing
+  // answers (a connect that hangs).
+  template <typename Fn>
+  auto DriveThroughDeadlines(Fn fn) {
+    auto future = std::async(std::launch::async, std::move(fn));
+    while (network_.resolves() == 0 &&
+           future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+    }
     while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
       if (auto next = clock_.next_timer()) clock_.AdvanceTo(*next);
     }

@@ -35,16 +35,21 @@ class GrpcJsPeer : public ::testing::Test {
         OUTBOUND_RPC_PEER_SCRIPT,
         std::vector<std::string>{"--modules=" OUTBOUND_RPC_PEER_MODULES, "--answers=" + answers});
     network_.Add("backend", 9090, "127.0.0.1", peer_->port());
+    timeout_ = settings.timeout;
     settings.addr = "backend:9090";
     auto client = Client::Create(runtime_, settings);
     ASSERT_TRUE(client) << client.error().message();
     client_ = std::move(*client);
   }
 
+  // A call, the clock advanced to each wait it sets (a backoff, a pushback,
+  // a delay) but never to its deadline: the stock server answers in real
+  // time while the deadline's timer is pending.
   Reply Call(const Context& context = {}) {
+    TimePoint until = clock_.Now() + timeout_;
     auto future = std::async(std::launch::async, [&] { return client_->Call(kSay, "", context); });
     while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
-      if (auto next = clock_.next_timer()) clock_.AdvanceTo(*next);
+      if (auto next = clock_.next_timer(); next && *next < until) clock_.AdvanceTo(*next);
     }
     return future.get();
   }
@@ -68,6 +73,7 @@ class GrpcJsPeer : public ::testing::Test {
   Runtime runtime_;
   std::unique_ptr<peers::NodePeer> peer_;
   std::unique_ptr<Client> client_;
+  Duration timeout_ = DefaultSettings().timeout;  // the client's
 };
 
 TEST_F(GrpcJsPeer, UnavailableIsRetriedUntilOk) {
@@ -125,9 +131,17 @@ TEST_F(GrpcJsPeer, TheTraceContextBaggageAndDeadlineReachTheServer) {
 // DEADLINE_EXCEEDED, one breaker failure, and the server sees the call go.
 TEST_F(GrpcJsPeer, AHungCallEndsAtTimeoutAndTheServerSeesItCancelled) {
   Settings settings = DefaultSettings();
-  settings.timeout = std::chrono::milliseconds(300);  // in real time, as gRPC's clock runs
+  settings.timeout = std::chrono::milliseconds(300);
   Start("HANG", settings);
-  Reply reply = Call();
+  TimePoint start = clock_.Now();
+  auto call = std::async(std::launch::async, [&] { return client_->Call(kSay, ""); });
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (PeerCalls() == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  clock_.Advance(std::chrono::milliseconds(300));
+  Reply reply = call.get();
+  EXPECT_EQ(clock_.Now() - start, std::chrono::milliseconds(300));
   EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;
   EXPECT_EQ(reply.attempts, 1);
   EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 1);
@@ -170,7 +184,7 @@ TEST_F(GrpcJsPeer, AnAsyncCallRetriesAndWaitsThePushbackOnTheClock) {
     ended.set_value({std::move(reply), std::this_thread::get_id()});
   });
   while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
-    if (auto next = clock_.next_timer()) clock_.AdvanceTo(*next);
+    if (auto next = clock_.next_timer(); next && *next < start + timeout_) clock_.AdvanceTo(*next);
   }
   auto [reply, thread] = future.get();
   EXPECT_TRUE(reply.status.ok()) << reply.status.message;

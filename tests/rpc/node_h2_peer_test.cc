@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <chrono>
 #include <future>
+#include <thread>
 
 #include "node_peer.h"
 #include "outbound/rpc/client.h"
@@ -38,11 +40,16 @@ TEST(RpcNodeH2Peer, AnAttemptTheServerHoldsEndsAtTheClientsOwnDeadline) {
   Settings settings = DefaultSettings();
   settings.addr = "backend:9090";
   settings.tls = TlsSettings{ca.pem(), "", ""};
-  settings.timeout = std::chrono::milliseconds(300);  // in real time, as gRPC's clock runs
+  settings.timeout = std::chrono::milliseconds(300);
   auto client = Client::Create(runtime, settings);
   ASSERT_TRUE(client) << client.error().message();
 
   auto call = std::async(std::launch::async, [&] { return (*client)->Call(kSay, ""); });
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (peer.Stats().at("streams").get<int>() == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  clock.Advance(std::chrono::milliseconds(300));  // the call's Timeout, on its clock
   ASSERT_EQ(call.wait_for(std::chrono::seconds(10)), std::future_status::ready)
       << "nothing ended the attempt the server holds";
   Reply reply = call.get();

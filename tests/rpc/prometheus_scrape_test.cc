@@ -67,12 +67,12 @@ TEST_F(RpcPrometheusScrape, PrometheusSeesTheBreakerOpenAndTheOpeningAfterItClos
   EXPECT_FALSE(api.Query(R"(outbound_circuit_calls_total{outcome="failure"} == 5)").empty());
   EXPECT_FALSE(api.Query(R"(outbound_circuit_calls_total{outcome="success"} == 3)").empty());
   EXPECT_FALSE(api.Query(R"(outbound_retry_budget_tokens > 0)").empty());
-  // The calls themselves, by their gRPC status: 14 UNAVAILABLE, 0 OK.
-  EXPECT_FALSE(
-      api.Query(R"(rpc_client_call_duration_seconds_count{rpc_grpc_status_code="14"} == 5)")
-          .empty());
-  EXPECT_FALSE(api.Query(R"(rpc_client_call_duration_seconds_count{rpc_grpc_status_code="0"} == 3)")
+  // The attempts themselves, by their gRPC status.
+  EXPECT_FALSE(api.Query(R"(rpc_client_call_duration_seconds_count{rpc_response_status_code="UNAVAILABLE"} == 5)")
                    .empty());
+  EXPECT_FALSE(
+      api.Query(R"(rpc_client_call_duration_seconds_count{rpc_response_status_code="OK"} == 3)")
+          .empty());
 }
 
 }  // namespace

@@ -92,6 +92,70 @@ TEST(FakeServerFaultsTest, UnannouncedBodiesAreChunked) {
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n0\r\n\r\n");
 }
 
+TEST(FakeServerFaultsTest, TrailersFollowAChunkedBodyOnHttp11) {
+  auto server = PlainServer(Reply::Ok("hi").Trailer("X-Sum", "7"));
+  EXPECT_EQ(RawGet(*server).bytes,
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\nX-Sum: "
+            "7\r\n\r\n");
+}
+
+TEST(FakeServerFaultsTest, HeadersOnlySendsNoBodyOnHttp11) {
+  auto server = PlainServer(Reply::Ok("never sent").Trailer("x-sum", "7").HeadersOnly());
+  std::string bytes = RawGet(*server).bytes;
+  EXPECT_NE(bytes.find("Content-Length: 0\r\n"), std::string::npos) << bytes;
+  EXPECT_EQ(bytes.substr(bytes.size() - 4), "\r\n\r\n") << bytes;
+  EXPECT_EQ(bytes.find("never sent"), std::string::npos);
+  EXPECT_EQ(bytes.find("x-sum"), std::string::npos);
+}
+
+// HTTP/2 in plain text with prior knowledge, as nghttp speaks it to an
+// http:// URI: its -v lists each frame the server sent.
+std::string NghttpFrames(const FakeServer& server) {
+  return RunCommand("nghttp -v http://127.0.0.1:" + std::to_string(server.port()) + "/ 2>&1")
+      .output;
+}
+
+std::unique_ptr<FakeServer> H2cServer(Reply reply) {
+  auto server = FakeServer::Start(
+      {.h2c = true, .handler = [reply](const ServerRequest&) { return reply; }});
+  EXPECT_TRUE(server) << server.error().message();
+  return std::move(*server);
+}
+
+TEST(FakeServerH2cTest, PlainTextServesHttp2WithPriorKnowledge) {
+  auto server = H2cServer(Reply::Ok("hi"));
+  CommandResult curl = RunCommand(
+      "curl -sS -o /dev/null -w '%{http_version} %{http_code}' --http2-prior-knowledge "
+      "http://127.0.0.1:" +
+      std::to_string(server->port()) + "/ 2>/dev/null");
+  EXPECT_EQ(curl.output, "2 200");
+  ASSERT_EQ(server->requests().size(), 1u);
+  EXPECT_EQ(server->requests()[0].version, "2");
+  EXPECT_EQ(server->url().rfind("http://", 0), 0u);
+}
+
+TEST(FakeServerH2cTest, TrailersEndTheStreamAfterTheData) {
+  auto server = H2cServer(Reply::Ok("hi").Unannounced().Trailer("X-Sum", "7"));
+  std::string out = NghttpFrames(*server);
+  std::size_t data = out.find("recv DATA frame <length=2, flags=0x00,");  // no END_STREAM
+  std::size_t trailers = out.find("recv HEADERS frame <length=", data);
+  ASSERT_NE(data, std::string::npos) << out;
+  ASSERT_NE(trailers, std::string::npos) << out;
+  EXPECT_NE(out.find("x-sum: 7", data), std::string::npos) << out;
+  EXPECT_EQ(out.find("END_STREAM | END_HEADERS", trailers),
+            out.find("END_STREAM", data)) << out;  // the trailers' frame ends the stream
+}
+
+TEST(FakeServerH2cTest, HeadersOnlyIsOneHeadersFrameWithEndStream) {
+  auto server = H2cServer(Reply::Ok("never sent").Header("grpc-status", "14").HeadersOnly());
+  std::string out = NghttpFrames(*server);
+  std::size_t headers = out.find("recv HEADERS frame <length=");
+  ASSERT_NE(headers, std::string::npos) << out;
+  EXPECT_NE(out.find("flags=0x05,", headers), std::string::npos) << out;  // END_STREAM | END_HEADERS
+  EXPECT_EQ(out.find("recv DATA frame"), std::string::npos) << out;
+  EXPECT_EQ(out.find("content-length"), std::string::npos) << out;
+}
+
 TEST(FakeServerFaultsTest, AnnounceLengthLiesAboutTheBody) {
   auto server = PlainServer(Reply::ShortBody(2, "abc").AnnounceLength(1000));
   EXPECT_EQ(RawGet(*server).bytes, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nab");

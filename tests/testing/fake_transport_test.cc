@@ -64,6 +64,25 @@ TEST_F(FakeTransportTest, AnAnswerReachesTheCallerAndTheRequestIsRecordedAsSent)
   EXPECT_EQ(requests[0].body, "{}");
 }
 
+// As the HTTP/2 transport reads them: trailers after the body, and an
+// answer of headers alone (gRPC's Trailers-Only) with no body.
+TEST_F(FakeTransportTest, TrailersAndHeadersOnlyAnswersReachTheResponse) {
+  Script([](const ServerRequest& r) {
+    if (r.target == "/alone") return Reply::Ok("dropped").Header("x-state", "done").HeadersOnly();
+    return Reply::Ok("body").Trailer("x-sum", "7");
+  });
+  auto client = MakeClient();
+  auto response = client->Send(http::Request::Get("/"));
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "body");
+  EXPECT_EQ(response->trailers.Find("x-sum"), "7");
+  EXPECT_EQ(response->headers.Find("x-sum"), "");  // trailer fields never join the headers
+  auto alone = client->Send(http::Request::Get("/alone"));
+  ASSERT_TRUE(alone) << alone.error().message();
+  EXPECT_EQ(alone->body, "");
+  EXPECT_EQ(alone->header("x-state"), "done");
+}
+
 TEST_F(FakeTransportTest, A503WithRetryAfterIsRetriedAfterExactlyThatLong) {
   std::atomic<int> seen{0};
   Script([&](const ServerRequest&) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `outbound bench`: the client as a load generator. N calls, C in flight,
 // through one http::Client with settings from the OUTBOUND_* variables.
+#include "bench.h"
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "grpc.h"
 #include "outbound/http/client.h"
 #include "outbound/telemetry/metric_store.h"
 #include "outbound/telemetry/prometheus.h"
@@ -29,13 +32,18 @@ constexpr const char* kBenchHelp = R"(usage: outbound bench [options] URL
 Sends N calls to URL, C at a time, through one outbound client (retries,
 budget, breaker, timeouts all on), like h2load but through the resilient
 client. Settings come from the OUTBOUND_* variables (see outbound call --help).
+A grpc or grpcs URL, grpc://HOST:PORT/package.Service/Method, sends N unary
+gRPC calls of that method through one rpc::Client, each with the serialised
+message -d gives (-d @req.bin), and prints the same figures, errors by
+status (see "gRPC" in outbound call --help); -X and -H do not apply.
 
 options:
   -n N                    calls to make (default 10000)
   -c C                    calls in flight at once (default 64)
   -X, --method METHOD     the request method (default GET)
   -H, --header 'K: V'     a request header; repeatable
-  -d, --data DATA         the request body
+  -d, --data DATA         the request body; @FILE reads it from FILE, @- from
+                          stdin
   --connect-to H:P:A:P    dial ADDR:PORT for HOST:PORT
   --json FILE             also write the figures as JSON ("-" for stdout)
   --rss-every K           sample this process's RSS every K calls (in the JSON)
@@ -47,12 +55,13 @@ prints: calls/s, latency p50/p90/p99/max, errors by kind, attempts per call,
 breaker transitions, CPU time per call (user+sys of this process), peak RSS.
 )";
 
-// Spans as a tracing backend would receive them, counted and let go.
-class CountingProcessor final : public telemetry::SpanProcessor {
- public:
-  void OnEnd(telemetry::SpanData&&) override { spans.fetch_add(1, std::memory_order_relaxed); }
-  std::atomic<long> spans{0};
-};
+long PeakRssKb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+}  // namespace
 
 double CpuSeconds() {
   rusage usage{};
@@ -70,13 +79,48 @@ long RssKb() {
   return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-long PeakRssKb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss;
+int ReportBench(BenchFigures& f, const std::string& json_path) {
+  std::vector<double>& latencies_ms = f.latencies_ms;
+  std::sort(latencies_ms.begin(), latencies_ms.end());
+  auto pct = [&](double p) {
+    auto index = static_cast<std::size_t>(p * static_cast<double>(latencies_ms.size() - 1));
+    return latencies_ms[index];
+  };
+  auto n = static_cast<double>(f.calls);
+  nlohmann::json report = {
+      {"calls", f.calls},
+      {"concurrency", f.concurrency},
+      {"seconds", f.seconds},
+      {"calls_per_second", n / f.seconds},
+      {"ok", f.ok},
+      {"errors", f.errors},
+      {"latency_ms",
+       {{"p50", pct(0.50)}, {"p90", pct(0.90)}, {"p99", pct(0.99)}, {"max", latencies_ms.back()}}},
+      {"attempts_per_call", static_cast<double>(f.attempts) / n},
+      {"breaker_transitions", f.transitions},
+      {"telemetry", f.telemetry},
+      {"spans", f.spans},
+      {"cpu_seconds", f.cpu_seconds},
+      {"cpu_us_per_call", f.cpu_seconds * 1e6 / n},
+      {"peak_rss_kb", PeakRssKb()},
+      {"rss_kb_samples", f.rss_samples}};
+  std::cout << std::fixed << std::setprecision(2) << "calls: " << f.calls << " (" << f.concurrency
+            << " in flight) in " << f.seconds << " s: " << n / f.seconds << " calls/s\n"
+            << "latency ms: p50 " << pct(0.5) << "  p90 " << pct(0.9) << "  p99 " << pct(0.99)
+            << "  max " << latencies_ms.back() << "\n"
+            << "ok: " << f.ok
+            << "  errors: " << (f.errors.empty() ? "none" : nlohmann::json(f.errors).dump())
+            << "\nattempts per call: " << static_cast<double>(f.attempts) / n
+            << "  breaker transitions: " << f.transitions << "\n"
+            << "cpu: " << f.cpu_seconds << " s, " << f.cpu_seconds * 1e6 / n
+            << " us/call  peak rss: " << PeakRssKb() / 1024 << " MiB\n";
+  if (json_path == "-") {
+    std::cout << report.dump() << "\n";
+  } else if (!json_path.empty()) {
+    std::ofstream(json_path) << report.dump(2) << "\n";
+  }
+  return f.errors.empty() ? kExitOk : 1;
 }
-
-}  // namespace
 
 int RunBench(const std::vector<std::string>& args) {
   long n = 10000;
@@ -86,6 +130,7 @@ int RunBench(const std::vector<std::string>& args) {
   std::string url, json_path;
   long rss_every = 0;
   bool with_telemetry = false;
+  std::vector<std::string> http_only;  // given, and of no use to a gRPC call
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     bool has_value = i + 1 < args.size();
@@ -99,10 +144,15 @@ int RunBench(const std::vector<std::string>& args) {
         concurrency = std::stoi(args[++i]);
       } else if ((a == "-X" || a == "--method") && has_value) {
         proto.method = args[++i];
+        http_only.push_back(a);
       } else if ((a == "-H" || a == "--header") && has_value) {
         if (!AddHeader(proto, args[++i])) return Usage("bench", "-H needs 'Name: value'");
+        http_only.push_back(a);
       } else if ((a == "-d" || a == "--data") && has_value) {
-        proto.body = args[++i];
+        std::string problem;
+        std::optional<std::string> data = ReadData(args[++i], &problem);
+        if (!data) return Usage("bench", problem);
+        proto.body = std::move(*data);
         if (proto.method == "GET") proto.method = "POST";
       } else if (a == "--connect-to" && has_value) {
         if (!network.Add(args[++i]))
@@ -124,6 +174,23 @@ int RunBench(const std::vector<std::string>& args) {
   }
   if (url.empty()) return Usage("bench", "a URL is needed");
   if (n < 1 || concurrency < 1) return Usage("bench", "-n and -c must be positive");
+  if (IsGrpcUrl(url)) {
+    if (!http_only.empty()) {
+      return Usage("bench", http_only.front() + " does not apply to a gRPC call");
+    }
+    std::string problem;
+    std::optional<GrpcTarget> target = ParseGrpcUrl(url, &problem);
+    if (!target) return Usage("bench", problem);
+    return RunGrpcBench({.url = url,
+                         .target = std::move(*target),
+                         .message = std::move(proto.body),
+                         .network = &network,
+                         .calls = n,
+                         .concurrency = concurrency,
+                         .rss_every = rss_every,
+                         .telemetry = with_telemetry,
+                         .json_path = json_path});
+  }
   std::string origin = OriginOf(url);
   if (origin.empty()) return Usage("bench", "\"" + url + "\" is not an absolute URL");
   std::optional<http::Settings> settings = SettingsFromEnvironment(origin);
@@ -219,53 +286,19 @@ int RunBench(const std::vector<std::string>& args) {
     std::unique_lock lock(run.mu);
     run.all_done.wait(lock, [&] { return run.finished == n; });
   }
-  double seconds = std::chrono::duration<double>(run.clock->Now() - t0).count();
-  double cpu = CpuSeconds() - cpu_before;
-  std::vector<double>& latencies_ms = run.latencies_ms;
-  long attempts = run.attempts, transitions = run.transitions;
-  long ok = run.ok;
-  const std::map<std::string, long>& errors = run.errors;
-  const std::vector<long>& rss_samples = run.rss_samples;
-
-  std::sort(latencies_ms.begin(), latencies_ms.end());
-  auto pct = [&](double p) {
-    auto index = static_cast<std::size_t>(p * static_cast<double>(latencies_ms.size() - 1));
-    return latencies_ms[index];
-  };
-  nlohmann::json report = {
-      {"calls", n},
-      {"concurrency", concurrency},
-      {"seconds", seconds},
-      {"calls_per_second", static_cast<double>(n) / seconds},
-      {"ok", ok},
-      {"errors", errors},
-      {"latency_ms",
-       {{"p50", pct(0.50)}, {"p90", pct(0.90)}, {"p99", pct(0.99)}, {"max", latencies_ms.back()}}},
-      {"attempts_per_call", static_cast<double>(attempts) / static_cast<double>(n)},
-      {"breaker_transitions", transitions},
-      {"telemetry", with_telemetry},
-      {"spans", spans.spans.load()},
-      {"cpu_seconds", cpu},
-      {"cpu_us_per_call", cpu * 1e6 / static_cast<double>(n)},
-      {"peak_rss_kb", PeakRssKb()},
-      {"rss_kb_samples", rss_samples}};
-  std::cout << std::fixed << std::setprecision(2) << "calls: " << n << " (" << concurrency
-            << " in flight) in " << seconds << " s: " << static_cast<double>(n) / seconds
-            << " calls/s\n"
-            << "latency ms: p50 " << pct(0.5) << "  p90 " << pct(0.9) << "  p99 " << pct(0.99)
-            << "  max " << latencies_ms.back() << "\n"
-            << "ok: " << ok
-            << "  errors: " << (errors.empty() ? "none" : nlohmann::json(errors).dump())
-            << "\nattempts per call: " << static_cast<double>(attempts) / static_cast<double>(n)
-            << "  breaker transitions: " << transitions << "\n"
-            << "cpu: " << cpu << " s, " << cpu * 1e6 / static_cast<double>(n)
-            << " us/call  peak rss: " << PeakRssKb() / 1024 << " MiB\n";
-  if (json_path == "-") {
-    std::cout << report.dump() << "\n";
-  } else if (!json_path.empty()) {
-    std::ofstream(json_path) << report.dump(2) << "\n";
-  }
-  return errors.empty() ? kExitOk : 1;
+  BenchFigures figures{.calls = n,
+                       .concurrency = concurrency,
+                       .seconds = std::chrono::duration<double>(run.clock->Now() - t0).count(),
+                       .latencies_ms = std::move(run.latencies_ms),
+                       .ok = run.ok,
+                       .errors = run.errors,
+                       .attempts = run.attempts,
+                       .transitions = run.transitions,
+                       .telemetry = with_telemetry,
+                       .spans = spans.spans.load(),
+                       .cpu_seconds = CpuSeconds() - cpu_before,
+                       .rss_samples = run.rss_samples};
+  return ReportBench(figures, json_path);
 }
 
 }  // namespace outbound::tool

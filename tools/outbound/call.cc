@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "grpc.h"
 #include "outbound/http/client.h"
 #include "outbound/telemetry/trace.h"
 #include "outbound/version.h"
@@ -21,38 +22,19 @@
 namespace outbound::tool {
 namespace {
 
-// Writes each ended span to stderr on one line: name, ids, duration, status
-// and attributes.
-class SpanPrinter final : public telemetry::SpanProcessor {
- public:
-  explicit SpanPrinter(std::mutex& mu) : mu_(mu) {}
-  void OnEnd(telemetry::SpanData&& span) override {
-    std::lock_guard lock(mu_);
-    std::cerr << "span " << span.name << " trace " << span.context.trace_id.Hex() << " span "
-              << span.context.span_id.Hex() << " "
-              << std::chrono::duration<double, std::milli>(span.end - span.start).count() << " ms "
-              << telemetry::ToString(span.status);
-    for (const telemetry::Attribute& attribute : span.attributes) {
-      std::cerr << " " << attribute.key << "=" << telemetry::ToString(attribute.value);
-    }
-    std::cerr << "\n";
-  }
-
- private:
-  std::mutex& mu_;
-};
-
 constexpr const char* kCallHelp = R"(usage: outbound call [options] URL
 
 Makes one call to an http or https URL through outbound's HTTP client
 (retries, retry budget, circuit breaker, timeouts) and writes the response
 body to stdout. A redirect within the URL's origin is followed; one to
 another origin is not, and is said on stderr with its Location.
+A grpc or grpcs URL makes one unary gRPC call instead (see "gRPC").
 
 options:
   -X, --method METHOD     the request method (default GET)
   -H, --header 'K: V'     a request header; repeatable
-  -d, --data DATA         the request body; @FILE reads it from FILE
+  -d, --data DATA         the request body; @FILE reads it from FILE, @- from
+                          stdin
   -i, --include           the status line and headers before the body
   -o, --output FILE       write to FILE instead of stdout; a 2xx body is
                           streamed to FILE as it arrives (see "bodies")
@@ -104,6 +86,28 @@ bodies:
   (OUTBOUND_TIMEOUT, default 10s) bounds the whole call, body included:
   raise it for a long download.
 
+gRPC:
+  outbound call [options] grpc://HOST:PORT/package.Service/Method
+  outbound call [options] grpcs://HOST:PORT/package.Service/Method
+  One unary call through outbound's gRPC client: HTTP/2 in plain text (h2c)
+  for grpc, TLS for grpcs. The request is the serialised message -d gives
+  (-d @req.bin, or -d @- for stdin; none: the empty message); the serialised
+  response message goes to stdout, or to FILE with -o (a status other than
+  OK writes nothing, and leaves FILE as it was). The call's status
+  and its attempts go to stderr, as in: outbound: OK (1 attempt), or
+  outbound: UNAVAILABLE: failed to connect to all addresses; ... (3 attempts).
+  -o, --timeout, --cacert, --cert, --key, --connect-to, --fault (the point
+  is grpc:HOST:PORT), -v (each attempt's span) and --report json apply;
+  -X, -H, -i and --fail do not. The settings are the variables above that
+  rpc::Settings has: OUTBOUND_TIMEOUT OUTBOUND_MAX_ATTEMPTS
+  OUTBOUND_BACKOFF_BASE OUTBOUND_BACKOFF_MAX, the OUTBOUND_RETRY_BUDGET_ and
+  OUTBOUND_BREAKER_ ones, OUTBOUND_CA_FILE OUTBOUND_CERT_FILE
+  OUTBOUND_KEY_FILE (a grpcs URL only) and OUTBOUND_FAULTS; another is
+  warned about. A status other than OK exits 100 + its code (CANCELLED 101,
+  DEADLINE_EXCEEDED 104, NOT_FOUND 105, UNIMPLEMENTED 112, INTERNAL 113,
+  UNAVAILABLE 114, UNAUTHENTICATED 116); a call the circuit breaker turned
+  away exits 69.
+
 exit codes:
   0 success    2 usage    3 invalid request    7 connection failed
   8 invalid response    22 HTTP status >= 400 with --fail    23 cannot write
@@ -111,6 +115,7 @@ exit codes:
   28 deadline    42 cancelled    47 too many redirects
   60 untrusted certificate    63 response too large
   69 rejected by the circuit breaker    76 another origin    78 bad configuration
+  101-116 a gRPC status other than OK (100 + its code)
 )";
 
 bool IsRedirect(int status) {
@@ -209,6 +214,8 @@ int RunCall(const std::vector<std::string>& args) {
   std::optional<std::string> fault;
   std::optional<std::string> output;
   std::string url;
+  // The options a gRPC call has no use for, as given: refused with one.
+  std::vector<std::string> http_only;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::optional<std::string> {
@@ -223,6 +230,7 @@ int RunCall(const std::vector<std::string>& args) {
       return kExitOk;
     } else if (a == "-i" || a == "--include") {
       include = true;
+      http_only.push_back(a);
     } else if (a == "-o" || a == "--output") {
       output = value();
       if (!output) return Usage("call", a + " needs a file");
@@ -239,27 +247,25 @@ int RunCall(const std::vector<std::string>& args) {
       auto v = value();
       if (!v) return Usage("call", a + " needs a method");
       request.method = *v;
+      http_only.push_back(a);
     } else if (a == "-H" || a == "--header") {
       auto v = value();
       if (!v || !AddHeader(request, *v)) return Usage("call", a + " needs 'Name: value'");
+      http_only.push_back(a);
     } else if (a == "-d" || a == "--data") {
       auto v = value();
       if (!v) return Usage("call", a + " needs data");
-      if (!v->empty() && (*v)[0] == '@') {
-        std::ifstream in(v->substr(1), std::ios::binary);
-        if (!in) return Usage("call", "cannot read " + v->substr(1));
-        std::ostringstream body;
-        body << in.rdbuf();
-        request.body = body.str();
-      } else {
-        request.body = *v;
-      }
+      std::string problem;
+      std::optional<std::string> data = ReadData(*v, &problem);
+      if (!data) return Usage("call", problem);
+      request.body = std::move(*data);
       if (request.method == "GET") request.method = "POST";
     } else if (a == "--connect-to") {
       auto v = value();
       if (!v || !network.Add(*v)) return Usage("call", "--connect-to needs HOST:PORT:ADDR:PORT");
     } else if (a == "--fail") {
       fail_on_status = true;
+      http_only.push_back(a);
     } else if (a == "--fault") {
       fault = value();
       if (!fault) return Usage("call", "--fault needs a scenario, e.g. 'http:HOST:PORT=abort'");
@@ -278,8 +284,25 @@ int RunCall(const std::vector<std::string>& args) {
     }
   }
   if (url.empty()) return Usage("call", "a URL is needed");
+  if (IsGrpcUrl(url)) {
+    if (!http_only.empty()) {
+      return Usage("call", http_only.front() + " does not apply to a gRPC call");
+    }
+    std::string problem;
+    std::optional<GrpcTarget> target = ParseGrpcUrl(url, &problem);
+    if (!target) return Usage("call", problem);
+    return RunGrpcCall({.url = url,
+                        .target = std::move(*target),
+                        .message = std::move(request.body),
+                        .output = output,
+                        .settings = setting_options,
+                        .network = &network,
+                        .verbose = verbose,
+                        .report = report,
+                        .fault = fault});
+  }
   if (url.find("://") != std::string::npos && !IsHttpUrl(url)) {
-    return Usage("call", "\"" + url + "\" is not an http or https URL");
+    return Usage("call", "\"" + url + "\" is not an http or https URL, nor a grpc or grpcs one");
   }
   std::string origin = OriginOf(url);
   if (origin.empty()) return Usage("call", "\"" + url + "\" is not an absolute URL");

@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
+#include <sstream>
 
 #include "outbound/config/http_settings.h"
 
@@ -255,6 +258,75 @@ std::optional<http::Settings> SettingsFromEnvironment(const std::string& base_ur
     return std::nullopt;
   }
   return settings;
+}
+
+void SpanPrinter::OnEnd(telemetry::SpanData&& span) {
+  std::lock_guard lock(mu_);
+  std::cerr << "span " << span.name << " trace " << span.context.trace_id.Hex() << " span "
+            << span.context.span_id.Hex() << " "
+            << std::chrono::duration<double, std::milli>(span.end - span.start).count() << " ms "
+            << telemetry::ToString(span.status);
+  for (const telemetry::Attribute& attribute : span.attributes) {
+    std::cerr << " " << attribute.key << "=" << telemetry::ToString(attribute.value);
+  }
+  std::cerr << "\n";
+}
+
+std::optional<std::string> ReadData(const std::string& data, std::string* problem) {
+  if (data.empty() || data[0] != '@') return data;
+  std::string path = data.substr(1);
+  std::ostringstream bytes;
+  if (path == "-") {
+    bytes << std::cin.rdbuf();
+    return bytes.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *problem = "cannot read " + path;
+    return std::nullopt;
+  }
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+namespace {
+
+std::string Lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+}  // namespace
+
+bool IsGrpcUrl(const std::string& url) {
+  std::string scheme = Lower(url.substr(0, url.find(':')));
+  return url.find("://") == scheme.size() && (scheme == "grpc" || scheme == "grpcs");
+}
+
+std::optional<GrpcTarget> ParseGrpcUrl(const std::string& url, std::string* problem) {
+  auto bad = [&](const std::string& why) -> std::optional<GrpcTarget> {
+    *problem = "\"" + url + "\" " + why;
+    return std::nullopt;
+  };
+  if (!IsGrpcUrl(url)) return bad("is not a grpc or grpcs URL");
+  std::size_t authority_start = url.find("://") + 3;
+  std::size_t slash = url.find('/', authority_start);
+  std::string addr = url.substr(authority_start, slash - authority_start);
+  std::size_t bracket = addr.rfind(']');
+  std::size_t colon = addr.rfind(':');
+  if (addr.empty() || colon == std::string::npos ||
+      (bracket != std::string::npos && colon < bracket) || colon + 1 == addr.size() || colon == 0) {
+    return bad("has no HOST:PORT (gRPC has no default port)");
+  }
+  // One method by its full name, as gRPC sends it in :path.
+  std::string method = slash == std::string::npos ? "" : url.substr(slash);
+  std::size_t second = method.find('/', 1);
+  if (method.size() < 4 || second == std::string::npos || second == 1 ||
+      second + 1 == method.size() || method.find_first_of("/?#", second + 1) != std::string::npos) {
+    return bad("does not name a method: its path must be /package.Service/Method");
+  }
+  return GrpcTarget{addr, method, Lower(url.substr(0, url.find(':'))) == "grpcs"};
 }
 
 }  // namespace outbound::tool

@@ -5,6 +5,7 @@
 #define OUTBOUND_TOOLS_OUTBOUND_COMMON_H_
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "outbound/http/client.h"
 #include "outbound/http/settings.h"
 #include "outbound/network.h"
+#include "outbound/telemetry/trace.h"
 
 namespace outbound::tool {
 
@@ -91,6 +93,39 @@ std::optional<http::Settings> SettingsFromEnvironment(const std::string& base_ur
 // The warnings about OUTBOUND_* variables among `names` that no setting
 // reads, one line each, with the nearest known name when one is close.
 std::vector<std::string> UnknownVariableWarnings(const std::vector<std::string>& names);
+
+// Writes each ended span to stderr on one line: name, ids, duration,
+// status and attributes; `mu` keeps its lines whole among the command's
+// own.
+class SpanPrinter final : public telemetry::SpanProcessor {
+ public:
+  explicit SpanPrinter(std::mutex& mu) : mu_(mu) {}
+  void OnEnd(telemetry::SpanData&& span) override;
+
+ private:
+  std::mutex& mu_;
+};
+
+// The bytes -d names: DATA itself, FILE's contents for @FILE, or stdin's
+// for @- (as curl reads them). Nothing, with why in *problem, when the
+// file cannot be read.
+std::optional<std::string> ReadData(const std::string& data, std::string* problem);
+
+// A gRPC call's target, from the URL grpc://HOST:PORT/pkg.Service/Method
+// (plain text: HTTP/2 without TLS) or grpcs://HOST:PORT/pkg.Service/Method
+// (TLS).
+struct GrpcTarget {
+  std::string addr;    // HOST:PORT, rpc::Settings::addr
+  std::string method;  // "/pkg.Service/Method"
+  bool tls = false;    // grpcs
+};
+
+// Whether `url` starts with grpc:// or grpcs:// (the scheme in any case).
+bool IsGrpcUrl(const std::string& url);
+
+// The target of a grpc or grpcs URL; nothing, with why in *problem, when
+// it has no port or its path is not /Service/Method.
+std::optional<GrpcTarget> ParseGrpcUrl(const std::string& url, std::string* problem);
 
 }  // namespace outbound::tool
 

@@ -29,7 +29,8 @@ budget, a circuit breaker per dependency.
 commands:
   demo    a flaky dependency, called by a naive client and by outbound's
           default client side by side; no network needed
-  call    one call to a URL through outbound's client
+  call    one call to a URL through outbound's client: http, https, or
+          grpc and grpcs for a unary gRPC call
   bench   many calls to a URL through one client, as a load generator
 
 `outbound <command> --help` says more; `outbound --version` prints the

@@ -26,6 +26,7 @@
 #include <functional>
 #include <initializer_list>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -37,6 +38,8 @@
 #include "outbound/error.h"
 
 namespace outbound::http {
+
+class BodyPipe;  // outbound/http/body_pipe.h
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
@@ -112,10 +115,14 @@ using BodyReader = std::function<Result<std::size_t>(std::span<char> buffer)>;
 
 // Where a streamed request body comes from: `open` gives a reader at the
 // body's first byte, once per attempt; `length`, if known, is the body's
-// size in bytes.
+// size in bytes. With `pipe` (Request::StreamBodyFromPipe) the client's
+// transport reads the pipe itself, without waiting; `open` then gives a
+// reader that waits for the pipe's bytes, for readers off the event loop
+// (the test kit's transports).
 struct BodySource {
   std::function<BodyReader()> open;
   std::optional<std::uint64_t> length;
+  std::shared_ptr<BodyPipe> pipe;
 
   explicit operator bool() const { return static_cast<bool>(open); }
 };
@@ -269,6 +276,17 @@ struct Request {
   // stream, and a 307 or 308 is returned as the answer rather than followed.
   Request& StreamBodyFromOnce(BodyReader reader,
                               std::optional<std::uint64_t> length = std::nullopt);
+  // A body the caller writes while the call runs and its answer streams
+  // back (outbound/http/body_pipe.h): a stream. Sent without a length
+  // (HTTP/1.1 chunked, HTTP/2 ended by END_STREAM), in one attempt, as
+  // StreamBodyFromOnce's body is (the server refusing the stream unread
+  // does not make it go again). Once the request's headers are written,
+  // only the Context's deadline and cancellation bound the call: not
+  // Settings::timeout, WithTimeout, WithBodyTimeout nor AttemptTimeout.
+  // The exchange's end (the answer complete, a reset, a cancel, the
+  // client's end) makes the pipe's Writes return false. A null pipe fails
+  // the call with kInvalidRequest.
+  Request& StreamBodyFromPipe(std::shared_ptr<BodyPipe> pipe);
 
  private:
   static Request WithMethod(const char* method, std::string url, std::string body) {

@@ -5,16 +5,20 @@
 #ifndef OUTBOUND_RPC_SETTINGS_H_
 #define OUTBOUND_RPC_SETTINGS_H_
 
+#include <cstddef>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "outbound/circuit/breaker.h"
 #include "outbound/clock.h"
 #include "outbound/error.h"
 #include "outbound/fault.h"
+#include "outbound/http/middleware.h"
 #include "outbound/retry/budget.h"
 #include "outbound/retry/retrier.h"
 
@@ -129,6 +133,35 @@ struct Settings {
 
   // How each attempt's result counts. Default DefaultClassify. Must be set.
   Classify classify = DefaultClassify;
+
+  // Methods that must not run twice ("/pkg.Service/Method", as a call names
+  // them): an attempt of one is sent again only when nothing of it can
+  // have reached the server (no connection, a refused stream, a stream
+  // above the server's GOAWAY), whatever classify says. Every other unary
+  // method is taken as idempotent, as gRPC's retry policy takes the codes
+  // it names. Each must start with '/' and name a service and a method.
+  std::vector<std::string> non_idempotent_methods;
+
+  // The largest response message a call takes, decoded: a larger one ends
+  // the call RESOURCE_EXHAUSTED (refused from its length prefix, before it
+  // is held). Default 4 MiB, gRPC's. At least 1.
+  std::size_t max_receive_message_bytes = 4 * 1024 * 1024;
+  // The largest request message a call sends: a larger one ends the call
+  // RESOURCE_EXHAUSTED, nothing sent. Default: what a length prefix can
+  // announce (4 GiB - 1). At least 1.
+  std::size_t max_send_message_bytes = 0xFFFF'FFFF;
+  // Sends each unary request message gzip-coded (grpc-encoding: gzip).
+  // Answers may be gzip-coded either way (grpc-accept-encoding: gzip is
+  // sent on unary calls), decoded within max_receive_message_bytes.
+  bool gzip_requests = false;
+
+  // The user's own layers (outbound/http/middleware.h), HTTP's types: a
+  // call middleware runs once per call, above the retries; an attempt
+  // middleware once per attempt the breaker admitted. Each sees the
+  // call's HTTP/2 request (its path is the method, its body the framed
+  // message).
+  std::vector<std::shared_ptr<http::CallMiddleware>> call_middleware;
+  std::vector<std::shared_ptr<http::AttemptMiddleware>> attempt_middleware;
 
   // Failure injection (outbound/fault.h): the client is the injection
   // point "grpc:<host>:<port>" of addr. An injected abort is UNAVAILABLE, a

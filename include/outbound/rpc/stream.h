@@ -2,8 +2,8 @@
 // outbound/rpc/stream.h
 //
 // A client-streaming or bidirectional gRPC call that Client::OpenStream
-// opened through the client's breaker and retries. The caller writes and
-// reads it directly:
+// started through the client's call core (breaker, failure injection,
+// telemetry). The caller writes and reads it directly:
 //
 // example: examples/headers/rpc.cc#rpc-stream
 //   rpc::Stream chat = carts->OpenStream("/chat.v1.Chat/Talk", context);
@@ -16,16 +16,18 @@
 // A client-streaming call is the same object used as write-many, read-one:
 // Write each message, WritesDone, Read the one reply, Finish.
 //
-// An open stream is never sent again, whatever its end: the caller has
-// written to it and read from it, and a retry would replay that. Its end
-// settles the breaker's ticket once: Finish's status through
-// Settings::classify; Ignored when the caller cancelled the Context; Ignored
-// when the stream is destroyed before Finish (it is cancelled then).
+// A stream is sent again only when nothing of it can have reached the
+// server (no connection could be made, a refused stream): the caller has
+// written to it, and a retry would replay that. Only the Context's
+// deadline and cancel bound it. Its end is counted by the breaker once:
+// Finish's status through Settings::classify; nothing when the caller
+// cancelled or the stream was destroyed before Finish (it is cancelled
+// then).
 //
-// One thread may Write (and WritesDone) while another Reads, as with
-// grpc++'s own streams; Finish and the destructor run once neither is.
-// A stream must end (Finish or destruction) before its Client is destroyed,
-// as a circuit::Ticket must be settled before its Breaker.
+// One thread may Write (and WritesDone) while another Reads; Finish and the
+// destructor run once neither is. Messages that arrive before the caller
+// reads them are held (each within Settings::max_receive_message_bytes).
+// A stream must end (Finish or destruction) before its Client is destroyed.
 #ifndef OUTBOUND_RPC_STREAM_H_
 #define OUTBOUND_RPC_STREAM_H_
 
@@ -55,18 +57,14 @@ class Stream {
   // Cancels a stream that was not finished; the breaker ignores it.
   ~Stream();
 
-  // Whether the stream opened. One that did not (every attempt failed, the
-  // breaker rejected it, the caller gave up) writes and reads nothing, and
-  // its Finish returns why, as a unary call's status would say it
-  // (`rejected` set for the breaker's rejection).
-  bool opened() const;
-
-  // Attempts made to open the stream (0 when nothing was tried).
+  // Attempts made, once Finish has returned (0 when nothing was sent: the
+  // breaker rejected it, the caller gave up first).
   int attempts() const;
 
-  // Sends one serialised message. Blocks until gRPC has taken it (flow
-  // control may hold it). False once the stream has ended, for whatever
-  // reason: Finish says which.
+  // Sends one serialised message. Blocks while the connection cannot take
+  // more (HTTP/2 flow control). False once the stream has ended, for
+  // whatever reason (the breaker rejected it, nothing listening, the
+  // server ended it): Finish says which.
   bool Write(std::string_view message);
 
   // Serialises and sends a protobuf message. A message that does not

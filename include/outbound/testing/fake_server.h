@@ -3,7 +3,8 @@
 //
 // A scripted dependency on loopback: a real HTTP/1.1 and HTTP/2 server
 // (Boost.Beast parses HTTP/1.1, nghttp2 runs HTTP/2, OpenSSL does TLS with
-// ALPN) whose handler answers each request with a response or a scripted
+// ALPN, or HTTP/2 in plain text with prior knowledge: Options::h2c) whose
+// handler answers each request with a response (trailers included) or a scripted
 // misbehaviour: hang, close, reset (the stream or the connection, before the
 // headers, after them or mid-body), truncate, stall, trickle, lie about the
 // length, break the status line or the framing, refuse a stream, GOAWAY, or
@@ -144,6 +145,21 @@ struct Reply {
     headers.emplace_back(std::move(name), std::move(value));
     return *this;
   }
+  // A trailer field, sent after the body: HTTP/2 in a HEADERS frame that
+  // carries END_STREAM (the DATA frames then do not); HTTP/1.1 in the
+  // trailer section of a chunked body (the body is then chunked, whatever
+  // the framing said). gRPC's grpc-status travels this way.
+  Reply& Trailer(std::string name, std::string value) {
+    trailers.emplace_back(std::move(name), std::move(value));
+    return *this;
+  }
+  // The answer is its headers alone: HTTP/2 one HEADERS frame with
+  // END_STREAM and no content-length (gRPC's Trailers-Only answer);
+  // HTTP/1.1 "Content-Length: 0". The body and trailers are not sent.
+  Reply& HeadersOnly() {
+    headers_only = true;
+    return *this;
+  }
   // Waits `d` on the server's clock before sending anything.
   Reply& DelayHeaders(Duration d) {
     header_delay = d;
@@ -191,6 +207,8 @@ struct Reply {
   int status = 200;
   Headers headers;
   std::string body;
+  Headers trailers;
+  bool headers_only = false;
   Duration header_delay{0};
   std::size_t cut_after = 0;
   std::uint32_t rst_code = 7;
@@ -240,8 +258,12 @@ struct ServerTls {
 class FakeServer {
  public:
   struct Options {
-    // TLS, or plain text (HTTP/1.1 only) when empty.
+    // TLS, or plain text when empty: HTTP/1.1, or HTTP/2 with `h2c`.
     std::optional<ServerTls> tls;
+    // Without TLS: every connection is HTTP/2 with prior knowledge (h2c,
+    // RFC 9113 §3.3), starting with the client's preface, as gRPC in plain
+    // text is; no HTTP/1.1 is served then. Ignored with TLS (ALPN decides).
+    bool h2c = false;
     Handler handler;
     // The clock the server's own waits run on.
     Clock* clock = nullptr;  // null: SystemClock()

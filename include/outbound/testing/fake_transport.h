@@ -17,6 +17,8 @@
 //
 // What a Reply does here:
 //   Status/Ok, with Header, DelayHeaders    the answer (after the delay, on the clock)
+//   Trailer                                 the response's trailers, once the body is whole
+//   HeadersOnly                             the headers, no body
 //   Hang                                    nothing, until the client cancels
 //   Trickle                                 the body in pieces, on the clock
 //   Reset (REFUSED_STREAM, the default)     the stream refused, unprocessed

@@ -31,8 +31,16 @@ class NetworkMap final : public Network {
 
   Route Resolve(std::string_view host, std::uint16_t port) const override;
 
+  // How many times a name was resolved (a client dials after it): a test
+  // waits for it to know a connection is being made.
+  int resolves() const {
+    std::lock_guard lock(mu_);
+    return resolves_;
+  }
+
  private:
   mutable std::mutex mu_;
+  mutable int resolves_ = 0;
   std::map<std::pair<std::string, std::uint16_t>, std::pair<std::string, std::uint16_t>> routes_;
 };
 

@@ -44,6 +44,10 @@ class Codec {
   // tells the server as its protocol allows. Returns false if the
   // connection must close for it (HTTP/1.1: the response would still come).
   virtual bool Cancel(Exchange& exchange) = 0;
+  // The exchange's piped body (Request::StreamBodyFromPipe), which the
+  // codec found empty, has bytes or its end: the codec reads it again at
+  // its next Produce.
+  virtual void Resume(Exchange& /*exchange*/) {}
   // Bytes read from the connection. False if the connection cannot go on
   // (a protocol error, a flood); the codec has said why in `error`.
   virtual bool Received(const std::uint8_t* data, std::size_t size) = 0;

@@ -144,6 +144,12 @@ void Connection::Cancel(Exchange& exchange) {
   Flush();
 }
 
+void Connection::Resume(Exchange& exchange) {
+  if (state_ != State::kOpen) return;  // still opening: started with what the pipe has
+  codec_->Resume(exchange);
+  Flush();
+}
+
 void Connection::Close(const std::string& why) { Fail(ErrorKind::kTransport, why); }
 
 void Connection::Continue() {

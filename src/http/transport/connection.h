@@ -92,6 +92,8 @@ class Connection final : private CodecEvents {
   [[nodiscard]] bool Carry(Exchange& exchange);
   // The pool ended `exchange` (cut short): the connection forgets it.
   void Cancel(Exchange& exchange);
+  // The exchange's piped body has bytes, or its end: written now.
+  void Resume(Exchange& exchange);
   // Closes the connection; the exchanges on it end with `why`.
   void Close(const std::string& why);
   // Goes on with the work a wake-up left (see ConnectionHasMore).

@@ -62,6 +62,8 @@ struct Exchange {
   // A request body read as it is sent (Request::StreamBodyFrom), opened
   // when the exchange starts on a connection.
   std::optional<BodyUpload> upload;
+  // The request's BodyPipe wakes this exchange (Dispatcher), until it ends.
+  bool pipe_attached = false;
   std::optional<std::uint64_t> content_length;
   // The call's BodySink, if it has one; whether any of the body went to it.
   const BodySink* sink = nullptr;

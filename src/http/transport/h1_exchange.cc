@@ -225,6 +225,9 @@ bool H1Exchange::Produce(std::string& out) {
     out.append(request_);
     request_.clear();
     if (request_.capacity() > kKeptBytes) request_.shrink_to_fit();
+    if (current_ != nullptr && current_->upload && current_->upload->piped()) {
+      current_->events->RequestHeadersSent(clock_.Now());
+    }
   }
   if (current_ == nullptr || !current_->upload || current_->upload->done()) return true;
   return ProduceUploadPiece(out);
@@ -243,6 +246,9 @@ bool H1Exchange::ProduceUploadPiece(std::string& out) {
     Fail(upload.Failure());
     return false;
   }
+  // A pipe with nothing yet: its next Write or Close wakes the connection
+  // (Resume), which asks again.
+  if (upload.waiting()) return true;
   bool chunked = !upload.length().has_value();
   if (chunked && *n > 0) {
     char size[20];

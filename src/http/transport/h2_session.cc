@@ -169,6 +169,12 @@ bool H2Session::Cancel(Exchange& exchange) {
   return true;
 }
 
+void H2Session::Resume(Exchange& exchange) {
+  if (broken_ || Find(exchange.stream_id) != &exchange) return;
+  // Fails harmlessly when the stream's data is not deferred (already resumed).
+  nghttp2_session_resume_data(session_, exchange.stream_id);
+}
+
 bool H2Session::Received(const std::uint8_t* data, std::size_t size) {
   ssize_t used = nghttp2_session_mem_recv(session_, data, size);
   if (used < 0 && error_.empty())
@@ -390,7 +396,19 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
       if (exchange->Streams()) exchange->events->BodyStreaming(self.clock_.Now());
     }
   }
-  if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) exchange->end_stream = true;
+  if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) {
+    exchange->end_stream = true;
+    if (exchange->upload && exchange->upload->piped() && !exchange->upload->done() &&
+        exchange->verdict == std::nullopt) {
+      // The answer is whole while the caller may still write: the stream
+      // would stay half open until it closed the pipe. RFC 9113 §8.1: the
+      // client stops sending; the exchange ends with the answer now.
+      std::int32_t id = frame->hd.stream_id;
+      AttemptOutcome outcome = self.Closing(*exchange, id, NGHTTP2_NO_ERROR);
+      nghttp2_submit_rst_stream(self.session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
+      self.End(id, std::move(outcome));
+    }
+  }
   return 0;
 }
 
@@ -444,6 +462,9 @@ int H2Session::OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* u
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   if (Exchange* exchange = self.Find(frame->hd.stream_id); exchange != nullptr) {
     exchange->request_sent = true;
+    if (exchange->upload && exchange->upload->piped()) {
+      exchange->events->RequestHeadersSent(self.clock_.Now());
+    }
   }
   return 0;
 }
@@ -465,43 +486,48 @@ int H2Session::OnStreamClose(nghttp2_session*, std::int32_t stream_id, std::uint
   auto& self = *static_cast<H2Session*>(user);
   Exchange* exchange = self.Find(stream_id);
   if (exchange == nullptr) return 0;
+  self.End(stream_id, self.Closing(*exchange, stream_id, error_code));
+  return 0;
+}
+
+AttemptOutcome H2Session::Closing(Exchange& exchange, std::int32_t stream_id,
+                                  std::uint32_t error_code) {
   AttemptOutcome outcome;
-  if (exchange->verdict) {
-    outcome = std::move(*exchange->verdict);
-    outcome.body_failed = exchange->headers_done;
-  } else if (exchange->end_stream && exchange->headers_done && error_code == NGHTTP2_NO_ERROR &&
-             exchange->decoder && !exchange->decoder->complete()) {
+  if (exchange.verdict) {
+    outcome = std::move(*exchange.verdict);
+    outcome.body_failed = exchange.headers_done;
+  } else if (exchange.end_stream && exchange.headers_done && error_code == NGHTTP2_NO_ERROR &&
+             exchange.decoder && !exchange.decoder->complete()) {
     outcome = Malformed("its gzip-coded body ended before the gzip stream did");
-  } else if (exchange->end_stream && exchange->headers_done && error_code == NGHTTP2_NO_ERROR) {
-    outcome.result = std::move(exchange->response);
-  } else if (!exchange->request_sent) {
+  } else if (exchange.end_stream && exchange.headers_done && error_code == NGHTTP2_NO_ERROR) {
+    outcome.result = std::move(exchange.response);
+  } else if (!exchange.request_sent) {
     outcome = Failed(ErrorKind::kTransport, "the request was not sent");
     outcome.unprocessed = true;
-  } else if (error_code == NGHTTP2_REFUSED_STREAM && !exchange->headers_done) {
+  } else if (error_code == NGHTTP2_REFUSED_STREAM && !exchange.headers_done) {
     // RST_STREAM REFUSED_STREAM, or a stream above a GOAWAY's last one:
     // RFC 9113 §8.7 says the server did not process it.
     // Above a GOAWAY that kept others (last-stream-id > 0): the server is
     // retiring a connection it used, not refusing work.
-    bool retired =
-        self.goaway_ && self.goaway_last_stream_ > 0 && stream_id > self.goaway_last_stream_;
+    bool retired = goaway_ && goaway_last_stream_ > 0 && stream_id > goaway_last_stream_;
     outcome =
         Failed(ErrorKind::kTransport,
                retired ? "the server ended the connection (GOAWAY) before processing the stream"
                        : "the server refused the stream without processing it");
     outcome.unprocessed = true;
     outcome.connection_retired = retired;
-  } else if (exchange->end_stream && !exchange->headers_done) {
+  } else if (exchange.end_stream && !exchange.headers_done) {
     outcome = Malformed("the stream ended without a final header block");
   } else {
     // A reset before END_STREAM, NO_ERROR included, is never a whole answer.
     outcome =
         Failed(ErrorKind::kTransport,
                std::string("the server reset the stream (") + nghttp2_http2_strerror(error_code) +
-                   (exchange->headers_done ? ") before the body ended" : ") before any header"));
-    outcome.body_failed = exchange->headers_done;
+                   (exchange.headers_done ? ") before the body ended" : ") before any header"));
+    if (!outcome.result) outcome.result.error().set_stream_reset_code(error_code);
+    outcome.body_failed = exchange.headers_done;
   }
-  self.End(stream_id, std::move(outcome));
-  return 0;
+  return outcome;
 }
 
 ssize_t H2Session::ReadBody(nghttp2_session*, std::int32_t stream_id, std::uint8_t* buf,
@@ -515,6 +541,9 @@ ssize_t H2Session::ReadBody(nghttp2_session*, std::int32_t stream_id, std::uint8
   if (exchange->upload) {
     Result<std::size_t> n =
         exchange->upload->Read(std::span<char>(reinterpret_cast<char*>(buf), length));
+    // A pipe with nothing yet: its next Write or Close wakes the stream
+    // (Resume), as the pipe marked it waiting under the Write's own lock.
+    if (n && exchange->upload->waiting()) return NGHTTP2_ERR_DEFERRED;
     if (!n) {
       // nghttp2 resets the stream; OnStreamClose ends the exchange with this.
       if (!exchange->verdict) exchange->verdict = exchange->upload->Failure();

@@ -54,6 +54,7 @@ class H2Session final : public Codec {
   bool Reusable() const override { return !goaway_ && !broken_; }
   bool Start(Exchange& exchange) override;
   bool Cancel(Exchange& exchange) override;
+  void Resume(Exchange& exchange) override;
   bool Received(const std::uint8_t* data, std::size_t size) override;
   void PeerClosed() override {}
   bool Produce(std::string& out) override;
@@ -86,6 +87,9 @@ class H2Session final : public Codec {
   // Ends the exchange on `stream_id` with `outcome`, once it is safe to
   // tell the pool (after nghttp2 returns).
   void End(std::int32_t stream_id, AttemptOutcome&& outcome);
+  // How the exchange on `stream_id` ends as its stream closes with
+  // `error_code`.
+  AttemptOutcome Closing(Exchange& exchange, std::int32_t stream_id, std::uint32_t error_code);
   // Resets the stream and ends its exchange with `verdict` now.
   void Refuse(Exchange& exchange, AttemptOutcome&& verdict);
   // Tells the pool what happened while nghttp2 was running.

@@ -87,6 +87,11 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     if (exchange.connection != nullptr) exchange.connection->Cancel(exchange);
   }
 
+  void Resume(Exchange& exchange) override {
+    // Null while it waits for a connection: it reads the pipe once started.
+    if (exchange.connection != nullptr) exchange.connection->Resume(exchange);
+  }
+
   void Flush() override {
     while (!to_flush_.empty()) {
       std::uint64_t id = to_flush_.back();

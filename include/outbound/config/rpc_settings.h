@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// outbound/config/rpc_settings.h
+//
+// rpc::Settings sourced from variables named PREFIX + field, by the rules
+// ReadHttpSettings follows (outbound/config/http_settings.h):
+//
+//   ADDR                       host:port, no scheme ("carts:9090")
+//   TIMEOUT                    a duration, written like "250ms", "10s", "1m30s"
+//   MAX_ATTEMPTS BACKOFF_BASE BACKOFF_MAX
+//   RETRY_BUDGET_MAX_TOKENS RETRY_BUDGET_TOKEN_RATIO
+//   BREAKER_WINDOW BREAKER_PROBES BREAKER_OPEN_FOR BREAKER_PROBE_TIMEOUT
+//   BREAKER_INITIAL_OPEN_FOR BREAKER_CALLS_PER_PROBE
+//   BREAKER_SLOW_CALL          a duration; "0s" turns the slow-call rule off
+//   TLS                        "on" or "off"; unset: on when the defaults
+//                              have TLS
+//   CA_FILE CERT_FILE KEY_FILE paths of PEM files, with TLS on (an error
+//                              beside plain text: it would be ignored)
+//   FAULTS                     "on" or "off": failure injection
+//                              (docs/failure-injection.md)
+//
+// Any other variable under PREFIX is an error that Finish names, with the
+// variable it most likely misspells. TLS without CA_FILE trusts the
+// system's roots. The classify function and the breaker policy are code,
+// not variables.
+//
+// example: examples/headers/rpc.cc#rpc-settings
+//   config::Resolver env(config::ProcessEnvironment());
+//   rpc::Settings carts = config::ReadRpcSettings(env, "CARTS_", rpc::DefaultSettings());
+//   if (auto read = env.Finish(); !read) return Exit(config::kExitConfig, read.error());
+//
+// Built into outbound::rpc (which links outbound::config), so a program
+// without the gRPC client needs neither grpc++ nor this reader.
+#ifndef OUTBOUND_CONFIG_RPC_SETTINGS_H_
+#define OUTBOUND_CONFIG_RPC_SETTINGS_H_
+
+#include <string>
+#include <vector>
+
+#include "outbound/config/resolver.h"
+#include "outbound/rpc/settings.h"
+
+namespace outbound::config {
+
+// Reads every variable over `defaults`; failures go to `r`, whose Finish()
+// reports them all. PREFIX + "ADDR" must be set unless `defaults.addr` is;
+// TLS is on when PREFIX + "TLS" says so, or when it is unset and
+// `defaults.tls` is set (the TLS files' defaults are then its). Claims
+// `prefix` (with Resolver::ClaimPrefix) with every name RpcSettingsVariables
+// gives.
+rpc::Settings ReadRpcSettings(Resolver& r, const std::string& prefix, rpc::Settings defaults);
+
+// The names of the variables ReadRpcSettings reads with `prefix`: those it
+// knows under its prefix.
+std::vector<std::string> RpcSettingsVariables(const std::string& prefix);
+
+}  // namespace outbound::config
+
+#endif  // OUTBOUND_CONFIG_RPC_SETTINGS_H_

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "outbound/config/rpc_settings.h"
+
+#include "outbound/config/http_settings.h"
+#include "parsers.h"
+
+namespace outbound::config {
+namespace {
+
+using internal::Checking;
+using internal::ParseOnOff;
+
+Result<std::string> ParseText(const std::string& text) { return text; }
+
+constexpr const char* kFields[] = {
+    "ADDR",
+    "TIMEOUT",
+    "MAX_ATTEMPTS",
+    "BACKOFF_BASE",
+    "BACKOFF_MAX",
+    "RETRY_BUDGET_MAX_TOKENS",
+    "RETRY_BUDGET_TOKEN_RATIO",
+    "BREAKER_WINDOW",
+    "BREAKER_PROBES",
+    "BREAKER_OPEN_FOR",
+    "BREAKER_PROBE_TIMEOUT",
+    "BREAKER_INITIAL_OPEN_FOR",
+    "BREAKER_CALLS_PER_PROBE",
+    "BREAKER_SLOW_CALL",
+    "TLS",
+    "CA_FILE",
+    "CERT_FILE",
+    "KEY_FILE",
+    "FAULTS",
+};
+
+}  // namespace
+
+std::vector<std::string> RpcSettingsVariables(const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const char* field : kFields) names.push_back(prefix + field);
+  return names;
+}
+
+rpc::Settings ReadRpcSettings(Resolver& r, const std::string& prefix, rpc::Settings d) {
+  rpc::Settings s = d;
+  auto name = [&](const char* field) { return prefix + field; };
+  // Any other variable under the prefix is a mistake (a misspelling) that
+  // Finish names.
+  r.ClaimPrefix(prefix, RpcSettingsVariables(prefix));
+  Parser<Duration> duration = ParseDuration;
+  Parser<int> integer = ParseInt;
+  Parser<double> number = ParseDouble;
+
+  std::optional<std::string> addr_fallback;
+  if (!d.addr.empty()) addr_fallback = d.addr;
+  s.addr = r.Get(name("ADDR"), Parser<std::string>(ParseText), addr_fallback,
+                 Check<std::string>(rpc::CheckAddr));
+  s.timeout =
+      r.Get(name("TIMEOUT"), duration, std::optional(d.timeout), Checking(rpc::CheckTimeout));
+  s.max_attempts = r.Get(name("MAX_ATTEMPTS"), integer, std::optional(d.max_attempts),
+                         Checking(rpc::CheckMaxAttempts));
+  s.backoff_base = r.Get(name("BACKOFF_BASE"), duration, std::optional(d.backoff_base),
+                         Checking(rpc::CheckBackoffBase));
+  s.backoff_max = r.Get(name("BACKOFF_MAX"), duration, std::optional(d.backoff_max),
+                        Checking(rpc::CheckBackoffMax));
+  s.retry_budget.max_tokens =
+      r.Get(name("RETRY_BUDGET_MAX_TOKENS"), integer, std::optional(d.retry_budget.max_tokens),
+            Checking(retry::CheckMaxTokens));
+  s.retry_budget.token_ratio =
+      r.Get(name("RETRY_BUDGET_TOKEN_RATIO"), number, std::optional(d.retry_budget.token_ratio),
+            Checking(retry::CheckTokenRatio));
+  s.breaker.window = r.Get(name("BREAKER_WINDOW"), integer, std::optional(d.breaker.window),
+                           Checking(circuit::CheckWindow));
+  s.breaker.probes = r.Get(name("BREAKER_PROBES"), integer, std::optional(d.breaker.probes),
+                           Checking(circuit::CheckProbes));
+  s.breaker.open_for = r.Get(name("BREAKER_OPEN_FOR"), duration, std::optional(d.breaker.open_for),
+                             Checking(circuit::CheckOpenFor));
+  s.breaker.probe_timeout =
+      r.Get(name("BREAKER_PROBE_TIMEOUT"), duration, std::optional(d.breaker.probe_timeout),
+            Checking(circuit::CheckProbeTimeout));
+  s.breaker.initial_open_for =
+      r.Get(name("BREAKER_INITIAL_OPEN_FOR"), duration, std::optional(d.breaker.initial_open_for),
+            Checking(circuit::CheckInitialOpenFor));
+  s.breaker.calls_per_probe =
+      r.Get(name("BREAKER_CALLS_PER_PROBE"), integer, std::optional(d.breaker.calls_per_probe),
+            Checking(circuit::CheckCallsPerProbe));
+  s.breaker.slow_call = r.Get(name("BREAKER_SLOW_CALL"), duration,
+                              std::optional(d.breaker.slow_call), Checking(circuit::CheckSlowCall));
+  s.faults.enabled =
+      r.Get(name("FAULTS"), Parser<bool>(ParseOnOff), std::optional(d.faults.enabled));
+  if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
+    r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
+  }
+
+  // No scheme says TLS or plain text here, as an http or https URL does:
+  // TLS is its own variable, and the defaults' choice when it is unset.
+  bool tls_on = r.Get(name("TLS"), Parser<bool>(ParseOnOff), std::optional(d.tls.has_value()));
+  if (tls_on) {
+    rpc::TlsSettings tls;
+    std::string none;
+    Parser<std::string> certificate = ReadCertificateFile;
+    Parser<std::string> key = ReadPrivateKeyFile;
+    tls.root_pem =
+        r.Get(name("CA_FILE"), certificate, std::optional(d.tls ? d.tls->root_pem : none));
+    tls.client_cert_pem =
+        r.Get(name("CERT_FILE"), certificate, std::optional(d.tls ? d.tls->client_cert_pem : none));
+    tls.client_key_pem =
+        r.Get(name("KEY_FILE"), key, std::optional(d.tls ? d.tls->client_key_pem : none));
+    if (tls.client_cert_pem.empty() != tls.client_key_pem.empty()) {
+      r.Fail(name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
+             "a client certificate needs its key, and a key its certificate");
+    } else if (auto ok = rpc::CheckTls(tls); !ok) {
+      r.Fail(name("CA_FILE") + ", " + name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
+             ok.error().message());
+    }
+    s.tls = tls;
+  } else {
+    s.tls.reset();
+    // A TLS file with TLS off would be ignored, and the calls made in plain
+    // text: each one set is named, with what turned TLS off.
+    std::string said = r.Has(name("TLS")) ? name("TLS") + " is off"
+                                          : "TLS is off (" + name("TLS") +
+                                                " is unset, and plain text the default)";
+    for (const char* field : {"CA_FILE", "CERT_FILE", "KEY_FILE"}) {
+      if (r.Has(name(field))) {
+        r.Fail(name(field) + ": set, but " + said + ": set " + name("TLS") + "=on for TLS");
+      }
+    }
+  }
+  return s;
+}
+
+}  // namespace outbound::config

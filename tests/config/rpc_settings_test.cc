@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: Apache-2.0
+// config::ReadRpcSettings: the gRPC client's settings from variables, by
+// the HTTP reader's rules (resolver_test.cc).
+#include "outbound/config/rpc_settings.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "../testing/test_support.h"
+#include "outbound/testing/test_ca.h"
+
+namespace outbound::config {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+rpc::Settings WithAddr(const std::string& addr) {
+  rpc::Settings d = rpc::DefaultSettings();
+  d.addr = addr;
+  return d;
+}
+
+TEST(RpcSettingsTest, AppliesDefaultsWhenUnset) {
+  Resolver r(FromMap({}));
+  rpc::Settings s = ReadRpcSettings(r, "OUTBOUND_", WithAddr("carts:9090"));
+  ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
+  EXPECT_EQ(s.addr, "carts:9090");
+  EXPECT_FALSE(s.tls);
+  EXPECT_EQ(s.timeout, seconds(10));
+  EXPECT_EQ(s.max_attempts, 3);
+  EXPECT_EQ(s.backoff_base, milliseconds(100));
+  EXPECT_EQ(s.breaker.open_for, seconds(10));
+  EXPECT_FALSE(s.faults.enabled);
+  EXPECT_TRUE(rpc::Validate(s)) << rpc::Validate(s).error().message();
+}
+
+TEST(RpcSettingsTest, ReadsEveryVariable) {
+  Resolver r(FromMap({{"P_ADDR", "ledger:7070"},
+                      {"P_TIMEOUT", "3s"},
+                      {"P_MAX_ATTEMPTS", "5"},
+                      {"P_BACKOFF_BASE", "10ms"},
+                      {"P_BACKOFF_MAX", "1s"},
+                      {"P_RETRY_BUDGET_MAX_TOKENS", "20"},
+                      {"P_RETRY_BUDGET_TOKEN_RATIO", "0.5"},
+                      {"P_BREAKER_WINDOW", "50"},
+                      {"P_BREAKER_PROBES", "2"},
+                      {"P_BREAKER_OPEN_FOR", "30s"},
+                      {"P_BREAKER_PROBE_TIMEOUT", "4s"},
+                      {"P_BREAKER_INITIAL_OPEN_FOR", "200ms"},
+                      {"P_BREAKER_CALLS_PER_PROBE", "100"},
+                      {"P_BREAKER_SLOW_CALL", "1s"},
+                      {"P_TLS", "on"},
+                      {"P_FAULTS", "on"}}));
+  rpc::Settings s = ReadRpcSettings(r, "P_", rpc::DefaultSettings());
+  ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
+  EXPECT_EQ(s.addr, "ledger:7070");
+  ASSERT_TRUE(s.tls);
+  EXPECT_TRUE(s.tls->root_pem.empty());  // the system's roots
+  EXPECT_EQ(s.timeout, seconds(3));
+  EXPECT_EQ(s.max_attempts, 5);
+  EXPECT_EQ(s.backoff_base, milliseconds(10));
+  EXPECT_EQ(s.backoff_max, seconds(1));
+  EXPECT_EQ(s.retry_budget.max_tokens, 20);
+  EXPECT_DOUBLE_EQ(s.retry_budget.token_ratio, 0.5);
+  EXPECT_EQ(s.breaker.window, 50);
+  EXPECT_EQ(s.breaker.probes, 2);
+  EXPECT_EQ(s.breaker.open_for, seconds(30));
+  EXPECT_EQ(s.breaker.probe_timeout, seconds(4));
+  EXPECT_EQ(s.breaker.initial_open_for, milliseconds(200));
+  EXPECT_EQ(s.breaker.calls_per_probe, 100);
+  EXPECT_EQ(s.breaker.slow_call, seconds(1));
+  EXPECT_TRUE(s.faults.enabled);
+  EXPECT_TRUE(rpc::Validate(s)) << rpc::Validate(s).error().message();
+}
+
+TEST(RpcSettingsTest, EveryNameItReadsIsListed) {
+  std::map<std::string, std::string> seen;
+  Resolver r([&](const std::string& name) -> std::optional<std::string> {
+    seen[name] = "";
+    return std::nullopt;
+  });
+  rpc::Settings d = WithAddr("carts:9090");
+  d.tls = rpc::TlsSettings{};
+  (void)ReadRpcSettings(r, "CARTS_", d);
+  std::vector<std::string> listed = RpcSettingsVariables("CARTS_");
+  std::vector<std::string> read;
+  for (const auto& [name, value] : seen) read.push_back(name);
+  std::sort(listed.begin(), listed.end());
+  EXPECT_EQ(read, listed);
+  EXPECT_EQ(listed.size(), 19u);
+}
+
+TEST(RpcSettingsTest, TheAddrMustBeSetAndBeHostAndPort) {
+  Resolver unset(FromMap({}));
+  (void)ReadRpcSettings(unset, "CARTS_", rpc::DefaultSettings());
+  auto done = unset.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message(), "CARTS_ADDR: must be set");
+
+  Resolver bad(FromMap({{"CARTS_ADDR", "http://carts:9090"}}));
+  (void)ReadRpcSettings(bad, "CARTS_", rpc::DefaultSettings());
+  done = bad.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message().rfind("CARTS_ADDR: ", 0), 0u) << done.error().message();
+}
+
+TEST(RpcSettingsTest, ReportsEveryBadVariableTogetherByName) {
+  Resolver r(FromMap({{"OUTBOUND_TIMEOUT", "soon"},
+                      {"OUTBOUND_MAX_ATTEMPTS", "0"},
+                      {"OUTBOUND_BACKOFF_BASE", "2s"},
+                      {"OUTBOUND_BACKOFF_MAX", "1s"},
+                      {"OUTBOUND_BREAKER_CALLS_PER_PROBE", "0"},
+                      {"OUTBOUND_FAULTS", "yes"}}));
+  (void)ReadRpcSettings(r, "OUTBOUND_", WithAddr("carts:9090"));
+  auto done = r.Finish();
+  ASSERT_FALSE(done);
+  const std::string& message = done.error().message();
+  for (const char* failure :
+       {"OUTBOUND_TIMEOUT: \"soon\" is not a duration", "OUTBOUND_MAX_ATTEMPTS: must be 1 or more",
+        "OUTBOUND_BREAKER_CALLS_PER_PROBE: ", "OUTBOUND_FAULTS: must be on or off",
+        "OUTBOUND_BACKOFF_MAX: must be at least OUTBOUND_BACKOFF_BASE"}) {
+    EXPECT_NE(message.find(failure), std::string::npos) << failure << "\n" << message;
+  }
+}
+
+TEST(RpcSettingsTest, TlsFilesAreReadWithTlsOn) {
+  testing::TempDir dir;
+  testing::TestCA ca;
+  testing::Certificate me = ca.IssueClient("client");
+  std::string cafile = dir.Write("ca.pem", ca.pem());
+  std::string cert = dir.Write("cert.pem", me.chain_pem);
+  std::string key = dir.Write("key.pem", me.key_pem);
+  Resolver r(FromMap({{"CARTS_ADDR", "carts:9090"},
+                      {"CARTS_TLS", "on"},
+                      {"CARTS_CA_FILE", cafile},
+                      {"CARTS_CERT_FILE", cert},
+                      {"CARTS_KEY_FILE", key}}));
+  rpc::Settings s = ReadRpcSettings(r, "CARTS_", rpc::DefaultSettings());
+  ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
+  ASSERT_TRUE(s.tls);
+  EXPECT_EQ(s.tls->root_pem, ca.pem());
+  EXPECT_EQ(s.tls->client_cert_pem, me.chain_pem);
+  EXPECT_EQ(s.tls->client_key_pem, me.key_pem);
+
+  // TLS in the defaults is on without the variable, and off with it.
+  rpc::Settings tls_default = WithAddr("carts:9090");
+  tls_default.tls = rpc::TlsSettings{ca.pem(), "", ""};
+  Resolver by_default(FromMap({}));
+  EXPECT_TRUE(ReadRpcSettings(by_default, "CARTS_", tls_default).tls);
+  Resolver turned_off(FromMap({{"CARTS_TLS", "off"}}));
+  EXPECT_FALSE(ReadRpcSettings(turned_off, "CARTS_", tls_default).tls);
+  EXPECT_TRUE(turned_off.Finish());
+}
+
+TEST(RpcSettingsTest, AFileThatIsNotPemOrAKeyWithoutItsCertificateIsNamed) {
+  testing::TempDir dir;
+  testing::TestCA ca;
+  std::string der = dir.Write("ca.der", "0\x82\x01");
+  std::string key = dir.Write("key.pem", ca.IssueClient("c").key_pem);
+  Resolver r(FromMap({{"P_TLS", "on"}, {"P_CA_FILE", der}, {"P_KEY_FILE", key}}));
+  (void)ReadRpcSettings(r, "P_", WithAddr("carts:9090"));
+  auto done = r.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message(),
+            "P_CA_FILE: \"" + der +
+                "\" is not PEM (no -----BEGIN line); P_CERT_FILE, P_KEY_FILE: a client "
+                "certificate needs its key, and a key its certificate");
+}
+
+// A TLS file with TLS off would be ignored, and the calls made in plain
+// text: the reader refuses, naming the file's variable and what is off.
+TEST(RpcSettingsTest, ATlsFileWithTlsOffIsAnErrorNamingBoth) {
+  testing::TempDir dir;
+  testing::TestCA ca;
+  std::string cafile = dir.Write("ca.pem", ca.pem());
+  Resolver unset(FromMap({{"CARTS_CA_FILE", cafile}}));
+  rpc::Settings s = ReadRpcSettings(unset, "CARTS_", WithAddr("carts:9090"));
+  EXPECT_FALSE(s.tls);
+  auto done = unset.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message(),
+            "CARTS_CA_FILE: set, but TLS is off (CARTS_TLS is unset, and plain text the "
+            "default): set CARTS_TLS=on for TLS");
+
+  Resolver off(FromMap({{"CARTS_TLS", "off"}, {"CARTS_CERT_FILE", cafile}}));
+  (void)ReadRpcSettings(off, "CARTS_", WithAddr("carts:9090"));
+  done = off.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message(),
+            "CARTS_CERT_FILE: set, but CARTS_TLS is off: set CARTS_TLS=on for TLS");
+}
+
+TEST(RpcSettingsTest, AMisspeltVariableIsNamedWithTheSettingItMeans) {
+  Resolver r(FromMap({{"CARTS_ADDR", "carts:9090"},
+                      {"CARTS_TIMOUT", "3s"},
+                      {"CARTS_MAX_ATTEMPS", "5"},
+                      {"CARTS_TSL", "on"},
+                      {"CARTS_COLOUR", "blue"},
+                      {"LEDGER_TIMOUT", "3s"}}));  // a prefix nobody read
+  rpc::Settings s = ReadRpcSettings(r, "CARTS_", rpc::DefaultSettings());
+  auto done = r.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message(),
+            "CARTS_COLOUR: not a setting; "
+            "CARTS_MAX_ATTEMPS: not a setting; did you mean CARTS_MAX_ATTEMPTS?; "
+            "CARTS_TIMOUT: not a setting; did you mean CARTS_TIMEOUT?; "
+            "CARTS_TSL: not a setting; did you mean CARTS_TLS?");
+  EXPECT_EQ(s.timeout, seconds(10));  // the default: the misspelt one is not read
+}
+
+TEST(RpcSettingsTest, EveryListedVariableIsKnown) {
+  std::map<std::string, std::string> all;
+  for (const std::string& name : RpcSettingsVariables("P_")) all[name] = "";
+  Resolver r(FromMap(all));
+  (void)ReadRpcSettings(r, "P_", rpc::DefaultSettings());
+  auto done = r.Finish();
+  ASSERT_FALSE(done);  // empty values are bad, but none is unknown
+  EXPECT_EQ(done.error().message().find("not a setting"), std::string::npos)
+      << done.error().message();
+}
+
+}  // namespace
+}  // namespace outbound::config
