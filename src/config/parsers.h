@@ -4,9 +4,13 @@
 #ifndef OUTBOUND_SRC_CONFIG_PARSERS_H_
 #define OUTBOUND_SRC_CONFIG_PARSERS_H_
 
+#include <optional>
 #include <string>
 
+#include "outbound/circuit/breaker.h"
+#include "outbound/clock.h"
 #include "outbound/config/resolver.h"
+#include "outbound/retry/budget.h"
 
 namespace outbound::config::internal {
 
@@ -17,6 +21,38 @@ Check<T> Checking(Result<void> (*check)(T)) {
 }
 
 // "on" or "off".
+// The retry budget's and the breaker's variables, which every client's
+// settings have (PREFIX_RETRY_BUDGET_*, PREFIX_BREAKER_*): each read over
+// what `budget` and `breaker` hold.
+inline void ReadBudgetAndBreaker(Resolver& r, const std::string& prefix,
+                                 retry::BudgetConfig& budget, circuit::Config& breaker) {
+  auto name = [&](const char* field) { return prefix + field; };
+  Parser<Duration> duration = ParseDuration;
+  Parser<int> integer = ParseInt;
+  Parser<double> number = ParseDouble;
+  budget.max_tokens = r.Get(name("RETRY_BUDGET_MAX_TOKENS"), integer,
+                            std::optional(budget.max_tokens), Checking(retry::CheckMaxTokens));
+  budget.token_ratio = r.Get(name("RETRY_BUDGET_TOKEN_RATIO"), number,
+                             std::optional(budget.token_ratio), Checking(retry::CheckTokenRatio));
+  breaker.window = r.Get(name("BREAKER_WINDOW"), integer, std::optional(breaker.window),
+                         Checking(circuit::CheckWindow));
+  breaker.probes = r.Get(name("BREAKER_PROBES"), integer, std::optional(breaker.probes),
+                         Checking(circuit::CheckProbes));
+  breaker.open_for = r.Get(name("BREAKER_OPEN_FOR"), duration, std::optional(breaker.open_for),
+                           Checking(circuit::CheckOpenFor));
+  breaker.probe_timeout = r.Get(name("BREAKER_PROBE_TIMEOUT"), duration,
+                                std::optional(breaker.probe_timeout),
+                                Checking(circuit::CheckProbeTimeout));
+  breaker.initial_open_for = r.Get(name("BREAKER_INITIAL_OPEN_FOR"), duration,
+                                   std::optional(breaker.initial_open_for),
+                                   Checking(circuit::CheckInitialOpenFor));
+  breaker.calls_per_probe = r.Get(name("BREAKER_CALLS_PER_PROBE"), integer,
+                                  std::optional(breaker.calls_per_probe),
+                                  Checking(circuit::CheckCallsPerProbe));
+  breaker.slow_call = r.Get(name("BREAKER_SLOW_CALL"), duration, std::optional(breaker.slow_call),
+                            Checking(circuit::CheckSlowCall));
+}
+
 inline Result<bool> ParseOnOff(const std::string& text) {
   if (text == "on") return true;
   if (text == "off") return false;

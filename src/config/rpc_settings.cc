@@ -64,29 +64,7 @@ rpc::Settings ReadRpcSettings(Resolver& r, const std::string& prefix, rpc::Setti
                          Checking(rpc::CheckBackoffBase));
   s.backoff_max = r.Get(name("BACKOFF_MAX"), duration, std::optional(d.backoff_max),
                         Checking(rpc::CheckBackoffMax));
-  s.retry_budget.max_tokens =
-      r.Get(name("RETRY_BUDGET_MAX_TOKENS"), integer, std::optional(d.retry_budget.max_tokens),
-            Checking(retry::CheckMaxTokens));
-  s.retry_budget.token_ratio =
-      r.Get(name("RETRY_BUDGET_TOKEN_RATIO"), number, std::optional(d.retry_budget.token_ratio),
-            Checking(retry::CheckTokenRatio));
-  s.breaker.window = r.Get(name("BREAKER_WINDOW"), integer, std::optional(d.breaker.window),
-                           Checking(circuit::CheckWindow));
-  s.breaker.probes = r.Get(name("BREAKER_PROBES"), integer, std::optional(d.breaker.probes),
-                           Checking(circuit::CheckProbes));
-  s.breaker.open_for = r.Get(name("BREAKER_OPEN_FOR"), duration, std::optional(d.breaker.open_for),
-                             Checking(circuit::CheckOpenFor));
-  s.breaker.probe_timeout =
-      r.Get(name("BREAKER_PROBE_TIMEOUT"), duration, std::optional(d.breaker.probe_timeout),
-            Checking(circuit::CheckProbeTimeout));
-  s.breaker.initial_open_for =
-      r.Get(name("BREAKER_INITIAL_OPEN_FOR"), duration, std::optional(d.breaker.initial_open_for),
-            Checking(circuit::CheckInitialOpenFor));
-  s.breaker.calls_per_probe =
-      r.Get(name("BREAKER_CALLS_PER_PROBE"), integer, std::optional(d.breaker.calls_per_probe),
-            Checking(circuit::CheckCallsPerProbe));
-  s.breaker.slow_call = r.Get(name("BREAKER_SLOW_CALL"), duration,
-                              std::optional(d.breaker.slow_call), Checking(circuit::CheckSlowCall));
+  internal::ReadBudgetAndBreaker(r, prefix, s.retry_budget, s.breaker);
   s.faults.enabled =
       r.Get(name("FAULTS"), Parser<bool>(ParseOnOff), std::optional(d.faults.enabled));
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {

@@ -13,27 +13,8 @@ namespace outbound::rpc::internal {
 
 inline constexpr std::string_view kScope = "outbound.rpc";
 
-inline std::string_view CodeName(Code code) {
-  static constexpr std::string_view kNames[] = {"OK",
-                                                "CANCELLED",
-                                                "UNKNOWN",
-                                                "INVALID_ARGUMENT",
-                                                "DEADLINE_EXCEEDED",
-                                                "NOT_FOUND",
-                                                "ALREADY_EXISTS",
-                                                "PERMISSION_DENIED",
-                                                "RESOURCE_EXHAUSTED",
-                                                "FAILED_PRECONDITION",
-                                                "ABORTED",
-                                                "OUT_OF_RANGE",
-                                                "UNIMPLEMENTED",
-                                                "INTERNAL",
-                                                "UNAVAILABLE",
-                                                "DATA_LOSS",
-                                                "UNAUTHENTICATED"};
-  auto i = static_cast<std::size_t>(code);
-  return i < std::size(kNames) ? kNames[i] : "UNKNOWN";
-}
+// The code's name as gRPC spells it (rpc::CodeName).
+using rpc::CodeName;
 
 }  // namespace outbound::rpc::internal
 

@@ -2,6 +2,7 @@
 #include "outbound/rpc/settings.h"
 
 #include <charconv>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,28 @@ Result<void> CheckBackoffMax(Duration backoff_max) { return Positive(backoff_max
 Result<void> CheckMaxAttempts(int max_attempts) {
   if (max_attempts < 1) return Fail(ErrorKind::kInvalidSettings, "must be 1 or more");
   return {};
+}
+
+std::string_view CodeName(Code code) {
+  static constexpr std::string_view kNames[] = {"OK",
+                                                "CANCELLED",
+                                                "UNKNOWN",
+                                                "INVALID_ARGUMENT",
+                                                "DEADLINE_EXCEEDED",
+                                                "NOT_FOUND",
+                                                "ALREADY_EXISTS",
+                                                "PERMISSION_DENIED",
+                                                "RESOURCE_EXHAUSTED",
+                                                "FAILED_PRECONDITION",
+                                                "ABORTED",
+                                                "OUT_OF_RANGE",
+                                                "UNIMPLEMENTED",
+                                                "INTERNAL",
+                                                "UNAVAILABLE",
+                                                "DATA_LOSS",
+                                                "UNAUTHENTICATED"};
+  auto i = static_cast<std::size_t>(code);
+  return i < std::size(kNames) ? kNames[i] : "UNKNOWN";
 }
 
 Result<void> Validate(const Settings& s) {

@@ -25,28 +25,7 @@ namespace {
 constexpr const char* kPrefix = "OUTBOUND_";
 
 // A status code's name, as gRPC spells it.
-std::string CodeName(rpc::Code code) {
-  static constexpr const char* kNames[] = {"OK",
-                                           "CANCELLED",
-                                           "UNKNOWN",
-                                           "INVALID_ARGUMENT",
-                                           "DEADLINE_EXCEEDED",
-                                           "NOT_FOUND",
-                                           "ALREADY_EXISTS",
-                                           "PERMISSION_DENIED",
-                                           "RESOURCE_EXHAUSTED",
-                                           "FAILED_PRECONDITION",
-                                           "ABORTED",
-                                           "OUT_OF_RANGE",
-                                           "UNIMPLEMENTED",
-                                           "INTERNAL",
-                                           "UNAVAILABLE",
-                                           "DATA_LOSS",
-                                           "UNAUTHENTICATED"};
-  auto index = static_cast<std::size_t>(code);
-  if (index < std::size(kNames)) return kNames[index];
-  return "CODE_" + std::to_string(static_cast<int>(code));
-}
+std::string StatusName(rpc::Code code) { return std::string(rpc::CodeName(code)); }
 
 // OK: 0. A call the breaker turned away: 69, as the HTTP form's. Any other
 // status: 100 + its code, so a script can tell each one apart and none
@@ -215,7 +194,7 @@ int RunGrpcCall(const GrpcCall& call) {
   int code = ExitCodeFor(reply.status);
   {
     std::lock_guard lock(mu);
-    std::cerr << "outbound: " << CodeName(reply.status.code)
+    std::cerr << "outbound: " << StatusName(reply.status.code)
               << (reply.status.message.empty() ? "" : ": " + reply.status.message) << " ("
               << Attempts(reply.attempts) << ")\n";
   }
@@ -240,7 +219,7 @@ int RunGrpcCall(const GrpcCall& call) {
         {"method", call.target.method},
         {"attempts", reply.attempts},
         {"outcome",
-         {{"status", CodeName(reply.status.code)},
+         {{"status", StatusName(reply.status.code)},
           {"message", reply.status.message},
           {"rejected", reply.status.rejected}}},
         {"breaker_state", circuit::ToString(client->breaker().state(SystemClock().Now()))},
@@ -288,7 +267,7 @@ int RunGrpcBench(const GrpcBench& bench) {
         if (reply.status.ok()) {
           ++ok;
         } else {
-          ++errors[reply.status.rejected ? "rejected" : CodeName(reply.status.code)];
+          ++errors[reply.status.rejected ? "rejected" : StatusName(reply.status.code)];
         }
         ++finished;
         last = finished == n;

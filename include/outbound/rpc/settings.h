@@ -59,6 +59,10 @@ struct Status {
 // Trailing metadata of one attempt, names in lower case.
 using Trailers = std::multimap<std::string, std::string>;
 
+// The code's name as gRPC spells it ("UNAVAILABLE"); "UNKNOWN" for a
+// number that is no code.
+std::string_view CodeName(Code code);
+
 // How one attempt's result counts: for retry (another attempt or not, and the
 // least wait before it) and for the breaker.
 struct Classification {
