@@ -165,10 +165,8 @@ bool IsHttpUrl(const std::string& url) {
 
 namespace {
 
-constexpr const char* kPrefix = "OUTBOUND_";
-
 // The variables the command reads: every setting's but the URL's.
-std::vector<std::string> KnownVariables() {
+std::vector<std::string> HttpKnownVariables() {
   std::vector<std::string> known = config::HttpSettingsVariables(kPrefix);
   std::erase(known, std::string(kPrefix) + "URL");
   return known;
@@ -177,7 +175,7 @@ std::vector<std::string> KnownVariables() {
 }  // namespace
 
 std::vector<std::string> UnknownVariableWarnings(const std::vector<std::string>& names) {
-  std::vector<std::string> known = KnownVariables();
+  std::vector<std::string> known = HttpKnownVariables();
   std::vector<std::string> warnings;
   for (const std::string& name : names) {
     if (name.rfind(kPrefix, 0) != 0) continue;

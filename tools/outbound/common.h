@@ -18,6 +18,9 @@
 
 namespace outbound::tool {
 
+// The prefix of the variables the command reads (OUTBOUND_TIMEOUT, ...).
+inline constexpr const char* kPrefix = "OUTBOUND_";
+
 // Exit codes, like curl's where curl has one.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUsage = 2;

@@ -22,8 +22,6 @@
 namespace outbound::tool {
 namespace {
 
-constexpr const char* kPrefix = "OUTBOUND_";
-
 // A status code's name, as gRPC spells it.
 std::string StatusName(rpc::Code code) { return std::string(rpc::CodeName(code)); }
 
@@ -38,7 +36,7 @@ int ExitCodeFor(const rpc::Status& status) {
 
 // The variables a gRPC call reads: ReadRpcSettings's, less those the URL
 // says (the address, TLS).
-std::vector<std::string> KnownVariables() {
+std::vector<std::string> GrpcKnownVariables() {
   std::vector<std::string> known = config::RpcSettingsVariables(kPrefix);
   std::erase(known, std::string(kPrefix) + "ADDR");
   std::erase(known, std::string(kPrefix) + "TLS");
@@ -48,7 +46,7 @@ std::vector<std::string> KnownVariables() {
 // As UnknownVariableWarnings, for a gRPC call: a variable only the HTTP form
 // reads is said to be of no use here, rather than a misspelling.
 std::vector<std::string> GrpcVariableWarnings(const std::vector<std::string>& names) {
-  std::vector<std::string> known = KnownVariables();
+  std::vector<std::string> known = GrpcKnownVariables();
   std::vector<std::string> http = config::HttpSettingsVariables(kPrefix);
   std::vector<std::string> warnings;
   for (const std::string& name : names) {
