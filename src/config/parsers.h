@@ -40,15 +40,15 @@ inline void ReadBudgetAndBreaker(Resolver& r, const std::string& prefix,
                          Checking(circuit::CheckProbes));
   breaker.open_for = r.Get(name("BREAKER_OPEN_FOR"), duration, std::optional(breaker.open_for),
                            Checking(circuit::CheckOpenFor));
-  breaker.probe_timeout = r.Get(name("BREAKER_PROBE_TIMEOUT"), duration,
-                                std::optional(breaker.probe_timeout),
-                                Checking(circuit::CheckProbeTimeout));
-  breaker.initial_open_for = r.Get(name("BREAKER_INITIAL_OPEN_FOR"), duration,
-                                   std::optional(breaker.initial_open_for),
-                                   Checking(circuit::CheckInitialOpenFor));
-  breaker.calls_per_probe = r.Get(name("BREAKER_CALLS_PER_PROBE"), integer,
-                                  std::optional(breaker.calls_per_probe),
-                                  Checking(circuit::CheckCallsPerProbe));
+  breaker.probe_timeout =
+      r.Get(name("BREAKER_PROBE_TIMEOUT"), duration, std::optional(breaker.probe_timeout),
+            Checking(circuit::CheckProbeTimeout));
+  breaker.initial_open_for =
+      r.Get(name("BREAKER_INITIAL_OPEN_FOR"), duration, std::optional(breaker.initial_open_for),
+            Checking(circuit::CheckInitialOpenFor));
+  breaker.calls_per_probe =
+      r.Get(name("BREAKER_CALLS_PER_PROBE"), integer, std::optional(breaker.calls_per_probe),
+            Checking(circuit::CheckCallsPerProbe));
   breaker.slow_call = r.Get(name("BREAKER_SLOW_CALL"), duration, std::optional(breaker.slow_call),
                             Checking(circuit::CheckSlowCall));
 }

@@ -24,12 +24,12 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
-#include <condition_variable>
 #include <mutex>
 #include <new>
 #include <optional>

@@ -121,12 +121,12 @@ void Client::CallAsync(std::string_view method, std::string_view request, Done d
         });
     return;
   }
-  impl.Send(std::move(*sent), impl.Idempotent(method),
-            [&impl, done = std::move(done)](Result<http::Response> result,
-                                            std::exception_ptr thrown) {
-              impl.Answered(result.has_value());
-              done(internal::ReplyOf(std::move(result), impl.receive_limit), thrown);
-            });
+  impl.Send(
+      std::move(*sent), impl.Idempotent(method),
+      [&impl, done = std::move(done)](Result<http::Response> result, std::exception_ptr thrown) {
+        impl.Answered(result.has_value());
+        done(internal::ReplyOf(std::move(result), impl.receive_limit), thrown);
+      });
 }
 
 Reply Client::ServerStream(std::string_view method, std::string_view request,

@@ -74,8 +74,8 @@ StatusOr<std::string> OnlyMessage(const http::Response& response, std::size_t li
   if (status.ok()) status = deframer.Finish();
   if (!status.ok()) return tl::unexpected(std::move(status));
   if (count != 1) {
-    return FailWith(Code::kInternal, "a unary answer held " + std::to_string(count) +
-                                         " messages, not 1");
+    return FailWith(Code::kInternal,
+                    "a unary answer held " + std::to_string(count) + " messages, not 1");
   }
   return message;
 }

@@ -128,10 +128,9 @@ http::Response InjectedAnswer(int status, std::optional<std::uint32_t> retry_aft
   response.status = 200;
   response.version = "2";
   response.headers.Add("content-type", "application/grpc");
-  response.headers.Add("grpc-status",
-                       std::to_string(static_cast<int>(CodeForHttpStatus(status))));
-  response.headers.Add("grpc-message", EncodeStatusMessage("injected fault: HTTP status " +
-                                                           std::to_string(status)));
+  response.headers.Add("grpc-status", std::to_string(static_cast<int>(CodeForHttpStatus(status))));
+  response.headers.Add(
+      "grpc-message", EncodeStatusMessage("injected fault: HTTP status " + std::to_string(status)));
   if (retry_after_seconds) {
     response.headers.Add("grpc-retry-pushback-ms",
                          std::to_string(std::uint64_t{*retry_after_seconds} * 1000));

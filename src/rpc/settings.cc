@@ -150,8 +150,8 @@ Result<void> Validate(const Settings& s) {
   }
   for (const std::string& method : s.non_idempotent_methods) {
     std::size_t slash = method.find('/', 1);
-    if (method.size() < 4 || method.front() != '/' || slash == std::string::npos ||
-        slash == 1 || slash + 1 == method.size()) {
+    if (method.size() < 4 || method.front() != '/' || slash == std::string::npos || slash == 1 ||
+        slash + 1 == method.size()) {
       problems.push_back("Settings.non_idempotent_methods: \"" + method +
                          "\" is not a method's full name (\"/pkg.Service/Method\")");
     }

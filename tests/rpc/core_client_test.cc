@@ -3,8 +3,6 @@
 // real grpc++ servers on loopback (plain text is h2c, TLS with a test CA),
 // and on the kit's FakeTransport where what is sent must be exact. Waits run
 // on a ManualClock.
-#include "outbound/rpc/client.h"
-
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "echo_server.h"
+#include "outbound/rpc/client.h"
 #include "outbound/telemetry/propagation.h"
 #include "outbound/testing/fake_transport.h"
 #include "outbound/testing/telemetry.h"
@@ -19,7 +18,6 @@
 
 namespace outbound::rpc {
 namespace {
-
 
 class CoreRpc : public RpcClient {
  protected:

@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <chrono>
 #include <future>
 #include <thread>
 

@@ -68,8 +68,10 @@ TEST_F(RpcPrometheusScrape, PrometheusSeesTheBreakerOpenAndTheOpeningAfterItClos
   EXPECT_FALSE(api.Query(R"(outbound_circuit_calls_total{outcome="success"} == 3)").empty());
   EXPECT_FALSE(api.Query(R"(outbound_retry_budget_tokens > 0)").empty());
   // The attempts themselves, by their gRPC status.
-  EXPECT_FALSE(api.Query(R"(rpc_client_call_duration_seconds_count{rpc_response_status_code="UNAVAILABLE"} == 5)")
-                   .empty());
+  EXPECT_FALSE(
+      api.Query(
+             R"(rpc_client_call_duration_seconds_count{rpc_response_status_code="UNAVAILABLE"} == 5)")
+          .empty());
   EXPECT_FALSE(
       api.Query(R"(rpc_client_call_duration_seconds_count{rpc_response_status_code="OK"} == 3)")
           .empty());

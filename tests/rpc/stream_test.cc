@@ -371,9 +371,8 @@ TEST_F(RpcStreamOpening, TimeoutBoundsAStreamsOpeningOnAConnectThatHangs) {
 TEST_F(RpcStreamOpening, TimeoutBoundsAServerStreamOnAConnectThatHangs) {
   auto client = MakeToABlackHole();
   int messages = 0;
-  Reply reply = DriveThroughDeadlines([&] {
-    return client->ServerStream(kCount, "", [&](std::string_view) { ++messages; });
-  });
+  Reply reply = DriveThroughDeadlines(
+      [&] { return client->ServerStream(kCount, "", [&](std::string_view) { ++messages; }); });
   EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;
   EXPECT_EQ(reply.attempts, 1);
   EXPECT_EQ(messages, 0);

@@ -13,7 +13,8 @@ namespace {
 
 using namespace std::string_literals;
 
-const http::ResponseHeaders kGrpcHeaders = {{":status", "200"}, {"content-type", "application/grpc"}};
+const http::ResponseHeaders kGrpcHeaders = {{":status", "200"},
+                                            {"content-type", "application/grpc"}};
 
 TEST(StatusMessageTest, PrintableAsciiOtherThanPercentIsKept) {
   EXPECT_EQ(EncodeStatusMessage("no such cart: 7 (try ~later!)"), "no such cart: 7 (try ~later!)");

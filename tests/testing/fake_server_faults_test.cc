@@ -116,8 +116,8 @@ std::string NghttpFrames(const FakeServer& server) {
 }
 
 std::unique_ptr<FakeServer> H2cServer(Reply reply) {
-  auto server = FakeServer::Start(
-      {.h2c = true, .handler = [reply](const ServerRequest&) { return reply; }});
+  auto server =
+      FakeServer::Start({.h2c = true, .handler = [reply](const ServerRequest&) { return reply; }});
   EXPECT_TRUE(server) << server.error().message();
   return std::move(*server);
 }
@@ -142,8 +142,8 @@ TEST(FakeServerH2cTest, TrailersEndTheStreamAfterTheData) {
   ASSERT_NE(data, std::string::npos) << out;
   ASSERT_NE(trailers, std::string::npos) << out;
   EXPECT_NE(out.find("x-sum: 7", data), std::string::npos) << out;
-  EXPECT_EQ(out.find("END_STREAM | END_HEADERS", trailers),
-            out.find("END_STREAM", data)) << out;  // the trailers' frame ends the stream
+  EXPECT_EQ(out.find("END_STREAM | END_HEADERS", trailers), out.find("END_STREAM", data))
+      << out;  // the trailers' frame ends the stream
 }
 
 TEST(FakeServerH2cTest, HeadersOnlyIsOneHeadersFrameWithEndStream) {
@@ -151,7 +151,8 @@ TEST(FakeServerH2cTest, HeadersOnlyIsOneHeadersFrameWithEndStream) {
   std::string out = NghttpFrames(*server);
   std::size_t headers = out.find("recv HEADERS frame <length=");
   ASSERT_NE(headers, std::string::npos) << out;
-  EXPECT_NE(out.find("flags=0x05,", headers), std::string::npos) << out;  // END_STREAM | END_HEADERS
+  EXPECT_NE(out.find("flags=0x05,", headers), std::string::npos)
+      << out;  // END_STREAM | END_HEADERS
   EXPECT_EQ(out.find("recv DATA frame"), std::string::npos) << out;
   EXPECT_EQ(out.find("content-length"), std::string::npos) << out;
 }

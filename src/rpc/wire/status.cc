@@ -25,7 +25,8 @@ std::optional<std::string_view> Find(const http::ResponseHeaders& fields, std::s
 // application/grpc, alone or followed by "+subtype" or by parameters.
 bool IsGrpcContentType(std::string_view type) {
   constexpr std::string_view kGrpc = "application/grpc";
-  if (type.size() < kGrpc.size() || !http::SameHeaderName(type.substr(0, kGrpc.size()), kGrpc)) return false;
+  if (type.size() < kGrpc.size() || !http::SameHeaderName(type.substr(0, kGrpc.size()), kGrpc))
+    return false;
   if (type.size() == kGrpc.size()) return true;
   char next = type[kGrpc.size()];
   return next == '+' || next == ';';
