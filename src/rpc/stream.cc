@@ -15,7 +15,6 @@
 #include <string>
 #include <utility>
 
-#include "../http/client_peer.h"
 #include "client_impl.h"
 #include "exchange.h"
 #include "outbound/http/body_pipe.h"
@@ -28,7 +27,7 @@ namespace {
 // What the core's thread and the caller's share: the messages received
 // and not yet read, and the call's end.
 struct Shared {
-  Shared(std::size_t receive_limit)
+  explicit Shared(std::size_t receive_limit)
       : deframer(/*encoding=*/"", receive_limit, [this](std::string message) {
           std::lock_guard lock(mu);
           messages.push_back(std::move(message));
