@@ -48,6 +48,32 @@ std::string_view ToString(Outcome outcome) {
   return "unknown";
 }
 
+std::string_view ToString(Override override) {
+  switch (override) {
+    case Override::kForceOpen:
+      return "force_open";
+    case Override::kForceClosed:
+      return "force_closed";
+    case Override::kIsolate:
+      return "isolate";
+    case Override::kRelease:
+      return "release";
+  }
+  return "unknown";
+}
+
+std::string_view ToString(Hold hold) {
+  switch (hold) {
+    case Hold::kNone:
+      return "none";
+    case Hold::kForcedClosed:
+      return "forced-closed";
+    case Hold::kIsolated:
+      return "isolated";
+  }
+  return "unknown";
+}
+
 Result<void> CheckWindow(int window) { return CheckCount(window); }
 Result<void> CheckProbes(int probes) { return CheckCount(probes); }
 Result<void> CheckOpenFor(Duration open_for) { return CheckPositive(open_for); }
@@ -151,6 +177,7 @@ tl::expected<Ticket, Rejection> Breaker::Allow(TimePoint now) {
       case State::kClosed:
         return Ticket(this, generation_, -1, 0);
       case State::kOpen:
+        if (hold_ == Hold::kIsolated) return tl::unexpected(Rejection{config_.open_for});
         ++rejected_;
         return tl::unexpected(Rejection{opened_at_ + open_interval_ - now});
       case State::kHalfOpen:
@@ -176,6 +203,44 @@ Counts Breaker::counts(TimePoint now) {
   return Locked(now, [&] { return counts_; });
 }
 
+Hold Breaker::SetOverride(Override override, TimePoint now) {
+  return Locked(now, [&] {
+    Hold before = hold_;
+    switch (override) {
+      case Override::kForceOpen:
+        hold_ = Hold::kNone;
+        if (state_ != State::kOpen) {
+          Enter(State::kOpen, now, /*forced=*/true);
+        } else {
+          // Already open (perhaps isolated): a new interval from now, with
+          // no change of state to tell.
+          opened_at_ = now;
+          open_interval_ = NextOpenInterval();
+          rejected_ = 0;
+        }
+        break;
+      case Override::kForceClosed:
+        hold_ = Hold::kForcedClosed;
+        if (state_ != State::kClosed) Enter(State::kClosed, now, /*forced=*/true);
+        break;
+      case Override::kIsolate:
+        hold_ = Hold::kIsolated;
+        if (state_ != State::kOpen) Enter(State::kOpen, now, /*forced=*/true);
+        break;
+      case Override::kRelease:
+        hold_ = Hold::kNone;
+        if (before == Hold::kIsolated) Enter(State::kHalfOpen, now, /*forced=*/true);
+        break;
+    }
+    return before;
+  });
+}
+
+Hold Breaker::hold() {
+  std::lock_guard lock(mu_);
+  return hold_;
+}
+
 bool Breaker::SameState(const Ticket& ticket) const {
   if (ticket.generation_ != generation_) return false;
   if (ticket.slot_ < 0) return true;
@@ -189,7 +254,9 @@ void Breaker::Settle(const Ticket& ticket, Outcome outcome, TimePoint now) {
     if (ticket.slot_ < 0) {
       if (outcome == Outcome::kIgnored) return 0;
       RecordClosed(outcome);
-      if (policy_.trip(Counts(counts_))) Enter(State::kOpen, now);
+      if (hold_ != Hold::kForcedClosed && policy_.trip(Counts(counts_))) {
+        Enter(State::kOpen, now);
+      }
       return 0;
     }
     slots_[static_cast<std::size_t>(ticket.slot_)].busy = false;
@@ -208,6 +275,7 @@ void Breaker::Release(const Ticket& ticket) {
 }
 
 void Breaker::Advance(TimePoint now) {
+  if (hold_ == Hold::kIsolated) return;  // no probe until released
   if (state_ == State::kOpen &&
       (now >= opened_at_ + open_interval_ ||
        (rejected_ >= config_.calls_per_probe && now >= opened_at_ + config_.initial_open_for))) {
@@ -266,13 +334,16 @@ Duration Breaker::NextOpenInterval() {
   return nominal + std::chrono::duration_cast<Duration>(spread * u);
 }
 
-void Breaker::Enter(State to, TimePoint now) {
+void Breaker::Enter(State to, TimePoint now, bool forced) {
   Duration interval = Duration::zero();
   if (to == State::kOpen) {
     opens_in_a_row_ = std::min(opens_in_a_row_ + 1, 64);  // doubling hits any cap by then
     interval = NextOpenInterval();
   }
-  if (observer_) pending_.push_back(Transition{state_, to, counts_, now, interval});
+  if (observer_) {
+    Duration told = hold_ == Hold::kIsolated ? Duration::zero() : interval;
+    pending_.push_back(Transition{state_, to, counts_, now, told, forced});
+  }
   state_ = to;
   ++generation_;  // tickets of the state left no longer count
   if (to == State::kOpen) {

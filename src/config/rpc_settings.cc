@@ -20,6 +20,7 @@ constexpr const char* kFields[] = {
     "BACKOFF_MAX",
     "RETRY_BUDGET_MAX_TOKENS",
     "RETRY_BUDGET_TOKEN_RATIO",
+    "RETRY_BUDGET_MIN_PER_SECOND",
     "BREAKER_WINDOW",
     "BREAKER_PROBES",
     "BREAKER_OPEN_FOR",

@@ -50,6 +50,10 @@ namespace outbound::http::internal {
 // Who starts attempts and hears how each ended: the retry loop.
 class AttemptOwner {
  public:
+  // Decides what follows the attempt, into `outcome.record` (decision and
+  // reason). The attempt span layer asks it before the span ends, so the
+  // span carries the reason; Ended asks it if nobody did. Once per attempt.
+  virtual void Decide(AttemptOutcome& outcome) = 0;
   virtual void Ended(AttemptOutcome&& outcome) = 0;
 
  protected:

@@ -2,7 +2,8 @@
 // The attempt span: one record, one CLIENT span and one duration data point
 // per attempt, rejected ones included, timed on the client's clock. The span
 // starts above the breaker, so a rejection has its span too, and ends when
-// the attempt's body has been read.
+// the attempt's body has been read, after the retry loop decided what
+// follows it (outbound.retry.reason).
 #include "layers.h"
 
 namespace outbound::http::internal {
@@ -39,6 +40,15 @@ class AttemptSpan final : public AttemptLayer {
     } else {
       record.error = outcome.result.error().kind();
       record.error_message = outcome.result.error().message();
+    }
+    // The retry loop decides before the span ends, so the span says why.
+    if (attempt.owner != nullptr) attempt.owner->Decide(outcome);
+    if (attempt.span != nullptr && record.decision) {
+      attempt.span->SetAttribute({"outbound.retry.reason", retry::ToString(record.reason)});
+      if (record.reason.kind == retry::ReasonKind::kRejected) {
+        attempt.span->SetAttribute(
+            {"outbound.retry.rejected_by", retry::ToString(record.reason.by)});
+      }
     }
     telemetry_.AttemptEnded(attempt, outcome, attempt.slot(in_queue_));
   }

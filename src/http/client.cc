@@ -402,6 +402,12 @@ circuit::State Client::breaker_state() const {
   return impl_->breaker.state(impl_->runtime.clock->Now());
 }
 
+void Client::OverrideBreaker(circuit::Override override) {
+  TimePoint now = impl_->runtime.clock->Now();
+  circuit::Hold before = impl_->breaker.SetOverride(override, now);
+  impl_->telemetry->resilience().BreakerOverridden(override, before, now);
+}
+
 const std::string& Client::origin() const { return impl_->origin_text; }
 
 bool Client::WaitUntilIdle(std::chrono::milliseconds real_limit) const {

@@ -83,55 +83,83 @@ class RetryingRequest final : public AttemptOwner,
     if (waiting) FinishCancelled();
   }
 
-  void Ended(AttemptOutcome&& outcome) override {
-    std::optional<retry::DecisionKind> decided;
+  void Decide(AttemptOutcome& outcome) override {
+    using retry::DecisionKind;
+    using retry::ReasonKind;
+    DecisionKind decided = DecisionKind::kStopped;
+    retry::Reason reason{ReasonKind::kClassify};
     Duration wait{0};
+    // Why a request that wanted another attempt may not have one.
+    ReasonKind unsafe =
+        request_->replayable ? ReasonKind::kUnsafe : ReasonKind::kBodyNotReplayable;
     if (outcome.result && options_.transparent != nullptr) options_.transparent->Earn();
     if (outcome.collateral && !outcome.thrown) {
       bool again = safe_ && collateral_retries_ < kMaxCollateralRetries;
       collateral_retries_ += again ? 1 : 0;
-      decided = again ? retry::DecisionKind::kAgain : retry::DecisionKind::kStopped;
+      decided = again ? DecisionKind::kAgain : DecisionKind::kStopped;
+      reason.kind = again ? ReasonKind::kTransparent : safe_ ? ReasonKind::kExhausted : unsafe;
     } else if (outcome.unprocessed && outcome.connection_retired && !outcome.thrown &&
                request_->replayable && retired_retries_ < kMaxRetiredRetries) {
       // Left out by a connection the server retired after answering
       // others: sent again at once on a new one, spending nothing.
       ++retired_retries_;
-      decided = retry::DecisionKind::kAgain;
+      decided = DecisionKind::kAgain;
+      reason.kind = ReasonKind::kTransparent;
     } else if (outcome.unprocessed && !outcome.thrown && request_->replayable &&
                collateral_retries_ < kMaxCollateralRetries && options_.transparent != nullptr &&
                options_.transparent->TrySpend()) {
       // Not processed, while the dependency answers others: sent again at
       // once, outside the budget and MaxAttempts (see TransparentRetries).
       ++collateral_retries_;
-      decided = retry::DecisionKind::kAgain;
+      decided = DecisionKind::kAgain;
+      reason.kind = ReasonKind::kTransparent;
     } else if (!outcome.thrown && !outcome.rejected && outcome.classification) {
       const Classification& c = *outcome.classification;
       retry::Decision d =
           loop_.Done(c.retry, c.retry_after, options_.clock->Now(), options_.random->Uniform());
       decided = d.kind;
+      reason.kind = d.reason;
       wait = d.wait;
-      bool body_too_big = outcome.result && outcome.result->body.size() > kRetriedBodyLimit;
-      // An unprocessed request may go again whatever its method: the server
-      // said it did not act on it.
-      bool may_repeat = safe_ || (outcome.unprocessed && request_->replayable);
-      if (d.kind == retry::DecisionKind::kAgain && (!may_repeat || body_too_big)) {
-        decided = retry::DecisionKind::kStopped;
+      if (d.kind == DecisionKind::kStopped) reason.kind = StopReason();
+      if (d.kind == DecisionKind::kAgain) {
+        // An unprocessed request may go again whatever its method: the
+        // server said it did not act on it.
+        bool may_repeat = safe_ || (outcome.unprocessed && request_->replayable);
+        if (!may_repeat) {
+          decided = DecisionKind::kStopped;
+          reason.kind = unsafe;
+        } else if (outcome.result && outcome.result->body.size() > kRetriedBodyLimit) {
+          decided = DecisionKind::kStopped;
+          reason.kind = ReasonKind::kTooLarge;
+        }
       }
-    } else {
-      decided = retry::DecisionKind::kStopped;  // a rejection is never retried at once
+    } else if (outcome.rejected) {
+      // A rejection is never retried at once. The breaker is the only
+      // attempt layer that turns attempts away.
+      reason = {ReasonKind::kRejected, retry::Rejecter::kBreaker};
     }
     // A middleware asks for the request once more (a refreshed credential):
     // at once, outside the policy, once per call.
     bool repeat = outcome.repeat_once && !outcome.thrown && !outcome.rejected &&
-                  decided != retry::DecisionKind::kAgain && !call_->repeated &&
-                  request_->replayable;
+                  decided != DecisionKind::kAgain && !call_->repeated && request_->replayable;
     if (repeat) {
       call_->repeated = true;
-      decided = retry::DecisionKind::kAgain;
+      decided = DecisionKind::kAgain;
+      reason.kind = ReasonKind::kRepeat;
     }
-    if (decided) options_.telemetry->resilience().RetryDecided(*decided);
+    repeat_decided_ = repeat;
+    wait_ = wait;
+    outcome.record.decision = decided;
+    outcome.record.reason = reason;
+    options_.telemetry->resilience().RetryDecided(decided, reason);
+  }
+
+  void Ended(AttemptOutcome&& outcome) override {
+    if (!outcome.record.decision) Decide(outcome);
+    const retry::DecisionKind decided = *outcome.record.decision;
+    const bool repeat = repeat_decided_;
+    const Duration wait = wait_;
     if (options_.on_attempt) {
-      outcome.record.decision = decided;
       outcome.record.method = request_->method;
       outcome.record.url = request_->url;
       options_.on_attempt(outcome.record);
@@ -166,6 +194,14 @@ class RetryingRequest final : public AttemptOwner,
   }
 
  private:
+  // Why the classification said stop: the call's own end (its caller gave
+  // up, its deadline passed) or the classifier's word.
+  retry::ReasonKind StopReason() const {
+    if (call_->deadline_passed()) return retry::ReasonKind::kDeadline;
+    if (call_->cancelled()) return retry::ReasonKind::kCancelled;
+    return retry::ReasonKind::kClassify;
+  }
+
   // Ends a cancelled call: with the last attempt's outcome if there was
   // one, or as the cancellation says if nothing was sent.
   void FinishCancelled() {
@@ -217,6 +253,10 @@ class RetryingRequest final : public AttemptOwner,
   int retired_retries_ = 0;
   std::uint64_t keep_place_ = 0;  // the next attempt's queue place (Attempt::queue_place)
   bool repeat_next_ = false;      // guarded by mu_
+  // What Decide decided for the attempt now ending, for its Ended (one
+  // attempt at a time).
+  bool repeat_decided_ = false;
+  Duration wait_{0};
   std::shared_ptr<Attempt> current_;
   std::optional<AttemptOutcome> last_;  // what the call returns if a wait is cut short
   Timer wait_timer_;

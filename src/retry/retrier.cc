@@ -25,6 +25,54 @@ std::string_view ToString(DecisionKind kind) {
   return "unknown";
 }
 
+std::string_view ToString(ReasonKind kind) {
+  switch (kind) {
+    case ReasonKind::kSuccess:
+      return "success";
+    case ReasonKind::kRetryable:
+      return "retryable";
+    case ReasonKind::kClassify:
+      return "classify";
+    case ReasonKind::kExhausted:
+      return "exhausted";
+    case ReasonKind::kBudget:
+      return "budget";
+    case ReasonKind::kDeadline:
+      return "deadline";
+    case ReasonKind::kRetryAfterTooLong:
+      return "retry_after_too_long";
+    case ReasonKind::kUnsafe:
+      return "unsafe";
+    case ReasonKind::kBodyNotReplayable:
+      return "body_not_replayable";
+    case ReasonKind::kTooLarge:
+      return "too_large";
+    case ReasonKind::kRejected:
+      return "rejected";
+    case ReasonKind::kTransparent:
+      return "transparent";
+    case ReasonKind::kRepeat:
+      return "repeat";
+    case ReasonKind::kCancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+std::string_view ToString(Rejecter by) {
+  switch (by) {
+    case Rejecter::kUnknown:
+      return "unknown";
+    case Rejecter::kBreaker:
+      return "breaker";
+    case Rejecter::kBulkhead:
+      return "bulkhead";
+    case Rejecter::kRateLimit:
+      return "rate_limit";
+  }
+  return "unknown";
+}
+
 std::string_view ToString(Outcome outcome) {
   switch (outcome) {
     case Outcome::kSuccess:
@@ -46,19 +94,24 @@ Decision Loop::Done(Outcome outcome, Duration retry_after, TimePoint now, double
   switch (outcome) {
     case Outcome::kSuccess:
       budget.OnSuccess();
-      return {DecisionKind::kSuccess};
+      return {DecisionKind::kSuccess, Duration{0}, ReasonKind::kSuccess};
     case Outcome::kStop:
-      return {DecisionKind::kStopped};
+      return {DecisionKind::kStopped, Duration{0}, ReasonKind::kClassify};
     case Outcome::kRetry:
       break;
   }
   budget.OnRetryable();
-  if (attempts_ >= policy.max_attempts) return {DecisionKind::kExhausted};
-  if (retry_after > policy.backoff.max()) return {DecisionKind::kRetryAfterTooLong};
-  if (!budget.AllowRetry()) return {DecisionKind::kThrottled};
+  if (attempts_ >= policy.max_attempts) {
+    return {DecisionKind::kExhausted, Duration{0}, ReasonKind::kExhausted};
+  }
+  if (retry_after > policy.backoff.max()) {
+    return {DecisionKind::kRetryAfterTooLong, Duration{0}, ReasonKind::kRetryAfterTooLong};
+  }
   Duration wait = std::max(policy.backoff.Wait(attempts_, uniform), retry_after);
-  if (now + wait > deadline_) return {DecisionKind::kExpired};
-  return {DecisionKind::kAgain, wait};
+  if (now + wait > deadline_) return {DecisionKind::kExpired, Duration{0}, ReasonKind::kDeadline};
+  // Asked last: a retry the floor lets through is one that will be made.
+  if (!budget.TryRetry(now)) return {DecisionKind::kThrottled, Duration{0}, ReasonKind::kBudget};
+  return {DecisionKind::kAgain, wait, ReasonKind::kRetryable};
 }
 
 }  // namespace outbound::retry

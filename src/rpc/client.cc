@@ -171,4 +171,6 @@ bool Client::Connected() const { return impl_->connected.load(std::memory_order_
 
 circuit::Breaker& Client::breaker() { return http::internal::ClientPeer::breaker(*impl_->core); }
 
+void Client::OverrideBreaker(circuit::Override override) { impl_->core->OverrideBreaker(override); }
+
 }  // namespace outbound::rpc

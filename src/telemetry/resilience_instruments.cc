@@ -10,6 +10,10 @@ namespace {
 
 constexpr circuit::State kStates[] = {circuit::State::kClosed, circuit::State::kOpen,
                                       circuit::State::kHalfOpen};
+constexpr circuit::Hold kHolds[] = {circuit::Hold::kForcedClosed, circuit::Hold::kIsolated};
+constexpr circuit::Override kOverrides[] = {
+    circuit::Override::kForceOpen, circuit::Override::kForceClosed, circuit::Override::kIsolate,
+    circuit::Override::kRelease};
 
 thread_local const SpanContext* t_cause = nullptr;
 
@@ -26,10 +30,18 @@ ResilienceInstruments::ResilienceInstruments(const Telemetry& telemetry, std::st
                                   "Attempts a circuit breaker counted, by outcome."});
   decisions_ = meters->CreateCounter({scope_, "outbound.retry.decisions", "{decision}",
                                       "What the retry loop decided after each attempt."});
+  overrides_ = meters->CreateCounter({scope_, "outbound.circuit.overrides", "{override}",
+                                      "Operators' overrides of a circuit breaker, by override."});
   for (circuit::State state : kStates) {
     const KeyValue attributes[] = {
         {"server.address", host_}, {"server.port", port_}, {"state", circuit::ToString(state)}};
     transitions_->Add(0, attributes);
+  }
+  for (circuit::Override override : kOverrides) {
+    const KeyValue attributes[] = {{"override", circuit::ToString(override)},
+                                   {"server.address", host_},
+                                   {"server.port", port_}};
+    overrides_->Add(0, attributes);
   }
 }
 
@@ -43,11 +55,18 @@ void ResilienceInstruments::Observe(circuit::Breaker& breaker, const retry::Budg
       {scope_, "outbound.circuit.state", "{breaker}", "Circuit breakers in each state."},
       [this, &breaker, &clock](Observations& out) {
         circuit::State now = breaker.state(clock.Now());
+        circuit::Hold hold = breaker.hold();
         for (circuit::State state : kStates) {
           const KeyValue attributes[] = {{"server.address", host_},
                                          {"server.port", port_},
                                          {"state", circuit::ToString(state)}};
-          out.Observe(state == now ? 1 : 0, attributes);
+          out.Observe(hold == circuit::Hold::kNone && state == now ? 1 : 0, attributes);
+        }
+        for (circuit::Hold held : kHolds) {
+          const KeyValue attributes[] = {{"server.address", host_},
+                                         {"server.port", port_},
+                                         {"state", circuit::ToString(held)}};
+          out.Observe(held == hold ? 1 : 0, attributes);
         }
       });
   tokens_gauge_ = meters->AddObservableGauge(
@@ -66,11 +85,27 @@ void ResilienceInstruments::BreakerCounted(std::string_view outcome) const {
   calls_->Add(1, attributes);
 }
 
-void ResilienceInstruments::RetryDecided(retry::DecisionKind decision) const {
+void ResilienceInstruments::RetryDecided(retry::DecisionKind decision,
+                                         retry::Reason reason) const {
   if (decisions_ == nullptr) return;
-  const KeyValue attributes[] = {
-      {"decision", retry::ToString(decision)}, {"server.address", host_}, {"server.port", port_}};
+  // In the order of their keys, which is the order a store files them in.
+  const KeyValue attributes[] = {{"decision", retry::ToString(decision)},
+                                 {"reason", retry::ToString(reason)},
+                                 {"server.address", host_},
+                                 {"server.port", port_}};
   decisions_->Add(1, attributes);
+}
+
+void ResilienceInstruments::BreakerOverridden(circuit::Override override, circuit::Hold before,
+                                              TimePoint at) const {
+  if (overrides_ != nullptr) {
+    const KeyValue attributes[] = {{"override", circuit::ToString(override)},
+                                   {"server.address", host_},
+                                   {"server.port", port_}};
+    overrides_->Add(1, attributes);
+  }
+  if (telemetry_.logger == nullptr) return;
+  telemetry_.logger->Emit(BreakerOverrideRecord(scope_, host_, port_, override, before, at));
 }
 
 void ResilienceInstruments::BreakerTransition(const circuit::Transition& transition,

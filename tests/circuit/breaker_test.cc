@@ -12,6 +12,7 @@ namespace outbound::circuit {
 namespace {
 
 using std::chrono::milliseconds;
+using std::chrono::minutes;
 using std::chrono::seconds;
 
 // One open interval every time: the first is already the ceiling.
@@ -311,6 +312,81 @@ TEST_F(BreakerTest, TripNeverTrueTurnsTheBreakerOff) {
   Breaker breaker(Config{}, never);
   Fail(breaker, 1000);
   EXPECT_EQ(breaker.state(clock.Now()), State::kClosed);
+}
+
+// An operator's overrides (SetOverride), on the manual clock.
+TEST_F(BreakerTest, ForceOpenRejectsAtOnceThenFollowsTheRules) {
+  Breaker breaker(Config{}, DefaultPolicy(), Record());
+  EXPECT_EQ(breaker.SetOverride(Override::kForceOpen, clock.Now()), Hold::kNone);
+  EXPECT_EQ(breaker.state(clock.Now()), State::kOpen);
+  EXPECT_FALSE(breaker.Allow(clock.Now()));
+  EXPECT_EQ(breaker.hold(), Hold::kNone);
+  ASSERT_EQ(transitions.size(), 1U);
+  EXPECT_TRUE(transitions[0].forced);
+  EXPECT_EQ(transitions[0].to, State::kOpen);
+  clock.Advance(seconds(1));  // the first open interval, jitter included
+  EXPECT_EQ(breaker.state(clock.Now()), State::kHalfOpen);
+  EXPECT_FALSE(transitions.back().forced);
+}
+
+TEST_F(BreakerTest, ForceClosedAdmitsEveryAttemptAndNeverTrips) {
+  Breaker breaker(Config{}, DefaultPolicy(), Record());
+  Fail(breaker, 5);
+  ASSERT_EQ(breaker.state(clock.Now()), State::kOpen);
+  breaker.SetOverride(Override::kForceClosed, clock.Now());
+  EXPECT_EQ(breaker.state(clock.Now()), State::kClosed);
+  EXPECT_EQ(breaker.hold(), Hold::kForcedClosed);
+  Fail(breaker, 100);  // each admitted (Attempt asserts it)
+  EXPECT_EQ(breaker.state(clock.Now()), State::kClosed);
+  EXPECT_EQ(breaker.counts(clock.Now()).consecutive_failures, 100);
+  EXPECT_EQ(breaker.SetOverride(Override::kRelease, clock.Now()), Hold::kForcedClosed);
+  EXPECT_EQ(breaker.state(clock.Now()), State::kClosed);
+  Fail(breaker, 1);  // the rules again: the counts trip it
+  EXPECT_EQ(breaker.state(clock.Now()), State::kOpen);
+}
+
+TEST_F(BreakerTest, IsolateMakesNoProbeUntilReleased) {
+  Config config;
+  config.calls_per_probe = 2;
+  Breaker breaker(config, DefaultPolicy(), Record());
+  breaker.SetOverride(Override::kIsolate, clock.Now());
+  EXPECT_EQ(breaker.hold(), Hold::kIsolated);
+  for (int i = 0; i < 20; ++i) {
+    clock.Advance(minutes(1));  // past open_for, and past calls_per_probe
+    auto rejected = breaker.Allow(clock.Now());
+    ASSERT_FALSE(rejected);
+    EXPECT_EQ(rejected.error().retry_after, config.open_for);
+    EXPECT_EQ(breaker.state(clock.Now()), State::kOpen);
+  }
+  EXPECT_EQ(breaker.SetOverride(Override::kRelease, clock.Now()), Hold::kIsolated);
+  EXPECT_EQ(breaker.state(clock.Now()), State::kHalfOpen);
+  auto probe = breaker.Allow(clock.Now());
+  ASSERT_TRUE(probe);
+  EXPECT_TRUE(probe->probe());
+  ASSERT_EQ(transitions.size(), 2U);  // closed -> open, open -> half-open
+  EXPECT_TRUE(transitions[0].forced);
+  EXPECT_EQ(transitions[0].open_for, Duration::zero());  // no end while held
+  EXPECT_TRUE(transitions[1].forced);
+}
+
+TEST_F(BreakerTest, ForceOpenEndsAnIsolationWithAFreshInterval) {
+  Breaker breaker(Config{}, DefaultPolicy(), Record());
+  breaker.SetOverride(Override::kIsolate, clock.Now());
+  clock.Advance(minutes(5));
+  EXPECT_EQ(breaker.SetOverride(Override::kForceOpen, clock.Now()), Hold::kIsolated);
+  EXPECT_EQ(breaker.hold(), Hold::kNone);
+  EXPECT_EQ(breaker.state(clock.Now()), State::kOpen);  // not half-open at once
+  clock.Advance(seconds(1));
+  EXPECT_EQ(breaker.state(clock.Now()), State::kHalfOpen);
+}
+
+TEST(OverrideNames, AsTelemetryWritesThem) {
+  EXPECT_EQ(ToString(Override::kForceOpen), "force_open");
+  EXPECT_EQ(ToString(Override::kForceClosed), "force_closed");
+  EXPECT_EQ(ToString(Override::kIsolate), "isolate");
+  EXPECT_EQ(ToString(Override::kRelease), "release");
+  EXPECT_EQ(ToString(Hold::kForcedClosed), "forced-closed");
+  EXPECT_EQ(ToString(Hold::kIsolated), "isolated");
 }
 
 }  // namespace

@@ -45,6 +45,7 @@ TEST(ResolverTest, ReadsEveryVariable) {
                       {"P_BACKOFF_MAX", "1s"},
                       {"P_RETRY_BUDGET_MAX_TOKENS", "20"},
                       {"P_RETRY_BUDGET_TOKEN_RATIO", "0.5"},
+                      {"P_RETRY_BUDGET_MIN_PER_SECOND", "2.5"},
                       {"P_BREAKER_WINDOW", "50"},
                       {"P_BREAKER_PROBES", "2"},
                       {"P_BREAKER_OPEN_FOR", "30s"},
@@ -70,6 +71,7 @@ TEST(ResolverTest, ReadsEveryVariable) {
   EXPECT_EQ(s.backoff_max, seconds(1));
   EXPECT_EQ(s.retry_budget.max_tokens, 20);
   EXPECT_DOUBLE_EQ(s.retry_budget.token_ratio, 0.5);
+  EXPECT_DOUBLE_EQ(s.retry_budget.min_retries_per_second, 2.5);
   EXPECT_EQ(s.breaker.window, 50);
   EXPECT_EQ(s.breaker.probes, 2);
   EXPECT_EQ(s.breaker.open_for, seconds(30));

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbound/retry/budget.h"
+#include "outbound/testing/manual_clock.h"
 
 #include <gtest/gtest.h>
+
+#include <limits>
 
 #include <thread>
 #include <vector>
 
 namespace outbound::retry {
 namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::minutes;
 
 TEST(BudgetChecksTest, AcceptExactlyTheDocumentedRanges) {
   EXPECT_FALSE(CheckMaxTokens(2));
@@ -70,6 +76,66 @@ TEST(BudgetTest, ConcurrentUseKeepsExactArithmetic) {
   for (auto& t : threads) t.join();
   // Every take was matched by a give, and none hit a bound: back to 500.
   EXPECT_DOUBLE_EQ(budget.tokens(), 500.0);
+}
+
+// The floor (min_retries_per_second), on the manual clock.
+TEST(BudgetFloorTest, AllowsItsRetriesASecondWhateverTheTokens) {
+  testing::ManualClock clock;
+  Budget budget(BudgetConfig{.max_tokens = 10, .token_ratio = 0.1, .min_retries_per_second = 2});
+  for (int i = 0; i < 10; ++i) budget.OnRetryable();  // drained
+  EXPECT_FALSE(budget.AllowRetry());
+  EXPECT_TRUE(budget.TryRetry(clock.Now()));
+  EXPECT_TRUE(budget.TryRetry(clock.Now()));
+  EXPECT_FALSE(budget.TryRetry(clock.Now()));  // two this second
+  clock.Advance(milliseconds(499));
+  EXPECT_FALSE(budget.TryRetry(clock.Now()));
+  clock.Advance(milliseconds(1));  // one comes back every half second
+  EXPECT_TRUE(budget.TryRetry(clock.Now()));
+  EXPECT_FALSE(budget.TryRetry(clock.Now()));
+  clock.Advance(minutes(1));  // a quiet minute holds no more than a second's worth
+  EXPECT_TRUE(budget.TryRetry(clock.Now()));
+  EXPECT_TRUE(budget.TryRetry(clock.Now()));
+  EXPECT_FALSE(budget.TryRetry(clock.Now()));
+  EXPECT_DOUBLE_EQ(budget.tokens(), 0.0);  // the floor takes no token
+}
+
+TEST(BudgetFloorTest, ADependencyCalledOnceAMinuteGetsItsRetry) {
+  testing::ManualClock clock;
+  Budget budget(BudgetConfig{});  // the default floor
+  for (int i = 0; i < 10; ++i) budget.OnRetryable();  // an outage drained it
+  for (int minute = 0; minute < 5; ++minute) {
+    clock.Advance(minutes(1));
+    budget.OnRetryable();  // the call failed: one token, never given back
+    EXPECT_TRUE(budget.TryRetry(clock.Now())) << "minute " << minute;
+  }
+}
+
+TEST(BudgetFloorTest, ZeroTurnsTheFloorOff) {
+  testing::ManualClock clock;
+  Budget budget(BudgetConfig{.max_tokens = 3, .token_ratio = 0.1, .min_retries_per_second = 0});
+  for (int i = 0; i < 3; ++i) budget.OnRetryable();
+  EXPECT_FALSE(budget.TryRetry(clock.Now()));
+  clock.Advance(minutes(1));
+  EXPECT_FALSE(budget.TryRetry(clock.Now()));
+}
+
+TEST(BudgetFloorTest, WhileTokensAllowTheFloorIsNotSpent) {
+  testing::ManualClock clock;
+  Budget budget(BudgetConfig{.max_tokens = 10, .token_ratio = 0.1, .min_retries_per_second = 1});
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(budget.TryRetry(clock.Now()));
+  for (int i = 0; i < 10; ++i) budget.OnRetryable();
+  EXPECT_TRUE(budget.TryRetry(clock.Now()));  // the floor's one, still unspent
+  EXPECT_FALSE(budget.TryRetry(clock.Now()));
+}
+
+TEST(BudgetFloorTest, CheckAcceptsZeroToTheTokenLimit) {
+  EXPECT_TRUE(CheckMinRetriesPerSecond(0));
+  EXPECT_TRUE(CheckMinRetriesPerSecond(0.5));
+  EXPECT_TRUE(CheckMinRetriesPerSecond(kTokenLimit));
+  EXPECT_FALSE(CheckMinRetriesPerSecond(-1));
+  EXPECT_FALSE(CheckMinRetriesPerSecond(kTokenLimit + 1));
+  EXPECT_FALSE(CheckMinRetriesPerSecond(std::numeric_limits<double>::quiet_NaN()));
+  EXPECT_EQ(BudgetConfig{}.min_retries_per_second, 10);
 }
 
 }  // namespace

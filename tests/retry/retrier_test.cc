@@ -71,11 +71,39 @@ TEST_F(RetrierTest, OneMaxAttemptTurnsRetriesOff) {
 }
 
 TEST_F(RetrierTest, EmptyBudgetThrottles) {
-  for (int i = 0; i < 4; ++i) budget.OnRetryable();  // 6 left
-  Loop loop = retrier.Start(deadline);
+  // The token rule alone: no floor under it.
+  Budget tokens_only{BudgetConfig{.max_tokens = 10, .token_ratio = 0.1,
+                                  .min_retries_per_second = 0}};
+  Retrier throttled{Policy{3, Exponential(milliseconds(100), seconds(5))}, tokens_only};
+  for (int i = 0; i < 4; ++i) tokens_only.OnRetryable();  // 6 left
+  Loop loop = throttled.Start(deadline);
   // This retry takes the budget to 5: not above half, so it is refused.
-  EXPECT_EQ(loop.Done(Outcome::kRetry, Duration::zero(), clock.Now(), 0).kind,
-            DecisionKind::kThrottled);
+  Decision d = loop.Done(Outcome::kRetry, Duration::zero(), clock.Now(), 0);
+  EXPECT_EQ(d.kind, DecisionKind::kThrottled);
+  EXPECT_EQ(d.reason, ReasonKind::kBudget);
+}
+
+TEST_F(RetrierTest, TheBudgetsFloorAllowsARetryTheTokensRefuse) {
+  for (int i = 0; i < 4; ++i) budget.OnRetryable();  // 6 left; the default floor, 10/s
+  Loop loop = retrier.Start(deadline);
+  Decision d = loop.Done(Outcome::kRetry, Duration::zero(), clock.Now(), 0);
+  EXPECT_EQ(d.kind, DecisionKind::kAgain);
+  EXPECT_EQ(d.reason, ReasonKind::kRetryable);
+}
+
+TEST_F(RetrierTest, EachDecisionNamesTheRuleThatMadeIt) {
+  Loop loop = retrier.Start(deadline);
+  EXPECT_EQ(loop.Done(Outcome::kSuccess, Duration::zero(), clock.Now(), 0).reason,
+            ReasonKind::kSuccess);
+  EXPECT_EQ(loop.Done(Outcome::kStop, Duration::zero(), clock.Now(), 0).reason,
+            ReasonKind::kClassify);
+  EXPECT_EQ(loop.Done(Outcome::kRetry, seconds(60), clock.Now(), 0).reason,
+            ReasonKind::kExhausted);  // the third attempt
+  Loop late = retrier.Start(clock.Now() + milliseconds(10));
+  EXPECT_EQ(late.Done(Outcome::kRetry, seconds(1), clock.Now(), 0).reason, ReasonKind::kDeadline);
+  Loop pushed = retrier.Start(deadline);
+  EXPECT_EQ(pushed.Done(Outcome::kRetry, seconds(60), clock.Now(), 0).reason,
+            ReasonKind::kRetryAfterTooLong);
 }
 
 TEST_F(RetrierTest, WaitPastTheDeadlineExpires) {

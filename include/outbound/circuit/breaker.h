@@ -34,6 +34,12 @@
 // Results of tickets admitted in an earlier state are not counted: a slow
 // success from before the breaker opened says nothing about now.
 //
+// An operator may take over (SetOverride): force the breaker open now (it
+// then follows its rules: the open interval, probes), hold it closed
+// (everything admitted and counted, never tripped), or isolate it (held
+// open, no probes) until released. Polly's manual circuit control,
+// Resilience4j's forced-open and disabled states.
+//
 // Thread-safe. Transitions reach the observer one at a time, in order,
 // outside the breaker's lock, so an observer may call back into the breaker.
 // A policy that throws leaves the breaker consistent (the result counted, the
@@ -68,8 +74,27 @@ enum class Outcome {
   kIgnored,  // says nothing about the dependency (the caller gave up)
 };
 
+// An operator's command to a breaker (Breaker::SetOverride).
+enum class Override {
+  kForceOpen,    // open now, as if tripped; its rules take it from there
+  kForceClosed,  // closed, and held closed: admits every attempt until released
+  kIsolate,      // open, and held open: no probes until released
+  kRelease,      // ends a hold: the breaker follows its rules again
+};
+
+// What an operator holds a breaker in, if anything.
+enum class Hold {
+  kNone,
+  kForcedClosed,  // by Override::kForceClosed
+  kIsolated,      // by Override::kIsolate
+};
+
 std::string_view ToString(State state);
 std::string_view ToString(Outcome outcome);
+// "force_open", "force_closed", "isolate", "release"; "none", "forced-closed",
+// "isolated".
+std::string_view ToString(Override override);
+std::string_view ToString(Hold hold);
 
 struct Config {
   // Results the closed state's counts cover. Valid: 1 to kMaxCount.
@@ -143,8 +168,11 @@ struct Transition {
   Counts counts;  // the counts of the state left
   TimePoint at;
   // Entering open: how long this open interval lasts at most (it may end
-  // sooner on `calls_per_probe`). Zero for the other transitions.
+  // sooner on `calls_per_probe`). Zero for the other transitions, and for
+  // an isolated breaker's (it lasts until released).
   Duration open_for = Duration::zero();
+  // An operator's override caused it (Breaker::SetOverride).
+  bool forced = false;
 };
 
 // Why Allow said no.
@@ -209,6 +237,26 @@ class Breaker {
   // The counts of the state at `now`.
   Counts counts(TimePoint now);
 
+  // An operator's override, at `now`:
+  //   kForceOpen    enters open (from any state, ending any hold) with the
+  //                 next open interval; probes and closing follow as usual.
+  //   kForceClosed  enters closed if it is not, and holds it there: every
+  //                 attempt is admitted and its result counted, and the
+  //                 trip rule is not asked.
+  //   kIsolate      enters open if it is not, and holds it there: every
+  //                 attempt is rejected (retry_after: open_for, a hint, for
+  //                 the hold has no end), and no probe is made.
+  //   kRelease      ends a hold. A forced-closed breaker stays closed and its
+  //                 trip rule is asked at the next result; an isolated one
+  //                 goes half-open, so probes find out how the dependency is.
+  // A change of state reaches the observer as a Transition with `forced`.
+  // Returns the hold before the override. For telemetry, logs and counts,
+  // call the client's method instead (http::Client::OverrideBreaker).
+  Hold SetOverride(Override override, TimePoint now);
+
+  // The operator's hold now.
+  Hold hold();
+
   const Config& config() const { return config_; }
 
  private:
@@ -231,7 +279,7 @@ class Breaker {
   void ApplyProbeVerdict(TimePoint now);
   void RecordClosed(Outcome outcome);
   void CountResult(Outcome outcome);
-  void Enter(State to, TimePoint now);
+  void Enter(State to, TimePoint now, bool forced = false);
   // With mu_ held: the length of the next open interval, jitter drawn.
   Duration NextOpenInterval();
   bool SameState(const Ticket& ticket) const;
@@ -245,6 +293,7 @@ class Breaker {
 
   std::mutex mu_;
   State state_ = State::kClosed;
+  Hold hold_ = Hold::kNone;
   std::uint64_t generation_ = 0;
   TimePoint opened_at_;
   Duration open_interval_{};  // of the current (or last) open state

@@ -8,6 +8,7 @@
 //   TIMEOUT                    a duration, written like "250ms", "10s", "1m30s"
 //   MAX_ATTEMPTS BACKOFF_BASE BACKOFF_MAX
 //   RETRY_BUDGET_MAX_TOKENS RETRY_BUDGET_TOKEN_RATIO
+//   RETRY_BUDGET_MIN_PER_SECOND  retries a second the budget always allows; 0 off
 //   BREAKER_WINDOW BREAKER_PROBES BREAKER_OPEN_FOR BREAKER_PROBE_TIMEOUT
 //   BREAKER_INITIAL_OPEN_FOR BREAKER_CALLS_PER_PROBE
 //   BREAKER_SLOW_CALL          a duration; "0s" turns the slow-call rule off

@@ -85,6 +85,13 @@ class Client final : public Sender {
   // open interval has passed).
   circuit::State breaker_state() const;
 
+  // An operator takes over the breaker (circuit::Breaker::SetOverride):
+  // force it open, hold it closed, isolate it (held open, no probes), or
+  // release a hold. Logged at WARN through the Runtime's logger, counted
+  // (outbound.circuit.overrides) and shown by outbound.circuit.state.
+  // Thread-safe; for code and for the runtime file alike.
+  void OverrideBreaker(circuit::Override override);
+
   // "https://payments:8443".
   const std::string& origin() const;
 

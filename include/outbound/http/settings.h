@@ -31,6 +31,7 @@
 #include "outbound/http/classify.h"
 #include "outbound/http/middleware.h"
 #include "outbound/retry/budget.h"
+#include "outbound/retry/reason.h"
 #include "outbound/telemetry/trace.h"
 
 namespace outbound::http {
@@ -57,6 +58,8 @@ struct AttemptRecord {
   std::string error_message;
   Duration duration{0};                         // on the client's clock
   std::optional<retry::DecisionKind> decision;  // what the retry loop did next
+  // Why it did: the rule that decided (retry/reason.h); set with `decision`.
+  retry::Reason reason;
   // The trace the attempt ran in: its span's ids when tracing is on, else
   // the caller's context (invalid when the caller passed none). Ties the
   // record to the caller's request in a log.

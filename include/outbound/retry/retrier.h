@@ -26,6 +26,7 @@
 #include "outbound/clock.h"
 #include "outbound/retry/backoff.h"
 #include "outbound/retry/budget.h"
+#include "outbound/retry/reason.h"
 
 namespace outbound::retry {
 
@@ -55,6 +56,9 @@ struct Decision {
   DecisionKind kind;
   // For kAgain: how long to wait before the next attempt.
   Duration wait{0};
+  // Which of the loop's rules decided: kSuccess, kRetryable (for kAgain),
+  // kClassify, kExhausted, kBudget, kDeadline or kRetryAfterTooLong.
+  ReasonKind reason = ReasonKind::kSuccess;
 };
 
 struct Policy {
@@ -88,7 +92,8 @@ class Loop {
   // `retry_after` is the least wait the answer asked for (0 for none).
   // `uniform` in [0, 1) draws the jitter. Every attempt counts in the
   // budget: a Success gives tokens back, a Retry takes one, whatever the
-  // decision.
+  // decision. A retry the tokens refuse may still go under the budget's
+  // floor (BudgetConfig::min_retries_per_second), measured at `now`.
   Decision Done(Outcome outcome, Duration retry_after, TimePoint now, double uniform);
 
   // Attempts made so far.

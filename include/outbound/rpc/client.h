@@ -146,6 +146,9 @@ class Client {
   // The client's breaker, to read its state.
   circuit::Breaker& breaker();
 
+  // An operator takes over the breaker: http::Client::OverrideBreaker.
+  void OverrideBreaker(circuit::Override override);
+
   struct Impl;
 
  private:

@@ -4,11 +4,16 @@
 // The library's own instruments of one client, the same for the HTTP and
 // the gRPC client, each under its own scope:
 //
-//   outbound.circuit.state         gauge, 1 for the breaker's state, 0 for the others
+//   outbound.circuit.state         gauge, 1 for the breaker's state, 0 for the others;
+//                                  an operator's hold is a state of its own
+//                                  ("forced-closed", "isolated"), so a held
+//                                  breaker reads 0 for "closed" and "open"
+//   outbound.circuit.overrides     counter, operators' overrides, by override
 //   outbound.circuit.transitions   counter, by new state; every state's series from 0
 //   outbound.circuit.calls         counter, attempts the breaker counted, by outcome
 //                                  ("rejected" for a call it turned away)
 //   outbound.retry.decisions       counter, what the retry loop decided, by decision
+//                                  and reason (retry/reason.h)
 //   outbound.retry.budget.tokens   gauge, tokens left in the retry budget
 //
 // each with the dependency's server.address and server.port; and one log
@@ -49,8 +54,11 @@ class ResilienceInstruments {
   // The breaker counted an attempt (circuit::ToString of its outcome), or
   // rejected a call ("rejected").
   void BreakerCounted(std::string_view outcome) const;
-  // The retry loop decided what follows an attempt.
-  void RetryDecided(retry::DecisionKind decision) const;
+  // The retry loop decided what follows an attempt, and why.
+  void RetryDecided(retry::DecisionKind decision, retry::Reason reason) const;
+  // An operator overrode the breaker (the hold before it: `before`), at
+  // `at`: counted, and logged (BreakerOverrideRecord).
+  void BreakerOverridden(circuit::Override override, circuit::Hold before, TimePoint at) const;
   // The breaker changed state, caused by the call whose trace is `cause`
   // (null when none): counted, and logged in that trace.
   void BreakerTransition(const circuit::Transition& transition, const SpanContext* cause) const;
@@ -63,6 +71,7 @@ class ResilienceInstruments {
   std::shared_ptr<Counter> transitions_;
   std::shared_ptr<Counter> calls_;
   std::shared_ptr<Counter> decisions_;
+  std::shared_ptr<Counter> overrides_;
   std::unique_ptr<GaugeRegistration> state_gauge_;
   std::unique_ptr<GaugeRegistration> tokens_gauge_;
 };

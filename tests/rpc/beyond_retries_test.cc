@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: Apache-2.0
+// The gRPC client on the one call core, for what docs/beyond-retries.md
+// describes: the reason for each retry decision in each attempt's span and
+// in outbound.retry.decisions, and an operator's control of the breaker
+// (Client::OverrideBreaker). On the kit's FakeTransport, in fake time.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "outbound/rpc/client.h"
+#include "outbound/testing/fake_transport.h"
+#include "outbound/testing/fixed_random.h"
+#include "outbound/testing/manual_clock.h"
+#include "outbound/testing/telemetry.h"
+
+namespace outbound::rpc {
+namespace {
+
+using std::chrono::seconds;
+
+constexpr char kGet[] = "/cart.v1.Carts/Get";
+constexpr char kCharge[] = "/cart.v1.Carts/Charge";
+
+class BeyondRetriesRpcTest : public ::testing::Test {
+ protected:
+  BeyondRetriesRpcTest()
+      : transport_(clock_, [this](const testing::ServerRequest&) { return Answer(); }) {
+    runtime_.clock = &clock_;
+    runtime_.random = &random_;
+    runtime_.transport = &transport_;
+    runtime_.telemetry = recorded_.telemetry();
+  }
+
+  // OK with one empty message; any other code as a Trailers-Only answer.
+  static testing::Reply Grpc(int code) {
+    if (code == 0) {
+      return testing::Reply::Ok(std::string(5, '\0'))
+          .Header("content-type", "application/grpc")
+          .Trailer("grpc-status", "0");
+    }
+    return testing::Reply::Ok()
+        .Header("content-type", "application/grpc")
+        .Header("grpc-status", std::to_string(code));
+  }
+
+  testing::Reply Answer() {
+    std::lock_guard lock(mu_);
+    return Grpc(code_);
+  }
+  void AnswerWith(int code) {
+    std::lock_guard lock(mu_);
+    code_ = code;
+  }
+
+  std::unique_ptr<Client> Make(Settings settings = DefaultSettings()) {
+    settings.addr = "carts:9090";
+    settings.non_idempotent_methods = {kCharge};
+    auto client = Client::Create(runtime_, std::move(settings));
+    EXPECT_TRUE(client) << client.error().message();
+    return client ? std::move(*client) : nullptr;
+  }
+
+  // Makes a call, moving the clock to each wait the client sets.
+  Reply Drive(Client& client, std::string_view method) {
+    std::promise<Reply> replied;
+    client.CallAsync(method, "x",
+                     [&](Reply reply, std::exception_ptr) { replied.set_value(std::move(reply)); });
+    auto reply = replied.get_future();
+    while (reply.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+      if (clock_.pending_timers() >= 2) clock_.AdvanceTo(*clock_.next_timer());
+    }
+    return reply.get();
+  }
+
+  std::vector<std::string> SpanReasons() {
+    std::vector<std::string> out;
+    for (const auto& span : recorded_.Spans(telemetry::SpanKind::kClient)) {
+      const telemetry::Value* reason = telemetry::Find(span.attributes, "outbound.retry.reason");
+      out.push_back(reason != nullptr ? std::get<std::string>(*reason) : "(none)");
+    }
+    return out;
+  }
+
+  double Counted(std::string_view decision, std::string_view reason) {
+    return recorded_.Value("outbound.retry.decisions",
+                           {{"decision", decision}, {"reason", reason}});
+  }
+
+  testing::ManualClock clock_;
+  testing::FixedRandom random_{0.0};
+  testing::InMemoryTelemetry recorded_{DefaultRandom()};
+  std::mutex mu_;
+  int code_ = 0;  // guarded by mu_
+  testing::FakeTransport transport_;
+  Runtime runtime_;
+};
+
+TEST_F(BeyondRetriesRpcTest, EachAttemptsSpanAndTheCounterSayWhyItWasOrWasNotRetried) {
+  AnswerWith(14);  // UNAVAILABLE
+  auto client = Make();
+  EXPECT_EQ(Drive(*client, kGet).status.code, Code::kUnavailable);
+  EXPECT_EQ(SpanReasons(), (std::vector<std::string>{"retryable", "retryable", "exhausted"}));
+  EXPECT_EQ(Counted("again", "retryable"), 2);
+  EXPECT_EQ(Counted("exhausted", "exhausted"), 1);
+}
+
+TEST_F(BeyondRetriesRpcTest, ANonIdempotentMethodSaysUnsafe) {
+  AnswerWith(14);
+  auto client = Make();
+  EXPECT_EQ(Drive(*client, kCharge).status.code, Code::kUnavailable);
+  EXPECT_EQ(transport_.request_count(), 1U);
+  EXPECT_EQ(SpanReasons(), std::vector<std::string>{"unsafe"});
+  EXPECT_EQ(Counted("stopped", "unsafe"), 1);
+}
+
+TEST_F(BeyondRetriesRpcTest, ASuccessAndAStatusTheClassifierStopsOnSaySo) {
+  auto client = Make();
+  EXPECT_TRUE(Drive(*client, kGet).status.ok());
+  AnswerWith(3);  // INVALID_ARGUMENT
+  EXPECT_EQ(Drive(*client, kGet).status.code, Code::kInvalidArgument);
+  EXPECT_EQ(SpanReasons(), (std::vector<std::string>{"success", "classify"}));
+  EXPECT_EQ(Counted("success", "success"), 1);
+  EXPECT_EQ(Counted("stopped", "classify"), 1);
+}
+
+TEST_F(BeyondRetriesRpcTest, AForcedOpenClientFailsAtOnceWithTheBreakerErrorAndSendsNothing) {
+  auto client = Make();
+  client->OverrideBreaker(circuit::Override::kForceOpen);
+  Reply reply = Drive(*client, kGet);
+  EXPECT_TRUE(reply.status.rejected);
+  EXPECT_EQ(reply.status.code, Code::kUnavailable);
+  EXPECT_EQ(transport_.request_count(), 0U);
+  EXPECT_EQ(SpanReasons(), std::vector<std::string>{"rejected"});
+  EXPECT_EQ(recorded_.Value("outbound.circuit.overrides", {{"override", "force_open"}}), 1);
+}
+
+TEST_F(BeyondRetriesRpcTest, ForcedClosedSendsWhileFailuresWouldOpenIt) {
+  AnswerWith(14);
+  Settings s = DefaultSettings();
+  s.max_attempts = 1;
+  auto client = Make(std::move(s));
+  client->OverrideBreaker(circuit::Override::kForceClosed);
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(Drive(*client, kGet).status.rejected);
+  EXPECT_EQ(transport_.request_count(), 10U);
+  EXPECT_EQ(recorded_.Value("outbound.circuit.state", {{"state", "forced-closed"}}), 1);
+  client->OverrideBreaker(circuit::Override::kRelease);
+  Drive(*client, kGet);  // its rules again: this failure opens it
+  EXPECT_EQ(client->breaker().state(clock_.Now()), circuit::State::kOpen);
+}
+
+TEST_F(BeyondRetriesRpcTest, IsolateSendsNoProbeUntilReleased) {
+  auto client = Make();
+  client->OverrideBreaker(circuit::Override::kIsolate);
+  for (int i = 0; i < 60; ++i) {
+    clock_.Advance(seconds(10));
+    EXPECT_TRUE(Drive(*client, kGet).status.rejected);
+  }
+  EXPECT_EQ(transport_.request_count(), 0U);
+  EXPECT_EQ(recorded_.Value("outbound.circuit.state", {{"state", "isolated"}}), 1);
+  client->OverrideBreaker(circuit::Override::kRelease);
+  EXPECT_TRUE(Drive(*client, kGet).status.ok());
+  EXPECT_EQ(transport_.request_count(), 1U);
+  auto logs = recorded_.Logs();
+  int overrides = 0;
+  for (const auto& log : logs) overrides += log.body.rfind("circuit breaker override", 0) == 0;
+  EXPECT_EQ(overrides, 2);
+}
+
+}  // namespace
+}  // namespace outbound::rpc
