@@ -81,7 +81,7 @@ TEST_F(DecisionReasonTest, RetriesUntilMaxAttemptsSayRetryableThenExhausted) {
 }
 
 TEST_F(DecisionReasonTest, AnAnswerTheClassifierStopsOnSaysClassify) {
-  Serve([](const ServerRequest&) { return Reply::Status(404); });
+  Serve([](const ServerRequest&) { return Reply::Status(500); });  // kStop by default
   auto client = MakeClient();
   ASSERT_TRUE(client->Send(Request::Get("/")));
   EXPECT_EQ(Reasons(), std::vector{ReasonKind::kClassify});

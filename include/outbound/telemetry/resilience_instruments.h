@@ -4,16 +4,15 @@
 // The library's own instruments of one client, the same for the HTTP and
 // the gRPC client, each under its own scope:
 //
-//   outbound.circuit.state         gauge, 1 for the breaker's state, 0 for the others;
-//                                  an operator's hold is a state of its own
-//                                  ("forced-closed", "isolated"), so a held
-//                                  breaker reads 0 for "closed" and "open"
+//   outbound.circuit.state         gauge, 1 for the breaker's state, 0 for the others:
+//                                  an operator's hold is a state of its own,
+//                                  forced-closed or isolated
 //   outbound.circuit.overrides     counter, operators' overrides, by override
 //   outbound.circuit.transitions   counter, by new state; every state's series from 0
 //   outbound.circuit.calls         counter, attempts the breaker counted, by outcome
 //                                  ("rejected" for a call it turned away)
 //   outbound.retry.decisions       counter, what the retry loop decided, by decision
-//                                  and reason (retry/reason.h)
+//                                  and by reason
 //   outbound.retry.budget.tokens   gauge, tokens left in the retry budget
 //
 // each with the dependency's server.address and server.port; and one log
