@@ -34,9 +34,9 @@ inline void ReadBudgetAndBreaker(Resolver& r, const std::string& prefix,
                             std::optional(budget.max_tokens), Checking(retry::CheckMaxTokens));
   budget.token_ratio = r.Get(name("RETRY_BUDGET_TOKEN_RATIO"), number,
                              std::optional(budget.token_ratio), Checking(retry::CheckTokenRatio));
-  budget.min_retries_per_second =
-      r.Get(name("RETRY_BUDGET_MIN_PER_SECOND"), number,
-            std::optional(budget.min_retries_per_second), Checking(retry::CheckMinRetriesPerSecond));
+  budget.min_retries_per_second = r.Get(name("RETRY_BUDGET_MIN_PER_SECOND"), number,
+                                        std::optional(budget.min_retries_per_second),
+                                        Checking(retry::CheckMinRetriesPerSecond));
   breaker.window = r.Get(name("BREAKER_WINDOW"), integer, std::optional(breaker.window),
                          Checking(circuit::CheckWindow));
   breaker.probes = r.Get(name("BREAKER_PROBES"), integer, std::optional(breaker.probes),

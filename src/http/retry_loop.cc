@@ -90,8 +90,7 @@ class RetryingRequest final : public AttemptOwner,
     retry::Reason reason{ReasonKind::kClassify};
     Duration wait{0};
     // Why a request that wanted another attempt may not have one.
-    ReasonKind unsafe =
-        request_->replayable ? ReasonKind::kUnsafe : ReasonKind::kBodyNotReplayable;
+    ReasonKind unsafe = request_->replayable ? ReasonKind::kUnsafe : ReasonKind::kBodyNotReplayable;
     if (outcome.result && options_.transparent != nullptr) options_.transparent->Earn();
     if (outcome.collateral && !outcome.thrown) {
       bool again = safe_ && collateral_retries_ < kMaxCollateralRetries;

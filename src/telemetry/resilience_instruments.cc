@@ -85,8 +85,7 @@ void ResilienceInstruments::BreakerCounted(std::string_view outcome) const {
   calls_->Add(1, attributes);
 }
 
-void ResilienceInstruments::RetryDecided(retry::DecisionKind decision,
-                                         retry::Reason reason) const {
+void ResilienceInstruments::RetryDecided(retry::DecisionKind decision, retry::Reason reason) const {
   if (decisions_ == nullptr) return;
   // In the order of their keys, which is the order a store files them in.
   const KeyValue attributes[] = {{"decision", retry::ToString(decision)},

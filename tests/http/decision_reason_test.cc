@@ -73,8 +73,8 @@ TEST_F(DecisionReasonTest, RetriesUntilMaxAttemptsSayRetryableThenExhausted) {
   Serve([](const ServerRequest&) { return Reply::Status(503); });
   auto client = MakeClient();
   ASSERT_TRUE(Drive(*client, Request::Get("/")));
-  EXPECT_EQ(Reasons(), (std::vector{ReasonKind::kRetryable, ReasonKind::kRetryable,
-                                    ReasonKind::kExhausted}));
+  EXPECT_EQ(Reasons(),
+            (std::vector{ReasonKind::kRetryable, ReasonKind::kRetryable, ReasonKind::kExhausted}));
   EXPECT_EQ(SpanReasons(), (std::vector<std::string>{"retryable", "retryable", "exhausted"}));
   EXPECT_EQ(Counted("again", "retryable"), 2);
   EXPECT_EQ(Counted("exhausted", "exhausted"), 1);
@@ -109,8 +109,8 @@ TEST_F(DecisionReasonTest, TheBudgetsFloorLetsTheRetryThroughItsTokensRefuse) {
   auto client = MakeClient(std::move(s));
   ASSERT_TRUE(Drive(*client, Request::Get("/")));
   // The tokens refuse the second retry; the floor's one a second allows it.
-  EXPECT_EQ(Reasons(), (std::vector{ReasonKind::kRetryable, ReasonKind::kRetryable,
-                                    ReasonKind::kExhausted}));
+  EXPECT_EQ(Reasons(),
+            (std::vector{ReasonKind::kRetryable, ReasonKind::kRetryable, ReasonKind::kExhausted}));
 }
 
 TEST_F(DecisionReasonTest, AWaitPastTheDeadlineSaysDeadline) {
@@ -171,7 +171,8 @@ TEST_F(DecisionReasonTest, ABreakerRejectionSaysRejectedByTheBreaker) {
   client->OverrideBreaker(circuit::Override::kIsolate);
   ASSERT_FALSE(client->Send(Request::Get("/")));
   ASSERT_EQ(Attempts().size(), 1U);
-  EXPECT_EQ(Attempts()[0].reason, (retry::Reason{ReasonKind::kRejected, retry::Rejecter::kBreaker}));
+  EXPECT_EQ(Attempts()[0].reason,
+            (retry::Reason{ReasonKind::kRejected, retry::Rejecter::kBreaker}));
   auto spans = recorded.Spans(telemetry::SpanKind::kClient);
   ASSERT_EQ(spans.size(), 1U);
   EXPECT_EQ(*telemetry::Find(spans[0].attributes, "outbound.retry.rejected_by"),
@@ -186,8 +187,8 @@ TEST_F(DecisionReasonTest, ARefusedStreamSentAgainAtOnceSaysTransparent) {
   auto client = MakeClient();
   ASSERT_TRUE(client->Send(Request::Get("/")));  // earns a transparent retry
   ASSERT_TRUE(client->Send(Request::Get("/")));
-  EXPECT_EQ(Reasons(), (std::vector{ReasonKind::kSuccess, ReasonKind::kTransparent,
-                                    ReasonKind::kSuccess}));
+  EXPECT_EQ(Reasons(),
+            (std::vector{ReasonKind::kSuccess, ReasonKind::kTransparent, ReasonKind::kSuccess}));
   EXPECT_EQ(SpanReasons(), (std::vector<std::string>{"success", "transparent", "success"}));
   EXPECT_EQ(Counted("again", "transparent"), 1);
 }

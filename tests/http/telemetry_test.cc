@@ -255,8 +255,8 @@ TEST_F(TelemetryH2Test, ARejectedAttemptHasItsSpanAndDurationPoint) {
   auto client = MakeClient();
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(client->Send(Request::Get("/")));
   recorded.Clear();
-  double stopped = recorded.Value("outbound.retry.decisions",
-                                  {{"decision", "stopped"}, {"reason", "rejected"}});
+  double stopped =
+      recorded.Value("outbound.retry.decisions", {{"decision", "stopped"}, {"reason", "rejected"}});
   TimePoint at = clock.Now();
   auto rejected = client->Send(Request::Get("/"));
   ASSERT_FALSE(rejected);
@@ -274,9 +274,9 @@ TEST_F(TelemetryH2Test, ARejectedAttemptHasItsSpanAndDurationPoint) {
   EXPECT_EQ(point->count, 1u);
   EXPECT_EQ(point->sum, 0.0);
   // A rejected attempt is not retried: the loop stopped.
-  EXPECT_EQ(recorded.Value("outbound.retry.decisions",
-                           {{"decision", "stopped"}, {"reason", "rejected"}}),
-            stopped + 1);
+  EXPECT_EQ(
+      recorded.Value("outbound.retry.decisions", {{"decision", "stopped"}, {"reason", "rejected"}}),
+      stopped + 1);
 }
 
 TEST_F(TelemetryH2Test, EachAttemptSpanIsAChildOfItsOwnCallersSpanUnderConcurrency) {

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbound/retry/budget.h"
-#include "outbound/testing/manual_clock.h"
 
 #include <gtest/gtest.h>
 
 #include <limits>
-
 #include <thread>
 #include <vector>
+
+#include "outbound/testing/manual_clock.h"
 
 namespace outbound::retry {
 namespace {
@@ -101,7 +101,7 @@ TEST(BudgetFloorTest, AllowsItsRetriesASecondWhateverTheTokens) {
 
 TEST(BudgetFloorTest, ADependencyCalledOnceAMinuteGetsItsRetry) {
   testing::ManualClock clock;
-  Budget budget(BudgetConfig{});  // the default floor
+  Budget budget(BudgetConfig{});                      // the default floor
   for (int i = 0; i < 10; ++i) budget.OnRetryable();  // an outage drained it
   for (int minute = 0; minute < 5; ++minute) {
     clock.Advance(minutes(1));

@@ -72,8 +72,8 @@ TEST_F(RetrierTest, OneMaxAttemptTurnsRetriesOff) {
 
 TEST_F(RetrierTest, EmptyBudgetThrottles) {
   // The token rule alone: no floor under it.
-  Budget tokens_only{BudgetConfig{.max_tokens = 10, .token_ratio = 0.1,
-                                  .min_retries_per_second = 0}};
+  Budget tokens_only{
+      BudgetConfig{.max_tokens = 10, .token_ratio = 0.1, .min_retries_per_second = 0}};
   Retrier throttled{Policy{3, Exponential(milliseconds(100), seconds(5))}, tokens_only};
   for (int i = 0; i < 4; ++i) tokens_only.OnRetryable();  // 6 left
   Loop loop = throttled.Start(deadline);
