@@ -59,6 +59,12 @@ void AsyncExample(const std::unique_ptr<rpc::Client>* carts, const std::string& 
   // [end rpc-async]
 }
 
+void WarmExample(const std::unique_ptr<rpc::Client>* carts) {
+  // [example rpc-warm]
+  if (auto warmed = (*carts)->Warm().get(); !warmed) std::cerr << warmed.error().message();
+  // [end rpc-warm]
+}
+
 void Show(const chat::v1::Line& line) { std::cout << line.text() << "\n"; }
 
 rpc::Status StreamExample(rpc::Client* carts, const chat::v1::Line& hello,
