@@ -20,7 +20,10 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -210,12 +213,12 @@ class WireLog final : public http::AttemptMiddleware {
  public:
   void OnResult(const http::OutgoingRequest& request, Result<http::Response>& result,
                 const http::AttemptInfo&) override {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(mu);
     request_flag = request.body().empty() ? -1 : static_cast<int>(request.body()[0]);
     request_encoding = std::string(request.header("grpc-encoding"));
     answer_encoding = result ? std::string(result->headers.Find("grpc-encoding")) : "";
   }
-  std::mutex mu_;
+  std::mutex mu;
   int request_flag = -1;
   std::string request_encoding;
   std::string answer_encoding;
@@ -229,8 +232,9 @@ class GrpcioPeerTest : public ::testing::Test {
     runtime_.random = &random_;
   }
 
-  // Starts the peer (plain text, or TLS with `tls`) with `args`, and a
-  // client of it with `settings`.
+  // Starts the peer with `args` (over TLS with a certificate for
+  // "backend" when `tls`, else plain text), and a client of it with
+  // `settings`.
   void Start(std::vector<std::string> args = {}, Settings settings = DefaultSettings(),
              bool tls = false) {
     if (tls) {
@@ -408,7 +412,7 @@ TEST_F(GrpcioPeerTest, AGzipAnswerIsDecoded) {
   ASSERT_TRUE(reply.status.ok()) << reply.status.message;
   EXPECT_EQ(reply.body.size(), 3000u);
   EXPECT_EQ(reply.body.substr(0, 6), "abcabc");
-  std::lock_guard lock(log->mu_);
+  std::lock_guard lock(log->mu);
   EXPECT_EQ(log->answer_encoding, "gzip") << "grpcio did not compress: the test proves nothing";
 }
 
@@ -431,7 +435,7 @@ TEST_F(GrpcioPeerTest, AGzipRequestIsTakenByTheServer) {
   Reply reply = Call("Echo", request);
   ASSERT_TRUE(reply.status.ok()) << reply.status.message;
   EXPECT_EQ(reply.body, request);
-  std::lock_guard lock(log->mu_);
+  std::lock_guard lock(log->mu);
   EXPECT_EQ(log->request_encoding, "gzip");
   EXPECT_EQ(log->request_flag, 1) << "the message went uncompressed";
 }
