@@ -31,6 +31,7 @@
 
 #include "outbound/http/middleware.h"
 #include "outbound/rpc/client.h"
+#include "outbound/telemetry/propagation.h"
 #include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
@@ -567,6 +568,42 @@ TEST_F(GrpcioPeerTest, ACancelledStreamReachesTheServer) {
   EXPECT_EQ(status.code, Code::kCancelled) << status.message;
   EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 0);
   EXPECT_TRUE(PeerSawCancelled(1));
+}
+
+// A call mid-attempt when the client goes: its RPC is cancelled, which
+// grpcio sees, and `done` has run by the time ~Client returns.
+TEST_F(GrpcioPeerTest, DestroyingTheClientCancelsACallMidAttemptAtTheServer) {
+  Settings settings = DefaultSettings();
+  settings.timeout = 60s;
+  Start({}, settings);
+  std::promise<Reply> ended;
+  auto future = ended.get_future();
+  client_->CallAsync("/peer.Test/Hang", "", [&ended](Reply reply, std::exception_ptr) {
+    ended.set_value(std::move(reply));
+  });
+  WaitForCalls("Hang", 1);
+  client_.reset();
+  ASSERT_EQ(future.wait_for(0s), std::future_status::ready);
+  EXPECT_EQ(future.get().status.code, Code::kCancelled);
+  EXPECT_TRUE(PeerSawCancelled(1));
+}
+
+// The caller's trace context and baggage reach grpcio as metadata, the
+// failure scenario left out of the baggage.
+TEST_F(GrpcioPeerTest, TheTraceContextAndBaggageReachTheServer) {
+  Settings settings = DefaultSettings();
+  settings.faults.enabled = true;
+  Start({}, settings);
+  Context context;
+  context.trace =
+      *telemetry::ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  context.baggage = {{"tenant", "acme", ""}, {"outbound-fault", "grpc:other:9090=abort", ""}};
+  Reply reply = Call("Echo", "traced", context);
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  nlohmann::json seen = peer_->Stats().at("last_metadata");
+  EXPECT_EQ(seen.value("traceparent", ""),
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  EXPECT_EQ(seen.value("baggage", ""), "tenant=acme");
 }
 
 // Many calls at once share the one connection to grpcio.
