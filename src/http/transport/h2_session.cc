@@ -105,7 +105,8 @@ bool H2Session::Start(Exchange& exchange) {
   }
   std::size_t used = 0;
   room[used++] = Field(":method", request.method);
-  room[used++] = Field(":scheme", "https");
+  // h2c (prior knowledge) is plain http; the URL says which.
+  room[used++] = Field(":scheme", request.url.starts_with("https:") ? "https" : "http");
   room[used++] = Field(":authority", *exchange.authority);
   room[used++] = Field(":path", exchange.path);
   // Field names go lower case on HTTP/2 (RFC 9113 §8.2.1). A name that is
