@@ -123,10 +123,13 @@ bool H2Session::Start(Exchange& exchange) {
       field_name = lower;
     }
     nghttp2_nv& field = room[used++] = Field(field_name, value);
-    // A traceparent is new on every request: indexing it would only churn
-    // the HPACK tables (an insertion and an eviction per request on both
-    // ends) for an entry never used again.
-    if (field_name == "traceparent") field.flags = NGHTTP2_NV_FLAG_NO_INDEX;
+    // A traceparent is new on every request, and so is a gRPC attempt's
+    // time left: indexing either would only churn the HPACK tables (an
+    // insertion and an eviction per request on both ends) for an entry
+    // never used again.
+    if (field_name == "traceparent" || field_name == "grpc-timeout") {
+      field.flags = NGHTTP2_NV_FLAG_NO_INDEX;
+    }
   });
   bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
                   request.method == "PATCH";
