@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -560,7 +561,9 @@ ssize_t H2Session::ReadBody(nghttp2_session*, std::int32_t stream_id, std::uint8
   }
   const std::string& body = exchange->request->body;
   std::size_t n = std::min(length, body.size() - exchange->body_offset);
-  std::copy_n(body.data() + exchange->body_offset, n, buf);
+  // memcpy, not std::copy_n: from char to std::uint8_t the latter copies
+  // byte by byte.
+  if (n > 0) std::memcpy(buf, body.data() + exchange->body_offset, n);
   exchange->body_offset += n;
   if (exchange->body_offset == body.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
   return static_cast<ssize_t>(n);
