@@ -34,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -157,8 +158,7 @@ Figures RunInFlight(long n, long in_flight, const StartCall& start) {
   figures.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   rusage after = Usage();
   figures.cpu = CpuSeconds(after) - CpuSeconds(before);
-  figures.switches =
-      (after.ru_nvcsw + after.ru_nivcsw) - (before.ru_nvcsw + before.ru_nivcsw);
+  figures.switches = (after.ru_nvcsw + after.ru_nivcsw) - (before.ru_nvcsw + before.ru_nivcsw);
   return figures;
 }
 
@@ -194,16 +194,15 @@ int RunStub(const Options& options, const EchoRequest& request, Figures& figures
     EchoReply reply;
   };
   auto* slots = new std::vector<Slot>(static_cast<std::size_t>(options.concurrency));
-  figures = RunInFlight(options.n, options.concurrency,
-                        [&](std::size_t index, std::function<void(bool)> done) {
-                          // A fresh context per call, made when its slot starts the next one.
-                          Slot& slot = (*slots)[index];
-                          slot.context = std::make_unique<grpc::ClientContext>();
-                          stub->async()->Say(slot.context.get(), &request, &slot.reply,
-                                             [done = std::move(done)](const grpc::Status& status) {
-                                               done(status.ok());
-                                             });
-                        });
+  figures = RunInFlight(
+      options.n, options.concurrency, [&](std::size_t index, std::function<void(bool)> done) {
+        // A fresh context per call, made when its slot starts the next one.
+        Slot& slot = (*slots)[index];
+        slot.context = std::make_unique<grpc::ClientContext>();
+        stub->async()->Say(
+            slot.context.get(), &request, &slot.reply,
+            [done = std::move(done)](const grpc::Status& status) { done(status.ok()); });
+      });
   (void)stub.release();
   return 0;
 }
@@ -225,15 +224,14 @@ int RunOutbound(const Options& options, const EchoRequest& request, Figures& fig
   }
   const std::string bytes = request.SerializeAsString();
   if (!(*client)->Call(kSay, bytes).status.ok()) return 1;
-  figures = RunInFlight(options.n, options.concurrency,
-                        [&](std::size_t, std::function<void(bool)> done) {
-                          (*client)->CallAsync(
-                              kSay, bytes,
-                              [done = std::move(done)](rpc::Reply reply, std::exception_ptr) {
-                                EchoReply parsed;
-                                done(reply.status.ok() && parsed.ParseFromString(reply.body));
-                              });
-                        });
+  figures =
+      RunInFlight(options.n, options.concurrency, [&](std::size_t, std::function<void(bool)> done) {
+        (*client)->CallAsync(kSay, bytes,
+                             [done = std::move(done)](rpc::Reply reply, std::exception_ptr) {
+                               EchoReply parsed;
+                               done(reply.status.ok() && parsed.ParseFromString(reply.body));
+                             });
+      });
   return 0;
 }
 
@@ -250,10 +248,9 @@ void PrintFigures(const Options& options, Figures& figures) {
       "\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"max\":%.3f},"
       "\"cpu_seconds\":%.6f,\"cpu_us_per_call\":%.3f,\"context_switches_per_call\":%.2f,"
       "\"peak_rss_kb\":%ld}\n",
-      options.client.c_str(), options.n, options.concurrency, figures.seconds,
-      n / figures.seconds, figures.errors, pct(0.5), pct(0.9), pct(0.99), latencies.back(),
-      figures.cpu, figures.cpu * 1e6 / n, static_cast<double>(figures.switches) / n,
-      Usage().ru_maxrss);
+      options.client.c_str(), options.n, options.concurrency, figures.seconds, n / figures.seconds,
+      figures.errors, pct(0.5), pct(0.9), pct(0.99), latencies.back(), figures.cpu,
+      figures.cpu * 1e6 / n, static_cast<double>(figures.switches) / n, Usage().ru_maxrss);
 }
 
 int UsageError() {
