@@ -69,9 +69,10 @@ const http::ResponseHeaders& StatusFields(const http::Response& response) {
 StatusOr<std::string> OnlyMessage(const http::Response& response, std::size_t limit) {
   std::string message;
   std::size_t count = 0;
-  Deframer deframer(response.headers.Find("grpc-encoding"), limit, [&](std::string m) {
-    if (++count == 1) message = std::move(m);
-  });
+  Deframer deframer(FindField(response.headers, "grpc-encoding").value_or(""), limit,
+                    [&](std::string m) {
+                      if (++count == 1) message = std::move(m);
+                    });
   Status status = deframer.Feed(response.body);
   if (status.ok()) status = deframer.Finish();
   if (!status.ok()) return tl::unexpected(std::move(status));
