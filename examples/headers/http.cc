@@ -49,6 +49,14 @@ int ClientSendExample(http::Client* payments) {
   return 0;
 }
 
+void Log(const std::string& line) { std::cerr << line << "\n"; }
+
+void WarmExample(http::Client* payments) {
+  // [example warm]
+  if (auto warmed = payments->Warm().get(); !warmed) Log(warmed.error().message());
+  // [end warm]
+}
+
 http::Settings SettingsExample(const std::string& ca_pem) {
   // [example settings]
   http::Settings settings = http::DefaultSettings();

@@ -4,12 +4,17 @@
 // messages of cart.proto and chat.proto (protoc's C++ output, no gRPC
 // plugin): each header quotes the region its `// example:` line names
 // (scripts/check-doc-examples).
+#include <google/protobuf/descriptor.h>
+
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cart.pb.h"
 #include "chat.pb.h"
 #include "outbound/config/rpc_settings.h"
 #include "outbound/rpc/client.h"
+#include "outbound/rpc/proto.h"
 #include "outbound/rpc/stream.h"
 
 namespace outbound::examples {
@@ -57,6 +62,22 @@ void AsyncExample(const std::unique_ptr<rpc::Client>* carts, const std::string& 
                         if (thrown || !reply.status.ok()) std::cerr << "no cart\n";
                       });
   // [end rpc-async]
+}
+
+std::vector<std::string> IdempotencyExample() {
+  rpc::Settings settings = rpc::DefaultSettings();
+  // [example rpc-idempotency]
+  const auto* carts =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName("cart.v1.Carts");
+  settings.non_idempotent_methods = rpc::NonIdempotentMethods(*carts);
+  // [end rpc-idempotency]
+  return settings.non_idempotent_methods;
+}
+
+void WarmExample(const std::unique_ptr<rpc::Client>* carts) {
+  // [example rpc-warm]
+  if (auto warmed = (*carts)->Warm().get(); !warmed) std::cerr << warmed.error().message();
+  // [end rpc-warm]
 }
 
 void Show(const chat::v1::Line& line) { std::cout << line.text() << "\n"; }

@@ -10,21 +10,9 @@ namespace {
 
 using internal::Checking;
 using internal::ParseOnOff;
+using internal::ParseSize;
 
 Result<std::string> ParseText(const std::string& text) { return text; }
-
-Result<std::size_t> ParseSize(const std::string& text) {
-  auto bad = [&] {
-    return outbound::Fail(ErrorKind::kInvalidSettings, "\"" + text + "\" is not a whole number");
-  };
-  if (text.empty() || text.size() > 19) return bad();
-  std::size_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return bad();
-    value = value * 10 + static_cast<std::size_t>(c - '0');
-  }
-  return value;
-}
 
 // A file's contents, when they are PEM holding a block marked `marker`
 // (`what`: "certificate", "private key"); a file that is not is named by

@@ -62,6 +62,20 @@ inline Result<bool> ParseOnOff(const std::string& text) {
   return Fail(ErrorKind::kInvalidSettings, "must be on or off");
 }
 
+// A whole number of bytes.
+inline Result<std::size_t> ParseSize(const std::string& text) {
+  auto bad = [&] {
+    return Fail(ErrorKind::kInvalidSettings, "\"" + text + "\" is not a whole number");
+  };
+  if (text.empty() || text.size() > 19) return bad();
+  std::size_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return bad();
+    value = value * 10 + static_cast<std::size_t>(c - '0');
+  }
+  return value;
+}
+
 }  // namespace outbound::config::internal
 
 #endif  // OUTBOUND_SRC_CONFIG_PARSERS_H_

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbound/config/rpc_settings.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "outbound/config/http_settings.h"
 #include "parsers.h"
 
@@ -9,6 +13,7 @@ namespace {
 
 using internal::Checking;
 using internal::ParseOnOff;
+using internal::ParseSize;
 
 Result<std::string> ParseText(const std::string& text) { return text; }
 
@@ -33,7 +38,28 @@ constexpr const char* kFields[] = {
     "CERT_FILE",
     "KEY_FILE",
     "FAULTS",
+    "NON_IDEMPOTENT_METHODS",
+    "MAX_RECEIVE_MESSAGE_BYTES",
+    "MAX_SEND_MESSAGE_BYTES",
+    "GZIP_REQUESTS",
 };
+
+// "/a.B/C,/a.B/D": a comma-separated list of method names, each checked.
+Result<std::vector<std::string>> ParseMethods(const std::string& text) {
+  std::vector<std::string> methods;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = std::min(text.find(',', start), text.size());
+    std::string method = text.substr(start, comma - start);
+    std::erase(method, ' ');
+    if (!method.empty()) {
+      if (auto ok = rpc::CheckMethodName(method); !ok) return tl::unexpected(ok.error());
+      methods.push_back(std::move(method));
+    }
+    start = comma + 1;
+  }
+  return methods;
+}
 
 }  // namespace
 
@@ -68,6 +94,17 @@ rpc::Settings ReadRpcSettings(Resolver& r, const std::string& prefix, rpc::Setti
   internal::ReadBudgetAndBreaker(r, prefix, s.retry_budget, s.breaker);
   s.faults.enabled =
       r.Get(name("FAULTS"), Parser<bool>(ParseOnOff), std::optional(d.faults.enabled));
+  s.non_idempotent_methods =
+      r.Get(name("NON_IDEMPOTENT_METHODS"), Parser<std::vector<std::string>>(ParseMethods),
+            std::optional(d.non_idempotent_methods));
+  s.max_receive_message_bytes =
+      r.Get(name("MAX_RECEIVE_MESSAGE_BYTES"), Parser<std::size_t>(ParseSize),
+            std::optional(d.max_receive_message_bytes), Checking(rpc::CheckMessageLimit));
+  s.max_send_message_bytes =
+      r.Get(name("MAX_SEND_MESSAGE_BYTES"), Parser<std::size_t>(ParseSize),
+            std::optional(d.max_send_message_bytes), Checking(rpc::CheckMessageLimit));
+  s.gzip_requests =
+      r.Get(name("GZIP_REQUESTS"), Parser<bool>(ParseOnOff), std::optional(d.gzip_requests));
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }

@@ -21,6 +21,12 @@ class CarrierEvents {
   // The carrier may have room for more (a connection opened, freed a
   // stream, or closed).
   virtual void RoomMade() = 0;
+  // A connection became usable (see Carrier::Ready).
+  virtual void ConnectionReady() = 0;
+  // A connection closed before it was ever usable, and no other is open or
+  // opening: `error` says why (refused, no route, an untrusted
+  // certificate, a server that does not speak the protocol).
+  virtual void ConnectionFailed(const Error& error) = 0;
 
  protected:
   ~CarrierEvents() = default;
@@ -48,6 +54,12 @@ class Carrier {
   virtual void Resume(transport::Exchange& exchange) = 0;
   // Writes the requests handed over since the last Flush.
   virtual void Flush() = 0;
+  // Whether a connection is usable now: open and, for HTTP/2, the
+  // server's SETTINGS received.
+  virtual bool Ready() const = 0;
+  // Opens a connection now unless one is open or opening; what becomes of
+  // it is told as ConnectionReady or ConnectionFailed.
+  virtual void Warm() = 0;
   // Closes the connections that carry nothing, or all of them.
   virtual void CloseIdle(const std::string& why) = 0;
   virtual void CloseAll(const std::string& why) = 0;

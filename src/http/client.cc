@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbound/http/client.h"
 
+#include <algorithm>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <vector>
 
@@ -63,7 +65,8 @@ struct Client::Impl {
   // attempt's. The attempt path goes first (the transport first of all).
   std::unique_ptr<internal::CallPath> calls;
   std::unique_ptr<internal::AttemptPath> attempts;
-  internal::Dispatcher* dispatcher = nullptr;  // the transport, in `attempts`
+  internal::Dispatcher* dispatcher = nullptr;      // the native transport, in `attempts`
+  internal::ClientTransport* transport = nullptr;  // whichever it is, in `attempts`
 
   // Calls in flight, so the destructor can end them before the chain goes.
   std::mutex mu;
@@ -184,6 +187,7 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
     c.dispatcher = dispatcher.get();
     transport = std::move(dispatcher);
   }
+  c.transport = transport.get();
   Clock& clock = *c.runtime.clock;
   const Settings& s = c.settings;
   auto misused = [&telemetry = *c.telemetry](std::string_view what) {
@@ -409,6 +413,22 @@ void Client::OverrideBreaker(circuit::Override override) {
 }
 
 const std::string& Client::origin() const { return impl_->origin_text; }
+
+std::future<Result<void>> Client::Warm(const Context& context) {
+  TimePoint deadline = impl_->runtime.clock->Now() + impl_->settings.timeout;
+  if (context.deadline) deadline = std::min(deadline, *context.deadline);
+  auto ready = std::make_shared<std::promise<Result<void>>>();
+  std::future<Result<void>> warmed = ready->get_future();
+  impl_->transport->Warm(deadline, [ready, &dependency = impl_->dependency](Result<void> result) {
+    if (!result) {
+      result = Fail(result.error().kind(), dependency + ": " + result.error().message());
+    }
+    ready->set_value(std::move(result));
+  });
+  return warmed;
+}
+
+bool Client::Connected() const { return impl_->transport->Connected(); }
 
 bool Client::WaitUntilIdle(std::chrono::milliseconds real_limit) const {
   std::unique_lock lock(impl_->mu);

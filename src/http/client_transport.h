@@ -125,6 +125,12 @@ class ClientTransport {
   // End, unless the exchange was cancelled first (its end is then the
   // canceller's side's).
   virtual void Start(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& exchange) = 0;
+  // Opens a connection now, before an exchange needs it. `ready` runs once:
+  // with nothing once a connection is usable (at once if one is), or with
+  // why none could be opened by `deadline`.
+  virtual void Warm(TimePoint deadline, std::function<void(Result<void>)> ready) = 0;
+  // Latched: whether a connection of this transport has ever been usable.
+  virtual bool Connected() const = 0;
 };
 
 }  // namespace outbound::http::internal

@@ -29,6 +29,7 @@ Dispatcher::~Dispatcher() {
       if (queued.count(exchange) == 0) carrier_->Cancel(*exchange);
       End(*exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
     }
+    SettleWarm(Fail(ErrorKind::kCancelled, "the client was destroyed"));
     carrier_->CloseAll("the client was destroyed");
     carrier_.reset();  // on the loop: it waits for a name being resolved
     alive_.reset();
@@ -51,7 +52,55 @@ void Dispatcher::Start(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
   if (first) loop_->Post([this] { TakeIncoming(); });
 }
 
+void Dispatcher::Warm(TimePoint deadline, std::function<void(Result<void>)> ready) {
+  std::weak_ptr<const char> alive = alive_;
+  loop_->Post([this, alive, deadline, ready = std::move(ready)]() mutable {
+    if (!alive.lock()) return ready(Fail(ErrorKind::kCancelled, "the client was destroyed"));
+    BeginWarm(deadline, std::move(ready));
+  });
+}
+
 // --- On the loop thread from here on ---
+
+void Dispatcher::BeginWarm(TimePoint deadline, std::function<void(Result<void>)> ready) {
+  if (carrier_->Ready()) return ready({});
+  if (auto why = carrier_->Unreachable()) return ready(Fail(ErrorKind::kTransport, *why));
+  if (clock_.Now() >= deadline) {
+    return ready(Fail(ErrorKind::kDeadline, "no connection opened before the deadline"));
+  }
+  std::uint64_t id = ++next_warm_id_;
+  std::weak_ptr<const char> alive = alive_;
+  Timer timer = clock_.ScheduleAt(deadline, [loop = loop_, alive, this, id] {
+    loop->Post([alive, this, id] {
+      if (!alive.lock()) return;
+      SettleWarm(Fail(ErrorKind::kDeadline, "no connection opened before the deadline"), id);
+    });
+  });
+  warm_waiters_.push_back({id, std::move(ready), std::move(timer)});
+  carrier_->Warm();
+}
+
+void Dispatcher::ConnectionReady() {
+  connected_.store(true, std::memory_order_release);
+  if (!warm_waiters_.empty()) SettleWarm({});
+}
+
+void Dispatcher::ConnectionFailed(const Error& error) {
+  if (!warm_waiters_.empty()) SettleWarm(tl::unexpected(error));
+}
+
+void Dispatcher::SettleWarm(const Result<void>& result, std::uint64_t id) {
+  std::vector<WarmWaiter> settled;
+  auto to_settle = [id](const WarmWaiter& w) { return id == 0 || w.id == id; };
+  auto first = std::stable_partition(warm_waiters_.begin(), warm_waiters_.end(),
+                                     [&](const WarmWaiter& w) { return !to_settle(w); });
+  std::move(first, warm_waiters_.end(), std::back_inserter(settled));
+  warm_waiters_.erase(first, warm_waiters_.end());
+  for (WarmWaiter& w : settled) {
+    w.deadline.Cancel();
+    w.ready(result);
+  }
+}
 
 void Dispatcher::TakeIncoming() {
   {

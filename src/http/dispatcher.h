@@ -51,6 +51,9 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
   // Thread-safe: the exchange is taken on the loop, with every other that
   // arrived before the loop's task ran.
   void Start(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& what) override;
+  // Thread-safe.
+  void Warm(TimePoint deadline, std::function<void(Result<void>)> ready) override;
+  bool Connected() const override { return connected_.load(std::memory_order_acquire); }
 
   // `live_calls` counts the client's calls in flight; it outlives the
   // dispatcher. Thread-safe from here on.
@@ -71,6 +74,11 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
   void RoomMade() override {
     if (carrier_) Dispatch();  // not while the carrier is destroyed
   }
+  void ConnectionReady() override;
+  void ConnectionFailed(const Error& error) override;
+  void BeginWarm(TimePoint deadline, std::function<void(Result<void>)> ready);
+  // Runs the ready callbacks of every Warm waiting (or only `id`'s).
+  void SettleWarm(const Result<void>& result, std::uint64_t id = 0);
   void ArmIdleTimer(TimePoint when);
   void IdleTimerFired();
 
@@ -92,6 +100,16 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
   bool dispatch_again_ = false;
   bool batching_ = false;  // TakeIncoming is handing a batch over: it flushes
   bool stopped_ = false;
+
+  // Warm's callers waiting for a connection.
+  struct WarmWaiter {
+    std::uint64_t id;
+    std::function<void(Result<void>)> ready;
+    Timer deadline;
+  };
+  std::vector<WarmWaiter> warm_waiters_;
+  std::uint64_t next_warm_id_ = 0;
+  std::atomic<bool> connected_{false};
 
   // `alive_` tells a late task or timer the dispatcher is gone.
   std::shared_ptr<const char> alive_ = std::make_shared<const char>(0);

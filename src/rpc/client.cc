@@ -124,7 +124,6 @@ void Client::CallAsync(std::string_view method, std::string_view request, Done d
   impl.Send(
       std::move(*sent), impl.Idempotent(method),
       [&impl, done = std::move(done)](Result<http::Response> result, std::exception_ptr thrown) {
-        impl.Answered(result.has_value());
         done(internal::ReplyOf(std::move(result), impl.receive_limit), thrown);
       });
 }
@@ -152,7 +151,6 @@ Reply Client::ServerStream(std::string_view method, std::string_view request,
               }
             });
   Result<http::Response> result = answer.get();
-  impl.Answered(result.has_value());
   Reply reply;
   reply.attempts = result ? result->attempts : result.error().attempts();
   reply.status = internal::StatusOf(result);
@@ -167,7 +165,11 @@ Reply Client::ServerStream(std::string_view method, std::string_view request,
   return reply;
 }
 
-bool Client::Connected() const { return impl_->connected.load(std::memory_order_acquire); }
+std::future<Result<void>> Client::Warm(const Context& context) {
+  return impl_->core->Warm(context);
+}
+
+bool Client::Connected() const { return impl_->core->Connected(); }
 
 circuit::Breaker& Client::breaker() { return http::internal::ClientPeer::breaker(*impl_->core); }
 

@@ -5,7 +5,6 @@
 #ifndef OUTBOUND_SRC_RPC_CLIENT_IMPL_H_
 #define OUTBOUND_SRC_RPC_CLIENT_IMPL_H_
 
-#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -20,10 +19,6 @@ namespace outbound::rpc {
 struct Client::Impl {
   // Whether an attempt of `method` may reach the server twice.
   bool Idempotent(std::string_view method) const;
-  // An attempt had an answer (`answered`): latches Connected.
-  void Answered(bool answered) {
-    if (answered) connected.store(true, std::memory_order_release);
-  }
   // Sends a call's request through the core.
   void Send(http::Request request, bool idempotent, http::Client::Callback done);
 
@@ -32,7 +27,6 @@ struct Client::Impl {
   std::size_t send_limit = 0;
   bool gzip = false;
   std::vector<std::string> non_idempotent;  // sorted
-  std::atomic<bool> connected{false};
 };
 
 }  // namespace outbound::rpc

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "exchange.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <utility>
 
 #include "wire/framing.h"
@@ -67,9 +69,10 @@ const http::ResponseHeaders& StatusFields(const http::Response& response) {
 StatusOr<std::string> OnlyMessage(const http::Response& response, std::size_t limit) {
   std::string message;
   std::size_t count = 0;
-  Deframer deframer(response.headers.Find("grpc-encoding"), limit, [&](std::string m) {
-    if (++count == 1) message = std::move(m);
-  });
+  Deframer deframer(FindField(response.headers, "grpc-encoding").value_or(""), limit,
+                    [&](std::string m) {
+                      if (++count == 1) message = std::move(m);
+                    });
   Status status = deframer.Feed(response.body);
   if (status.ok()) status = deframer.Finish();
   if (!status.ok()) return tl::unexpected(std::move(status));
@@ -78,6 +81,35 @@ StatusOr<std::string> OnlyMessage(const http::Response& response, std::size_t li
                     "a unary answer held " + std::to_string(count) + " messages, not 1");
   }
   return message;
+}
+
+// Whether a body answered with status OK is whole length-prefixed
+// messages with valid flags: INTERNAL when a flag is neither 0 nor 1, is 1
+// without a grpc-encoding, or the body ends inside a prefix or a message
+// (an answer over the receive limit never gets here whole: the core stops
+// it first). Only the prefixes are read, nothing is copied or inflated.
+Status FramingOf(const http::Response& response) {
+  std::string_view body = response.body;
+  std::string_view encoding = response.headers.Find("grpc-encoding");
+  bool coded = !encoding.empty() && encoding != "identity";
+  while (!body.empty()) {
+    if (body.size() < kFramePrefixSize) {
+      return {Code::kInternal, "the response ended inside a message's prefix"};
+    }
+    auto flag = static_cast<unsigned char>(body[0]);
+    if (flag > 1 || (flag == 1 && !coded)) {
+      return {Code::kInternal, "a message's prefix has a flag the response cannot have"};
+    }
+    std::size_t length = 0;
+    for (std::size_t i = 1; i < kFramePrefixSize; ++i) {
+      length = (length << 8) | static_cast<unsigned char>(body[i]);
+    }
+    if (body.size() - kFramePrefixSize < length) {
+      return {Code::kInternal, "the response ended inside a message"};
+    }
+    body.remove_prefix(kFramePrefixSize + length);
+  }
+  return {};
 }
 
 }  // namespace
@@ -121,6 +153,9 @@ http::Classify CoreClassify(Classify classify) {
   return [classify = std::move(classify)](const http::SentRequest& sent,
                                           const Result<http::Response>& result) {
     Status status = StatusOf(result);
+    // A malformed message under status OK is the dependency's failure, as
+    // the caller hears it (ReplyOf): classify is told so.
+    if (status.ok() && result && !result->body.empty()) status = FramingOf(*result);
     Trailers trailers = result ? TrailersOf(*result) : Trailers{};
     Classification c = classify(MethodOf(sent.url), status, trailers);
     return http::Classification{c.retry, c.retry_after, c.breaker};

@@ -101,6 +101,24 @@ Result<void> CheckMaxAttempts(int max_attempts) {
   return {};
 }
 
+Result<void> CheckMethodName(const std::string& method) {
+  std::size_t slash = method.find('/', 1);
+  if (method.size() < 4 || method.front() != '/' || slash == std::string::npos || slash == 1 ||
+      slash + 1 == method.size() || method.find('/', slash + 1) != std::string::npos) {
+    return Fail(ErrorKind::kInvalidSettings,
+                "\"" + method + "\" is not a method's full name (\"/pkg.Service/Method\")");
+  }
+  return {};
+}
+
+Result<void> CheckMessageLimit(std::size_t bytes) {
+  if (bytes < 1 || bytes > 0xFFFFFFFFu) {
+    return Fail(ErrorKind::kInvalidSettings,
+                "must be 1 to 4294967295 (what a message's length prefix can announce)");
+  }
+  return {};
+}
+
 std::string_view CodeName(Code code) {
   static constexpr std::string_view kNames[] = {"OK",
                                                 "CANCELLED",
@@ -149,19 +167,10 @@ Result<void> Validate(const Settings& s) {
     problems.push_back("Settings.backoff_max must be at least Settings.backoff_base");
   }
   for (const std::string& method : s.non_idempotent_methods) {
-    std::size_t slash = method.find('/', 1);
-    if (method.size() < 4 || method.front() != '/' || slash == std::string::npos || slash == 1 ||
-        slash + 1 == method.size()) {
-      problems.push_back("Settings.non_idempotent_methods: \"" + method +
-                         "\" is not a method's full name (\"/pkg.Service/Method\")");
-    }
+    check("non_idempotent_methods", CheckMethodName(method));
   }
-  if (s.max_receive_message_bytes < 1) {
-    problems.push_back("Settings.max_receive_message_bytes: must be 1 or more");
-  }
-  if (s.max_send_message_bytes < 1) {
-    problems.push_back("Settings.max_send_message_bytes: must be 1 or more");
-  }
+  check("max_receive_message_bytes", CheckMessageLimit(s.max_receive_message_bytes));
+  check("max_send_message_bytes", CheckMessageLimit(s.max_send_message_bytes));
   if (!s.classify) problems.push_back("Settings.classify must be set");
   if (!s.breaker_policy.trip) problems.push_back("Settings.breaker_policy.trip must be set");
   if (!s.breaker_policy.probe) problems.push_back("Settings.breaker_policy.probe must be set");

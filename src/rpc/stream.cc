@@ -91,16 +91,14 @@ Stream Client::OpenStream(std::string_view method, const Context& context) {
   });
   // A pipe's call is sent once, and only the context's deadline bounds it
   // once its headers are written (outbound/http/body_pipe.h).
-  client.Send(
-      std::move(request), /*idempotent=*/false,
-      [&client, shared = impl->shared](Result<http::Response> result, std::exception_ptr thrown) {
-        client.Answered(result.has_value());
-        std::lock_guard lock(shared->mu);
-        shared->result = std::move(result);
-        shared->thrown = thrown;
-        shared->ended = true;
-        shared->changed.notify_all();
-      });
+  client.Send(std::move(request), /*idempotent=*/false,
+              [shared = impl->shared](Result<http::Response> result, std::exception_ptr thrown) {
+                std::lock_guard lock(shared->mu);
+                shared->result = std::move(result);
+                shared->thrown = thrown;
+                shared->ended = true;
+                shared->changed.notify_all();
+              });
   return Stream(std::move(impl));
 }
 

@@ -287,6 +287,10 @@ class FakeClientTransport final : public ClientTransport {
         ->Run(*attempt);
   }
 
+  // No connection to open: always ready.
+  void Warm(TimePoint, std::function<void(Result<void>)> ready) override { ready({}); }
+  bool Connected() const override { return true; }
+
  private:
   // The request as a server would receive it.
   static Result<ServerRequest> Received(const ExchangeRequest& what) {

@@ -91,6 +91,8 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
       request.target = std::move(val);
     } else if (key == ":authority") {
       request.headers.emplace_back("host", std::move(val));
+    } else if (key == ":scheme") {
+      request.scheme = std::move(val);
     } else if (key[0] != ':') {
       request.headers.emplace_back(std::move(key), std::move(val));
     }

@@ -53,7 +53,11 @@ TEST(RpcSettingsTest, ReadsEveryVariable) {
                       {"P_BREAKER_CALLS_PER_PROBE", "100"},
                       {"P_BREAKER_SLOW_CALL", "1s"},
                       {"P_TLS", "on"},
-                      {"P_FAULTS", "on"}}));
+                      {"P_FAULTS", "on"},
+                      {"P_NON_IDEMPOTENT_METHODS", "/ledger.v1.Ledger/Post, /ledger.v1.Ledger/Pay"},
+                      {"P_MAX_RECEIVE_MESSAGE_BYTES", "1048576"},
+                      {"P_MAX_SEND_MESSAGE_BYTES", "65536"},
+                      {"P_GZIP_REQUESTS", "on"}}));
   rpc::Settings s = ReadRpcSettings(r, "P_", rpc::DefaultSettings());
   ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
   EXPECT_EQ(s.addr, "ledger:7070");
@@ -74,6 +78,11 @@ TEST(RpcSettingsTest, ReadsEveryVariable) {
   EXPECT_EQ(s.breaker.calls_per_probe, 100);
   EXPECT_EQ(s.breaker.slow_call, seconds(1));
   EXPECT_TRUE(s.faults.enabled);
+  EXPECT_EQ(s.non_idempotent_methods,
+            (std::vector<std::string>{"/ledger.v1.Ledger/Post", "/ledger.v1.Ledger/Pay"}));
+  EXPECT_EQ(s.max_receive_message_bytes, 1048576u);
+  EXPECT_EQ(s.max_send_message_bytes, 65536u);
+  EXPECT_TRUE(s.gzip_requests);
   EXPECT_TRUE(rpc::Validate(s)) << rpc::Validate(s).error().message();
 }
 
@@ -91,7 +100,7 @@ TEST(RpcSettingsTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 20u);
+  EXPECT_EQ(listed.size(), 24u);
 }
 
 TEST(RpcSettingsTest, TheAddrMustBeSetAndBeHostAndPort) {
@@ -114,7 +123,10 @@ TEST(RpcSettingsTest, ReportsEveryBadVariableTogetherByName) {
                       {"OUTBOUND_BACKOFF_BASE", "2s"},
                       {"OUTBOUND_BACKOFF_MAX", "1s"},
                       {"OUTBOUND_BREAKER_CALLS_PER_PROBE", "0"},
-                      {"OUTBOUND_FAULTS", "yes"}}));
+                      {"OUTBOUND_FAULTS", "yes"},
+                      {"OUTBOUND_NON_IDEMPOTENT_METHODS", "/ledger.v1.Ledger/Post,Pay"},
+                      {"OUTBOUND_MAX_RECEIVE_MESSAGE_BYTES", "0"},
+                      {"OUTBOUND_MAX_SEND_MESSAGE_BYTES", "4GiB"}}));
   (void)ReadRpcSettings(r, "OUTBOUND_", WithAddr("carts:9090"));
   auto done = r.Finish();
   ASSERT_FALSE(done);
@@ -122,7 +134,10 @@ TEST(RpcSettingsTest, ReportsEveryBadVariableTogetherByName) {
   for (const char* failure :
        {"OUTBOUND_TIMEOUT: \"soon\" is not a duration", "OUTBOUND_MAX_ATTEMPTS: must be 1 or more",
         "OUTBOUND_BREAKER_CALLS_PER_PROBE: ", "OUTBOUND_FAULTS: must be on or off",
-        "OUTBOUND_BACKOFF_MAX: must be at least OUTBOUND_BACKOFF_BASE"}) {
+        "OUTBOUND_BACKOFF_MAX: must be at least OUTBOUND_BACKOFF_BASE",
+        "OUTBOUND_NON_IDEMPOTENT_METHODS: \"Pay\" is not a method's full name",
+        "OUTBOUND_MAX_RECEIVE_MESSAGE_BYTES: must be 1 to 4294967295",
+        "OUTBOUND_MAX_SEND_MESSAGE_BYTES: \"4GiB\" is not a whole number"}) {
     EXPECT_NE(message.find(failure), std::string::npos) << failure << "\n" << message;
   }
 }

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The dispatcher's own rules, over a scripted carrier: the FIFO (a sent
 // back attempt keeps its place), the last admission check, cancellation,
-// a carrier that takes no more, the idle close and the destructor. The
+// a carrier that takes no more, the idle close, the destructor, and Warm. The
 // native pool under it is tested end to end (native_transport_test.cc,
 // the fault matrix, the peers).
 #include "../../src/http/dispatcher.h"
 
 #include <gtest/gtest.h>
 
+#include <future>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,8 @@ class ScriptedCarrier final : public Carrier {
   void Flush() override { ++flushes; }
   void CloseIdle(const std::string& why) override { closed_idle.push_back(why); }
   void CloseAll(const std::string& why) override { closed_all->push_back(why); }
+  bool Ready() const override { return ready; }
+  void Warm() override { ++warms; }
 
   CarrierEvents& dispatcher;
   std::optional<std::string> unreachable;
@@ -88,6 +91,8 @@ class ScriptedCarrier final : public Carrier {
   int flushes = 0;
   std::vector<std::string> closed_idle;
   std::vector<std::string>* closed_all = nullptr;  // outlives the carrier
+  bool ready = false;
+  int warms = 0;
 };
 
 class Admits final : public Admission {
@@ -130,6 +135,20 @@ class DispatcherTest : public ::testing::Test {
     std::vector<std::string> names;
     OnLoop([&] { names = carrier_->carried_names; });
     return names;
+  }
+
+  // Asks the dispatcher to warm, with a deadline `within` from now.
+  std::future<Result<void>> Warm(Duration within) {
+    auto ready = std::make_shared<std::promise<Result<void>>>();
+    auto warmed = ready->get_future();
+    dispatcher_->Warm(clock_.Now() + within,
+                      [ready](Result<void> result) { ready->set_value(std::move(result)); });
+    OnLoop([] {});  // the loop has taken it
+    return warmed;
+  }
+
+  static bool Settled(const std::future<Result<void>>& f) {
+    return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
   }
 
   // The carrier ends an exchange it carries, as a connection would.
@@ -274,6 +293,76 @@ TEST_F(DispatcherTest, ItsEndCancelsWhatIsLeftAndClosesEveryConnection) {
   ASSERT_TRUE(queued->outcome.has_value());
   EXPECT_EQ(queued->kind(), ErrorKind::kCancelled);
   EXPECT_EQ(closed_all_, std::vector<std::string>{"the client was destroyed"});
+}
+
+TEST_F(DispatcherTest, WarmWaitsForAConnectionAndLatchesConnected) {
+  EXPECT_FALSE(dispatcher_->Connected());
+  auto first = Warm(5s);
+  auto second = Warm(5s);
+  EXPECT_FALSE(Settled(first));
+  EXPECT_EQ(carrier_->warms, 2);  // the carrier opens one unless one is opening
+  OnLoop([&] {
+    carrier_->ready = true;
+    carrier_->dispatcher.ConnectionReady();
+  });
+  ASSERT_TRUE(Settled(first) && Settled(second));
+  EXPECT_TRUE(first.get().has_value());
+  EXPECT_TRUE(second.get().has_value());
+  EXPECT_TRUE(dispatcher_->Connected());
+  // Usable now: ready at once, nothing opened.
+  auto again = Warm(5s);
+  ASSERT_TRUE(Settled(again));
+  EXPECT_TRUE(again.get().has_value());
+  EXPECT_EQ(carrier_->warms, 2);
+  // The connection goes: readiness is latched.
+  OnLoop([&] { carrier_->ready = false; });
+  EXPECT_TRUE(dispatcher_->Connected());
+}
+
+TEST_F(DispatcherTest, WarmSaysWhyNoConnectionOpened) {
+  auto warmed = Warm(5s);
+  OnLoop([&] {
+    carrier_->dispatcher.ConnectionFailed(
+        Error(ErrorKind::kTlsUntrusted, "certificate verify failed"));
+  });
+  ASSERT_TRUE(Settled(warmed));
+  Result<void> result = warmed.get();
+  ASSERT_FALSE(result.has_value());
+  EXPECT_EQ(result.error().kind(), ErrorKind::kTlsUntrusted);
+  EXPECT_EQ(result.error().message(), "certificate verify failed");
+  EXPECT_FALSE(dispatcher_->Connected());
+}
+
+TEST_F(DispatcherTest, WarmEndsAtItsDeadlineOnTheClock) {
+  auto warmed = Warm(2s);
+  clock_.Advance(1999ms);
+  OnLoop([] {});
+  EXPECT_FALSE(Settled(warmed));
+  clock_.Advance(1ms);
+  OnLoop([] {});  // the timer posted its end to the loop
+  ASSERT_TRUE(Settled(warmed));
+  Result<void> result = warmed.get();
+  ASSERT_FALSE(result.has_value());
+  EXPECT_EQ(result.error().kind(), ErrorKind::kDeadline);
+}
+
+TEST_F(DispatcherTest, WarmToAnUnreachableDependencyFailsAtOnce) {
+  OnLoop([&] { carrier_->unreachable = "payments:8443 is not reachable on this network"; });
+  auto warmed = Warm(5s);
+  ASSERT_TRUE(Settled(warmed));
+  Result<void> result = warmed.get();
+  ASSERT_FALSE(result.has_value());
+  EXPECT_EQ(result.error().message(), "payments:8443 is not reachable on this network");
+  EXPECT_EQ(carrier_->warms, 0);
+}
+
+TEST_F(DispatcherTest, AWarmStillWaitingWhenTheClientGoesEndsCancelled) {
+  auto warmed = Warm(5s);
+  dispatcher_.reset();
+  ASSERT_TRUE(Settled(warmed));
+  Result<void> result = warmed.get();
+  ASSERT_FALSE(result.has_value());
+  EXPECT_EQ(result.error().kind(), ErrorKind::kCancelled);
 }
 
 }  // namespace

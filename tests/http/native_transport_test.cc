@@ -60,6 +60,30 @@ TEST_F(NativeTransportTest, PriorKnowledgeToAnHttp11ServerFailsTheAttempt) {
   EXPECT_EQ(server->request_count(), 0u);
 }
 
+// RFC 9113 §8.3.1: :scheme is the target URI's, "http" for h2c.
+TEST_F(NativeTransportTest, Http2SendsTheSchemeOfTheUrl) {
+  testing::FakeServer::Options options;
+  options.handler = [](const ServerRequest& r) { return Reply::Ok(r.scheme); };
+  options.clock = &clock;
+  options.h2c = true;
+  auto started = testing::FakeServer::Start(std::move(options));
+  ASSERT_TRUE(started) << started.error().message();
+  server = std::move(*started);
+  network.Add("payments", 8080, "127.0.0.1", server->port());
+  Settings plain = PlainSettings();
+  plain.http2_prior_knowledge = true;
+  auto h2c = MakeClient(plain)->Send(Request::Get("/"));
+  ASSERT_TRUE(h2c) << h2c.error().message();
+  EXPECT_EQ(h2c->version, "2");
+  EXPECT_EQ(h2c->body, "http");
+
+  Serve([](const ServerRequest& r) { return Reply::Ok(r.scheme); });
+  auto h2 = MakeClient()->Send(Request::Get("/"));
+  ASSERT_TRUE(h2) << h2.error().message();
+  EXPECT_EQ(h2->version, "2");
+  EXPECT_EQ(h2->body, "https");
+}
+
 TEST_F(NativeTransportTest, HttpOneOpensNoMoreConnectionsThanMaxConnections) {
   Serve([](const ServerRequest& r) { return Reply::Ok(r.target); }, Protocol::kHttp11);
   Settings settings = PaymentsSettings();

@@ -2,7 +2,11 @@
 #include "outbound/rpc/settings.h"
 
 #include <gmock/gmock.h>
+#include <google/protobuf/descriptor.h>
 #include <gtest/gtest.h>
+
+#include "echo.pb.h"
+#include "outbound/rpc/proto.h"
 
 namespace outbound::rpc {
 namespace {
@@ -110,6 +114,19 @@ TEST(RpcSettings, DefaultClassifyIsRevision1sTable) {
   expect(Default(Code::kUnavailable, {{"grpc-retry-pushback-ms", "-1"}}), R::kStop, B::kFailure);
   expect(Default(Code::kResourceExhausted, {{"grpc-retry-pushback-ms", "x"}}), R::kStop,
          B::kFailure);
+}
+
+// tests/rpc/echo.proto marks Say NO_SIDE_EFFECTS and Count IDEMPOTENT;
+// Collect and Chat say nothing, so they must not be sent twice.
+TEST(NonIdempotentMethods, NamesEveryMethodTheProtoDoesNotMarkSafe) {
+  const auto* echo = outbound::test::EchoRequest::descriptor()->file()->FindServiceByName("Echo");
+  ASSERT_NE(echo, nullptr);
+  EXPECT_THAT(NonIdempotentMethods(*echo),
+              ::testing::ElementsAre("/outbound.test.Echo/Collect", "/outbound.test.Echo/Chat"));
+  Settings settings = DefaultSettings();
+  settings.addr = "backend:9090";
+  settings.non_idempotent_methods = NonIdempotentMethods(*echo);
+  EXPECT_TRUE(Validate(settings)) << "every name it gives is a valid method name";
 }
 
 }  // namespace

@@ -18,6 +18,11 @@
 //                              beside plain text: it would be ignored)
 //   FAULTS                     "on" or "off": failure injection
 //                              (docs/failure-injection.md)
+//   NON_IDEMPOTENT_METHODS     full method names, comma-separated
+//                              ("/cart.v1.Carts/Checkout,/cart.v1.Carts/Pay")
+//   MAX_RECEIVE_MESSAGE_BYTES MAX_SEND_MESSAGE_BYTES
+//                              whole numbers of bytes, 1 to 4294967295
+//   GZIP_REQUESTS              "on" or "off": request messages gzip-coded
 //
 // Any other variable under PREFIX is an error that Finish names, with the
 // variable it most likely misspells. TLS without CA_FILE trusts the

@@ -35,8 +35,10 @@
 #define OUTBOUND_HTTP_CLIENT_H_
 
 #include <chrono>
+#include <future>
 #include <memory>
 
+#include "outbound/context.h"
 #include "outbound/error.h"
 #include "outbound/http/message.h"
 #include "outbound/http/sender.h"
@@ -94,6 +96,24 @@ class Client final : public Sender {
 
   // "https://payments:8443".
   const std::string& origin() const;
+
+  // Opens the client's connection now, so that its first call does not pay
+  // for it, and says when the connection is usable (the TLS handshake done
+  // and, for HTTP/2, the server's SETTINGS received) or why none could be
+  // opened: an error naming the dependency (refused, no route, an untrusted
+  // certificate, a server that does not speak the protocol), or kDeadline
+  // when none opened within Settings::timeout or by the context's earlier
+  // deadline. Ready at once when a connection is usable. Sends no request;
+  // the breaker and the retry budget count nothing.
+  //
+  // example: examples/headers/http.cc#warm
+  //   if (auto warmed = payments->Warm().get(); !warmed) Log(warmed.error().message());
+  [[nodiscard]] std::future<Result<void>> Warm(const Context& context = {});
+
+  // Readiness, latched: false until a connection of this client has been
+  // usable (opened by Warm or by a call), true from then on; an outage
+  // later is the breaker's business, not readiness'. Opens nothing.
+  bool Connected() const;
 
   // Blocks until no call of this client is in flight (each has been
   // answered), or until `real_limit` of real time has passed: then false.

@@ -137,10 +137,22 @@ class Client {
   // Only the context's deadline and cancel bound the stream.
   Stream OpenStream(std::string_view method, const Context& context = {});
 
-  // Readiness, latched: false until an attempt of this client has had an
-  // answer from the dependency (any status: the server spoke HTTP/2 to
-  // it), true from then on (an outage is the breaker's business, not
-  // readiness'). Makes no call.
+  // Opens the client's HTTP/2 connection now, so that its first call does
+  // not pay for it, and says when it is usable (the TLS handshake done and
+  // the server's SETTINGS received) or why it could not be opened: an error
+  // naming the dependency (refused, no route, an untrusted certificate, a
+  // server that does not speak HTTP/2 or TLS), or kDeadline when none
+  // opened within Settings::timeout or by the context's earlier deadline.
+  // Ready at once when the connection is usable. Makes no call; the
+  // breaker and the retry budget count nothing.
+  //
+  // example: examples/headers/rpc.cc#rpc-warm
+  //   if (auto warmed = (*carts)->Warm().get(); !warmed) std::cerr << warmed.error().message();
+  [[nodiscard]] std::future<Result<void>> Warm(const Context& context = {});
+
+  // Readiness, latched: false until the client's connection has been
+  // usable (opened by Warm or by a call), true from then on; an outage
+  // later is the breaker's business, not readiness'. Opens nothing.
   bool Connected() const;
 
   // The client's breaker, to read its state.

@@ -186,6 +186,11 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckMaxAttempts(int max_attempts);
 [[nodiscard]] Result<void> CheckBackoffBase(Duration backoff_base);
 [[nodiscard]] Result<void> CheckBackoffMax(Duration backoff_max);
+// A method's full name, "/pkg.Service/Method" (non_idempotent_methods).
+[[nodiscard]] Result<void> CheckMethodName(const std::string& method);
+// A message size limit (max_receive_message_bytes, max_send_message_bytes):
+// 1 to 4 GiB - 1, what a message's length prefix can announce.
+[[nodiscard]] Result<void> CheckMessageLimit(std::size_t bytes);
 
 // Every check, reporting every bad field at once, each named
 // ("Settings.addr: ...; Settings.timeout: ...").

@@ -59,6 +59,7 @@ struct ServerRequest {
   Headers headers;     // names lower-cased
   std::string body;
   std::string version;    // "1.1" or "2"
+  std::string scheme;     // HTTP/2's :scheme ("http" or "https"); "" on HTTP/1.1
   int connection_id = 0;  // 1, 2, ... in the order connections were accepted
   int stream_id = 0;      // HTTP/2 stream id; on HTTP/1.1 the request's index on its connection
   // False when the server stopped reading it part way (Options::cut_reading):

@@ -30,7 +30,8 @@
 // Raw HTTP/2 frames (Frames, Flood) and framing details (StatusLine,
 // HeadersAsGiven) need bytes on a wire: a FakeServer plays those, and an
 // exchange given one ends with kInvalidRequest saying so. Bodies are not
-// decoded (Settings::gzip): a FakeServer tests that too.
+// decoded (Settings::gzip): a FakeServer tests that too. There is no
+// connection to open: a client's Warm is ready at once and Connected true.
 //
 // One FakeTransport may carry several clients; it must outlive them.
 // Thread-safe.

@@ -159,6 +159,8 @@ void Connection::Continue() {
 void Connection::Fail(ErrorKind kind, const std::string& why, bool cannot_improve) {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
+  close_kind_ = kind;
+  close_reason_ = why;
   if (fd_ >= 0) {
     loop_.Unwatch(fd_);
     close(fd_);
@@ -267,7 +269,7 @@ void Connection::Opened() {
   Flush();
   if (closed()) return;
   Watch();
-  events_.ConnectionHasRoom(*this);
+  TellRoom();
 }
 
 void Connection::StartWaiting() {
@@ -424,7 +426,16 @@ void Connection::RoomChanged() {
   StartWaiting();
   if (state_ != State::kOpen) return;
   Flush();
-  if (state_ == State::kOpen) events_.ConnectionHasRoom(*this);
+  if (state_ == State::kOpen) TellRoom();
+}
+
+void Connection::TellRoom() {
+  if (!ready_told_ && !AwaitingSettings()) {
+    ready_told_ = true;
+    events_.ConnectionReady(*this);
+    if (state_ != State::kOpen) return;
+  }
+  events_.ConnectionHasRoom(*this);
 }
 
 }  // namespace outbound::http::internal::transport

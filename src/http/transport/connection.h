@@ -39,6 +39,9 @@ struct SocketAddress {
 class ConnectionEvents {
  public:
   virtual void ExchangeEnded(Exchange& exchange, AttemptOutcome&& outcome) = 0;
+  // The connection became usable, once: open and, for HTTP/2, the server's
+  // SETTINGS received. ConnectionHasRoom follows.
+  virtual void ConnectionReady(Connection& connection) = 0;
   // The connection can take exchanges (or more of them) now.
   virtual void ConnectionHasRoom(Connection& connection) = 0;
   // The connection is closed; every exchange on it has ended. The pool
@@ -81,6 +84,11 @@ class Connection final : private CodecEvents {
   bool Reusable() const;
   // HTTP/2 and still waiting for the server's SETTINGS.
   bool AwaitingSettings() const;
+  // Whether it has been usable (see ConnectionEvents::ConnectionReady).
+  bool was_ready() const { return ready_told_; }
+  // Once closed: why, as the exchanges on it were told.
+  ErrorKind close_kind() const { return close_kind_; }
+  const std::string& close_reason() const { return close_reason_; }
 
   // Connects to the first of `addresses` that accepts, in order.
   void Dial(std::vector<SocketAddress> addresses);
@@ -115,6 +123,8 @@ class Connection final : private CodecEvents {
   // Starts what waited for the connection to open (or for room).
   void StartWaiting();
   void Fail(ErrorKind kind, const std::string& why, bool cannot_improve = false);
+  // Tells the pool there is room, and the first time that it is ready.
+  void TellRoom();
 
   // CodecEvents
   void ExchangeEnded(Exchange& exchange, AttemptOutcome&& outcome) override;
@@ -141,6 +151,9 @@ class Connection final : private CodecEvents {
   bool in_io_ = false;             // a read or flush is on the stack
   bool flush_again_ = false;
   bool flush_requested_ = false;
+  bool ready_told_ = false;
+  ErrorKind close_kind_ = ErrorKind::kTransport;
+  std::string close_reason_;
   std::string out_;
   std::size_t out_offset_ = 0;
   std::array<std::uint8_t, 16 * 1024> buffer_;

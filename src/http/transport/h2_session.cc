@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -105,7 +106,8 @@ bool H2Session::Start(Exchange& exchange) {
   }
   std::size_t used = 0;
   room[used++] = Field(":method", request.method);
-  room[used++] = Field(":scheme", "https");
+  // h2c (prior knowledge) is plain http; the URL says which.
+  room[used++] = Field(":scheme", request.url.starts_with("https:") ? "https" : "http");
   room[used++] = Field(":authority", *exchange.authority);
   room[used++] = Field(":path", exchange.path);
   // Field names go lower case on HTTP/2 (RFC 9113 §8.2.1). A name that is
@@ -123,10 +125,13 @@ bool H2Session::Start(Exchange& exchange) {
       field_name = lower;
     }
     nghttp2_nv& field = room[used++] = Field(field_name, value);
-    // A traceparent is new on every request: indexing it would only churn
-    // the HPACK tables (an insertion and an eviction per request on both
-    // ends) for an entry never used again.
-    if (field_name == "traceparent") field.flags = NGHTTP2_NV_FLAG_NO_INDEX;
+    // A traceparent is new on every request, and so is a gRPC attempt's
+    // time left: indexing either would only churn the HPACK tables (an
+    // insertion and an eviction per request on both ends) for an entry
+    // never used again.
+    if (field_name == "traceparent" || field_name == "grpc-timeout") {
+      field.flags = NGHTTP2_NV_FLAG_NO_INDEX;
+    }
   });
   bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
                   request.method == "PATCH";
@@ -557,7 +562,9 @@ ssize_t H2Session::ReadBody(nghttp2_session*, std::int32_t stream_id, std::uint8
   }
   const std::string& body = exchange->request->body;
   std::size_t n = std::min(length, body.size() - exchange->body_offset);
-  std::copy_n(body.data() + exchange->body_offset, n, buf);
+  // memcpy, not std::copy_n: from char to std::uint8_t the latter copies
+  // byte by byte.
+  if (n > 0) std::memcpy(buf, body.data() + exchange->body_offset, n);
   exchange->body_offset += n;
   if (exchange->body_offset == body.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
   return static_cast<ssize_t>(n);

@@ -100,6 +100,16 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     }
   }
 
+  bool Ready() const override {
+    return std::any_of(connections_.begin(), connections_.end(),
+                       [](const auto& c) { return c->was_ready() && !c->closed(); });
+  }
+
+  void Warm() override {
+    if (stopped_ || !connections_.empty()) return;  // open or opening already
+    Open(*NewConnection());
+  }
+
   void CloseIdle(const std::string& why) override {
     std::vector<Connection*> idle;
     for (const auto& c : connections_) {
@@ -190,6 +200,8 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     dispatcher_.Ended(exchange, std::move(outcome));
   }
 
+  void ConnectionReady(Connection&) override { dispatcher_.ConnectionReady(); }
+
   void ConnectionHasRoom(Connection& connection) override {
     if (connection.protocol() != Connection::Protocol::kUnknown) learned_ = connection.protocol();
     if (connection.Idle() && !connection.Reusable()) {
@@ -206,6 +218,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     bool first = graveyard_.empty();
     graveyard_.push_back(std::move(*it));
     connections_.erase(it);
+    if (!connection.was_ready() && connections_.empty() && !stopped_) {
+      dispatcher_.ConnectionFailed(Error(connection.close_kind(), connection.close_reason()));
+    }
     if (first && !stopped_) {
       std::weak_ptr<const char> alive = alive_;
       loop_->Post([this, alive] {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "gzip.h"
+#include "metadata.h"
 
 namespace outbound::rpc::internal {
 namespace {
@@ -17,7 +18,7 @@ void AppendPrefix(std::string& out, bool compressed, std::size_t length) {
 }
 
 bool IsIdentity(std::string_view encoding) {
-  return encoding.empty() || http::SameHeaderName(encoding, "identity");
+  return encoding.empty() || FieldNameIs(encoding, "identity");
 }
 
 }  // namespace
@@ -107,7 +108,7 @@ void Deframer::StartMessage() {
                                        "grpc-encoding is " +
                                        (encoding_.empty() ? "absent" : "\"" + encoding_ + "\""));
   }
-  if (compressed_ && !http::SameHeaderName(encoding_, "gzip")) {
+  if (compressed_ && !FieldNameIs(encoding_, "gzip")) {
     return FailAs(Code::kUnimplemented, "message " + std::to_string(messages_ + 1) +
                                             " of the response is compressed with \"" + encoding_ +
                                             "\", which this client cannot decode (it takes gzip)");

@@ -36,12 +36,20 @@ bool Hidden(std::string_view name) {
       "content-type", "grpc-status", "grpc-message", "grpc-encoding", "grpc-accept-encoding"};
   if (name.starts_with(':')) return true;
   for (std::string_view read : kRead) {
-    if (http::SameHeaderName(name, read)) return true;
+    if (FieldNameIs(name, read)) return true;
   }
   return false;
 }
 
 }  // namespace
+
+std::optional<std::string_view> FindField(const http::ResponseHeaders& fields,
+                                          std::string_view lower) {
+  for (const auto& [field, value] : fields) {
+    if (FieldNameIs(field, lower)) return value;
+  }
+  return std::nullopt;
+}
 
 bool ValidMetadataKey(std::string_view key) {
   static constexpr std::array<std::string_view, 8> kReserved = {
@@ -68,7 +76,7 @@ bool ValidAsciiValue(std::string_view value) {
 }
 
 bool IsBinaryKey(std::string_view key) {
-  return key.size() >= 4 && http::SameHeaderName(key.substr(key.size() - 4), "-bin");
+  return key.size() >= 4 && FieldNameIs(key.substr(key.size() - 4), "-bin");
 }
 
 std::string EncodeBinaryValue(std::string_view bytes) {

@@ -3,6 +3,8 @@
 
 #include <optional>
 
+#include "metadata.h"
+
 namespace outbound::rpc::internal {
 namespace {
 
@@ -13,20 +15,10 @@ int HexValue(char c) {
   return -1;
 }
 
-// The value of the first field named `name`, if any.
-// (ResponseHeaders::Find cannot tell an absent field from an empty one.)
-std::optional<std::string_view> Find(const http::ResponseHeaders& fields, std::string_view name) {
-  for (const auto& [field, value] : fields) {
-    if (http::SameHeaderName(field, name)) return value;
-  }
-  return std::nullopt;
-}
-
 // application/grpc, alone or followed by "+subtype" or by parameters.
 bool IsGrpcContentType(std::string_view type) {
   constexpr std::string_view kGrpc = "application/grpc";
-  if (type.size() < kGrpc.size() || !http::SameHeaderName(type.substr(0, kGrpc.size()), kGrpc))
-    return false;
+  if (type.size() < kGrpc.size() || !FieldNameIs(type.substr(0, kGrpc.size()), kGrpc)) return false;
   if (type.size() == kGrpc.size()) return true;
   char next = type[kGrpc.size()];
   return next == '+' || next == ';';
@@ -104,19 +96,19 @@ Status StatusOfResponse(int http_status, const http::ResponseHeaders& headers,
                         const http::ResponseHeaders& trailers) {
   // A Trailers-Only answer has its grpc-status among the headers.
   const http::ResponseHeaders& status_fields = trailers.empty() ? headers : trailers;
-  std::optional<std::string_view> message = Find(status_fields, "grpc-message");
+  std::optional<std::string_view> message = FindField(status_fields, "grpc-message");
   if (http_status != 200) {
     std::string text = "HTTP status " + std::to_string(http_status);
     if (message) text += ": " + DecodeStatusMessage(*message);
     return Status{CodeForHttpStatus(http_status), std::move(text)};
   }
-  std::optional<std::string_view> content_type = Find(headers, "content-type");
+  std::optional<std::string_view> content_type = FindField(headers, "content-type");
   if (!content_type) return Status{Code::kUnknown, "the answer had no content-type"};
   if (!IsGrpcContentType(*content_type)) {
     return Status{Code::kUnknown, "the answer's content-type is \"" + std::string(*content_type) +
                                       "\", not application/grpc"};
   }
-  std::optional<std::string_view> status = Find(status_fields, "grpc-status");
+  std::optional<std::string_view> status = FindField(status_fields, "grpc-status");
   if (!status) return Status{Code::kInternal, "the answer had no grpc-status"};
   std::optional<Code> code = ParseCode(*status);
   if (!code) {

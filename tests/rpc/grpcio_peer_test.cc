@@ -1,0 +1,626 @@
+// SPDX-License-Identifier: Apache-2.0
+// The gRPC client against a server nobody here wrote: Python grpcio
+// (Debian python3-grpcio), in tests/rpc/grpcio_peer.py, started by each test
+// in plain text (h2c) or over TLS with a certificate of the test's own CA.
+// Every kind of call, statuses and their messages, metadata both ways, gzip
+// both ways, deadlines, retries, pushback, the receive limit and
+// cancellation. Waits run on a ManualClock the test advances to each timer
+// the call sets.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "outbound/http/middleware.h"
+#include "outbound/rpc/client.h"
+#include "outbound/telemetry/propagation.h"
+#include "outbound/testing/fixed_random.h"
+#include "outbound/testing/manual_clock.h"
+#include "outbound/testing/network_map.h"
+#include "outbound/testing/test_ca.h"
+
+extern char** environ;
+
+namespace outbound::rpc {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A safety net for a broken test, never a tolerance: a passing test waits
+// for events.
+constexpr auto kSafetyNet = std::chrono::seconds(10);
+
+// grpcio_peer.py run for one test with OUTBOUND_GRPCIO_PYTHON (the Python
+// python3-grpcio serves), talked to over its stdin and stdout as
+// tests/peers/node_peer.h talks to a Node script. The destructor kills and
+// reaps it; if the test dies first, the script sees its stdin end and stops.
+class GrpcioPeer {
+ public:
+  explicit GrpcioPeer(std::vector<std::string> args) {
+    std::vector<std::string> argv_strings = {OUTBOUND_GRPCIO_PYTHON, OUTBOUND_GRPCIO_PEER_SCRIPT};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& s : argv_strings) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+      throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, pair[1], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, pair[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+    int spawned = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(pair[1]);
+    channel_ = pair[0];
+    if (spawned != 0) {
+      close(channel_);
+      throw std::runtime_error(std::string("cannot start " OUTBOUND_GRPCIO_PYTHON ": ") +
+                               std::strerror(spawned));
+    }
+    try {
+      port_ = nlohmann::json::parse(ReadLine()).at("port").get<std::uint16_t>();
+    } catch (const std::exception& e) {
+      Stop();
+      throw std::runtime_error(std::string("grpcio_peer.py did not start (is python3-grpcio "
+                                           "installed?): ") +
+                               e.what());
+    }
+  }
+  ~GrpcioPeer() { Stop(); }
+  GrpcioPeer(const GrpcioPeer&) = delete;
+  GrpcioPeer& operator=(const GrpcioPeer&) = delete;
+
+  std::uint16_t port() const { return port_; }
+
+  // The script's counts now: {"calls": {method: n}, "cancelled": n,
+  // "last_metadata": {...}}.
+  nlohmann::json Stats() {
+    static constexpr char kStats[] = "stats\n";
+    if (send(channel_, kStats, sizeof(kStats) - 1, MSG_NOSIGNAL) != sizeof(kStats) - 1) {
+      throw std::runtime_error("the peer is gone");
+    }
+    return nlohmann::json::parse(ReadLine());
+  }
+
+  int Calls(const std::string& method) { return Stats().at("calls").value(method, 0); }
+
+  // Waits (the safety net at most) until `done(Stats())` holds.
+  template <typename Done>
+  bool WaitFor(Done done) {
+    auto until = std::chrono::steady_clock::now() + kSafetyNet;
+    while (!done(Stats())) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+
+ private:
+  void Stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      int status;
+      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      pid_ = -1;
+    }
+    if (channel_ >= 0) {
+      close(channel_);
+      channel_ = -1;
+    }
+  }
+
+  std::string ReadLine() {
+    auto until = std::chrono::steady_clock::now() + kSafetyNet;
+    while (true) {
+      if (std::size_t newline = buffered_.find('\n'); newline != std::string::npos) {
+        std::string line = buffered_.substr(0, newline);
+        buffered_.erase(0, newline + 1);
+        return line;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - std::chrono::steady_clock::now());
+      if (left.count() <= 0) throw std::runtime_error("the peer said nothing for 10 s");
+      pollfd fd{.fd = channel_, .events = POLLIN, .revents = 0};
+      if (poll(&fd, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[4096];
+      ssize_t n = read(channel_, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw std::runtime_error("the peer exited");
+      buffered_.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+
+  pid_t pid_ = -1;
+  int channel_ = -1;
+  std::string buffered_;
+  std::uint16_t port_ = 0;
+};
+
+// A certificate written where the script reads it, removed with its
+// directory when the object goes.
+class CertFiles {
+ public:
+  explicit CertFiles(const testing::Certificate& certificate) {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "outbound-grpcio-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    dir_ = pattern;
+    Write(dir_ + "/chain.pem", certificate.chain_pem);
+    Write(dir_ + "/key.pem", certificate.key_pem);
+  }
+  ~CertFiles() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  CertFiles(const CertFiles&) = delete;
+  CertFiles& operator=(const CertFiles&) = delete;
+
+  std::vector<std::string> Args() const {
+    return {"--cert=" + dir_ + "/chain.pem", "--key=" + dir_ + "/key.pem"};
+  }
+
+ private:
+  static void Write(const std::string& path, const std::string& content) {
+    std::ofstream out(path);
+    out << content;
+    if (!out) throw std::runtime_error("cannot write " + path);
+  }
+  std::string dir_;
+};
+
+// Custom metadata on every call: `name: value` as given (a "-bin" value
+// already in base64, as the caller sends it on the wire).
+class AddMetadata final : public http::CallMiddleware {
+ public:
+  AddMetadata(std::string name, std::string value)
+      : name_(std::move(name)), value_(std::move(value)) {}
+  std::optional<Result<http::Response>> OnRequest(http::OutgoingRequest& request,
+                                                  const http::CallInfo&) override {
+    request.SetHeader(name_, value_);
+    return std::nullopt;
+  }
+
+ private:
+  std::string name_;
+  std::string value_;
+};
+
+// What each attempt sent and got, as HTTP/2 carried it: the first byte of
+// the framed request (its compressed flag), its grpc-encoding, and the
+// answer's grpc-encoding.
+class WireLog final : public http::AttemptMiddleware {
+ public:
+  void OnResult(const http::OutgoingRequest& request, Result<http::Response>& result,
+                const http::AttemptInfo&) override {
+    std::lock_guard lock(mu);
+    request_flag = request.body().empty() ? -1 : static_cast<int>(request.body()[0]);
+    request_encoding = std::string(request.header("grpc-encoding"));
+    answer_encoding = result ? std::string(result->headers.Find("grpc-encoding")) : "";
+  }
+  std::mutex mu;
+  int request_flag = -1;
+  std::string request_encoding;
+  std::string answer_encoding;
+};
+
+class GrpcioPeerTest : public ::testing::Test {
+ protected:
+  GrpcioPeerTest() : random_(0.0) {  // a backoff's jitter of 0: a wait is the pushback alone
+    runtime_.clock = &clock_;
+    runtime_.network = &network_;
+    runtime_.random = &random_;
+  }
+
+  // Starts the peer with `args` (over TLS with a certificate for
+  // "backend" when `tls`, else plain text), and a client of it with
+  // `settings`.
+  void Start(std::vector<std::string> args = {}, Settings settings = DefaultSettings(),
+             bool tls = false) {
+    if (tls) {
+      files_ = std::make_unique<CertFiles>(ca_.IssueServer({"backend"}));
+      std::vector<std::string> cert = files_->Args();
+      args.insert(args.begin(), cert.begin(), cert.end());
+      settings.tls = TlsSettings{.root_pem = ca_.pem()};
+    }
+    peer_ = std::make_unique<GrpcioPeer>(std::move(args));
+    network_.Add("backend", 9090, "127.0.0.1", peer_->port());
+    timeout_ = settings.timeout;
+    settings.addr = "backend:9090";
+    auto client = Client::Create(runtime_, std::move(settings));
+    ASSERT_TRUE(client) << client.error().message();
+    client_ = std::move(*client);
+  }
+
+  // A unary call, the clock advanced to each wait it sets (a backoff, a
+  // pushback) but never to its deadline: the peer answers in real time
+  // while the deadline's timer is pending.
+  Reply Call(const std::string& method, const std::string& request, const Context& context = {}) {
+    TimePoint until = clock_.Now() + timeout_;
+    auto future = std::async(std::launch::async, [&] {
+      return client_->Call("/peer.Test/" + method, request, context);
+    });
+    while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+      if (auto next = clock_.next_timer(); next && *next < until) clock_.AdvanceTo(*next);
+    }
+    return future.get();
+  }
+
+  // Waits until the peer has seen `n` calls of `method`.
+  void WaitForCalls(const std::string& method, int n) {
+    ASSERT_TRUE(peer_->WaitFor([&](const nlohmann::json& stats) {
+      return stats.at("calls").value(method, 0) >= n;
+    })) << "the peer never saw call "
+        << n << " of " << method;
+  }
+
+  bool PeerSawCancelled(int n) {
+    return peer_->WaitFor(
+        [n](const nlohmann::json& stats) { return stats.at("cancelled").get<int>() >= n; });
+  }
+
+  testing::TestCA ca_;
+  testing::ManualClock clock_;
+  testing::NetworkMap network_;
+  testing::FixedRandom random_;
+  Runtime runtime_;
+  std::unique_ptr<CertFiles> files_;
+  std::unique_ptr<GrpcioPeer> peer_;
+  std::unique_ptr<Client> client_;
+  Duration timeout_ = DefaultSettings().timeout;
+};
+
+// --- Each kind of call, in plain text and over TLS ---
+
+TEST_F(GrpcioPeerTest, AUnaryCallInPlainTextIsAnswered) {
+  Start();
+  Reply reply = Call("Echo", "hello");
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(reply.body, "hello");
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(peer_->Calls("Echo"), 1);
+  EXPECT_TRUE(client_->Connected());
+}
+
+TEST_F(GrpcioPeerTest, AUnaryCallOverTlsIsAnswered) {
+  Start({}, DefaultSettings(), /*tls=*/true);
+  Reply reply = Call("Echo", "over tls");
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(reply.body, "over tls");
+}
+
+TEST_F(GrpcioPeerTest, AServerStreamDeliversEveryMessageInOrder) {
+  Start();
+  std::vector<std::string> got;
+  Reply reply = client_->ServerStream("/peer.Test/Count", "5",
+                                      [&](std::string_view message) { got.emplace_back(message); });
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(got, (std::vector<std::string>{"1", "2", "3", "4", "5"}));
+}
+
+TEST_F(GrpcioPeerTest, AServerStreamOverTlsDeliversEveryMessage) {
+  Start({}, DefaultSettings(), /*tls=*/true);
+  int count = 0;
+  Reply reply =
+      client_->ServerStream("/peer.Test/Count", "100", [&](std::string_view) { ++count; });
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(count, 100);
+}
+
+TEST_F(GrpcioPeerTest, AClientStreamsMessagesAndTheOneReplyJoinsThem) {
+  Start();
+  Stream stream = client_->OpenStream("/peer.Test/Join");
+  for (const char* part : {"a", "b", "c"}) ASSERT_TRUE(stream.Write(std::string_view(part)));
+  ASSERT_TRUE(stream.WritesDone());
+  std::string reply;
+  ASSERT_TRUE(stream.Read(&reply));
+  EXPECT_EQ(reply, "a+b+c");
+  EXPECT_FALSE(stream.Read(&reply));
+  Status status = stream.Finish();
+  EXPECT_TRUE(status.ok()) << status.message;
+}
+
+TEST_F(GrpcioPeerTest, ABidiStreamEchoesEachMessageBeforeTheNextIsWritten) {
+  Start({}, DefaultSettings(), /*tls=*/true);
+  Stream stream = client_->OpenStream("/peer.Test/Chat");
+  for (int i = 0; i < 20; ++i) {
+    std::string line = "line " + std::to_string(i);
+    ASSERT_TRUE(stream.Write(line));
+    std::string echoed;
+    ASSERT_TRUE(stream.Read(&echoed)) << "no echo of " << line;
+    EXPECT_EQ(echoed, "echo:" + line);
+  }
+  ASSERT_TRUE(stream.WritesDone());
+  std::string more;
+  EXPECT_FALSE(stream.Read(&more));
+  Status status = stream.Finish();
+  EXPECT_TRUE(status.ok()) << status.message;
+  EXPECT_EQ(peer_->Stats().at("cancelled").get<int>(), 0);
+}
+
+// --- Statuses and metadata ---
+
+// grpcio percent-encodes grpc-message; the caller sees the text as the
+// servicer wrote it: UTF-8 and '%' intact.
+TEST_F(GrpcioPeerTest, AStatusMessageIsPercentDecoded) {
+  Start();
+  const std::string message = "na\u00efve 100% s\u00fbr \u2713 %41";
+  Reply reply = Call("Fail", "INVALID_ARGUMENT " + message);
+  EXPECT_EQ(reply.status.code, Code::kInvalidArgument);
+  EXPECT_EQ(reply.status.message, message);
+  EXPECT_EQ(reply.attempts, 1);
+}
+
+TEST_F(GrpcioPeerTest, AMethodTheServerDoesNotHaveIsUnimplemented) {
+  Start();
+  Reply reply = Call("Nothing", "");
+  EXPECT_EQ(reply.status.code, Code::kUnimplemented) << reply.status.message;
+}
+
+// Binary metadata sent in base64 reaches grpcio as its bytes (the peer
+// echoes it into its trailers, encoding it again), and comes back decoded
+// in Reply::trailers; text metadata as it was.
+TEST_F(GrpcioPeerTest, BinaryMetadataGoesAndComesBackAsItsBytes) {
+  Settings settings = DefaultSettings();
+  const std::string bytes("\x00\x01\xfe\xff binary", 11);
+  // base64 of `bytes` without padding, as gRPC sends it.
+  settings.call_middleware.push_back(
+      std::make_shared<AddMetadata>("x-blob-bin", "AAH+/yBiaW5hcnk"));
+  settings.call_middleware.push_back(std::make_shared<AddMetadata>("x-text", "plain value"));
+  Start({}, settings);
+  Reply reply = Call("Echo", "m");
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  nlohmann::json seen = peer_->Stats().at("last_metadata");
+  EXPECT_EQ(seen.value("x-blob-bin", ""), "0001feff2062696e617279");  // the bytes, in hex
+  EXPECT_EQ(seen.value("x-text", ""), "plain value");
+  auto blob = reply.trailers.find("x-blob-bin");
+  ASSERT_NE(blob, reply.trailers.end());
+  EXPECT_EQ(blob->second, bytes);
+  auto text = reply.trailers.find("x-text");
+  ASSERT_NE(text, reply.trailers.end());
+  EXPECT_EQ(text->second, "plain value");
+}
+
+// --- gzip ---
+
+TEST_F(GrpcioPeerTest, AGzipAnswerIsDecoded) {
+  Settings settings = DefaultSettings();
+  auto log = std::make_shared<WireLog>();
+  settings.attempt_middleware.push_back(log);
+  Start({}, settings);
+  Reply reply = Call("Gzip", "abc");
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(reply.body.size(), 3000u);
+  EXPECT_EQ(reply.body.substr(0, 6), "abcabc");
+  std::lock_guard lock(log->mu);
+  EXPECT_EQ(log->answer_encoding, "gzip") << "grpcio did not compress: the test proves nothing";
+}
+
+// A gzip-coded answer is held to the receive limit decoded, not as sent.
+TEST_F(GrpcioPeerTest, AGzipAnswerOverTheLimitDecodedIsResourceExhausted) {
+  Settings settings = DefaultSettings();
+  settings.max_receive_message_bytes = 2000;  // the answer is 3000 bytes decoded, far fewer coded
+  Start({}, settings);
+  Reply reply = Call("Gzip", "abc");
+  EXPECT_EQ(reply.status.code, Code::kResourceExhausted) << reply.status.message;
+}
+
+TEST_F(GrpcioPeerTest, AGzipRequestIsTakenByTheServer) {
+  Settings settings = DefaultSettings();
+  settings.gzip_requests = true;
+  auto log = std::make_shared<WireLog>();
+  settings.attempt_middleware.push_back(log);
+  Start({}, settings);
+  std::string request(5000, 'z');
+  Reply reply = Call("Echo", request);
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(reply.body, request);
+  std::lock_guard lock(log->mu);
+  EXPECT_EQ(log->request_encoding, "gzip");
+  EXPECT_EQ(log->request_flag, 1) << "the message went uncompressed";
+}
+
+// --- Deadlines ---
+
+// The call's 7 s reach grpcio as grpc-timeout: its servicer's
+// time_remaining() is at most that, less the trip (the manual clock did not
+// move, so 7 s were sent).
+TEST_F(GrpcioPeerTest, TheDeadlineReachesTheServerAsGrpcTimeout) {
+  Settings settings = DefaultSettings();
+  settings.timeout = 7s;
+  Start({}, settings);
+  Reply reply = Call("Deadline", "");
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  ASSERT_NE(reply.body, "none") << "no grpc-timeout arrived";
+  int left_ms = std::stoi(reply.body);
+  EXPECT_LE(left_ms, 7000);
+  EXPECT_GT(left_ms, 6000);
+}
+
+// A call that outlives its deadline ends DEADLINE_EXCEEDED when the clock
+// reaches it, once, and the server sees the call go. The deadline is long
+// (60 s) so grpcio's own timer, in real time, never ends it first.
+TEST_F(GrpcioPeerTest, ACallThatOutlivesItsDeadlineEndsDeadlineExceeded) {
+  Settings settings = DefaultSettings();
+  settings.timeout = 60s;
+  Start({}, settings);
+  TimePoint start = clock_.Now();
+  auto call = std::async(std::launch::async, [&] { return client_->Call("/peer.Test/Hang", ""); });
+  WaitForCalls("Hang", 1);
+  clock_.AdvanceTo(start + 60s);
+  ASSERT_EQ(call.wait_for(kSafetyNet), std::future_status::ready);
+  Reply reply = call.get();
+  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 1);
+  EXPECT_TRUE(PeerSawCancelled(1));
+  EXPECT_EQ(peer_->Calls("Hang"), 1);
+}
+
+// --- Retries and pushback ---
+
+TEST_F(GrpcioPeerTest, UnavailableThenOkIsRetriedAndTheSecondAttemptSucceeds) {
+  Start({"--answers=UNAVAILABLE,OK"});
+  Reply reply = Call("Flaky", "again");
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(reply.body, "again");
+  EXPECT_EQ(reply.attempts, 2);
+  EXPECT_EQ(peer_->Calls("Flaky"), 2);
+}
+
+TEST_F(GrpcioPeerTest, ANonIdempotentMethodIsNotRetriedAfterUnavailable) {
+  Settings settings = DefaultSettings();
+  settings.non_idempotent_methods = {"/peer.Test/Flaky"};
+  Start({"--answers=UNAVAILABLE,OK"}, settings);
+  Reply reply = Call("Flaky", "once");
+  EXPECT_EQ(reply.status.code, Code::kUnavailable) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(peer_->Calls("Flaky"), 1);
+}
+
+TEST_F(GrpcioPeerTest, PushbackIsWaitedOnTheClockBeforeTheRetry) {
+  Start({"--answers=RESOURCE_EXHAUSTED:2000,OK"});
+  TimePoint start = clock_.Now();
+  Reply reply = Call("Flaky", "later");
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 2);
+  EXPECT_EQ(peer_->Calls("Flaky"), 2);
+  EXPECT_EQ(clock_.Now() - start, 2s);  // backoff jitter 0, then the pushback
+}
+
+TEST_F(GrpcioPeerTest, ANegativePushbackStopsTheRetries) {
+  Start({"--answers=UNAVAILABLE:-1,OK"});
+  Reply reply = Call("Flaky", "");
+  EXPECT_EQ(reply.status.code, Code::kUnavailable);
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(peer_->Calls("Flaky"), 1);
+}
+
+// --- Limits and cancellation ---
+
+TEST_F(GrpcioPeerTest, AnAnswerOverTheReceiveLimitIsResourceExhausted) {
+  Settings settings = DefaultSettings();
+  settings.max_receive_message_bytes = 1024 * 1024;
+  Start({}, settings);
+  Reply over = Call("Big", std::to_string(1024 * 1024 + 1));
+  EXPECT_EQ(over.status.code, Code::kResourceExhausted) << over.status.message;
+  EXPECT_EQ(over.attempts, 1);
+  // At the limit is fine, on the same client.
+  Reply at = Call("Big", std::to_string(1024 * 1024));
+  ASSERT_TRUE(at.status.ok()) << at.status.message;
+  EXPECT_EQ(at.body.size(), 1024u * 1024u);
+}
+
+TEST_F(GrpcioPeerTest, ACancelFromTheClientReachesTheServer) {
+  Settings settings = DefaultSettings();
+  settings.timeout = 60s;
+  Start({}, settings);
+  CancelSource cancel;
+  Context context;
+  context.cancel = cancel.token();
+  auto call =
+      std::async(std::launch::async, [&] { return client_->Call("/peer.Test/Hang", "", context); });
+  WaitForCalls("Hang", 1);
+  cancel.Cancel();
+  ASSERT_EQ(call.wait_for(kSafetyNet), std::future_status::ready);
+  Reply reply = call.get();
+  EXPECT_EQ(reply.status.code, Code::kCancelled) << reply.status.message;
+  EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 0);
+  EXPECT_TRUE(PeerSawCancelled(1));
+  // The connection is still good for the next call.
+  Reply next = Call("Echo", "after");
+  ASSERT_TRUE(next.status.ok()) << next.status.message;
+  EXPECT_EQ(next.body, "after");
+}
+
+TEST_F(GrpcioPeerTest, ACancelledStreamReachesTheServer) {
+  Start();
+  CancelSource cancel;
+  Context context;
+  context.cancel = cancel.token();
+  Stream stream = client_->OpenStream("/peer.Test/Chat", context);
+  ASSERT_TRUE(stream.Write(std::string_view("one")));
+  std::string echoed;
+  ASSERT_TRUE(stream.Read(&echoed));
+  cancel.Cancel();
+  Status status = stream.Finish();
+  EXPECT_EQ(status.code, Code::kCancelled) << status.message;
+  EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 0);
+  EXPECT_TRUE(PeerSawCancelled(1));
+}
+
+// A call mid-attempt when the client goes: its RPC is cancelled, which
+// grpcio sees, and `done` has run by the time ~Client returns.
+TEST_F(GrpcioPeerTest, DestroyingTheClientCancelsACallMidAttemptAtTheServer) {
+  Settings settings = DefaultSettings();
+  settings.timeout = 60s;
+  Start({}, settings);
+  std::promise<Reply> ended;
+  auto future = ended.get_future();
+  client_->CallAsync("/peer.Test/Hang", "", [&ended](Reply reply, std::exception_ptr) {
+    ended.set_value(std::move(reply));
+  });
+  WaitForCalls("Hang", 1);
+  client_.reset();
+  ASSERT_EQ(future.wait_for(0s), std::future_status::ready);
+  EXPECT_EQ(future.get().status.code, Code::kCancelled);
+  EXPECT_TRUE(PeerSawCancelled(1));
+}
+
+// The caller's trace context and baggage reach grpcio as metadata, the
+// failure scenario left out of the baggage.
+TEST_F(GrpcioPeerTest, TheTraceContextAndBaggageReachTheServer) {
+  Settings settings = DefaultSettings();
+  settings.faults.enabled = true;
+  Start({}, settings);
+  Context context;
+  context.trace =
+      *telemetry::ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  context.baggage = {{"tenant", "acme", ""}, {"outbound-fault", "grpc:other:9090=abort", ""}};
+  Reply reply = Call("Echo", "traced", context);
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  nlohmann::json seen = peer_->Stats().at("last_metadata");
+  EXPECT_EQ(seen.value("traceparent", ""),
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  EXPECT_EQ(seen.value("baggage", ""), "tenant=acme");
+}
+
+// Many calls at once share the one connection to grpcio.
+TEST_F(GrpcioPeerTest, FiftyConcurrentCallsAreEachAnswered) {
+  Start();
+  std::vector<std::future<Reply>> calls;
+  for (int i = 0; i < 50; ++i) {
+    calls.push_back(client_->CallAsync("/peer.Test/Echo", "call " + std::to_string(i)));
+  }
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(calls[static_cast<std::size_t>(i)].wait_for(kSafetyNet), std::future_status::ready);
+    Reply reply = calls[static_cast<std::size_t>(i)].get();
+    ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+    EXPECT_EQ(reply.body, "call " + std::to_string(i));
+  }
+  EXPECT_EQ(peer_->Calls("Echo"), 50);
+}
+
+}  // namespace
+}  // namespace outbound::rpc

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+// The gRPC client against the kit's fake gRPC dependency alone, with no
+// grpc++ in the process, so that ThreadSanitizer sees every thread (CI
+// builds this binary under it): Warm and Connected on the client's
+// connection (nothing listening, an untrusted server, plain text to a TLS
+// server, a connection that closed), and the client destroyed while 16
+// threads are blocked in its calls.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "outbound/rpc/client.h"
+#include "outbound/testing/fake_grpc.h"
+#include "outbound/testing/manual_clock.h"
+#include "outbound/testing/network_map.h"
+#include "outbound/testing/test_ca.h"
+
+namespace outbound::rpc {
+namespace {
+
+using testing::GrpcReply;
+
+constexpr char kSay[] = "/outbound.test.Echo/Say";
+constexpr char kCount[] = "/outbound.test.Echo/Count";
+
+// A loopback port nothing listens on: bound, then closed.
+std::uint16_t PortNothingListensOn() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  bind(fd, reinterpret_cast<sockaddr*>(&address), length);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+class RpcOnKit : public ::testing::Test {
+ protected:
+  RpcOnKit() {
+    runtime_.clock = &clock_;
+    runtime_.network = &network_;
+  }
+
+  // The fake as backend:9090, answering every call `reply`; over TLS with a
+  // certificate from `issuer` when given.
+  void Serve(const testing::Reply& reply, const testing::TestCA* issuer = nullptr) {
+    testing::FakeGrpcOptions options;
+    options.handler = [reply](const testing::GrpcRequest&) { return reply; };
+    options.clock = &clock_;
+    if (issuer != nullptr) options.tls = testing::ServerTls(issuer->IssueServer({"backend"}));
+    auto started = testing::StartFakeGrpc(std::move(options));
+    ASSERT_TRUE(started) << started.error().message();
+    server_ = std::move(*started);
+    network_.Add("backend", 9090, "127.0.0.1", server_->port());
+  }
+
+  // A client of backend:9090, over TLS trusting the test's CA when `tls`.
+  std::unique_ptr<Client> Make(bool tls, Settings settings = DefaultSettings()) {
+    settings.addr = "backend:9090";
+    if (tls) settings.tls = TlsSettings{.root_pem = ca_.pem()};
+    auto client = Client::Create(runtime_, std::move(settings));
+    EXPECT_TRUE(client) << client.error().message();
+    return client ? std::move(*client) : nullptr;
+  }
+
+  testing::ManualClock clock_;
+  testing::NetworkMap network_;
+  Runtime runtime_;
+  testing::TestCA ca_;
+  std::unique_ptr<testing::FakeServer> server_;
+};
+
+class RpcWarm : public RpcOnKit, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(RpcWarm, WarmOpensTheConnectionTheFirstCallUses) {
+  bool tls = GetParam();
+  Serve(GrpcReply::Ok("hi"), tls ? &ca_ : nullptr);
+  auto client = Make(tls);
+  EXPECT_FALSE(client->Connected());
+  Result<void> warmed = client->Warm().get();
+  ASSERT_TRUE(warmed) << warmed.error().message();
+  EXPECT_TRUE(client->Connected());
+  EXPECT_EQ(server_->connections_opened(), 1);
+  EXPECT_EQ(server_->request_count(), 0u);
+  Reply reply = client->Call(kSay, "");
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(server_->connections_opened(), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(PlainAndTls, RpcWarm, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "tls" : "plain"; });
+
+TEST_F(RpcOnKit, WarmWithNothingListeningIsUnavailableAndNotConnected) {
+  network_.Add("backend", 9090, "127.0.0.1", PortNothingListensOn());
+  auto client = Make(/*tls=*/false);
+  Result<void> warmed = client->Warm().get();
+  ASSERT_FALSE(warmed);
+  EXPECT_EQ(warmed.error().kind(), ErrorKind::kTransport);
+  EXPECT_EQ(warmed.error().message().rfind("backend:9090: ", 0), 0u) << warmed.error().message();
+  EXPECT_FALSE(client->Connected());
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 0);  // Warm is no call
+}
+
+TEST_F(RpcOnKit, WarmToAnUntrustedServerIsNamedAndNotConnected) {
+  testing::TestCA other;
+  Serve(GrpcReply::Ok("hi"), &other);
+  auto client = Make(/*tls=*/true);
+  Result<void> warmed = client->Warm().get();
+  ASSERT_FALSE(warmed);
+  EXPECT_EQ(warmed.error().kind(), ErrorKind::kTlsUntrusted) << warmed.error().message();
+  EXPECT_FALSE(client->Connected());
+}
+
+// No SETTINGS ever comes: the server's TLS refuses the HTTP/2 preface and
+// closes, or reads it as the start of a record it waits to complete, and
+// Warm ends at its deadline.
+TEST_F(RpcOnKit, PlainTextToATlsServerIsNotConnected) {
+  Serve(GrpcReply::Ok("hi"), &ca_);
+  auto client = Make(/*tls=*/false);
+  auto warmed = client->Warm(Context{.deadline = clock_.Now() + std::chrono::seconds(2)});
+  ASSERT_TRUE(clock_.WaitForTimers(1));
+  clock_.Advance(std::chrono::seconds(2));
+  Result<void> result = warmed.get();
+  ASSERT_FALSE(result);
+  EXPECT_TRUE(result.error().kind() == ErrorKind::kDeadline ||
+              result.error().kind() == ErrorKind::kTransport)
+      << result.error().message();
+  EXPECT_FALSE(client->Connected());
+}
+
+TEST_F(RpcOnKit, ConnectedStaysOnceTheConnectionCloses) {
+  Serve(GrpcReply::Ok("hi"));
+  auto client = Make(/*tls=*/false);
+  Reply reply = client->Call(kSay, "");  // a call opens the connection too
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_TRUE(client->Connected());
+  server_->Stop();  // GOAWAY, and the connection closed
+  server_.reset();
+  EXPECT_TRUE(client->Connected());
+}
+
+// Destroying the client while threads are blocked in its calls (each
+// blocking form: by name, a future, a server stream) ends every one
+// CANCELLED, cancels them at the server, and waits for them to leave
+// before anything is freed.
+TEST_F(RpcOnKit, DestroyingTheClientUnderSixteenBlockingCallsEndsEachCancelled) {
+  constexpr int kCalls = 16;
+  Serve(GrpcReply::Hang());
+  Settings settings = DefaultSettings();
+  settings.timeout = std::chrono::hours(1);  // only the destruction ends them
+  auto client = Make(/*tls=*/false, settings);
+  std::vector<Status> statuses(kCalls);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kCalls; ++i) {
+    threads.emplace_back([&, i] {
+      switch (i % 3) {
+        case 0:
+          statuses[i] = client->Call(kSay, "").status;
+          break;
+        case 1:
+          statuses[i] = client->CallAsync(kSay, "").get().status;
+          break;
+        default:
+          statuses[i] = client->ServerStream(kCount, "", [](std::string_view) {}).status;
+          break;
+      }
+    });
+  }
+  ASSERT_TRUE(server_->WaitForRequests(kCalls));
+  client.reset();
+  for (std::thread& thread : threads) thread.join();
+  for (int i = 0; i < kCalls; ++i) {
+    EXPECT_EQ(statuses[i].code, Code::kCancelled) << "call " << i << ": " << statuses[i].message;
+    EXPECT_NE(statuses[i].message.find("the client was destroyed"), std::string::npos)
+        << i << ": " << statuses[i].message;
+  }
+  EXPECT_TRUE(server_->WaitFor([](const testing::FakeServer& s) {
+    return s.cancelled_requests() == kCalls;
+  })) << "the server saw every call cancelled";
+}
+
+}  // namespace
+}  // namespace outbound::rpc
