@@ -103,8 +103,11 @@ gRPC:
   rpc::Settings has: OUTBOUND_TIMEOUT OUTBOUND_MAX_ATTEMPTS
   OUTBOUND_BACKOFF_BASE OUTBOUND_BACKOFF_MAX, the OUTBOUND_RETRY_BUDGET_ and
   OUTBOUND_BREAKER_ ones, OUTBOUND_CA_FILE OUTBOUND_CERT_FILE
-  OUTBOUND_KEY_FILE (a grpcs URL only) and OUTBOUND_FAULTS; another is
-  warned about. A status other than OK exits 100 + its code (CANCELLED 101,
+  OUTBOUND_KEY_FILE (a grpcs URL only), OUTBOUND_FAULTS, and the gRPC
+  client's own: OUTBOUND_NON_IDEMPOTENT_METHODS (full method names,
+  comma-separated), OUTBOUND_MAX_RECEIVE_MESSAGE_BYTES
+  OUTBOUND_MAX_SEND_MESSAGE_BYTES (1 to 4294967295) and
+  OUTBOUND_GZIP_REQUESTS (on or off); another is warned about. A status other than OK exits 100 + its code (CANCELLED 101,
   DEADLINE_EXCEEDED 104, NOT_FOUND 105, UNIMPLEMENTED 112, INTERNAL 113,
   UNAVAILABLE 114, UNAUTHENTICATED 116); a call the circuit breaker turned
   away exits 69.
