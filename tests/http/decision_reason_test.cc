@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,11 +28,15 @@ class DecisionReasonTest : public FakeTransportTestBase, public ::testing::Test 
  protected:
   DecisionReasonTest() { runtime.telemetry = recorded.telemetry(); }
 
-  // Sends `request` on its own thread, moving the clock past each wait.
+  // Sends `request` on its own thread and moves the clock to each backoff
+  // as it begins: a timer due within a second (these tests' waits are 50 and
+  // 100 ms; the attempt's timeout, 5 s, and the call's deadline, 10 s, are
+  // further off, so they never fire early however slowly the call runs).
   Result<Response> Drive(Client& client, Request request) {
     auto future = std::async(std::launch::async, [&] { return client.Send(std::move(request)); });
     while (future.wait_for(milliseconds(1)) != std::future_status::ready) {
-      if (clock.pending_timers() >= 2) clock.AdvanceTo(*clock.next_timer());
+      std::optional<TimePoint> next = clock.next_timer();
+      if (next && *next <= clock.Now() + seconds(1)) clock.AdvanceTo(*next);
     }
     return future.get();
   }
