@@ -96,15 +96,8 @@ PipeLink::Taken PipeLink::Take(BodyPipe& pipe, std::span<char> buffer) {
   std::size_t held = pipe.buffer_.size() - pipe.taken_;
   taken.size = std::min(buffer.size(), held);
   std::copy_n(pipe.buffer_.data() + pipe.taken_, taken.size, buffer.data());
-  pipe.taken_ += taken.size;
-  if (pipe.taken_ == pipe.buffer_.size()) {
-    pipe.buffer_.clear();
-    pipe.taken_ = 0;
-  } else if (pipe.taken_ >= kCompactBytes && pipe.taken_ * 2 >= pipe.buffer_.size()) {
-    pipe.buffer_.erase(0, pipe.taken_);
-    pipe.taken_ = 0;
-  }
-  taken.end = pipe.closed_ && pipe.buffer_.empty();
+  Took(pipe, taken.size);
+  taken.end = pipe.closed_ && pipe.taken_ == pipe.buffer_.size();
   // Checked and marked under the lock a Write appends under: a Write
   // after this sees the mark and wakes the transport; none is lost.
   if (taken.size == 0 && !taken.end) pipe.transport_waiting_ = true;
@@ -119,13 +112,49 @@ Result<std::size_t> PipeLink::TakeWaiting(BodyPipe& pipe, std::span<char> buffer
   if (pipe.ended_) return Fail(ErrorKind::kCancelled, "the body pipe's exchange has ended");
   std::size_t n = std::min(buffer.size(), pipe.buffer_.size() - pipe.taken_);
   std::copy_n(pipe.buffer_.data() + pipe.taken_, n, buffer.data());
+  Took(pipe, n);
+  pipe.changed_.notify_all();
+  return n;
+}
+
+void PipeLink::Took(BodyPipe& pipe, std::size_t n) {
   pipe.taken_ += n;
+  if (pipe.taken_ > BodyPipe::kReplayBytes) pipe.replayable_ = false;
+  if (pipe.replayable_) return;  // all of it is kept for another attempt
   if (pipe.taken_ == pipe.buffer_.size()) {
     pipe.buffer_.clear();
     pipe.taken_ = 0;
+  } else if (pipe.taken_ >= kCompactBytes && pipe.taken_ * 2 >= pipe.buffer_.size()) {
+    pipe.buffer_.erase(0, pipe.taken_);
+    pipe.taken_ = 0;
   }
-  pipe.changed_.notify_all();
-  return n;
+}
+
+void PipeLink::Detach(BodyPipe& pipe) {
+  std::function<void()> wake;
+  std::function<bool()> on_loop;
+  {
+    std::lock_guard lock(pipe.mu_);
+    pipe.transport_waiting_ = false;
+    wake.swap(pipe.wake_);
+    on_loop.swap(pipe.on_loop_);
+  }
+  // `wake` and `on_loop` go here, outside the lock.
+}
+
+bool PipeLink::Rewind(BodyPipe& pipe) {
+  std::lock_guard lock(pipe.mu_);
+  if (!pipe.replayable_ || pipe.ended_) return false;
+  pipe.taken_ = 0;
+  return true;
+}
+
+void PipeLink::Commit(BodyPipe& pipe) {
+  std::lock_guard lock(pipe.mu_);
+  if (!pipe.replayable_) return;
+  pipe.replayable_ = false;
+  pipe.buffer_.erase(0, pipe.taken_);
+  pipe.taken_ = 0;
 }
 
 void PipeLink::Finish(BodyPipe& pipe) {

@@ -39,9 +39,26 @@ class PipeLink {
   // loop (the test kit's transports). kCancelled once the pipe has ended.
   static Result<std::size_t> TakeWaiting(BodyPipe& pipe, std::span<char> buffer);
 
-  // The exchange has ended: writers blocked, and later ones, get false;
-  // what is buffered is dropped; `wake` is let go. Idempotent.
+  // The exchange has ended and the call may go on: its `wake` is let go,
+  // the body is kept. The next attempt's exchange Attaches again.
+  static void Detach(BodyPipe& pipe);
+
+  // For another attempt: what was taken is taken again, from the start.
+  // False once that cannot be (Commit, or more than kReplayBytes taken).
+  static bool Rewind(BodyPipe& pipe);
+
+  // The answer's body has begun: the stream is final, and what was taken
+  // is let go.
+  static void Commit(BodyPipe& pipe);
+
+  // The call has ended: writers blocked, and later ones, get false; what
+  // is buffered is dropped; `wake` is let go. Idempotent.
   static void Finish(BodyPipe& pipe);
+
+ private:
+  // After `n` bytes were taken: what is kept for another attempt, or what
+  // of the front can go. Under the pipe's lock.
+  static void Took(BodyPipe& pipe, std::size_t n);
 };
 
 }  // namespace outbound::http::internal

@@ -57,7 +57,7 @@ struct CallRequest {
   bool replayable = true;
   // Whether the request may reach the server twice, when its front end
   // knows (a gRPC method declared idempotent or not); unset: HTTP's rule,
-  // the method or an idempotency key (SafeToRepeat).
+  // the method or an idempotency key (Idempotent).
   std::optional<bool> idempotent;
   // Set: the body is read from it as it is sent (Request::StreamBodyFrom),
   // and `body` is empty.

@@ -39,6 +39,11 @@ struct AttemptOutcome {
   // stream refused on a connection that carried nothing before it): it is
   // retried whatever its method, and is not the dependency's failure.
   bool unprocessed = false;
+  // Set by the transport: nothing of the request left the client (its
+  // connection never opened, or closed before the request's turn). It may
+  // go again whatever its method, as an unprocessed one may; unlike that,
+  // it is the dependency's failure, counted by the breaker as any other.
+  bool not_sent = false;
   // With `unprocessed`: the stream was left out by its connection's
   // graceful end, a GOAWAY that kept earlier streams (a server rotating
   // connections, as nginx does after keepalive_requests).

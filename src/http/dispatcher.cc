@@ -233,9 +233,8 @@ void Dispatcher::Resume(std::uint64_t id) {
 
 void Dispatcher::End(Exchange& exchange, AttemptOutcome&& outcome) {
   auto node = exchanges_.extract(exchange.id);  // the exchange lives to the end of this
-  // Its writer hears of the end before the layers do: a Write blocked on
-  // it returns false now.
-  if (exchange.pipe_attached) PipeLink::Finish(*exchange.request->body_source.pipe);
+  // The pipe's body stays for another attempt; the call's end finishes it.
+  if (exchange.pipe_attached) PipeLink::Detach(*exchange.request->body_source.pipe);
   std::shared_ptr<ExchangeEvents> events = std::move(exchange.events);
   // The layers above hear of this attempt (its breaker ticket is settled)
   // before the queue moves, so a breaker it opened stops the queued ones.

@@ -137,10 +137,11 @@ std::unique_ptr<AttemptLayer> MakeFaultInjection(Clock& clock, Random& random,
 // (client_transport.h), which ends it.
 std::unique_ptr<AttemptLayer> MakeTransportLayer(std::unique_ptr<ClientTransport> transport);
 
-// Whether a request may be sent twice: idempotent (as its front end says,
-// or by HTTP's rule: an idempotent method (RFC 9110) or an idempotency
-// key), and a body that can be sent again.
-bool SafeToRepeat(const CallRequest& request);
+// Whether a request may reach the server twice, as far as its meaning goes
+// (whether its body can be sent again is each attempt's question): as its
+// front end says, or by HTTP's rule, an idempotent method (RFC 9110) or an
+// idempotency key.
+bool Idempotent(const CallRequest& request);
 
 }  // namespace outbound::http::internal
 

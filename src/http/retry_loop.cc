@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The retry loop: the attempts of one request. Each attempt's classification
 // goes to retry::Loop, which decides; the client then adds its own rules: a
-// request that is not safe to repeat is sent once, and a response whose body
-// exceeds 64 KiB is returned rather than retried. Waits run on the clock.
+// request that is not safe to repeat is sent once, a stream (a pipe's body)
+// only while it opens, and a response whose body exceeds 64 KiB is returned
+// rather than retried. Waits run on the clock.
 #include <mutex>
 #include <utility>
 
+#include "body_pipe_link.h"
 #include "layers.h"
 
 namespace outbound::http::internal {
@@ -38,7 +40,7 @@ class RetryingRequest final : public AttemptOwner,
         call_(std::move(call)),
         request_(call_->request),
         loop_(options.retrier->Start(call_->deadline())),
-        safe_(SafeToRepeat(*request_)) {}
+        idempotent_(Idempotent(*request_)) {}
 
   void StartAttempt() {
     auto attempt = std::make_shared<Attempt>(attempts_path_);
@@ -89,22 +91,27 @@ class RetryingRequest final : public AttemptOwner,
     DecisionKind decided = DecisionKind::kStopped;
     retry::Reason reason{ReasonKind::kClassify};
     Duration wait{0};
+    // A buffered body can be sent again; a pipe's while it opens, until
+    // the answer's body begins (and Rewind below says whether it still can).
+    BodyPipe* pipe = request_->body_source.pipe.get();
+    const bool replayable = request_->replayable || (pipe != nullptr && !outcome.body_streamed);
+    const bool safe = idempotent_ && replayable;
     // Why a request that wanted another attempt may not have one.
-    ReasonKind unsafe = request_->replayable ? ReasonKind::kUnsafe : ReasonKind::kBodyNotReplayable;
+    ReasonKind unsafe = replayable ? ReasonKind::kUnsafe : ReasonKind::kBodyNotReplayable;
     if (outcome.result && options_.transparent != nullptr) options_.transparent->Earn();
     if (outcome.collateral && !outcome.thrown) {
-      bool again = safe_ && collateral_retries_ < kMaxCollateralRetries;
+      bool again = safe && collateral_retries_ < kMaxCollateralRetries;
       collateral_retries_ += again ? 1 : 0;
       decided = again ? DecisionKind::kAgain : DecisionKind::kStopped;
-      reason.kind = again ? ReasonKind::kTransparent : safe_ ? ReasonKind::kExhausted : unsafe;
-    } else if (outcome.unprocessed && outcome.connection_retired && !outcome.thrown &&
-               request_->replayable && retired_retries_ < kMaxRetiredRetries) {
+      reason.kind = again ? ReasonKind::kTransparent : safe ? ReasonKind::kExhausted : unsafe;
+    } else if (outcome.unprocessed && outcome.connection_retired && !outcome.thrown && replayable &&
+               retired_retries_ < kMaxRetiredRetries) {
       // Left out by a connection the server retired after answering
       // others: sent again at once on a new one, spending nothing.
       ++retired_retries_;
       decided = DecisionKind::kAgain;
       reason.kind = ReasonKind::kTransparent;
-    } else if (outcome.unprocessed && !outcome.thrown && request_->replayable &&
+    } else if (outcome.unprocessed && !outcome.thrown && replayable &&
                collateral_retries_ < kMaxCollateralRetries && options_.transparent != nullptr &&
                options_.transparent->TrySpend()) {
       // Not processed, while the dependency answers others: sent again at
@@ -121,9 +128,9 @@ class RetryingRequest final : public AttemptOwner,
       wait = d.wait;
       if (d.kind == DecisionKind::kStopped) reason.kind = StopReason();
       if (d.kind == DecisionKind::kAgain) {
-        // An unprocessed request may go again whatever its method: the
-        // server said it did not act on it.
-        bool may_repeat = safe_ || (outcome.unprocessed && request_->replayable);
+        // A request the server did not act on (it said so) or never
+        // received may go again whatever its method.
+        bool may_repeat = safe || ((outcome.unprocessed || outcome.not_sent) && replayable);
         if (!may_repeat) {
           decided = DecisionKind::kStopped;
           reason.kind = unsafe;
@@ -140,11 +147,18 @@ class RetryingRequest final : public AttemptOwner,
     // A middleware asks for the request once more (a refreshed credential):
     // at once, outside the policy, once per call.
     bool repeat = outcome.repeat_once && !outcome.thrown && !outcome.rejected &&
-                  decided != DecisionKind::kAgain && !call_->repeated && request_->replayable;
+                  decided != DecisionKind::kAgain && !call_->repeated && replayable;
     if (repeat) {
       call_->repeated = true;
       decided = DecisionKind::kAgain;
       reason.kind = ReasonKind::kRepeat;
+    }
+    // The next attempt takes the pipe's body from its start; more than
+    // BodyPipe::kReplayBytes sent, the stream cannot go again.
+    if (decided == DecisionKind::kAgain && pipe != nullptr && !PipeLink::Rewind(*pipe)) {
+      decided = DecisionKind::kStopped;
+      reason.kind = ReasonKind::kBodyNotReplayable;
+      repeat = false;
     }
     repeat_decided_ = repeat;
     wait_ = wait;
@@ -241,7 +255,7 @@ class RetryingRequest final : public AttemptOwner,
   std::shared_ptr<CallState> call_;
   std::shared_ptr<const CallRequest> request_;
   retry::Loop loop_;
-  const bool safe_;
+  const bool idempotent_;  // the method's rule; the body's is each attempt's
 
   std::mutex mu_;
   int attempts_ = 0;
@@ -284,11 +298,10 @@ class RetryLoop final : public CallLayer {
 
 }  // namespace
 
-bool SafeToRepeat(const CallRequest& request) {
-  if (request.idempotent) return *request.idempotent && request.replayable;
+bool Idempotent(const CallRequest& request) {
+  if (request.idempotent) return *request.idempotent;
   static constexpr std::string_view kIdempotent[] = {"GET",   "HEAD", "OPTIONS",
                                                      "TRACE", "PUT",  "DELETE"};
-  if (!request.replayable) return false;
   for (std::string_view method : kIdempotent) {
     if (request.method == method) return true;
   }

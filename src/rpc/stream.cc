@@ -89,9 +89,10 @@ Stream Client::OpenStream(std::string_view method, const Context& context) {
   request.StreamBodyTo([shared = impl->shared.get()](std::string_view chunk) {
     return shared->deframer.Feed(chunk).ok();
   });
-  // A pipe's call is sent once, and only the context's deadline bounds it
-  // once its headers are written (outbound/http/body_pipe.h).
-  client.Send(std::move(request), /*idempotent=*/false,
+  // A pipe's call is sent again only while it opens, and only the
+  // context's deadline bounds it once its headers are written
+  // (outbound/http/body_pipe.h).
+  client.Send(std::move(request), client.Idempotent(method),
               [shared = impl->shared](Result<http::Response> result, std::exception_ptr thrown) {
                 std::lock_guard lock(shared->mu);
                 shared->result = std::move(result);

@@ -133,6 +133,16 @@ def join(request_iterator, context):
     return b"+".join(request_iterator)
 
 
+def flaky_join(request_iterator, context):
+    """Join, answering each call as --answers says, after reading it all."""
+    n = _count("FlakyJoin", context)
+    joined = b"+".join(request_iterator)
+    name, _, _ = ANSWERS[min(n, len(ANSWERS)) - 1].partition(":")
+    if name == "OK":
+        return joined
+    context.abort(grpc.StatusCode[name], name.lower())
+
+
 def chat(request_iterator, context):
     _count("Chat", context)
     answered = threading.Event()
@@ -161,6 +171,7 @@ def main():
         "Hang": grpc.unary_unary_rpc_method_handler(hang),
         "Count": grpc.unary_stream_rpc_method_handler(count),
         "Join": grpc.stream_unary_rpc_method_handler(join),
+        "FlakyJoin": grpc.stream_unary_rpc_method_handler(flaky_join),
         "Chat": grpc.stream_stream_rpc_method_handler(chat),
     }
     server = grpc.server(

@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "outbound/http/middleware.h"
@@ -497,6 +498,44 @@ TEST_F(GrpcioPeerTest, ANonIdempotentMethodIsNotRetriedAfterUnavailable) {
   EXPECT_EQ(reply.status.code, Code::kUnavailable) << reply.status.message;
   EXPECT_EQ(reply.attempts, 1);
   EXPECT_EQ(peer_->Calls("Flaky"), 1);
+}
+
+// A client stream the server fails before answering any message opens
+// again, and grpcio receives every message the caller wrote a second time.
+TEST_F(GrpcioPeerTest, AClientStreamFailedBeforeAnyMessageIsSentAgainWhole) {
+  Start({"--answers=UNAVAILABLE,OK"});
+  Stream stream = client_->OpenStream("/peer.Test/FlakyJoin");
+  for (const char* part : {"a", "b", "c"}) ASSERT_TRUE(stream.Write(std::string_view(part)));
+  ASSERT_TRUE(stream.WritesDone());
+  auto ended = std::async(std::launch::async, [&] {
+    std::string reply;
+    bool read = stream.Read(&reply);
+    Status status = stream.Finish();
+    return std::tuple(read, reply, status);
+  });
+  TimePoint until = clock_.Now() + timeout_;
+  while (ended.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+    if (auto next = clock_.next_timer(); next && *next < until) clock_.AdvanceTo(*next);
+  }
+  auto [read, reply, status] = ended.get();
+  EXPECT_TRUE(status.ok()) << status.message;
+  ASSERT_TRUE(read);
+  EXPECT_EQ(reply, "a+b+c");
+  EXPECT_EQ(stream.attempts(), 2);
+  EXPECT_EQ(peer_->Calls("FlakyJoin"), 2);
+}
+
+TEST_F(GrpcioPeerTest, ANonIdempotentClientStreamIsNotSentAgainAfterUnavailable) {
+  Settings settings = DefaultSettings();
+  settings.non_idempotent_methods = {"/peer.Test/FlakyJoin"};
+  Start({"--answers=UNAVAILABLE,OK"}, settings);
+  Stream stream = client_->OpenStream("/peer.Test/FlakyJoin");
+  ASSERT_TRUE(stream.Write(std::string_view("a")));
+  ASSERT_TRUE(stream.WritesDone());
+  Status status = stream.Finish();
+  EXPECT_EQ(status.code, Code::kUnavailable) << status.message;
+  EXPECT_EQ(stream.attempts(), 1);
+  EXPECT_EQ(peer_->Calls("FlakyJoin"), 1);
 }
 
 TEST_F(GrpcioPeerTest, PushbackIsWaitedOnTheClockBeforeTheRetry) {

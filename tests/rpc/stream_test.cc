@@ -154,19 +154,36 @@ TEST_F(RpcStream, OneThreadWritesWhileAnotherReads) {
 // A stream is sent once: its bytes cannot be written twice. With nothing
 // listening it ends UNAVAILABLE, one failure for the breaker; a write
 // after that is refused.
-TEST_F(RpcStream, AStreamToNothingListeningEndsUnavailableOnce) {
+// Nothing of the stream reached a server: it opens again as a unary call
+// of its method would be sent again (outbound/rpc/stream.h), each attempt
+// a failure to the breaker.
+TEST_F(RpcStream, AStreamToNothingListeningEndsUnavailableAfterItsAttempts) {
   auto client = Make(PortNothingListensOn());
   ASSERT_NE(client, nullptr);
   Stream stream = client->OpenStream(kChat);
   Status status = Drive([&] { return stream.Finish(); });
   EXPECT_EQ(status.code, Code::kUnavailable) << status.message;
   EXPECT_FALSE(status.rejected);
-  EXPECT_EQ(stream.attempts(), 1);
+  EXPECT_EQ(stream.attempts(), DefaultSettings().max_attempts);
   EXPECT_FALSE(stream.Write(Text("x")));
   std::string bytes;
   EXPECT_FALSE(stream.Read(&bytes));
-  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, DefaultSettings().max_attempts);
   EXPECT_FALSE(client->Connected());
+}
+
+// Nothing of it reached a server: even a method that must not run twice
+// goes again.
+TEST_F(RpcStream, ANonIdempotentStreamToNothingListeningIsSentAgainToo) {
+  Settings settings = DefaultSettings();
+  settings.non_idempotent_methods = {kChat};
+  auto client = Make(PortNothingListensOn(), settings);
+  ASSERT_NE(client, nullptr);
+  Stream stream = client->OpenStream(kChat);
+  Status status = Drive([&] { return stream.Finish(); });
+  EXPECT_EQ(status.code, Code::kUnavailable) << status.message;
+  EXPECT_EQ(stream.attempts(), DefaultSettings().max_attempts);
+  EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, DefaultSettings().max_attempts);
 }
 
 TEST_F(RpcStream, AStreamFailingAfterAMessageIsNotRetriedAndCountsOneFailure) {
@@ -212,7 +229,7 @@ TEST_F(RpcStream, TheStreamsEndReachesClassifyWithItsTrailers) {
     if (status.code == Code::kAborted) {
       std::lock_guard lock(mu);
       seen = trailers;
-      return Classification{retry::Outcome::kRetry, Duration::zero(), circuit::Outcome::kFailure};
+      return Classification{retry::Outcome::kStop, Duration::zero(), circuit::Outcome::kFailure};
     }
     return DefaultClassify(method, status, trailers);
   };
@@ -225,7 +242,7 @@ TEST_F(RpcStream, TheStreamsEndReachesClassifyWithItsTrailers) {
   ASSERT_EQ(seen.count("x-reason"), 1u);
   EXPECT_EQ(seen.find("x-reason")->second, "maintenance");
   EXPECT_EQ(client->breaker().counts(clock_.Now()).failures, 1);
-  EXPECT_EQ(server.service().chat_calls(), 1);  // Retry from classify: an open stream is not
+  EXPECT_EQ(server.service().chat_calls(), 1);
 }
 
 // The server holds each Chat open until the client goes, and counts the

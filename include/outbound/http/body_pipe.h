@@ -17,14 +17,18 @@
 //   pipe->Close();         // the body ends; the answer's end follows
 //   Result<Response> response = answer.get();
 //
-// A call whose body is a pipe is a stream. It is sent once (never retried,
-// never redirected: its bytes cannot be written twice). Once its request
-// headers are written, Settings::timeout, Request::WithTimeout,
-// WithBodyTimeout and Settings::attempt_timeout no longer bound it: only
-// its Context's deadline and cancellation end it (or the client's end, or
-// the server's). Before that (a connection to open) they bound it as any
-// call. Nor is it ever a slow call to the breaker (circuit::Config::
-// slow_call): a stream's answer may come whenever the server likes.
+// A call whose body is a pipe is a stream. It is never redirected, and
+// sent again only while it opens: the pipe keeps what the transport took,
+// up to kReplayBytes, until the answer's body begins, so an attempt that
+// ends before that (no connection, a refused stream, an error answer) may
+// be followed by another that sends the same bytes, under the retry rules
+// of any request (its method, or Settings::non_idempotent_methods for
+// gRPC). Once the answer's body has begun, or more than kReplayBytes were
+// sent, the stream is sent once. Once its request headers are written, Settings::timeout,
+// Request::WithTimeout, WithBodyTimeout and Settings::attempt_timeout no longer bound it: only its
+// Context's deadline and cancellation end it (or the client's end, or the server's). Before that (a
+// connection to open) they bound it as any call. Nor is it ever a slow call to the breaker
+// (circuit::Config:: slow_call): a stream's answer may come whenever the server likes.
 #ifndef OUTBOUND_HTTP_BODY_PIPE_H_
 #define OUTBOUND_HTTP_BODY_PIPE_H_
 
@@ -47,6 +51,8 @@ class PipeLink;
 class BodyPipe {
  public:
   static constexpr std::size_t kDefaultBound = std::size_t{64} * 1024;
+  // Bytes sent that are kept for another attempt, at most.
+  static constexpr std::size_t kReplayBytes = std::size_t{64} * 1024;
 
   // `bound`: bytes held at most that the transport has not taken yet (at
   // least 1).
@@ -86,10 +92,13 @@ class BodyPipe {
   std::condition_variable changed_;  // room made, bytes written, the end
   std::string buffer_;               // guarded by mu_
   std::size_t taken_ = 0;            // of buffer_, what the transport took
-  bool closed_ = false;              // Close
-  bool ended_ = false;               // the exchange ended
-  bool claimed_ = false;             // a call has taken it
-  bool transport_waiting_ = false;   // the transport found nothing: wake it
+  // What was taken is kept at the front of buffer_ for another attempt,
+  // until the answer's body begins or more than kReplayBytes were taken.
+  bool replayable_ = true;
+  bool closed_ = false;             // Close
+  bool ended_ = false;              // the exchange ended
+  bool claimed_ = false;            // a call has taken it
+  bool transport_waiting_ = false;  // the transport found nothing: wake it
   std::function<void()> wake_;
   std::function<bool()> on_loop_;
 };

@@ -29,8 +29,8 @@
 // One Client is one dependency: one HTTP/2 connection, one circuit breaker,
 // one retry budget. A unary call is retried by the core's loop unless its
 // method is in Settings::non_idempotent_methods and it may have reached the
-// server; a stream is retried only while nothing of it can have reached the
-// server. Every wait runs on the Runtime's clock. Create opens no connection.
+// server; a stream only while it opens, before the answer's first message
+// (outbound/rpc/stream.h). Every wait runs on the Runtime's clock. Create opens no connection.
 #ifndef OUTBOUND_RPC_CLIENT_H_
 #define OUTBOUND_RPC_CLIENT_H_
 

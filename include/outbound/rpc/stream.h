@@ -16,10 +16,14 @@
 // A client-streaming call is the same object used as write-many, read-one:
 // Write each message, WritesDone, Read the one reply, Finish.
 //
-// A stream is sent again only when nothing of it can have reached the
-// server (no connection could be made, a refused stream): the caller has
-// written to it, and a retry would replay that. Only the Context's
-// deadline and cancel bound it. Its end is counted by the breaker once:
+// A stream is sent again only while it opens: before the answer's first
+// message, with at most 64 KiB written (http::BodyPipe::kReplayBytes), and
+// within the call's Settings::timeout. The next attempt sends what was
+// written again, and follows a unary call's rules: a refused stream goes
+// again whatever its method; one whose status classify retries (say,
+// UNAVAILABLE as no connection could be made) only if its method is not in
+// Settings::non_idempotent_methods. Once open, only the Context's deadline
+// and cancel bound it. Its end is counted by the breaker once:
 // Finish's status through Settings::classify; nothing when the caller
 // cancelled or the stream was destroyed before Finish (it is cancelled
 // then).

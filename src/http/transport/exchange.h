@@ -12,6 +12,7 @@
 #include <string>
 
 #include "../body_growth.h"
+#include "../body_pipe_link.h"
 #include "../body_upload.h"
 #include "../client_transport.h"
 #include "../gzip_decoder.h"
@@ -100,6 +101,11 @@ inline std::optional<AttemptOutcome> TakeBody(Exchange& exchange, std::string_vi
   if (exchange.Streams()) {
     if (!(*exchange.sink)(piece)) {
       return Failed(ErrorKind::kCancelled, "the caller stopped reading the body");
+    }
+    // The answer's first piece: a stream is never sent again from here, so
+    // its pipe lets go of what it kept for that.
+    if (!exchange.streamed && exchange.request->body_source.pipe) {
+      PipeLink::Commit(*exchange.request->body_source.pipe);
     }
     exchange.streamed = true;
     return std::nullopt;

@@ -67,6 +67,21 @@ TEST_P(ConnectMatrix, RefusedConnectionsAreRetriedAndCountAgainstTheDependency) 
               .took = 150ms});
 }
 
+// A POST as well: nothing of it left the client, so sending it again
+// cannot make it happen twice.
+TEST_P(ConnectMatrix, RefusedConnectionsRetryAPostToo) {
+  network.Add("payments", 8443, "127.0.0.1", ClosedPort());
+  StartClient();
+  Begin(Request::Post("/charges", "{}"));
+  WaitThenAdvance(50ms);
+  WaitThenAdvance(100ms);
+  ExpectEnds({.error = ErrorKind::kTransport,
+              .attempts = 3,
+              .server_saw = -1,
+              .breaker_failures = 3,
+              .took = 150ms});
+}
+
 // Never accepted: each attempt waits out its AttemptTimeout (5 s) dialling;
 // the second is cut by the call's Timeout at 10 s exactly. Both count.
 TEST_P(ConnectMatrix, AConnectNeverAcceptedEndsAtTheAttemptTimeoutThenTheDeadline) {
