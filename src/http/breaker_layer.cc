@@ -154,7 +154,8 @@ class BreakerLayer final : public AttemptLayer, public Admission {
       if (outcome.body_failed) return {Outcome::kStop, {}, kFailure};
     }
     const CallRequest& sent = *attempt.request;
-    Classification c = classify_({sent.method, sent.url, sent.headers}, outcome.result);
+    Classification c = classify_(
+        {sent.method, sent.url, sent.headers, attempt.call->body_sink != nullptr}, outcome.result);
     // The caller has part of this answer already: no other can follow it.
     if (outcome.body_streamed) c.retry = Outcome::kStop;
     return c;

@@ -83,15 +83,17 @@ StatusOr<std::string> OnlyMessage(const http::Response& response, std::size_t li
   return message;
 }
 
-// Whether a body answered with status OK is whole length-prefixed
-// messages with valid flags: INTERNAL when a flag is neither 0 nor 1, is 1
-// without a grpc-encoding, or the body ends inside a prefix or a message
-// (an answer over the receive limit never gets here whole: the core stops
-// it first). Only the prefixes are read, nothing is copied or inflated.
-Status FramingOf(const http::Response& response) {
+// Whether a unary answer with status OK is one whole length-prefixed
+// message with a valid flag: INTERNAL when a flag is neither 0 nor 1, is
+// 1 without a grpc-encoding, the body ends inside a prefix or a message,
+// or it holds no message or several (an answer over the receive limit
+// never gets here whole: the core stops it first). Only the prefixes are
+// read, nothing is copied or inflated.
+Status UnaryFramingOf(const http::Response& response) {
   std::string_view body = response.body;
   std::string_view encoding = response.headers.Find("grpc-encoding");
   bool coded = !encoding.empty() && encoding != "identity";
+  std::size_t count = 0;
   while (!body.empty()) {
     if (body.size() < kFramePrefixSize) {
       return {Code::kInternal, "the response ended inside a message's prefix"};
@@ -108,6 +110,10 @@ Status FramingOf(const http::Response& response) {
       return {Code::kInternal, "the response ended inside a message"};
     }
     body.remove_prefix(kFramePrefixSize + length);
+    ++count;
+  }
+  if (count != 1) {
+    return {Code::kInternal, "a unary answer held " + std::to_string(count) + " messages, not 1"};
   }
   return {};
 }
@@ -153,9 +159,10 @@ http::Classify CoreClassify(Classify classify) {
   return [classify = std::move(classify)](const http::SentRequest& sent,
                                           const Result<http::Response>& result) {
     Status status = StatusOf(result);
-    // A malformed message under status OK is the dependency's failure, as
-    // the caller hears it (ReplyOf): classify is told so.
-    if (status.ok() && result && !result->body.empty()) status = FramingOf(*result);
+    // A malformed answer under status OK is the dependency's failure, as
+    // the caller hears it (ReplyOf): classify is told so. A unary answer
+    // (its body not streamed to a sink) must also hold exactly one message.
+    if (status.ok() && result && !sent.body_streams) status = UnaryFramingOf(*result);
     Trailers trailers = result ? TrailersOf(*result) : Trailers{};
     Classification c = classify(MethodOf(sent.url), status, trailers);
     return http::Classification{c.retry, c.retry_after, c.breaker};

@@ -62,6 +62,10 @@ struct SentRequest {
   std::string_view method;
   std::string_view url;
   const Headers& headers;
+  // The answer's body went to the request's BodySink (Request::
+  // StreamBodyTo), not into Response::body: a 2xx Response's body is then
+  // empty whatever the server sent.
+  bool body_streams = false;
 };
 
 // Gets the attempt's response (any status, body read) or its error, and

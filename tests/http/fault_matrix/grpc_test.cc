@@ -226,6 +226,20 @@ TEST_F(GrpcMatrix, APrefixAnnouncingMoreThanTheStreamHoldsIsInternal) {
   ExpectEnds({.code = Code::kInternal, .breaker_failures = 1});
 }
 
+// A unary answer must hold exactly one message: status OK with none, or
+// with two, is INTERNAL to the caller and a failure to the breaker.
+TEST_F(GrpcMatrix, AUnaryAnswerOfStatusOkWithNoMessageIsInternal) {
+  ServeThenOk(GrpcReply::Status(Code::kOk));
+  Begin();
+  ExpectEnds({.code = Code::kInternal, .breaker_failures = 1});
+}
+
+TEST_F(GrpcMatrix, AUnaryAnswerOfStatusOkWithTwoMessagesIsInternal) {
+  ServeThenOk(GrpcReply::Messages({"one", "two"}));
+  Begin();
+  ExpectEnds({.code = Code::kInternal, .breaker_failures = 1});
+}
+
 // Three bytes of a five-byte prefix, then status OK.
 TEST_F(GrpcMatrix, APrefixCutShortIsInternal) {
   ServeThenOk(testing::Reply::Ok(std::string("\0\0\0", 3))
