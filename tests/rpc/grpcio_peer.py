@@ -145,19 +145,31 @@ def flaky_join(request_iterator, context):
 
 def chat(request_iterator, context):
     _count("Chat", context)
-    answered = threading.Event()
+    terminated = threading.Event()
+    settled = []
 
-    def ended():
+    def settle(cancelled):
         global _cancelled
-        # The call ended before the servicer answered it all: cancelled.
-        if not answered.is_set():
-            with _lock:
+        with _lock:
+            if settled:
+                return
+            settled.append(True)
+            if cancelled:
                 _cancelled += 1
 
-    context.add_callback(ended)
+    def on_termination():
+        terminated.set()
+        settle(True)  # ended before this handler did: the client cancelled
+
+    context.add_callback(on_termination)
     for message in request_iterator:
         yield b"echo:" + message
-    answered.set()
+    # grpcio may end the request iterator on a client's RST_STREAM as on a
+    # half-close, the call's termination following a moment later; a
+    # half-closed call stays open until this handler returns, so a
+    # termination within the bound below is the cancel's.
+    if not terminated.wait(0.5):
+        settle(False)
 
 
 def main():
