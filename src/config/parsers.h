@@ -91,8 +91,7 @@ inline Result<std::optional<Duration>> ParseDurationOrOff(const std::string& tex
 inline std::optional<Duration> ReadMaxConnectionAge(
     Resolver& r, const std::string& prefix, const std::optional<Duration>& age,
     Result<void> (*check)(const std::optional<Duration>&)) {
-  return r.Get(prefix + "MAX_CONNECTION_AGE",
-               Parser<std::optional<Duration>>(ParseDurationOrOff),
+  return r.Get(prefix + "MAX_CONNECTION_AGE", Parser<std::optional<Duration>>(ParseDurationOrOff),
                std::optional<std::optional<Duration>>(age), Check<std::optional<Duration>>(check));
 }
 

@@ -107,7 +107,8 @@ TEST(ResolverTest, MaxConnectionAgeIsADurationOrOff) {
   ASSERT_TRUE(off.Finish()) << off.Finish().error().message();
 
   for (auto [text, failure] :
-       {std::pair{"soon", "P_MAX_CONNECTION_AGE: \"soon\" is not a duration such as 30m or 1h, or off"},
+       {std::pair{"soon",
+                  "P_MAX_CONNECTION_AGE: \"soon\" is not a duration such as 30m or 1h, or off"},
         std::pair{"0s", "P_MAX_CONNECTION_AGE: must be positive"}}) {
     Resolver bad(FromMap({{"P_MAX_CONNECTION_AGE", text}}));
     (void)ReadHttpSettings(bad, "P_", d);

@@ -30,14 +30,15 @@ class MaxConnectionAgeTest : public ::testing::Test, public ClientTestBase {
   void ServeWithSlowPath(Protocol protocol) {
     testing::ServerTls tls(ca.IssueServer({"payments"}));
     if (protocol == Protocol::kHttp11) tls.alpn = {"http/1.1"};
-    auto started = testing::FakeServer::Start(
-        {.tls = std::move(tls),
-         .handler =
-             [](const ServerRequest& r) {
-               if (r.target == "/slow") return Reply::Ok("slow").DelayHeaders(seconds(1));
-               return Reply::Ok(r.target);
-             },
-         .clock = &server_clock});
+    auto started =
+        testing::FakeServer::Start({.tls = std::move(tls),
+                                    .handler =
+                                        [](const ServerRequest& r) {
+                                          if (r.target == "/slow")
+                                            return Reply::Ok("slow").DelayHeaders(seconds(1));
+                                          return Reply::Ok(r.target);
+                                        },
+                                    .clock = &server_clock});
     ASSERT_TRUE(started) << started.error().message();
     server = std::move(*started);
     network.Add("payments", 8443, "127.0.0.1", server->port());
@@ -106,7 +107,8 @@ TEST_F(MaxConnectionAgeTest, Http2CallInFlightFinishesOnTheOldConnectionTheNextO
   ASSERT_TRUE(slow_response) << slow_response.error().message();
   EXPECT_EQ(slow_response->body, "slow");
   // Its last stream over, the old connection closes.
-  EXPECT_TRUE(server->WaitFor([](const testing::FakeServer& s) { return s.connections_open() == 1; }));
+  EXPECT_TRUE(
+      server->WaitFor([](const testing::FakeServer& s) { return s.connections_open() == 1; }));
 
   // The new one carries what follows.
   auto after = client->Send(Request::Get("/2"));
@@ -114,6 +116,27 @@ TEST_F(MaxConnectionAgeTest, Http2CallInFlightFinishesOnTheOldConnectionTheNextO
   EXPECT_EQ(ConnectionOf(3), 2);
   EXPECT_EQ(server->connections_opened(), 2);
   ExpectEveryAttemptAnsweredOnce(4);
+}
+
+// A stream cut short on a drained connection (its attempt timed out) is
+// its end as well: the connection closes once nothing is left on it.
+TEST_F(MaxConnectionAgeTest, ADrainedConnectionClosesOnceItsLastStreamIsCut) {
+  Serve([](const ServerRequest&) { return Reply::Hang(); });
+  Settings settings = AgedSettings();
+  settings.attempt_timeout = seconds(100);
+  settings.max_attempts = 1;
+  auto client = MakeClient(settings);
+  auto hung = client->SendAsync(Request::Get("/hang"));
+  ASSERT_TRUE(server->WaitForRequests(1));
+  clock.Advance(kAge);
+  EXPECT_EQ(server->connections_open(), 1);  // its stream is still open
+  clock.Advance(seconds(40));
+  auto result = hung.get();
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().kind(), ErrorKind::kDeadline) << result.error().message();
+  EXPECT_TRUE(
+      server->WaitFor([](const testing::FakeServer& s) { return s.connections_open() == 0; }));
+  EXPECT_EQ(server->connections_opened(), 1);
 }
 
 // HTTP/1.1 within max_connections 1: the call queued behind the one in
@@ -145,7 +168,8 @@ TEST_F(MaxConnectionAgeTest, Http11ExchangeInFlightFinishesThenANewConnectionWit
   EXPECT_EQ(ConnectionOf(1), 1);  // /slow, on the old connection
   EXPECT_EQ(ConnectionOf(2), 2);  // /1, on a new one
   EXPECT_EQ(server->connections_opened(), 2);
-  EXPECT_TRUE(server->WaitFor([](const testing::FakeServer& s) { return s.connections_open() == 1; }));
+  EXPECT_TRUE(
+      server->WaitFor([](const testing::FakeServer& s) { return s.connections_open() == 1; }));
   ExpectEveryAttemptAnsweredOnce(3);
 }
 

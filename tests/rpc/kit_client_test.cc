@@ -192,7 +192,8 @@ TEST_F(RpcOnKit, AConnectionPastItsMaximumAgeIsReplacedWithoutAFailedCall) {
   Reply slow_reply = slow.get();
   ASSERT_TRUE(slow_reply.status.ok()) << slow_reply.status.message;
   EXPECT_EQ(slow_reply.attempts, 1);
-  EXPECT_TRUE(server_->WaitFor([](const testing::FakeServer& s) { return s.connections_open() == 1; }));
+  EXPECT_TRUE(
+      server_->WaitFor([](const testing::FakeServer& s) { return s.connections_open() == 1; }));
   EXPECT_EQ(server_->request_count(), 3u);  // nothing sent twice
 }
 

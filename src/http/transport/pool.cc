@@ -217,15 +217,15 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     double factor = 1 - kMaxConnectionAgeJitter + 2 * kMaxConnectionAgeJitter * random_.Uniform();
     auto age = std::chrono::duration_cast<Duration>(*max_age_ * factor);
     std::weak_ptr<const char> alive = alive_;
-    age_timers_.emplace(
-        connection.id(),
-        clock_.ScheduleAfter(age, [loop = loop_, alive, this, id = connection.id()] {
-          loop->Post([alive, this, id] {
-            if (!alive.lock()) return;
-            age_timers_.erase(id);
-            if (Connection* c = Find(id)) c->Drain("the connection reached its maximum age");
-          });
-        }));
+    // The timer fires on the clock's thread; the drain runs on the loop.
+    auto drain = [loop = loop_, alive, this, id = connection.id()] {
+      loop->Post([alive, this, id] {
+        if (!alive.lock()) return;
+        age_timers_.erase(id);
+        if (Connection* c = Find(id)) c->Drain("the connection reached its maximum age");
+      });
+    };
+    age_timers_.emplace(connection.id(), clock_.ScheduleAfter(age, std::move(drain)));
   }
 
   void ConnectionHasRoom(Connection& connection) override {
