@@ -3,8 +3,9 @@
 // grpc++ in the process, so that ThreadSanitizer sees every thread (CI
 // builds this binary under it): Warm and Connected on the client's
 // connection (nothing listening, an untrusted server, plain text to a TLS
-// server, a connection that closed), and the client destroyed while 16
-// threads are blocked in its calls.
+// server, a connection that closed), a connection's maximum age (drained,
+// replaced, no call failed), and the client destroyed while 16 threads
+// are blocked in its calls.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
