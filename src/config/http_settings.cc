@@ -69,6 +69,7 @@ constexpr const char* kFields[] = {
     "FAULTS",
     "GZIP",
     "HTTP2_PRIOR_KNOWLEDGE",
+    "MAX_CONNECTION_AGE",
 };
 
 // "50/s" or "50/s,10" (a burst of 10), or "off".
@@ -185,6 +186,8 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
   s.gzip = r.Get(name("GZIP"), Parser<bool>(ParseOnOff), std::optional(d.gzip));
   s.http2_prior_knowledge = r.Get(name("HTTP2_PRIOR_KNOWLEDGE"), Parser<bool>(ParseOnOff),
                                   std::optional(d.http2_prior_knowledge));
+  s.max_connection_age =
+      internal::ReadMaxConnectionAge(r, prefix, d.max_connection_age, http::CheckMaxConnectionAge);
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }

@@ -76,6 +76,25 @@ inline Result<std::size_t> ParseSize(const std::string& text) {
   return value;
 }
 
+// A duration, or "off" (nullopt): Settings::max_connection_age.
+inline Result<std::optional<Duration>> ParseDurationOrOff(const std::string& text) {
+  if (text == "off") return std::optional<Duration>();
+  Result<Duration> d = ParseDuration(text);
+  if (!d) {
+    return Fail(ErrorKind::kInvalidSettings,
+                "\"" + text + "\" is not a duration such as 30m or 1h, or off");
+  }
+  return std::optional(*d);
+}
+
+// PREFIX + MAX_CONNECTION_AGE, over `age`, checked by `check`.
+inline std::optional<Duration> ReadMaxConnectionAge(
+    Resolver& r, const std::string& prefix, const std::optional<Duration>& age,
+    Result<void> (*check)(const std::optional<Duration>&)) {
+  return r.Get(prefix + "MAX_CONNECTION_AGE", Parser<std::optional<Duration>>(ParseDurationOrOff),
+               std::optional<std::optional<Duration>>(age), Check<std::optional<Duration>>(check));
+}
+
 }  // namespace outbound::config::internal
 
 #endif  // OUTBOUND_SRC_CONFIG_PARSERS_H_

@@ -70,6 +70,11 @@ Result<void> CheckMaxConnections(int n) {
   return {};
 }
 
+Result<void> CheckMaxConnectionAge(const std::optional<Duration>& age) {
+  if (!age) return {};
+  return Positive(*age);
+}
+
 Result<void> CheckRateLimit(const std::optional<RateLimit>& limit) {
   if (!limit) return {};
   // Written so a NaN fails too.
@@ -120,6 +125,7 @@ Result<void> Validate(const Settings& s) {
   check("max_response_bytes", CheckMaxResponseBytes(s.max_response_bytes));
   check("max_error_response_bytes", CheckMaxResponseBytes(s.max_error_response_bytes));
   check("max_connections", CheckMaxConnections(s.max_connections));
+  check("max_connection_age", CheckMaxConnectionAge(s.max_connection_age));
   check("rate_limit", CheckRateLimit(s.rate_limit));
   check("bulkhead", CheckBulkhead(s.bulkhead));
 

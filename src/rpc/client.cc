@@ -48,6 +48,7 @@ http::Settings CoreSettings(const Settings& s, const internal::Addr& addr) {
   // decoded message to max_receive_message_bytes.
   core.max_response_bytes = s.max_receive_message_bytes + internal::kFramePrefixSize;
   core.faults = s.faults;
+  core.max_connection_age = s.max_connection_age;
   core.call_middleware = s.call_middleware;
   core.attempt_middleware = s.attempt_middleware;
   return core;

@@ -111,6 +111,11 @@ Result<void> CheckMethodName(const std::string& method) {
   return {};
 }
 
+Result<void> CheckMaxConnectionAge(const std::optional<Duration>& age) {
+  if (!age) return {};
+  return Positive(*age);
+}
+
 Result<void> CheckMessageLimit(std::size_t bytes) {
   if (bytes < 1 || bytes > 0xFFFFFFFFu) {
     return Fail(ErrorKind::kInvalidSettings,
@@ -171,6 +176,7 @@ Result<void> Validate(const Settings& s) {
   }
   check("max_receive_message_bytes", CheckMessageLimit(s.max_receive_message_bytes));
   check("max_send_message_bytes", CheckMessageLimit(s.max_send_message_bytes));
+  check("max_connection_age", CheckMaxConnectionAge(s.max_connection_age));
   if (!s.classify) problems.push_back("Settings.classify must be set");
   if (!s.breaker_policy.trip) problems.push_back("Settings.breaker_policy.trip must be set");
   if (!s.breaker_policy.probe) problems.push_back("Settings.breaker_policy.probe must be set");

@@ -59,7 +59,8 @@ TEST(ResolverTest, ReadsEveryVariable) {
                       {"P_MAX_CONNECTIONS", "8"},
                       {"P_RATE_LIMIT", "50/s,10"},
                       {"P_FAULTS", "on"},
-                      {"P_GZIP", "on"}}));
+                      {"P_GZIP", "on"},
+                      {"P_MAX_CONNECTION_AGE", "30m"}}));
   http::Settings s = ReadHttpSettings(r, "P_", http::DefaultSettings());
   ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
   EXPECT_EQ(s.base_url, "http://ledger:8080");
@@ -87,7 +88,34 @@ TEST(ResolverTest, ReadsEveryVariable) {
   EXPECT_DOUBLE_EQ(s.rate_limit->per_second, 50);
   EXPECT_EQ(s.rate_limit->burst, 10);
   EXPECT_TRUE(s.faults.enabled);
+  EXPECT_EQ(s.max_connection_age, std::chrono::minutes(30));
   EXPECT_TRUE(http::Validate(s)) << http::Validate(s).error().message();
+}
+
+// MAX_CONNECTION_AGE: a duration or "off" (over a default that has one);
+// anything else, or no time at all, is named.
+TEST(ResolverTest, MaxConnectionAgeIsADurationOrOff) {
+  http::Settings d = http::DefaultSettings();
+  d.base_url = "http://payments:8080";
+  EXPECT_FALSE(d.max_connection_age);
+  Resolver unset(FromMap({}));
+  EXPECT_FALSE(ReadHttpSettings(unset, "P_", d).max_connection_age);
+
+  d.max_connection_age = std::chrono::hours(1);
+  Resolver off(FromMap({{"P_MAX_CONNECTION_AGE", "off"}}));
+  EXPECT_FALSE(ReadHttpSettings(off, "P_", d).max_connection_age);
+  ASSERT_TRUE(off.Finish()) << off.Finish().error().message();
+
+  for (auto [text, failure] :
+       {std::pair{"soon",
+                  "P_MAX_CONNECTION_AGE: \"soon\" is not a duration such as 30m or 1h, or off"},
+        std::pair{"0s", "P_MAX_CONNECTION_AGE: must be positive"}}) {
+    Resolver bad(FromMap({{"P_MAX_CONNECTION_AGE", text}}));
+    (void)ReadHttpSettings(bad, "P_", d);
+    auto done = bad.Finish();
+    ASSERT_FALSE(done) << text;
+    EXPECT_NE(done.error().message().find(failure), std::string::npos) << done.error().message();
+  }
 }
 
 TEST(ResolverTest, EveryNameItReadsIsListed) {
@@ -104,7 +132,7 @@ TEST(ResolverTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 28u);
+  EXPECT_EQ(listed.size(), 29u);
 }
 
 TEST(ResolverTest, TheBaseUrlInOneVariable) {

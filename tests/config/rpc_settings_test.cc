@@ -33,6 +33,7 @@ TEST(RpcSettingsTest, AppliesDefaultsWhenUnset) {
   EXPECT_EQ(s.backoff_base, milliseconds(100));
   EXPECT_EQ(s.breaker.open_for, seconds(10));
   EXPECT_FALSE(s.faults.enabled);
+  EXPECT_FALSE(s.max_connection_age);  // off
   EXPECT_TRUE(rpc::Validate(s)) << rpc::Validate(s).error().message();
 }
 
@@ -57,7 +58,8 @@ TEST(RpcSettingsTest, ReadsEveryVariable) {
                       {"P_NON_IDEMPOTENT_METHODS", "/ledger.v1.Ledger/Post, /ledger.v1.Ledger/Pay"},
                       {"P_MAX_RECEIVE_MESSAGE_BYTES", "1048576"},
                       {"P_MAX_SEND_MESSAGE_BYTES", "65536"},
-                      {"P_GZIP_REQUESTS", "on"}}));
+                      {"P_GZIP_REQUESTS", "on"},
+                      {"P_MAX_CONNECTION_AGE", "1h"}}));
   rpc::Settings s = ReadRpcSettings(r, "P_", rpc::DefaultSettings());
   ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
   EXPECT_EQ(s.addr, "ledger:7070");
@@ -83,6 +85,7 @@ TEST(RpcSettingsTest, ReadsEveryVariable) {
   EXPECT_EQ(s.max_receive_message_bytes, 1048576u);
   EXPECT_EQ(s.max_send_message_bytes, 65536u);
   EXPECT_TRUE(s.gzip_requests);
+  EXPECT_EQ(s.max_connection_age, std::chrono::hours(1));
   EXPECT_TRUE(rpc::Validate(s)) << rpc::Validate(s).error().message();
 }
 
@@ -100,7 +103,7 @@ TEST(RpcSettingsTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 24u);
+  EXPECT_EQ(listed.size(), 25u);
 }
 
 TEST(RpcSettingsTest, TheAddrMustBeSetAndBeHostAndPort) {
@@ -126,7 +129,8 @@ TEST(RpcSettingsTest, ReportsEveryBadVariableTogetherByName) {
                       {"OUTBOUND_FAULTS", "yes"},
                       {"OUTBOUND_NON_IDEMPOTENT_METHODS", "/ledger.v1.Ledger/Post,Pay"},
                       {"OUTBOUND_MAX_RECEIVE_MESSAGE_BYTES", "0"},
-                      {"OUTBOUND_MAX_SEND_MESSAGE_BYTES", "4GiB"}}));
+                      {"OUTBOUND_MAX_SEND_MESSAGE_BYTES", "4GiB"},
+                      {"OUTBOUND_MAX_CONNECTION_AGE", "-5m"}}));
   (void)ReadRpcSettings(r, "OUTBOUND_", WithAddr("carts:9090"));
   auto done = r.Finish();
   ASSERT_FALSE(done);
@@ -137,7 +141,8 @@ TEST(RpcSettingsTest, ReportsEveryBadVariableTogetherByName) {
         "OUTBOUND_BACKOFF_MAX: must be at least OUTBOUND_BACKOFF_BASE",
         "OUTBOUND_NON_IDEMPOTENT_METHODS: \"Pay\" is not a method's full name",
         "OUTBOUND_MAX_RECEIVE_MESSAGE_BYTES: must be 1 to 4294967295",
-        "OUTBOUND_MAX_SEND_MESSAGE_BYTES: \"4GiB\" is not a whole number"}) {
+        "OUTBOUND_MAX_SEND_MESSAGE_BYTES: \"4GiB\" is not a whole number",
+        "OUTBOUND_MAX_CONNECTION_AGE: \"-5m\" is not a duration"}) {
     EXPECT_NE(message.find(failure), std::string::npos) << failure << "\n" << message;
   }
 }

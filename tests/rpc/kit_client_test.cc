@@ -3,8 +3,9 @@
 // grpc++ in the process, so that ThreadSanitizer sees every thread (CI
 // builds this binary under it): Warm and Connected on the client's
 // connection (nothing listening, an untrusted server, plain text to a TLS
-// server, a connection that closed), and the client destroyed while 16
-// threads are blocked in its calls.
+// server, a connection that closed), a connection's maximum age (drained,
+// replaced, no call failed), and the client destroyed while 16 threads
+// are blocked in its calls.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -17,6 +18,7 @@
 
 #include "outbound/rpc/client.h"
 #include "outbound/testing/fake_grpc.h"
+#include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
 #include "outbound/testing/test_ca.h"
@@ -145,6 +147,69 @@ TEST_F(RpcOnKit, ConnectedStaysOnceTheConnectionCloses) {
   server_->Stop();  // GOAWAY, and the connection closed
   server_.reset();
   EXPECT_TRUE(client->Connected());
+}
+
+// Settings::max_connection_age on the gRPC client: a call in flight when
+// the connection passes its age ends OK on it, the next call opens a new
+// connection, and the old one closes once its stream has ended. The
+// server's waits run on a clock of their own, so moving the client's
+// across the age releases nothing.
+TEST_F(RpcOnKit, AConnectionPastItsMaximumAgeIsReplacedWithoutAFailedCall) {
+  testing::ManualClock server_clock;
+  testing::FakeGrpcOptions options;
+  options.handler = [](const testing::GrpcRequest& r) -> testing::Reply {
+    if (!r.messages.empty() && r.messages[0] == "slow") {
+      return GrpcReply::Ok("slow").DelayHeaders(std::chrono::seconds(1));
+    }
+    return GrpcReply::Ok("fast");
+  };
+  options.clock = &server_clock;
+  auto started = testing::StartFakeGrpc(std::move(options));
+  ASSERT_TRUE(started) << started.error().message();
+  server_ = std::move(*started);
+  network_.Add("backend", 9090, "127.0.0.1", server_->port());
+  Settings settings = DefaultSettings();
+  settings.max_connection_age = std::chrono::minutes(1);
+  settings.timeout = std::chrono::hours(1);  // the clock crosses the age mid-call
+  testing::FixedRandom middle(0.5);          // the age exactly
+  runtime_.random = &middle;
+  auto client = Make(/*tls=*/false, settings);
+
+  Reply first = client->Call(kSay, "");
+  ASSERT_TRUE(first.status.ok()) << first.status.message;
+  auto slow = client->CallAsync(kSay, "slow");
+  ASSERT_TRUE(server_->WaitForRequests(2));
+  clock_.Advance(std::chrono::minutes(1));
+
+  Reply next = client->Call(kSay, "");
+  ASSERT_TRUE(next.status.ok()) << next.status.message;
+  EXPECT_EQ(next.attempts, 1);
+  EXPECT_EQ(server_->connections_opened(), 2);
+  EXPECT_EQ(server_->requests().at(1).connection_id, 1);  // "slow"
+  EXPECT_EQ(server_->requests().at(2).connection_id, 2);
+  EXPECT_EQ(server_->connections_open(), 2);
+
+  server_clock.Advance(std::chrono::seconds(1));
+  Reply slow_reply = slow.get();
+  ASSERT_TRUE(slow_reply.status.ok()) << slow_reply.status.message;
+  EXPECT_EQ(slow_reply.attempts, 1);
+  EXPECT_TRUE(
+      server_->WaitFor([](const testing::FakeServer& s) { return s.connections_open() == 1; }));
+  EXPECT_EQ(server_->request_count(), 3u);  // nothing sent twice
+}
+
+// Off by default: one connection for the client's life, the clock moving
+// a minute between calls for three hours.
+TEST_F(RpcOnKit, WithoutAMaximumAgeOneConnectionServesForHours) {
+  EXPECT_FALSE(DefaultSettings().max_connection_age);
+  Serve(GrpcReply::Ok("hi"));
+  auto client = Make(/*tls=*/false);
+  for (int i = 0; i < 180; ++i) {
+    Reply reply = client->Call(kSay, "");
+    ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+    clock_.Advance(std::chrono::minutes(1));
+  }
+  EXPECT_EQ(server_->connections_opened(), 1);
 }
 
 // Destroying the client while threads are blocked in its calls (each

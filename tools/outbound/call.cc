@@ -64,6 +64,7 @@ settings, from the environment (durations like 250ms or 10s):
   OUTBOUND_RATE_LIMIT (50/s, 50/s,10 or off) OUTBOUND_BULKHEAD (64, 64,16,50ms or off)
   OUTBOUND_FAULTS (on or off)
   OUTBOUND_GZIP (on or off) OUTBOUND_HTTP2_PRIOR_KNOWLEDGE (on: HTTP/2 to an http URL)
+  OUTBOUND_MAX_CONNECTION_AGE (30m or off: a connection older is drained)
 Options win over variables. An https URL without a CA file trusts the
 system's roots; a CA file, certificate or key beside an http URL is bad
 (it would be ignored). Every bad variable or option is reported at once,
@@ -103,7 +104,8 @@ gRPC:
   rpc::Settings has: OUTBOUND_TIMEOUT OUTBOUND_MAX_ATTEMPTS
   OUTBOUND_BACKOFF_BASE OUTBOUND_BACKOFF_MAX, the OUTBOUND_RETRY_BUDGET_ and
   OUTBOUND_BREAKER_ ones, OUTBOUND_CA_FILE OUTBOUND_CERT_FILE
-  OUTBOUND_KEY_FILE (a grpcs URL only), OUTBOUND_FAULTS, and the gRPC
+  OUTBOUND_KEY_FILE (a grpcs URL only), OUTBOUND_FAULTS,
+  OUTBOUND_MAX_CONNECTION_AGE, and the gRPC
   client's own: OUTBOUND_NON_IDEMPOTENT_METHODS (full method names,
   comma-separated), OUTBOUND_MAX_RECEIVE_MESSAGE_BYTES
   OUTBOUND_MAX_SEND_MESSAGE_BYTES (1 to 4294967295) and

@@ -23,6 +23,8 @@
 //   GZIP                       "on" or "off": ask for gzip, decode it
 //   HTTP2_PRIOR_KNOWLEDGE      "on" or "off": HTTP/2 without TLS (h2c), for
 //                              an http URL
+//   MAX_CONNECTION_AGE         a duration ("30m") or "off": a connection
+//                              older is drained (docs/replicas.md)
 //
 // Any other variable under PREFIX is an error that Finish names, with the
 // variable it most likely misspells ("PAYMENTS_TIMOUT: not a setting; did

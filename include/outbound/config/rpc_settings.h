@@ -23,6 +23,8 @@
 //   MAX_RECEIVE_MESSAGE_BYTES MAX_SEND_MESSAGE_BYTES
 //                              whole numbers of bytes, 1 to 4294967295
 //   GZIP_REQUESTS              "on" or "off": request messages gzip-coded
+//   MAX_CONNECTION_AGE         a duration ("30m") or "off": a connection
+//                              older is drained (docs/replicas.md)
 //
 // Any other variable under PREFIX is an error that Finish names, with the
 // variable it most likely misspells. TLS without CA_FILE trusts the

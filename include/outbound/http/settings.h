@@ -190,6 +190,20 @@ struct Settings {
   // client's own FIFO queue). Default 100. Valid: 1 to 10000.
   int max_connections = 100;
 
+  // A connection's maximum age, counted from when it became usable, on the
+  // Runtime's clock, each connection's drawn within ±10 % of it from the
+  // Runtime's random (kMaxConnectionAgeJitter) so a fleet's connections do
+  // not all recycle together. A connection past its age is drained: it
+  // takes no new attempt, those on it finish, it closes once idle, and the
+  // next attempts go to a new connection; no attempt fails or is sent
+  // again because of it. It moves load to the replicas behind a name even
+  // when the server never sends GOAWAY (Envoy's max_connection_duration;
+  // gRPC's MAX_CONNECTION_AGE is the server-side twin). Empty (the
+  // default): a connection lives until it fails, the server ends it, or
+  // the client has been idle 90 s. Valid: positive. Check:
+  // CheckMaxConnectionAge.
+  std::optional<Duration> max_connection_age;
+
   // Told of every attempt and every change of the breaker's state, in
   // this order. Tracing, metrics and logs do not need one: they go through
   // the Runtime's telemetry. Optional; none may be null.
@@ -218,6 +232,9 @@ struct Settings {
   bool request_logging = false;
 };
 
+// A connection's age is drawn from max_connection_age × [1 - this, 1 + this).
+inline constexpr double kMaxConnectionAgeJitter = 0.1;
+
 // The defaults; base_url is empty, which CheckBaseUrl rejects.
 Settings DefaultSettings();
 
@@ -231,6 +248,7 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckBackoffMax(Duration backoff_max);
 [[nodiscard]] Result<void> CheckMaxResponseBytes(std::size_t bytes);
 [[nodiscard]] Result<void> CheckMaxConnections(int n);
+[[nodiscard]] Result<void> CheckMaxConnectionAge(const std::optional<Duration>& age);
 [[nodiscard]] Result<void> CheckRateLimit(const std::optional<RateLimit>& limit);
 [[nodiscard]] Result<void> CheckBulkhead(const std::optional<Bulkhead>& bulkhead);
 // The retry budget's and breaker's checks are retry::CheckMaxTokens,

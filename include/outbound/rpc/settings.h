@@ -159,6 +159,13 @@ struct Settings {
   // sent on unary calls), decoded within max_receive_message_bytes.
   bool gzip_requests = false;
 
+  // A connection's maximum age, as http::Settings::max_connection_age
+  // (jittered ±10 %; a connection past it drains: its calls finish, new
+  // ones go to a new connection, none fails for it). Empty (the default):
+  // the client keeps its connection while it lasts. Valid: positive.
+  // Check: CheckMaxConnectionAge.
+  std::optional<Duration> max_connection_age;
+
   // The user's own layers (outbound/http/middleware.h), HTTP's types: a
   // call middleware runs once per call, above the retries; an attempt
   // middleware once per attempt the breaker admitted. Each sees the
@@ -191,6 +198,7 @@ Settings DefaultSettings();
 // A message size limit (max_receive_message_bytes, max_send_message_bytes):
 // 1 to 4 GiB - 1, what a message's length prefix can announce.
 [[nodiscard]] Result<void> CheckMessageLimit(std::size_t bytes);
+[[nodiscard]] Result<void> CheckMaxConnectionAge(const std::optional<Duration>& age);
 
 // Every check, reporting every bad field at once, each named
 // ("Settings.addr: ...; Settings.timeout: ...").

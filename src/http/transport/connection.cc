@@ -49,13 +49,13 @@ Connection::~Connection() {
 }
 
 bool Connection::HasRoom() const {
-  return state_ == State::kOpen && waiting_.empty() && codec_->HasRoom();
+  return state_ == State::kOpen && !draining_ && waiting_.empty() && codec_->HasRoom();
 }
 
 bool Connection::Idle() const { return waiting_.empty() && (codec_ == nullptr || codec_->Idle()); }
 
 bool Connection::Reusable() const {
-  return state_ == State::kOpen && codec_->Reusable() && !codec_->Finished();
+  return state_ == State::kOpen && !draining_ && codec_->Reusable() && !codec_->Finished();
 }
 
 bool Connection::AwaitingSettings() const {
@@ -151,6 +151,11 @@ void Connection::Resume(Exchange& exchange) {
 }
 
 void Connection::Close(const std::string& why) { Fail(ErrorKind::kTransport, why); }
+
+void Connection::Drain(const std::string& why) {
+  draining_ = true;
+  if (Idle()) Close(why);
+}
 
 void Connection::Continue() {
   if (state_ == State::kOpen) ReadSome();  // which flushes too

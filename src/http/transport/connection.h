@@ -82,6 +82,8 @@ class Connection final : private CodecEvents {
   bool Idle() const;
   // Whether it is worth keeping once idle.
   bool Reusable() const;
+  // Whether Drain() was called.
+  bool draining() const { return draining_; }
   // HTTP/2 and still waiting for the server's SETTINGS.
   bool AwaitingSettings() const;
   // Whether it has been usable (see ConnectionEvents::ConnectionReady).
@@ -104,6 +106,10 @@ class Connection final : private CodecEvents {
   void Resume(Exchange& exchange);
   // Closes the connection; the exchanges on it end with `why`.
   void Close(const std::string& why);
+  // Takes no new exchange from now on, as after a server's GOAWAY: it has
+  // no room and is not reusable, so the pool closes it once idle (at once
+  // if it is idle now, with `why`); what it carries finishes normally.
+  void Drain(const std::string& why);
   // Goes on with the work a wake-up left (see ConnectionHasMore).
   void Continue();
   // Writes what Carry queued (see ConnectionWantsFlush).
@@ -152,6 +158,7 @@ class Connection final : private CodecEvents {
   bool flush_again_ = false;
   bool flush_requested_ = false;
   bool ready_told_ = false;
+  bool draining_ = false;
   ErrorKind close_kind_ = ErrorKind::kTransport;
   std::string close_reason_;
   std::string out_;

@@ -2,6 +2,8 @@
 #include "pool.h"
 
 #include <algorithm>
+#include <chrono>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -24,7 +26,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
              std::shared_ptr<transport::TlsContext> tls)
       : dispatcher_(dispatcher),
         clock_(*runtime.clock),
+        random_(*runtime.random),
         network_(*runtime.network),
+        max_age_(settings.max_connection_age),
         max_connections_(static_cast<std::size_t>(settings.max_connections)),
         max_body_(settings.max_response_bytes),
         max_error_body_(settings.max_error_response_bytes),
@@ -47,6 +51,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     // Waits for a name being resolved; what it found finds the pool gone
     // (alive_).
     resolver_.reset();
+    age_timers_.clear();
     graveyard_.clear();
     alive_.reset();
   }
@@ -200,7 +205,28 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     dispatcher_.Ended(exchange, std::move(outcome));
   }
 
-  void ConnectionReady(Connection&) override { dispatcher_.ConnectionReady(); }
+  void ConnectionReady(Connection& connection) override {
+    ArmAgeTimer(connection);
+    dispatcher_.ConnectionReady();
+  }
+
+  // With a maximum age, drains the connection once it has lived its own
+  // (jittered) share of it.
+  void ArmAgeTimer(const Connection& connection) {
+    if (!max_age_) return;
+    double factor = 1 - kMaxConnectionAgeJitter + 2 * kMaxConnectionAgeJitter * random_.Uniform();
+    auto age = std::chrono::duration_cast<Duration>(*max_age_ * factor);
+    std::weak_ptr<const char> alive = alive_;
+    // The timer fires on the clock's thread; the drain runs on the loop.
+    auto drain = [loop = loop_, alive, this, id = connection.id()] {
+      loop->Post([alive, this, id] {
+        if (!alive.lock()) return;
+        age_timers_.erase(id);
+        if (Connection* c = Find(id)) c->Drain("the connection reached its maximum age");
+      });
+    };
+    age_timers_.emplace(connection.id(), clock_.ScheduleAfter(age, std::move(drain)));
+  }
 
   void ConnectionHasRoom(Connection& connection) override {
     if (connection.protocol() != Connection::Protocol::kUnknown) learned_ = connection.protocol();
@@ -215,6 +241,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     auto it = std::find_if(connections_.begin(), connections_.end(),
                            [&](const auto& c) { return c.get() == &connection; });
     if (it == connections_.end()) return;
+    age_timers_.erase(connection.id());
     bool first = graveyard_.empty();
     graveyard_.push_back(std::move(*it));
     connections_.erase(it);
@@ -244,7 +271,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
 
   CarrierEvents& dispatcher_;
   Clock& clock_;
+  Random& random_;
   const Network& network_;
+  std::optional<Duration> max_age_;  // Settings::max_connection_age
   std::size_t max_connections_;
   std::size_t max_body_;
   std::size_t max_error_body_;
@@ -255,7 +284,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   std::unique_ptr<transport::Resolver> resolver_;
 
   std::vector<std::unique_ptr<Connection>> connections_;
-  std::vector<std::unique_ptr<Connection>> graveyard_;  // closed, destroyed on a later turn
+  std::vector<std::unique_ptr<Connection>> graveyard_;
+  // Each usable connection's drain at its maximum age, cancelled with it.
+  std::unordered_map<std::uint64_t, Timer> age_timers_;  // closed, destroyed on a later turn
   Connection::Protocol learned_ = Connection::Protocol::kUnknown;
   Connection::Protocol plain_ = Connection::Protocol::kHttp11;  // without TLS
   std::uint64_t next_connection_id_ = 0;

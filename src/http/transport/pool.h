@@ -12,6 +12,9 @@
 //    then one connection is opened, as for HTTP/2;
 //  - a connection that can no longer be trusted (an error, a cut attempt
 //    on HTTP/1.1, bytes nobody asked for) is closed, never reused.
+//  - with Settings::max_connection_age, a connection past its age (drawn
+//    within ±10 % per connection) is drained, as after a server's GOAWAY:
+//    no new exchange, what it carries finishes, closed once idle.
 // Names are resolved off the loop (resolver.h, started only when the
 // Network says "resolve it as usual" for a name).
 // Internal.
