@@ -284,9 +284,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   std::unique_ptr<transport::Resolver> resolver_;
 
   std::vector<std::unique_ptr<Connection>> connections_;
-  std::vector<std::unique_ptr<Connection>> graveyard_;
+  std::vector<std::unique_ptr<Connection>> graveyard_;  // closed, destroyed on a later turn
   // Each usable connection's drain at its maximum age, cancelled with it.
-  std::unordered_map<std::uint64_t, Timer> age_timers_;  // closed, destroyed on a later turn
+  std::unordered_map<std::uint64_t, Timer> age_timers_;
   Connection::Protocol learned_ = Connection::Protocol::kUnknown;
   Connection::Protocol plain_ = Connection::Protocol::kHttp11;  // without TLS
   std::uint64_t next_connection_id_ = 0;
