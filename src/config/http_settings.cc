@@ -71,6 +71,19 @@ constexpr const char* kFields[] = {
     "HTTP2_PRIOR_KNOWLEDGE",
 };
 
+}  // namespace
+
+Result<std::string> ReadCertificateFile(const std::string& path) {
+  return ReadPem(path, "-----BEGIN CERTIFICATE-----", "certificate");
+}
+
+Result<std::string> ReadPrivateKeyFile(const std::string& path) {
+  return ReadPem(path, "PRIVATE KEY-----", "private key");
+}
+
+namespace internal {
+namespace {
+
 // "50/s" or "50/s,10" (a burst of 10), or "off".
 Result<std::optional<http::RateLimit>> ParseRateLimit(const std::string& text) {
   if (text == "off") return std::optional<http::RateLimit>();
@@ -121,13 +134,18 @@ Result<std::optional<http::Bulkhead>> ParseBulkhead(const std::string& text) {
 
 }  // namespace
 
-Result<std::string> ReadCertificateFile(const std::string& path) {
-  return ReadPem(path, "-----BEGIN CERTIFICATE-----", "certificate");
+void ReadCallLimits(Resolver& r, const std::string& prefix, std::optional<http::RateLimit>& rate_limit,
+                    std::optional<http::Bulkhead>& bulkhead) {
+  auto name = [&](const char* field) { return prefix + field; };
+  rate_limit = r.Get(name("RATE_LIMIT"), Parser<std::optional<http::RateLimit>>(ParseRateLimit),
+                     std::optional<std::optional<http::RateLimit>>(rate_limit),
+                     Check<std::optional<http::RateLimit>>(http::CheckRateLimit));
+  bulkhead = r.Get(name("BULKHEAD"), Parser<std::optional<http::Bulkhead>>(ParseBulkhead),
+                   std::optional<std::optional<http::Bulkhead>>(bulkhead),
+                   Check<std::optional<http::Bulkhead>>(http::CheckBulkhead));
 }
 
-Result<std::string> ReadPrivateKeyFile(const std::string& path) {
-  return ReadPem(path, "PRIVATE KEY-----", "private key");
-}
+}  // namespace internal
 
 std::vector<std::string> HttpSettingsVariables(const std::string& prefix) {
   std::vector<std::string> names;
@@ -174,12 +192,7 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
     r.Fail(name("TRANSPORT") +
            ": the library has one transport now (libcurl was removed); unset it");
   }
-  s.rate_limit = r.Get(name("RATE_LIMIT"), Parser<std::optional<http::RateLimit>>(ParseRateLimit),
-                       std::optional<std::optional<http::RateLimit>>(d.rate_limit),
-                       Check<std::optional<http::RateLimit>>(http::CheckRateLimit));
-  s.bulkhead = r.Get(name("BULKHEAD"), Parser<std::optional<http::Bulkhead>>(ParseBulkhead),
-                     std::optional<std::optional<http::Bulkhead>>(d.bulkhead),
-                     Check<std::optional<http::Bulkhead>>(http::CheckBulkhead));
+  internal::ReadCallLimits(r, prefix, s.rate_limit, s.bulkhead);
   s.faults.enabled =
       r.Get(name("FAULTS"), Parser<bool>(ParseOnOff), std::optional(d.faults.enabled));
   s.gzip = r.Get(name("GZIP"), Parser<bool>(ParseOnOff), std::optional(d.gzip));

@@ -10,6 +10,7 @@
 #include "outbound/circuit/breaker.h"
 #include "outbound/clock.h"
 #include "outbound/config/resolver.h"
+#include "outbound/http/settings.h"
 #include "outbound/retry/budget.h"
 
 namespace outbound::config::internal {
@@ -75,6 +76,12 @@ inline Result<std::size_t> ParseSize(const std::string& text) {
   }
   return value;
 }
+
+// The limits on a client's calls, which HTTP and gRPC settings both have
+// (PREFIX_RATE_LIMIT, PREFIX_BULKHEAD), each read over what it holds:
+// http_settings.cc.
+void ReadCallLimits(Resolver& r, const std::string& prefix, std::optional<http::RateLimit>& rate_limit,
+                    std::optional<http::Bulkhead>& bulkhead);
 
 }  // namespace outbound::config::internal
 

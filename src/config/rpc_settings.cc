@@ -42,6 +42,8 @@ constexpr const char* kFields[] = {
     "MAX_RECEIVE_MESSAGE_BYTES",
     "MAX_SEND_MESSAGE_BYTES",
     "GZIP_REQUESTS",
+    "RATE_LIMIT",
+    "BULKHEAD",
 };
 
 // "/a.B/C,/a.B/D": a comma-separated list of method names, each checked.
@@ -105,6 +107,7 @@ rpc::Settings ReadRpcSettings(Resolver& r, const std::string& prefix, rpc::Setti
             std::optional(d.max_send_message_bytes), Checking(rpc::CheckMessageLimit));
   s.gzip_requests =
       r.Get(name("GZIP_REQUESTS"), Parser<bool>(ParseOnOff), std::optional(d.gzip_requests));
+  internal::ReadCallLimits(r, prefix, s.rate_limit, s.bulkhead);
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }

@@ -50,6 +50,8 @@ http::Settings CoreSettings(const Settings& s, const internal::Addr& addr) {
   core.faults = s.faults;
   core.call_middleware = s.call_middleware;
   core.attempt_middleware = s.attempt_middleware;
+  core.rate_limit = s.rate_limit;
+  core.bulkhead = s.bulkhead;
   return core;
 }
 

@@ -57,7 +57,9 @@ TEST(RpcSettingsTest, ReadsEveryVariable) {
                       {"P_NON_IDEMPOTENT_METHODS", "/ledger.v1.Ledger/Post, /ledger.v1.Ledger/Pay"},
                       {"P_MAX_RECEIVE_MESSAGE_BYTES", "1048576"},
                       {"P_MAX_SEND_MESSAGE_BYTES", "65536"},
-                      {"P_GZIP_REQUESTS", "on"}}));
+                      {"P_GZIP_REQUESTS", "on"},
+                      {"P_RATE_LIMIT", "50/s,10"},
+                      {"P_BULKHEAD", "64,16,50ms"}}));
   rpc::Settings s = ReadRpcSettings(r, "P_", rpc::DefaultSettings());
   ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
   EXPECT_EQ(s.addr, "ledger:7070");
@@ -83,7 +85,40 @@ TEST(RpcSettingsTest, ReadsEveryVariable) {
   EXPECT_EQ(s.max_receive_message_bytes, 1048576u);
   EXPECT_EQ(s.max_send_message_bytes, 65536u);
   EXPECT_TRUE(s.gzip_requests);
+  ASSERT_TRUE(s.rate_limit);
+  EXPECT_DOUBLE_EQ(s.rate_limit->per_second, 50);
+  EXPECT_EQ(s.rate_limit->burst, 10);
+  ASSERT_TRUE(s.bulkhead);
+  EXPECT_EQ(s.bulkhead->max_calls, 64);
+  EXPECT_EQ(s.bulkhead->max_queued, 16);
+  EXPECT_EQ(s.bulkhead->max_wait, milliseconds(50));
   EXPECT_TRUE(rpc::Validate(s)) << rpc::Validate(s).error().message();
+}
+
+// The HTTP reader's parsers and checks, under the gRPC prefix.
+TEST(RpcSettingsTest, ABadBulkheadOrRateLimitIsNamedAsForHttp) {
+  Resolver r(FromMap({{"CARTS_ADDR", "carts:9090"},
+                      {"CARTS_BULKHEAD", "0"},
+                      {"CARTS_RATE_LIMIT", "fast"}}));
+  rpc::Settings s = ReadRpcSettings(r, "CARTS_", rpc::DefaultSettings());
+  auto done = r.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_NE(done.error().message().find(
+                "CARTS_BULKHEAD: the calls in flight must be from 1 to 100000"),
+            std::string::npos)
+      << done.error().message();
+  EXPECT_NE(done.error().message().find("CARTS_RATE_LIMIT: \"fast\" is not a rate such as 50/s"),
+            std::string::npos)
+      << done.error().message();
+  EXPECT_FALSE(s.rate_limit);
+  rpc::Settings bad = WithAddr("carts:9090");
+  bad.bulkhead = http::Bulkhead{.max_calls = 1, .max_queued = 1};  // a queue with no wait
+  bad.rate_limit = http::RateLimit{.per_second = 0};
+  auto valid = rpc::Validate(bad);
+  ASSERT_FALSE(valid);
+  EXPECT_EQ(valid.error().message(),
+            "Settings.rate_limit: the rate must be a positive number of calls a second; "
+            "Settings.bulkhead: a queue needs a positive wait");
 }
 
 TEST(RpcSettingsTest, EveryNameItReadsIsListed) {
@@ -100,7 +135,7 @@ TEST(RpcSettingsTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 24u);
+  EXPECT_EQ(listed.size(), 26u);
 }
 
 TEST(RpcSettingsTest, TheAddrMustBeSetAndBeHostAndPort) {

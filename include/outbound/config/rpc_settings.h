@@ -23,6 +23,9 @@
 //   MAX_RECEIVE_MESSAGE_BYTES MAX_SEND_MESSAGE_BYTES
 //                              whole numbers of bytes, 1 to 4294967295
 //   GZIP_REQUESTS              "on" or "off": request messages gzip-coded
+//   RATE_LIMIT                 "50/s" or "50/s,10" (a burst of 10), or "off"
+//   BULKHEAD                   "64" (calls in flight) or "64,16,50ms" (16
+//                              more waiting 50ms at most), or "off"
 //
 // Any other variable under PREFIX is an error that Finish names, with the
 // variable it most likely misspells. TLS without CA_FILE trusts the
