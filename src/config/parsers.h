@@ -78,10 +78,12 @@ inline Result<std::size_t> ParseSize(const std::string& text) {
 }
 
 // The limits on a client's calls, which HTTP and gRPC settings both have
-// (PREFIX_RATE_LIMIT, PREFIX_BULKHEAD), each read over what it holds:
-// http_settings.cc.
-void ReadCallLimits(Resolver& r, const std::string& prefix, std::optional<http::RateLimit>& rate_limit,
-                    std::optional<http::Bulkhead>& bulkhead);
+// (PREFIX_RATE_LIMIT, PREFIX_BULKHEAD, PREFIX_ADAPTIVE_CONCURRENCY*), each
+// read over what it holds: http_settings.cc.
+void ReadCallLimits(Resolver& r, const std::string& prefix,
+                    std::optional<http::RateLimit>& rate_limit,
+                    std::optional<http::Bulkhead>& bulkhead,
+                    std::optional<http::AdaptiveConcurrency>& adaptive);
 
 }  // namespace outbound::config::internal
 

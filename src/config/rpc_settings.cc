@@ -44,6 +44,11 @@ constexpr const char* kFields[] = {
     "GZIP_REQUESTS",
     "RATE_LIMIT",
     "BULKHEAD",
+    "ADAPTIVE_CONCURRENCY",
+    "ADAPTIVE_CONCURRENCY_INITIAL_LIMIT",
+    "ADAPTIVE_CONCURRENCY_MIN_LIMIT",
+    "ADAPTIVE_CONCURRENCY_MAX_LIMIT",
+    "ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW",
 };
 
 // "/a.B/C,/a.B/D": a comma-separated list of method names, each checked.
@@ -107,7 +112,7 @@ rpc::Settings ReadRpcSettings(Resolver& r, const std::string& prefix, rpc::Setti
             std::optional(d.max_send_message_bytes), Checking(rpc::CheckMessageLimit));
   s.gzip_requests =
       r.Get(name("GZIP_REQUESTS"), Parser<bool>(ParseOnOff), std::optional(d.gzip_requests));
-  internal::ReadCallLimits(r, prefix, s.rate_limit, s.bulkhead);
+  internal::ReadCallLimits(r, prefix, s.rate_limit, s.bulkhead, s.adaptive_concurrency);
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }

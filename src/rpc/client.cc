@@ -52,6 +52,7 @@ http::Settings CoreSettings(const Settings& s, const internal::Addr& addr) {
   core.attempt_middleware = s.attempt_middleware;
   core.rate_limit = s.rate_limit;
   core.bulkhead = s.bulkhead;
+  core.adaptive_concurrency = s.adaptive_concurrency;
   return core;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../testing/loaded_dependency.h"
 #include "outbound/rpc/client.h"
 #include "outbound/testing/fake_transport.h"
 #include "outbound/testing/fixed_random.h"
@@ -118,8 +119,8 @@ class BeyondRetriesRpcTest : public ::testing::Test {
   testing::FixedRandom random_{0.0};
   testing::InMemoryTelemetry recorded_{DefaultRandom()};
   std::mutex mu_;
-  int code_ = 0;                // guarded by mu_
-  Duration delay_{0};           // guarded by mu_
+  int code_ = 0;       // guarded by mu_
+  Duration delay_{0};  // guarded by mu_
   testing::FakeTransport transport_;
   Runtime runtime_;
 };
@@ -284,6 +285,83 @@ TEST_F(BeyondRetriesRpcTest, TheRateLimitHoldsACallForItsTokenAndEndsOneThatCann
   ASSERT_TRUE(Ready(late));
   EXPECT_EQ(late.get().status.code, Code::kDeadlineExceeded);
   EXPECT_EQ(transport_.request_count(), 2U);
+}
+
+// Adaptive concurrency, gRPC's way in (rpc::Settings::adaptive_concurrency):
+// against a dependency of 20 workers at 10 ms (loaded_dependency.h), under
+// twice its capacity, the limit settles in [20, 30], the range the design
+// must reach (tests/http/adaptive_concurrency_test.cc derives it), calls
+// over it end UNAVAILABLE rejected without reaching it, and a timeout
+// halves it.
+class AdaptiveConcurrencyRpcTest : public BeyondRetriesRpcTest {
+ protected:
+  AdaptiveConcurrencyRpcTest()
+      : loaded_transport_(clock_, [this](const testing::ServerRequest&) {
+          auto arrival = dependency_.Arrive();
+          if (arrival.hang) return testing::Reply::Hang();
+          return Grpc(0).DelayHeaders(arrival.delay);
+        }) {
+    runtime_.transport = &loaded_transport_;
+  }
+
+  std::unique_ptr<Client> Adaptive(Duration timeout) {
+    Settings s = DefaultSettings();
+    s.adaptive_concurrency = http::AdaptiveConcurrency{.initial_limit = 10};
+    s.timeout = timeout;
+    return Make(std::move(s));
+  }
+
+  testing::OpenLoad Load(Client& client) {
+    return testing::OpenLoad(clock_, [&client](std::function<void(bool)> ended) {
+      client.CallAsync(kGet, "x",
+                       [ended](Reply reply, std::exception_ptr) { ended(reply.status.rejected); });
+    });
+  }
+
+  double Limit() const { return recorded_.Value("outbound.concurrency.limit"); }
+
+  testing::LoadedDependency dependency_{clock_, std::chrono::milliseconds(10), 20};
+  testing::FakeTransport loaded_transport_;
+};
+
+TEST_F(AdaptiveConcurrencyRpcTest, TheLimitSettlesNearTheKneeAndRejectsTheRestUnsent) {
+  auto client = Adaptive(seconds(10));
+  testing::OpenLoad load = Load(*client);
+  load.Run(3000, 4, std::chrono::milliseconds(1));
+  dependency_.TakeMaxInFlight();
+  TimePoint from = clock_.Now();
+  std::vector<double> limits;
+  int ticks = 0;
+  load.Run(5000, 4, std::chrono::milliseconds(1), [&] {
+    if (++ticks % 100 == 0) limits.push_back(Limit());
+  });
+  TimePoint to = clock_.Now();
+  int held = dependency_.TakeMaxInFlight();
+  ASSERT_TRUE(load.Drain());
+  for (double limit : limits) {
+    EXPECT_GE(limit, 20);
+    EXPECT_LE(limit, 30);
+  }
+  EXPECT_EQ(dependency_.arrived() + load.rejected(), load.issued());
+  EXPECT_GT(load.rejected(), load.issued() / 3);
+  EXPECT_LE(held, 30);
+  std::vector<Duration> answers = dependency_.AnswersBetween(from, to);
+  EXPECT_GE(answers.size(), 0.9 * 2000 * 5);  // 90% of its capacity, 2000 a second
+  EXPECT_LE(testing::Quantile(answers, 0.99), std::chrono::milliseconds(20));
+  EXPECT_EQ(recorded_.Value("outbound.circuit.calls", {{"outcome", "failure"}}), 0);
+}
+
+TEST_F(AdaptiveConcurrencyRpcTest, ATimeoutHalvesTheLimit) {
+  auto client = Adaptive(std::chrono::milliseconds(100));
+  testing::OpenLoad load = Load(*client);
+  load.Run(3000, 4, std::chrono::milliseconds(1));
+  double settled = Limit();
+  ASSERT_GE(settled, 20);
+  dependency_.Hang(true);
+  load.Run(300, 4, std::chrono::milliseconds(1));
+  EXPECT_LE(Limit(), settled / 2);
+  dependency_.Hang(false);
+  ASSERT_TRUE(load.Drain());
 }
 
 }  // namespace

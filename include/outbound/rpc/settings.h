@@ -49,7 +49,7 @@ enum class Code : int {
 
 // An attempt's or a call's final status: its code and message. `rejected`
 // is set on a call the client turned away itself (its breaker, its
-// bulkhead): nothing was sent, and the code is UNAVAILABLE with the
+// bulkhead, its adaptive concurrency limit): nothing was sent, and the code is UNAVAILABLE with the
 // rejection's message.
 struct Status {
   Code code = Code::kOk;
@@ -182,6 +182,14 @@ struct Settings {
   // retries hold its one place. Empty (the default): no bound.
   // Check: http::CheckBulkhead.
   std::optional<http::Bulkhead> bulkhead;
+
+  // Adaptive concurrency (http::AdaptiveConcurrency: a limit on calls in
+  // flight that follows the dependency's latency). A call over the limit
+  // ends at once UNAVAILABLE with Status::rejected set and nothing sent;
+  // the breaker does not count it. Every answer in one attempt is a
+  // latency sample, whatever its status. Empty (the default): off.
+  // Check: http::CheckAdaptiveConcurrency.
+  std::optional<http::AdaptiveConcurrency> adaptive_concurrency;
 
   // Failure injection (outbound/fault.h): the client is the injection
   // point "grpc:<host>:<port>" of addr. An injected abort is UNAVAILABLE, a
