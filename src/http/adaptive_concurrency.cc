@@ -25,9 +25,9 @@ constexpr double kMinGradient = 0.5;
 // How far each window moves the limit toward where its gradient points:
 // Gradient2's smoothing, so one noisy window cannot swing the limit.
 constexpr double kSmoothing = 0.2;
-// Every this many windows the baseline is measured afresh (Envoy's
-// periodic minRTT: 60s at the default window), so a dependency that
-// became slower for good is not held to the latency it once had.
+// Every this many sample windows of time the baseline is measured afresh
+// (Envoy's periodic minRTT: 60s at the default window), so a dependency
+// that became slower for good is not held to the latency it once had.
 constexpr int kRelearnEvery = 600;
 // Answers of calls admitted while relearning that make the new baseline.
 constexpr int kRelearnSamples = 5;
@@ -40,7 +40,8 @@ class AdaptiveConcurrencyLayer final : public CallLayer {
         settings_(settings),
         limit_(settings.initial_limit),
         shown_limit_(settings.initial_limit),
-        window_start_(clock.Now()) {
+        window_start_(clock.Now()),
+        relearn_at_(window_start_ + settings.sample_window * kRelearnEvery) {
     gauge_ = telemetry.resilience().ObserveConcurrencyLimit(
         [this] { return shown_limit_.load(std::memory_order_relaxed); });
   }
@@ -140,7 +141,8 @@ class AdaptiveConcurrencyLayer final : public CallLayer {
                         static_cast<double>(settings_.max_limit));
     shown_limit_.store(std::floor(limit_), std::memory_order_relaxed);
     StartWindow(now);
-    if (++windows_ % kRelearnEvery == 0) {
+    if (now >= relearn_at_) {
+      relearn_at_ = now + settings_.sample_window * kRelearnEvery;
       relearning_ = true;
       shown_limit_.store(settings_.min_limit, std::memory_order_relaxed);
       ++epoch_;
@@ -162,8 +164,8 @@ class AdaptiveConcurrencyLayer final : public CallLayer {
   int window_count_ = 0;
   bool dropped_ = false;
   int window_max_in_flight_ = 0;
-  double baseline_ = 0;  // seconds; 0 until the first window
-  std::int64_t windows_ = 0;
+  double baseline_ = 0;   // seconds; 0 until the first window
+  TimePoint relearn_at_;  // when the baseline is next measured afresh
   // Relearning the baseline: calls are held to min_limit, and the answers
   // of those admitted in this epoch make the new baseline.
   bool relearning_ = false;

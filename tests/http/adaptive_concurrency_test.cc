@@ -185,5 +185,34 @@ TEST_F(AdaptiveConcurrencyTest, ATimeoutShrinksTheLimitAndItRecovers) {
   ASSERT_TRUE(load.Drain());
 }
 
+// A dependency that became slower for good (three times its unloaded
+// latency, the same workers) must not be held to the latency it once had:
+// against the old baseline every window's gradient is at its floor, and
+// the limit falls to where limit = limit / 2 + sqrt(limit), 4, a fifth of
+// the knee. The baseline is measured afresh every 600 windows, after which
+// the limit settles in [k, 1.5 k] again.
+TEST_F(AdaptiveConcurrencyTest, ADependencySlowerForGoodIsRelearnedAndHeldAtItsKneeAgain) {
+  constexpr Duration kWindow = milliseconds(20);
+  auto client = Adaptive(AdaptiveConcurrency{.initial_limit = 10, .sample_window = kWindow});
+  testing::OpenLoad load = Load(*client);
+  load.Run(2000, kPerTick, kTick);
+  EXPECT_GE(Limit(), kWorkers);
+  dependency.SetBase(3 * kBase);
+  load.Run(3000, kPerTick, kTick);
+  EXPECT_LE(Limit(), kWorkers / 2);  // held to the old baseline
+  // Past the 600th window (12 s at 20 ms, from the start), and 3 s to settle.
+  load.Run(10000, kPerTick, kTick);
+  std::vector<double> limits;
+  int ticks = 0;
+  load.Run(2000, kPerTick, kTick, [&] {
+    if (++ticks % 100 == 0) limits.push_back(Limit());
+  });
+  for (double limit : limits) {
+    EXPECT_GE(limit, kWorkers);
+    EXPECT_LE(limit, 1.5 * kWorkers);
+  }
+  ASSERT_TRUE(load.Drain());
+}
+
 }  // namespace
 }  // namespace outbound::http

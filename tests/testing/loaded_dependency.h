@@ -52,6 +52,10 @@ class LoadedDependency {
     return {.delay = delay};
   }
 
+  void SetBase(Duration base) {
+    std::lock_guard lock(mu_);
+    base_ = base;
+  }
   void SetWorkers(int workers) {
     std::lock_guard lock(mu_);
     workers_ = workers;
@@ -85,8 +89,8 @@ class LoadedDependency {
     Duration latency;
   };
   Clock& clock_;
-  const Duration base_;
   mutable std::mutex mu_;
+  Duration base_;
   int workers_;
   bool hanging_ = false;
   std::vector<TimePoint> finishes_;  // of the calls it holds

@@ -131,7 +131,8 @@ struct Bulkhead {
 // in it) the limit moves a fifth of the way to
 //   limit * clamp(baseline / window's mean latency, 0.5, 1) + sqrt(limit),
 // where the baseline is the least latency seen (relearned every 600
-// windows by holding the limit at `min_limit` for five answers): at a
+// sample windows of time, 60 s at the default, by holding the limit at
+// `min_limit` for five answers): at a
 // dependency with k workers, the limit settles where k + sqrt(limit) calls
 // are in flight (25 for k = 20). A window with a drop (a call that timed
 // out, lost its connection, or needed a retry) halves the limit instead.
