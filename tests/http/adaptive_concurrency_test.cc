@@ -15,6 +15,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "../../src/http/client_peer.h"
 #include "../testing/loaded_dependency.h"
 #include "client_test_support.h"
@@ -145,6 +148,13 @@ TEST_F(AdaptiveConcurrencyTest, TheLimitSettlesNearTheKneeAndHoldsTheDependencyA
   // Goodput at 90% of its capacity or more, and the latency near the
   // unloaded one: the measure.
   std::vector<Duration> answers = dependency.AnswersBetween(from, to);
+  std::printf(
+      "limit %.0f to %.0f; held at most %d; %zu answers in 5 s (capacity %.0f); p99 %lld us\n",
+      *std::min_element(limits.begin(), limits.end()),
+      *std::max_element(limits.begin(), limits.end()), held, answers.size(), kCapacityPerSecond * 5,
+      static_cast<long long>(
+          std::chrono::duration_cast<std::chrono::microseconds>(testing::Quantile(answers, 0.99))
+              .count()));
   EXPECT_GE(static_cast<double>(answers.size()), 0.9 * kCapacityPerSecond * 5);
   EXPECT_LE(testing::Quantile(answers, 0.99), 2 * kBase);
   EXPECT_EQ(recorded.Value("outbound.circuit.calls", {{"outcome", "failure"}}), 0);
