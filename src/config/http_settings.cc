@@ -66,11 +66,29 @@ constexpr const char* kFields[] = {
     "TRANSPORT",
     "RATE_LIMIT",
     "BULKHEAD",
+    "ADAPTIVE_CONCURRENCY",
+    "ADAPTIVE_CONCURRENCY_INITIAL_LIMIT",
+    "ADAPTIVE_CONCURRENCY_MIN_LIMIT",
+    "ADAPTIVE_CONCURRENCY_MAX_LIMIT",
+    "ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW",
     "FAULTS",
     "GZIP",
     "HTTP2_PRIOR_KNOWLEDGE",
     "MAX_CONNECTION_AGE",
 };
+
+}  // namespace
+
+Result<std::string> ReadCertificateFile(const std::string& path) {
+  return ReadPem(path, "-----BEGIN CERTIFICATE-----", "certificate");
+}
+
+Result<std::string> ReadPrivateKeyFile(const std::string& path) {
+  return ReadPem(path, "PRIVATE KEY-----", "private key");
+}
+
+namespace internal {
+namespace {
 
 // "50/s" or "50/s,10" (a burst of 10), or "off".
 Result<std::optional<http::RateLimit>> ParseRateLimit(const std::string& text) {
@@ -122,13 +140,54 @@ Result<std::optional<http::Bulkhead>> ParseBulkhead(const std::string& text) {
 
 }  // namespace
 
-Result<std::string> ReadCertificateFile(const std::string& path) {
-  return ReadPem(path, "-----BEGIN CERTIFICATE-----", "certificate");
+void ReadCallLimits(Resolver& r, const std::string& prefix,
+                    std::optional<http::RateLimit>& rate_limit,
+                    std::optional<http::Bulkhead>& bulkhead,
+                    std::optional<http::AdaptiveConcurrency>& adaptive) {
+  auto name = [&](const char* field) { return prefix + field; };
+  rate_limit = r.Get(name("RATE_LIMIT"), Parser<std::optional<http::RateLimit>>(ParseRateLimit),
+                     std::optional<std::optional<http::RateLimit>>(rate_limit),
+                     Check<std::optional<http::RateLimit>>(http::CheckRateLimit));
+  bulkhead = r.Get(name("BULKHEAD"), Parser<std::optional<http::Bulkhead>>(ParseBulkhead),
+                   std::optional<std::optional<http::Bulkhead>>(bulkhead),
+                   Check<std::optional<http::Bulkhead>>(http::CheckBulkhead));
+
+  // ADAPTIVE_CONCURRENCY turns it on; each of its numbers has its own
+  // variable, refused while it is off (it would be ignored).
+  bool on = r.Get(name("ADAPTIVE_CONCURRENCY"), Parser<bool>(ParseOnOff),
+                  std::optional(adaptive.has_value()));
+  const char* numbers[] = {"ADAPTIVE_CONCURRENCY_INITIAL_LIMIT", "ADAPTIVE_CONCURRENCY_MIN_LIMIT",
+                           "ADAPTIVE_CONCURRENCY_MAX_LIMIT", "ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW"};
+  if (!on) {
+    adaptive.reset();
+    for (const char* field : numbers) {
+      if (r.Has(name(field))) {
+        r.Fail(name(field) + ": set, but " + name("ADAPTIVE_CONCURRENCY") +
+               " is off: set it to on, or unset this");
+      }
+    }
+    return;
+  }
+  http::AdaptiveConcurrency a = adaptive.value_or(http::AdaptiveConcurrency{});
+  Check<int> limit_range = [](const int& n) -> Result<void> {
+    if (n < 1 || n > 100000) return Fail(ErrorKind::kInvalidSettings, "must be from 1 to 100000");
+    return {};
+  };
+  Parser<int> integer = ParseInt;
+  a.initial_limit = r.Get(name(numbers[0]), integer, std::optional(a.initial_limit), limit_range);
+  a.min_limit = r.Get(name(numbers[1]), integer, std::optional(a.min_limit), limit_range);
+  a.max_limit = r.Get(name(numbers[2]), integer, std::optional(a.max_limit), limit_range);
+  a.sample_window =
+      r.Get(name(numbers[3]), Parser<Duration>(ParseDuration), std::optional(a.sample_window));
+  if (auto ok = http::CheckAdaptiveConcurrency(a); !ok) {
+    std::string named;
+    for (const char* field : numbers) named += (named.empty() ? "" : ", ") + name(field);
+    r.Fail(named + ": " + ok.error().message());
+  }
+  adaptive = a;
 }
 
-Result<std::string> ReadPrivateKeyFile(const std::string& path) {
-  return ReadPem(path, "PRIVATE KEY-----", "private key");
-}
+}  // namespace internal
 
 std::vector<std::string> HttpSettingsVariables(const std::string& prefix) {
   std::vector<std::string> names;
@@ -175,12 +234,7 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
     r.Fail(name("TRANSPORT") +
            ": the library has one transport now (libcurl was removed); unset it");
   }
-  s.rate_limit = r.Get(name("RATE_LIMIT"), Parser<std::optional<http::RateLimit>>(ParseRateLimit),
-                       std::optional<std::optional<http::RateLimit>>(d.rate_limit),
-                       Check<std::optional<http::RateLimit>>(http::CheckRateLimit));
-  s.bulkhead = r.Get(name("BULKHEAD"), Parser<std::optional<http::Bulkhead>>(ParseBulkhead),
-                     std::optional<std::optional<http::Bulkhead>>(d.bulkhead),
-                     Check<std::optional<http::Bulkhead>>(http::CheckBulkhead));
+  internal::ReadCallLimits(r, prefix, s.rate_limit, s.bulkhead, s.adaptive_concurrency);
   s.faults.enabled =
       r.Get(name("FAULTS"), Parser<bool>(ParseOnOff), std::optional(d.faults.enabled));
   s.gzip = r.Get(name("GZIP"), Parser<bool>(ParseOnOff), std::optional(d.gzip));

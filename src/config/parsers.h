@@ -10,6 +10,7 @@
 #include "outbound/circuit/breaker.h"
 #include "outbound/clock.h"
 #include "outbound/config/resolver.h"
+#include "outbound/http/settings.h"
 #include "outbound/retry/budget.h"
 
 namespace outbound::config::internal {
@@ -94,6 +95,13 @@ inline std::optional<Duration> ReadMaxConnectionAge(
   return r.Get(prefix + "MAX_CONNECTION_AGE", Parser<std::optional<Duration>>(ParseDurationOrOff),
                std::optional<std::optional<Duration>>(age), Check<std::optional<Duration>>(check));
 }
+// The limits on a client's calls, which HTTP and gRPC settings both have
+// (PREFIX_RATE_LIMIT, PREFIX_BULKHEAD, PREFIX_ADAPTIVE_CONCURRENCY*), each
+// read over what it holds: http_settings.cc.
+void ReadCallLimits(Resolver& r, const std::string& prefix,
+                    std::optional<http::RateLimit>& rate_limit,
+                    std::optional<http::Bulkhead>& bulkhead,
+                    std::optional<http::AdaptiveConcurrency>& adaptive);
 
 }  // namespace outbound::config::internal
 

@@ -43,6 +43,13 @@ constexpr const char* kFields[] = {
     "MAX_SEND_MESSAGE_BYTES",
     "GZIP_REQUESTS",
     "MAX_CONNECTION_AGE",
+    "RATE_LIMIT",
+    "BULKHEAD",
+    "ADAPTIVE_CONCURRENCY",
+    "ADAPTIVE_CONCURRENCY_INITIAL_LIMIT",
+    "ADAPTIVE_CONCURRENCY_MIN_LIMIT",
+    "ADAPTIVE_CONCURRENCY_MAX_LIMIT",
+    "ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW",
 };
 
 // "/a.B/C,/a.B/D": a comma-separated list of method names, each checked.
@@ -108,6 +115,7 @@ rpc::Settings ReadRpcSettings(Resolver& r, const std::string& prefix, rpc::Setti
       r.Get(name("GZIP_REQUESTS"), Parser<bool>(ParseOnOff), std::optional(d.gzip_requests));
   s.max_connection_age =
       internal::ReadMaxConnectionAge(r, prefix, d.max_connection_age, rpc::CheckMaxConnectionAge);
+  internal::ReadCallLimits(r, prefix, s.rate_limit, s.bulkhead, s.adaptive_concurrency);
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }

@@ -9,6 +9,7 @@
 #define OUTBOUND_SRC_HTTP_CALL_H_
 
 #include <atomic>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -145,6 +146,10 @@ class CallState : public std::enable_shared_from_this<CallState> {
   // Retry loop: an attempt was repeated at a middleware's request (once
   // per call).
   bool repeated = false;
+  // Adaptive concurrency: when the call passed the limit (its latency
+  // sample starts there), and in which of the layer's epochs.
+  TimePoint admitted_at{};
+  std::uint32_t admitted_epoch = 0;
 
   // The caller's trace context (invalid when none): each attempt's span is
   // its child. And the caller's baggage as a header value ("" when none).

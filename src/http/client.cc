@@ -223,6 +223,10 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
   }
   if (s.bulkhead) call_layers.push_back(internal::MakeBulkhead(clock, *s.bulkhead));
   if (s.rate_limit) call_layers.push_back(internal::MakeRateLimit(clock, *s.rate_limit));
+  if (s.adaptive_concurrency) {
+    call_layers.push_back(
+        internal::MakeAdaptiveConcurrency(clock, *s.adaptive_concurrency, telemetry));
+  }
   if (front_end.redirects) call_layers.push_back(internal::MakeRedirects(c.origin));
   call_layers.push_back(
       internal::MakeRetryLoop(*c.attempts, {&c.retrier, c.runtime.clock, c.runtime.random,

@@ -4,7 +4,8 @@
 // of its attempts down the attempt layers, in the order Client::Create
 // (client.cc) writes once:
 //
-//   call:    call middleware → bulkhead → rate limit → redirects → retry loop
+//   call:    call middleware → bulkhead → rate limit → adaptive concurrency
+//            → redirects → retry loop
 //   attempt: attempt span → breaker → attempt middleware → attempt timeout
 //            → fault injection → transport
 //
@@ -73,6 +74,13 @@ std::unique_ptr<CallLayer> MakeBulkhead(Clock& clock, Bulkhead bulkhead);
 
 // The outbound rate limit: one token per call, waited for on `clock`.
 std::unique_ptr<CallLayer> MakeRateLimit(Clock& clock, RateLimit limit);
+
+// Adaptive concurrency: a limit on calls in flight that follows the
+// latency of their answers, on `clock`; its gauge through `telemetry`,
+// which outlives the layer. Below the bulkhead's and rate limit's waits,
+// so a sample is the dependency's time, not theirs.
+std::unique_ptr<CallLayer> MakeAdaptiveConcurrency(Clock& clock, AdaptiveConcurrency settings,
+                                                   const ClientTelemetry& telemetry);
 
 // Follows redirects within `origin`, up to 10, each a request of its own.
 std::unique_ptr<CallLayer> MakeRedirects(const Origin& origin);

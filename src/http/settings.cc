@@ -100,6 +100,26 @@ Result<void> CheckBulkhead(const std::optional<Bulkhead>& bulkhead) {
   return {};
 }
 
+Result<void> CheckAdaptiveConcurrency(const std::optional<AdaptiveConcurrency>& adaptive) {
+  if (!adaptive) return {};
+  const AdaptiveConcurrency& a = *adaptive;
+  if (a.min_limit < 1 || a.max_limit > 100000 || a.min_limit > a.max_limit) {
+    return Fail(ErrorKind::kInvalidSettings,
+                "the limits must be 1 <= min_limit <= max_limit <= 100000 (min_limit " +
+                    std::to_string(a.min_limit) + ", max_limit " + std::to_string(a.max_limit) +
+                    ")");
+  }
+  if (a.initial_limit < a.min_limit || a.initial_limit > a.max_limit) {
+    return Fail(ErrorKind::kInvalidSettings,
+                "initial_limit " + std::to_string(a.initial_limit) + " must be from min_limit " +
+                    std::to_string(a.min_limit) + " to max_limit " + std::to_string(a.max_limit));
+  }
+  if (a.sample_window < std::chrono::milliseconds(1) || a.sample_window > std::chrono::minutes(1)) {
+    return Fail(ErrorKind::kInvalidSettings, "the sample window must be from 1ms to 1m");
+  }
+  return {};
+}
+
 Result<void> Validate(const Settings& s) {
   std::vector<std::string> problems;
   auto check = [&](const char* field, const Result<void>& result) {
@@ -128,6 +148,7 @@ Result<void> Validate(const Settings& s) {
   check("max_connection_age", CheckMaxConnectionAge(s.max_connection_age));
   check("rate_limit", CheckRateLimit(s.rate_limit));
   check("bulkhead", CheckBulkhead(s.bulkhead));
+  check("adaptive_concurrency", CheckAdaptiveConcurrency(s.adaptive_concurrency));
 
   if (s.backoff_base > Duration::zero() && s.backoff_max > Duration::zero() &&
       s.backoff_max < s.backoff_base) {

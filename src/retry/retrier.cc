@@ -69,6 +69,8 @@ std::string_view ToString(Rejecter by) {
       return "bulkhead";
     case Rejecter::kRateLimit:
       return "rate_limit";
+    case Rejecter::kAdaptiveConcurrency:
+      return "adaptive_concurrency";
   }
   return "unknown";
 }

@@ -51,6 +51,9 @@ http::Settings CoreSettings(const Settings& s, const internal::Addr& addr) {
   core.max_connection_age = s.max_connection_age;
   core.call_middleware = s.call_middleware;
   core.attempt_middleware = s.attempt_middleware;
+  core.rate_limit = s.rate_limit;
+  core.bulkhead = s.bulkhead;
+  core.adaptive_concurrency = s.adaptive_concurrency;
   return core;
 }
 

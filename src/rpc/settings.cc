@@ -177,6 +177,9 @@ Result<void> Validate(const Settings& s) {
   check("max_receive_message_bytes", CheckMessageLimit(s.max_receive_message_bytes));
   check("max_send_message_bytes", CheckMessageLimit(s.max_send_message_bytes));
   check("max_connection_age", CheckMaxConnectionAge(s.max_connection_age));
+  check("rate_limit", http::CheckRateLimit(s.rate_limit));
+  check("bulkhead", http::CheckBulkhead(s.bulkhead));
+  check("adaptive_concurrency", http::CheckAdaptiveConcurrency(s.adaptive_concurrency));
   if (!s.classify) problems.push_back("Settings.classify must be set");
   if (!s.breaker_policy.trip) problems.push_back("Settings.breaker_policy.trip must be set");
   if (!s.breaker_policy.probe) problems.push_back("Settings.breaker_policy.probe must be set");

@@ -78,6 +78,19 @@ void ResilienceInstruments::Observe(circuit::Breaker& breaker, const retry::Budg
       });
 }
 
+std::unique_ptr<GaugeRegistration> ResilienceInstruments::ObserveConcurrencyLimit(
+    std::function<double()> limit) const {
+  MeterProvider* meters = telemetry_.meters;
+  if (meters == nullptr) return nullptr;
+  return meters->AddObservableGauge(
+      {scope_, "outbound.concurrency.limit", "{call}",
+       "A client's adaptive concurrency limit: the calls it lets in flight at once."},
+      [this, limit = std::move(limit)](Observations& out) {
+        const KeyValue attributes[] = {{"server.address", host_}, {"server.port", port_}};
+        out.Observe(limit(), attributes);
+      });
+}
+
 void ResilienceInstruments::BreakerCounted(std::string_view outcome) const {
   if (calls_ == nullptr) return;
   const KeyValue attributes[] = {

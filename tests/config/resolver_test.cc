@@ -132,7 +132,7 @@ TEST(ResolverTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 29u);
+  EXPECT_EQ(listed.size(), 34u);
 }
 
 TEST(ResolverTest, TheBaseUrlInOneVariable) {
@@ -274,6 +274,58 @@ TEST(ResolverTest, ABulkheadIsReadWithOrWithoutItsQueue) {
             "PAYMENTS_BULKHEAD: \"64,16\" is not a bulkhead such as 64 (calls in flight) or "
             "64,16,50ms (16 more waiting 50ms at most), or off");
   EXPECT_EQ(read("0").second, "PAYMENTS_BULKHEAD: the calls in flight must be from 1 to 100000");
+}
+
+TEST(ResolverTest, AdaptiveConcurrencyIsOnWithItsNumbersOrOffWithNone) {
+  Resolver on(FromMap({{"PAYMENTS_URL", "http://payments:8080"},
+                       {"PAYMENTS_ADAPTIVE_CONCURRENCY", "on"},
+                       {"PAYMENTS_ADAPTIVE_CONCURRENCY_INITIAL_LIMIT", "8"},
+                       {"PAYMENTS_ADAPTIVE_CONCURRENCY_MIN_LIMIT", "2"},
+                       {"PAYMENTS_ADAPTIVE_CONCURRENCY_MAX_LIMIT", "200"},
+                       {"PAYMENTS_ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW", "250ms"}}));
+  http::Settings s = ReadHttpSettings(on, "PAYMENTS_", http::DefaultSettings());
+  ASSERT_TRUE(on.Finish()) << on.Finish().error().message();
+  ASSERT_TRUE(s.adaptive_concurrency);
+  EXPECT_EQ(s.adaptive_concurrency->initial_limit, 8);
+  EXPECT_EQ(s.adaptive_concurrency->min_limit, 2);
+  EXPECT_EQ(s.adaptive_concurrency->max_limit, 200);
+  EXPECT_EQ(s.adaptive_concurrency->sample_window, std::chrono::milliseconds(250));
+
+  Resolver defaults(
+      FromMap({{"PAYMENTS_URL", "http://payments:8080"}, {"PAYMENTS_ADAPTIVE_CONCURRENCY", "on"}}));
+  s = ReadHttpSettings(defaults, "PAYMENTS_", http::DefaultSettings());
+  ASSERT_TRUE(defaults.Finish());
+  ASSERT_TRUE(s.adaptive_concurrency);
+  EXPECT_EQ(s.adaptive_concurrency->initial_limit, 20);
+
+  Resolver unset(FromMap({{"PAYMENTS_URL", "http://payments:8080"}}));
+  s = ReadHttpSettings(unset, "PAYMENTS_", http::DefaultSettings());
+  ASSERT_TRUE(unset.Finish());
+  EXPECT_FALSE(s.adaptive_concurrency);
+
+  // A number beside an adaptive concurrency that is off would be ignored.
+  Resolver off(FromMap({{"PAYMENTS_URL", "http://payments:8080"},
+                        {"PAYMENTS_ADAPTIVE_CONCURRENCY_MAX_LIMIT", "50"}}));
+  (void)ReadHttpSettings(off, "PAYMENTS_", http::DefaultSettings());
+  auto refused = off.Finish();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message(),
+            "PAYMENTS_ADAPTIVE_CONCURRENCY_MAX_LIMIT: set, but PAYMENTS_ADAPTIVE_CONCURRENCY is "
+            "off: set it to on, or unset this");
+
+  Resolver bad(FromMap({{"PAYMENTS_URL", "http://payments:8080"},
+                        {"PAYMENTS_ADAPTIVE_CONCURRENCY", "on"},
+                        {"PAYMENTS_ADAPTIVE_CONCURRENCY_INITIAL_LIMIT", "500"},
+                        {"PAYMENTS_ADAPTIVE_CONCURRENCY_MAX_LIMIT", "100"}}));
+  (void)ReadHttpSettings(bad, "PAYMENTS_", http::DefaultSettings());
+  auto named = bad.Finish();
+  ASSERT_FALSE(named);
+  EXPECT_NE(named.error().message().find("initial_limit 500 must be from min_limit 1 to "
+                                         "max_limit 100"),
+            std::string::npos)
+      << named.error().message();
+  EXPECT_NE(named.error().message().find("PAYMENTS_ADAPTIVE_CONCURRENCY_INITIAL_LIMIT"),
+            std::string::npos);
 }
 
 TEST(ResolverTest, PriorKnowledgeIsReadForAnHttpUrlAndRefusedBesideAnHttpsOne) {

@@ -60,6 +60,13 @@ TEST(RpcSettingsTest, ReadsEveryVariable) {
                       {"P_MAX_SEND_MESSAGE_BYTES", "65536"},
                       {"P_GZIP_REQUESTS", "on"},
                       {"P_MAX_CONNECTION_AGE", "1h"}}));
+                      {"P_RATE_LIMIT", "50/s,10"},
+                      {"P_BULKHEAD", "64,16,50ms"},
+                      {"P_ADAPTIVE_CONCURRENCY", "on"},
+                      {"P_ADAPTIVE_CONCURRENCY_INITIAL_LIMIT", "5"},
+                      {"P_ADAPTIVE_CONCURRENCY_MIN_LIMIT", "2"},
+                      {"P_ADAPTIVE_CONCURRENCY_MAX_LIMIT", "50"},
+                      {"P_ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW", "1s"}}));
   rpc::Settings s = ReadRpcSettings(r, "P_", rpc::DefaultSettings());
   ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
   EXPECT_EQ(s.addr, "ledger:7070");
@@ -86,7 +93,44 @@ TEST(RpcSettingsTest, ReadsEveryVariable) {
   EXPECT_EQ(s.max_send_message_bytes, 65536u);
   EXPECT_TRUE(s.gzip_requests);
   EXPECT_EQ(s.max_connection_age, std::chrono::hours(1));
+  ASSERT_TRUE(s.rate_limit);
+  EXPECT_DOUBLE_EQ(s.rate_limit->per_second, 50);
+  EXPECT_EQ(s.rate_limit->burst, 10);
+  ASSERT_TRUE(s.bulkhead);
+  EXPECT_EQ(s.bulkhead->max_calls, 64);
+  EXPECT_EQ(s.bulkhead->max_queued, 16);
+  EXPECT_EQ(s.bulkhead->max_wait, milliseconds(50));
+  ASSERT_TRUE(s.adaptive_concurrency);
+  EXPECT_EQ(s.adaptive_concurrency->initial_limit, 5);
+  EXPECT_EQ(s.adaptive_concurrency->min_limit, 2);
+  EXPECT_EQ(s.adaptive_concurrency->max_limit, 50);
+  EXPECT_EQ(s.adaptive_concurrency->sample_window, seconds(1));
   EXPECT_TRUE(rpc::Validate(s)) << rpc::Validate(s).error().message();
+}
+
+// The HTTP reader's parsers and checks, under the gRPC prefix.
+TEST(RpcSettingsTest, ABadBulkheadOrRateLimitIsNamedAsForHttp) {
+  Resolver r(FromMap(
+      {{"CARTS_ADDR", "carts:9090"}, {"CARTS_BULKHEAD", "0"}, {"CARTS_RATE_LIMIT", "fast"}}));
+  rpc::Settings s = ReadRpcSettings(r, "CARTS_", rpc::DefaultSettings());
+  auto done = r.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_NE(
+      done.error().message().find("CARTS_BULKHEAD: the calls in flight must be from 1 to 100000"),
+      std::string::npos)
+      << done.error().message();
+  EXPECT_NE(done.error().message().find("CARTS_RATE_LIMIT: \"fast\" is not a rate such as 50/s"),
+            std::string::npos)
+      << done.error().message();
+  EXPECT_FALSE(s.rate_limit);
+  rpc::Settings bad = WithAddr("carts:9090");
+  bad.bulkhead = http::Bulkhead{.max_calls = 1, .max_queued = 1};  // a queue with no wait
+  bad.rate_limit = http::RateLimit{.per_second = 0};
+  auto valid = rpc::Validate(bad);
+  ASSERT_FALSE(valid);
+  EXPECT_EQ(valid.error().message(),
+            "Settings.rate_limit: the rate must be a positive number of calls a second; "
+            "Settings.bulkhead: a queue needs a positive wait");
 }
 
 TEST(RpcSettingsTest, EveryNameItReadsIsListed) {
@@ -103,7 +147,7 @@ TEST(RpcSettingsTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 25u);
+  EXPECT_EQ(listed.size(), 32u);
 }
 
 TEST(RpcSettingsTest, TheAddrMustBeSetAndBeHostAndPort) {

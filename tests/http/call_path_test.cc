@@ -51,11 +51,14 @@ TEST(CallPathTest, TheDocsShowTheOrderTheCodeBuilds) {
   settings.attempt_middleware = {std::make_shared<PassAttempt>()};
   settings.bulkhead = Bulkhead{.max_calls = 100};
   settings.rate_limit = WithRateLimit(100);
+  settings.adaptive_concurrency = AdaptiveConcurrency{};
   settings.faults.enabled = true;
   auto client = Client::CreateOrThrow(Runtime{}, settings);
   std::string calls = ClientPeer::CallLayers(*client);
   std::string attempts = ClientPeer::AttemptLayers(*client);
-  EXPECT_EQ(calls, "call middleware → bulkhead → rate limit → redirects → retry loop");
+  EXPECT_EQ(calls,
+            "call middleware → bulkhead → rate limit → adaptive concurrency → redirects → retry "
+            "loop");
   EXPECT_EQ(attempts,
             "attempt span → breaker → attempt middleware → attempt timeout → fault injection → "
             "transport");

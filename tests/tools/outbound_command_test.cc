@@ -763,5 +763,35 @@ TEST(OutboundDemoTest, AFaultScenarioReachesBothServicesCalls) {
   EXPECT_NE(bad.exit_code, 0);
 }
 
+// The overload scenario (issue 32's Done-when): against a dependency whose
+// latency grows with the calls it holds, called at twice its capacity,
+// outbound's adaptive concurrency keeps its goodput at 90% of the
+// dependency's capacity or more and its p99 within twice the unloaded
+// latency, while the naive client's goodput collapses.
+TEST(OutboundDemoTest, TheOverloadScenarioShowsWhatAdaptiveConcurrencyIsFor) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "real-time relations: not meaningful under a sanitizer";
+#endif
+  TempDir dir;
+  std::string json = dir.Write("overload.json", "");
+  std::string svg = dir.Write("overload.svg", "");
+  CommandResult result = RunCommand(kOutbound + " demo --scenario overload --seconds 9 --json " +
+                                    json + " --svg " + svg);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  auto report = nlohmann::json::parse(RunCommand("cat " + json).output);
+  SCOPED_TRACE(report.dump());
+  const auto& naive = report["clients"]["naive"];
+  const auto& outbound = report["clients"]["outbound"];
+  double unloaded = report["dependency"]["unloaded_ms"].get<double>();
+  EXPECT_GE(outbound["goodput_of_capacity"].get<double>(), 0.9);
+  EXPECT_LE(outbound["p99_ms"].get<double>(), 2 * unloaded);
+  EXPECT_GT(outbound["rejected_at_once"].get<int>(), 0);
+  EXPECT_LT(naive["goodput_of_capacity"].get<double>(), 0.5);
+  EXPECT_NE(result.output.find("answers in time a second"), std::string::npos);
+  EXPECT_NE(RunCommand("cat " + svg).output.find("<polyline"), std::string::npos);
+  EXPECT_NE(RunCommand(kOutbound + " demo --scenario overload --rps 10").exit_code, 0);
+  EXPECT_NE(RunCommand(kOutbound + " demo --scenario flood").exit_code, 0);
+}
+
 }  // namespace
 }  // namespace outbound::testing

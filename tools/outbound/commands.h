@@ -12,6 +12,11 @@ int RunCall(const std::vector<std::string>& args);
 int RunDemo(const std::vector<std::string>& args);
 int RunBench(const std::vector<std::string>& args);
 
+namespace overload_demo {
+// `outbound demo --scenario overload` (demo_overload.cc).
+int Run(double run_seconds, const std::string& svg_path, const std::string& json_path);
+}  // namespace overload_demo
+
 // Prints `problem` and where to find help; returns the usage exit code.
 int Usage(const std::string& command, const std::string& problem);
 

@@ -52,6 +52,7 @@ using Seconds = duration<double>;
 
 constexpr const char* kDemoHelp =
     R"(usage: outbound demo [--seconds N] [--rps R] [--svg FILE] [--json FILE] [--fault SCENARIO]
+       outbound demo --scenario overload [--seconds N] [--svg FILE] [--json FILE]
 
 Starts an embedded dependency on loopback (TLS, a certificate from a CA made
 for this run) that is healthy, then answers one request in ten with 503 and
@@ -67,7 +68,17 @@ dependency calls a service made are split into those the breaker failed at
 once, sending nothing, and those that reached the dependency, whose success
 is the dependency's own; the settings each client had are printed after it.
 
+With --scenario overload: an overloaded dependency instead (8 workers at
+50 ms: its latency grows with the calls it holds past 8; capacity 160 a
+second), called at twice its capacity by a naive client (one attempt, a 1 s
+timeout, no limit) and by outbound's with adaptive concurrency on. Prints a
+side-by-side table of what the last two thirds of the run measured (answers
+in time a second against the capacity, their p50 and p99 against the
+unloaded latency, timeouts, rejections, the most calls the dependency held)
+and writes an SVG of each side's answers in time, second by second.
+
 options:
+  --scenario S  outage (the default: the script above) or overload
   --seconds N   length of the run (default 30); the script, the clients'
                 durations and the services' own work are scaled by N/30, and
                 the request rate by 30/N, so short runs show the same story
@@ -390,6 +401,7 @@ int RunDemo(const std::vector<std::string>& args) {
   std::optional<int> rps_option;
   std::string svg_path = "outbound-demo.svg", json_path;
   std::optional<std::string> fault;
+  std::string scenario = "outage";
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     bool has_value = i + 1 < args.size();
@@ -407,12 +419,22 @@ int RunDemo(const std::vector<std::string>& args) {
         json_path = args[++i];
       } else if (a == "--fault" && has_value) {
         fault = args[++i];
+      } else if (a == "--scenario" && has_value) {
+        scenario = args[++i];
       } else {
         return Usage("demo", "unknown option " + a);
       }
     } catch (...) {
       return Usage("demo", a + " needs a number");
     }
+  }
+  if (scenario != "outage" && scenario != "overload") {
+    return Usage("demo", "--scenario must be outage or overload");
+  }
+  if (scenario == "overload") {
+    if (rps_option || fault) return Usage("demo", "--rps and --fault are the outage scenario's");
+    if (run_seconds < 3 || run_seconds > 3600) return Usage("demo", "--seconds must be 3 to 3600");
+    return overload_demo::Run(run_seconds, svg_path, json_path);
   }
   if (run_seconds < 3 || run_seconds > 3600 ||
       (rps_option && (*rps_option < 2 || *rps_option > 5000))) {

@@ -18,6 +18,11 @@
 //   RATE_LIMIT                 "50/s", "50/s,10" (a burst of 10) or "off"
 //   BULKHEAD                   "64" (calls in flight), "64,16,50ms" (16 more
 //                              waiting 50ms at most) or "off"
+//   ADAPTIVE_CONCURRENCY       "on" or "off": a limit on calls in flight that
+//                              follows the latency (docs/beyond-retries.md)
+//   ADAPTIVE_CONCURRENCY_INITIAL_LIMIT ADAPTIVE_CONCURRENCY_MIN_LIMIT
+//   ADAPTIVE_CONCURRENCY_MAX_LIMIT  1 to 100000, min <= initial <= max
+//   ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW  a duration, 1ms to 1m
 //   FAULTS                     "on" or "off": failure injection
 //                              (docs/failure-injection.md)
 //   GZIP                       "on" or "off": ask for gzip, decode it

@@ -25,6 +25,14 @@
 //   GZIP_REQUESTS              "on" or "off": request messages gzip-coded
 //   MAX_CONNECTION_AGE         a duration ("30m") or "off": a connection
 //                              older is drained (docs/replicas.md)
+//   RATE_LIMIT                 "50/s" or "50/s,10" (a burst of 10), or "off"
+//   BULKHEAD                   "64" (calls in flight) or "64,16,50ms" (16
+//                              more waiting 50ms at most), or "off"
+//   ADAPTIVE_CONCURRENCY       "on" or "off": a limit on calls in flight that
+//                              follows the latency (docs/beyond-retries.md)
+//   ADAPTIVE_CONCURRENCY_INITIAL_LIMIT ADAPTIVE_CONCURRENCY_MIN_LIMIT
+//   ADAPTIVE_CONCURRENCY_MAX_LIMIT  1 to 100000, min <= initial <= max
+//   ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW  a duration, 1ms to 1m
 //
 // Any other variable under PREFIX is an error that Finish names, with the
 // variable it most likely misspells. TLS without CA_FILE trusts the

@@ -21,7 +21,8 @@
 // attempts down the attempt layers, in this order (the optional ones only
 // when their settings ask for them):
 //
-//   call:    call middleware → bulkhead → rate limit → redirects → retry loop
+//   call:    call middleware → bulkhead → rate limit → adaptive concurrency
+//            → redirects → retry loop
 //   attempt: attempt span → breaker → attempt middleware → attempt timeout
 //            → fault injection → transport
 //

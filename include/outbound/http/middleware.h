@@ -6,7 +6,8 @@
 // call) and attempt middleware (Settings::attempt_middleware, in the order
 // given, once per attempt the breaker admitted). In the client's order:
 //
-//   call:    call middleware → bulkhead → rate limit → redirects → retry loop
+//   call:    call middleware → bulkhead → rate limit → adaptive concurrency
+//            → redirects → retry loop
 //   attempt: attempt span → breaker → attempt middleware → attempt timeout
 //            → fault injection → transport
 //

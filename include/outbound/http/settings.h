@@ -116,6 +116,35 @@ struct Bulkhead {
   Duration max_wait{0};
 };
 
+// Adaptive concurrency: a limit on the client's calls in flight that
+// follows the dependency's latency, so a dependency whose latency grows
+// with the calls it holds is kept near its capacity instead of being
+// driven into timeouts (a gradient limit, as Netflix's concurrency-limits
+// Gradient2 and Envoy's adaptive concurrency filter; docs/beyond-retries.md
+// says why this and not client-side throttling). A call over the limit
+// fails at once with kRejected and nothing sent; the breaker counts no
+// rejection.
+//
+// Each call that got an answer in one attempt is a sample of the
+// dependency's latency (from the call passing the limit to its answer). At
+// the end of each `sample_window` (on the Runtime's clock, with an answer
+// in it) the limit moves a fifth of the way to
+//   limit * clamp(baseline / window's mean latency, 0.5, 1) + sqrt(limit),
+// where the baseline is the least latency seen (relearned every 600
+// sample windows of time, 60 s at the default, by holding the limit at
+// `min_limit` for five answers): at a
+// dependency with k workers, the limit settles where k + sqrt(limit) calls
+// are in flight (25 for k = 20). A window with a drop (a call that timed
+// out, lost its connection, or needed a retry) halves the limit instead.
+// The limit stays within [min_limit, max_limit]. Valid: 1 <= min_limit <=
+// initial_limit <= max_limit <= 100000, sample_window 1ms to 1min.
+struct AdaptiveConcurrency {
+  int initial_limit = 20;
+  int min_limit = 1;
+  int max_limit = 1000;
+  Duration sample_window = std::chrono::milliseconds(100);
+};
+
 // Failure injection (outbound/fault.h, docs/failure-injection.md): the
 // client is the injection point "http:<host>:<port>".
 using FaultSettings = outbound::FaultSettings;
@@ -222,6 +251,10 @@ struct Settings {
   // Empty (the default): no bound on calls in flight. Check: CheckBulkhead.
   std::optional<Bulkhead> bulkhead;
 
+  // Empty (the default): no adaptive limit on calls in flight. Check:
+  // CheckAdaptiveConcurrency.
+  std::optional<AdaptiveConcurrency> adaptive_concurrency;
+
   // Failure injection: off by default.
   FaultSettings faults;
 
@@ -251,6 +284,8 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckMaxConnectionAge(const std::optional<Duration>& age);
 [[nodiscard]] Result<void> CheckRateLimit(const std::optional<RateLimit>& limit);
 [[nodiscard]] Result<void> CheckBulkhead(const std::optional<Bulkhead>& bulkhead);
+[[nodiscard]] Result<void> CheckAdaptiveConcurrency(
+    const std::optional<AdaptiveConcurrency>& adaptive);
 // The retry budget's and breaker's checks are retry::CheckMaxTokens,
 // retry::CheckTokenRatio, circuit::CheckWindow, circuit::CheckProbes,
 // circuit::CheckOpenFor, circuit::CheckProbeTimeout,

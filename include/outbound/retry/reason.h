@@ -40,9 +40,10 @@ enum class ReasonKind : std::uint8_t {
 // Who turned a call away, for kRejected.
 enum class Rejecter : std::uint8_t {
   kUnknown,
-  kBreaker,    // the circuit breaker is open, or every probe slot is taken
-  kBulkhead,   // too many calls in flight
-  kRateLimit,  // the outbound rate limit
+  kBreaker,              // the circuit breaker is open, or every probe slot is taken
+  kBulkhead,             // too many calls in flight
+  kRateLimit,            // the outbound rate limit
+  kAdaptiveConcurrency,  // the adaptive concurrency limit
 };
 
 struct Reason {

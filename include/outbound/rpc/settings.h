@@ -19,6 +19,7 @@
 #include "outbound/error.h"
 #include "outbound/fault.h"
 #include "outbound/http/middleware.h"
+#include "outbound/http/settings.h"
 #include "outbound/retry/budget.h"
 #include "outbound/retry/retrier.h"
 
@@ -47,8 +48,9 @@ enum class Code : int {
 };
 
 // An attempt's or a call's final status: its code and message. `rejected`
-// is set on a call the client's breaker turned away: nothing was sent, and
-// the code is UNAVAILABLE with the rejection's message.
+// is set on a call the client turned away itself (its breaker, its
+// bulkhead, its adaptive concurrency limit): nothing was sent, and the code is UNAVAILABLE with the
+// rejection's message.
 struct Status {
   Code code = Code::kOk;
   std::string message;
@@ -173,6 +175,28 @@ struct Settings {
   // message).
   std::vector<std::shared_ptr<http::CallMiddleware>> call_middleware;
   std::vector<std::shared_ptr<http::AttemptMiddleware>> attempt_middleware;
+
+  // An outbound rate limit (http::RateLimit: one token per call, waited for
+  // on the Runtime's clock); a call whose wait would end after its deadline
+  // ends DEADLINE_EXCEEDED at once. Empty (the default): calls are not
+  // limited. Check: http::CheckRateLimit.
+  std::optional<http::RateLimit> rate_limit;
+
+  // A bulkhead (http::Bulkhead: a bound on calls in flight, with an
+  // optional short queue). A call over it ends at once UNAVAILABLE with
+  // Status::rejected set and nothing sent (the core's kRejected, as a
+  // breaker's rejection is), and the breaker does not count it. A call's
+  // retries hold its one place. Empty (the default): no bound.
+  // Check: http::CheckBulkhead.
+  std::optional<http::Bulkhead> bulkhead;
+
+  // Adaptive concurrency (http::AdaptiveConcurrency: a limit on calls in
+  // flight that follows the dependency's latency). A call over the limit
+  // ends at once UNAVAILABLE with Status::rejected set and nothing sent;
+  // the breaker does not count it. Every answer in one attempt is a
+  // latency sample, whatever its status. Empty (the default): off.
+  // Check: http::CheckAdaptiveConcurrency.
+  std::optional<http::AdaptiveConcurrency> adaptive_concurrency;
 
   // Failure injection (outbound/fault.h): the client is the injection
   // point "grpc:<host>:<port>" of addr. An injected abort is UNAVAILABLE, a

@@ -14,6 +14,8 @@
 //   outbound.retry.decisions       counter, what the retry loop decided, by decision
 //                                  and by reason
 //   outbound.retry.budget.tokens   gauge, tokens left in the retry budget
+//   outbound.concurrency.limit     gauge, the adaptive concurrency limit (calls in
+//                                  flight), when the client has one
 //
 // each with the dependency's server.address and server.port; and one log
 // record per change of the breaker's state (BreakerTransitionRecord), in
@@ -23,6 +25,7 @@
 #define OUTBOUND_TELEMETRY_RESILIENCE_INSTRUMENTS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -49,6 +52,12 @@ class ResilienceInstruments {
   // Registers the gauges, which read `breaker` (on `clock`) and `budget` at
   // collection. All three outlive the instruments.
   void Observe(circuit::Breaker& breaker, const retry::Budget& budget, const Clock& clock);
+
+  // Registers outbound.concurrency.limit, which calls `limit` at
+  // collection until the registration returned is destroyed (null
+  // without meters).
+  [[nodiscard]] std::unique_ptr<GaugeRegistration> ObserveConcurrencyLimit(
+      std::function<double()> limit) const;
 
   // The breaker counted an attempt (circuit::ToString of its outcome), or
   // rejected a call ("rejected").
