@@ -59,7 +59,7 @@ TEST(RpcSettingsTest, ReadsEveryVariable) {
                       {"P_MAX_RECEIVE_MESSAGE_BYTES", "1048576"},
                       {"P_MAX_SEND_MESSAGE_BYTES", "65536"},
                       {"P_GZIP_REQUESTS", "on"},
-                      {"P_MAX_CONNECTION_AGE", "1h"}}));
+                      {"P_MAX_CONNECTION_AGE", "1h"},
                       {"P_RATE_LIMIT", "50/s,10"},
                       {"P_BULKHEAD", "64,16,50ms"},
                       {"P_ADAPTIVE_CONCURRENCY", "on"},
