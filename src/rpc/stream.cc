@@ -123,12 +123,18 @@ bool Stream::Write(std::string_view message) {
 
 bool Stream::WritesDone() {
   if (impl_ == nullptr || impl_->local) return false;
+  // Asked before the half-close: once it is sent, a quick server may end
+  // the stream before this returns, and that end is the answer to it.
+  bool open;
+  {
+    std::lock_guard lock(impl_->shared->mu);
+    open = !impl_->shared->ended;
+  }
   if (!impl_->writes_done) {
     impl_->writes_done = true;
     impl_->pipe->Close();
   }
-  std::lock_guard lock(impl_->shared->mu);
-  return !impl_->shared->ended;
+  return open;
 }
 
 bool Stream::Read(std::string* message) {
