@@ -70,6 +70,12 @@ class Callers {
       if (stopped_) return;
       ++active_;
     }
+    Launch();
+  }
+
+  // One call, counted in active_ already: Stop waits for it, so `this`
+  // outlives its callback.
+  void Launch() {
     RealClock::time_point start = RealClock::now();
     client_.SendAsync(Request::Get("/"),
                       [this, start](Result<http::Response> result, std::exception_ptr) {
@@ -89,9 +95,15 @@ class Callers {
                               ++resend;
                             }
                           }
+                          // Counted before the lock goes, so Stop never sees
+                          // 0 while a call is about to start; notified under
+                          // it, so a Stop that returns finds nothing touching
+                          // this object.
+                          if (stopped_) resend = 0;
+                          active_ += resend;
+                          changed_.notify_all();
                         }
-                        changed_.notify_all();
-                        for (int i = 0; i < resend; ++i) Send();
+                        for (int i = 0; i < resend; ++i) Launch();
                       });
   }
 
