@@ -12,19 +12,29 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace outbound {
+
+// One place a name leads to: an IP literal and a port.
+struct Endpoint {
+  std::string address;
+  std::uint16_t port = 0;
+  friend bool operator==(const Endpoint&, const Endpoint&) = default;
+};
 
 // Where to dial for one host and port.
 struct Route {
   enum class Kind {
     kSystem,       // resolve the host with the OS resolver, as usual
-    kEndpoint,     // dial `address`:`port` instead (an IP literal)
+    kEndpoint,     // dial one of `endpoints` instead
     kUnreachable,  // the name does not exist on this network: fail the dial
   };
   Kind kind = Kind::kSystem;
-  std::string address;
-  std::uint16_t port = 0;
+  // kEndpoint: one or more, the replicas behind the name. A client that
+  // balances (Settings::balancing) calls each; one that does not dials
+  // them in this order until one answers.
+  std::vector<Endpoint> endpoints;
 };
 
 // Thread-safe.

@@ -103,7 +103,8 @@ ExchangeRequest Attempt::exchange() {
           .attempt_headers = &attempt_headers,
           .body_sink = call->body_sink ? &call->body_sink : nullptr,
           .queue_place = &queue_place,
-          .admission = admission};
+          .admission = admission,
+          .avoid_endpoint = avoid_endpoint};
 }
 
 bool Attempt::Launch() {

@@ -4,6 +4,7 @@
 // starts above the breaker, so a rejection has its span too, and ends when
 // the attempt's body has been read, after the retry loop decided what
 // follows it (outbound.retry.reason).
+#include "endpoint_health.h"
 #include "layers.h"
 
 namespace outbound::http::internal {
@@ -40,6 +41,15 @@ class AttemptSpan final : public AttemptLayer {
     } else {
       record.error = outcome.result.error().kind();
       record.error_message = outcome.result.error().message();
+    }
+    // With several endpoints, which one carried it, and whether it failed
+    // once too often there.
+    if (attempt.span != nullptr && outcome.endpoint) {
+      attempt.span->SetAttribute({"network.peer.address", outcome.endpoint->name()});
+      if (outcome.ejected_endpoint) {
+        const telemetry::KeyValue ejected[] = {{"network.peer.address", outcome.endpoint->name()}};
+        attempt.span->AddEvent("outbound.endpoint.ejected", clock_.Now(), ejected);
+      }
     }
     // The retry loop decides before the span ends, so the span says why.
     if (attempt.owner != nullptr) attempt.owner->Decide(outcome);

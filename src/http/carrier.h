@@ -41,8 +41,9 @@ class Carrier {
   // network has no route to it).
   virtual std::optional<std::string> Unreachable() const = 0;
   // Whether an exchange handed over now goes at once: a connection has
-  // room for it, or one may be opened for it.
-  virtual bool HasRoom() const = 0;
+  // room for it, or one may be opened for it. It may start learning where
+  // the dependency is (a name resolved once more).
+  virtual bool HasRoom() = 0;
   // Takes the exchange, which stays the dispatcher's. False if the
   // connection took no more: the exchange was not sent.
   virtual bool Carry(transport::Exchange& exchange) = 0;

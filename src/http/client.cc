@@ -200,6 +200,7 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
   internal::AttemptSlots slots;
   std::vector<std::unique_ptr<internal::AttemptLayer>> attempt_layers;
   attempt_layers.push_back(internal::MakeAttemptSpan(slots, clock, telemetry));
+  if (s.balancing) attempt_layers.push_back(internal::MakeOutlierDetection(clock, telemetry));
   attempt_layers.push_back(
       internal::MakeBreakerLayer(slots, c.breaker, s.classify, clock, telemetry));
   if (!s.attempt_middleware.empty()) {

@@ -119,6 +119,9 @@ ClientTelemetry::ClientTelemetry(const telemetry::Telemetry& telemetry, const Or
   misuses_ = meters_->CreateCounter(
       {scope, "outbound.internal.misuse", "{misuse}",
        "Times a layer of the client broke the call path's protocol: a bug in outbound."});
+  ejections_ = meters_->CreateCounter(
+      {scope, "outbound.endpoint.ejections", "{ejection}",
+       "Times outlier detection ejected one of the dependency's endpoints."});
 }
 
 ClientTelemetry::ClientTelemetry(const telemetry::Telemetry& telemetry, const Origin& origin,
@@ -271,6 +274,22 @@ void ClientTelemetry::LayerMisused(std::string_view what) const {
   record.at = clock_.Now();
   record.severity = telemetry::Severity::kError;
   record.body = "outbound: the call path was misused: " + std::string(what);
+  record.attributes = telemetry::Own(attributes);
+  telemetry_.logger->Emit(std::move(record));
+}
+
+void ClientTelemetry::EndpointEjected(std::string_view endpoint, Duration out) const {
+  const KeyValue attributes[] = {
+      {"server.address", host_}, {"server.port", port_}, {"network.peer.address", endpoint}};
+  if (meters_ != nullptr) ejections_->Add(1, attributes);
+  if (telemetry_.logger == nullptr) return;
+  telemetry::LogRecord record;
+  record.scope = scope_;
+  record.at = clock_.Now();
+  record.severity = telemetry::Severity::kWarn;
+  record.body = "outbound: endpoint " + std::string(endpoint) + " ejected for " +
+                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(out).count()) +
+                " s after failing in a row";
   record.attributes = telemetry::Own(attributes);
   telemetry_.logger->Emit(std::move(record));
 }

@@ -61,6 +61,10 @@ class ClientTelemetry {
   // A call's fault scenario was malformed, and ignored.
   void FaultScenarioIgnored() const;
 
+  // Outlier detection ejected `endpoint` ("10.0.0.7:8443") for `out`: one
+  // warning record, and a count (outbound.endpoint.ejections).
+  void EndpointEjected(std::string_view endpoint, Duration out) const;
+
   // A layer broke the call path's protocol (a bug in the library): one
   // error record saying `what`, and a count (outbound.internal.misuse).
   void LayerMisused(std::string_view what) const;
@@ -89,6 +93,7 @@ class ClientTelemetry {
   std::shared_ptr<telemetry::Histogram> time_in_queue_;
   std::shared_ptr<telemetry::Counter> malformed_faults_;
   std::shared_ptr<telemetry::Counter> misuses_;
+  std::shared_ptr<telemetry::Counter> ejections_;
   bool log_requests_ = false;
 
  private:

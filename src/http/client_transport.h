@@ -19,6 +19,8 @@
 
 namespace outbound::http::internal {
 
+class EndpointHealth;
+
 // How one attempt ended, on its way up the layers.
 struct AttemptOutcome {
   // Always replaced; short enough not to allocate.
@@ -63,6 +65,11 @@ struct AttemptOutcome {
   // Set by the attempt middleware layer: a middleware asks for the request
   // to be sent once more at once (a refreshed credential).
   bool repeat_once = false;
+  // With several endpoints (Settings::balancing): the one that carried the
+  // attempt, set by the dispatcher; whether this attempt's failure ejected
+  // it, set by the outlier-detection layer.
+  std::shared_ptr<EndpointHealth> endpoint;
+  bool ejected_endpoint = false;
 };
 
 // The breaker's last word before the transport sends an exchange that
@@ -92,6 +99,10 @@ struct ExchangeRequest {
   std::uint64_t* queue_place = nullptr;
   // Null: always admitted.
   const Admission* admission = nullptr;
+  // With several endpoints: the one the call's last attempt went to
+  // (EndpointHealth::id), which this one avoids when another can take it;
+  // 0 for none.
+  std::uint64_t avoid_endpoint = 0;
 };
 
 // What the transport reports of one exchange. Thread-safe.

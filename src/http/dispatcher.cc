@@ -138,6 +138,7 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
   exchange.attempt_headers = what.attempt_headers;
   exchange.queue_place = what.queue_place;
   exchange.admission = what.admission;
+  exchange.avoid_endpoint = what.avoid_endpoint;
   exchange.sink = what.body_sink;
   if (stopped_) return End(exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
   std::weak_ptr<const char> alive = alive_;
@@ -236,6 +237,10 @@ void Dispatcher::End(Exchange& exchange, AttemptOutcome&& outcome) {
   // The pipe's body stays for another attempt; the call's end finishes it.
   if (exchange.pipe_attached) PipeLink::Detach(*exchange.request->body_source.pipe);
   std::shared_ptr<ExchangeEvents> events = std::move(exchange.events);
+  if (exchange.endpoint) {
+    --exchange.endpoint->outstanding;
+    outcome.endpoint = std::move(exchange.endpoint);
+  }
   // The layers above hear of this attempt (its breaker ticket is settled)
   // before the queue moves, so a breaker it opened stops the queued ones.
   events->End(std::move(outcome));

@@ -6,8 +6,8 @@
 //
 //   call:    call middleware → bulkhead → rate limit → adaptive concurrency
 //            → redirects → retry loop
-//   attempt: attempt span → breaker → attempt middleware → attempt timeout
-//            → fault injection → transport
+//   attempt: attempt span → outlier detection → breaker → attempt middleware
+//            → attempt timeout → fault injection → transport
 //
 // Everything is asynchronous: a layer starts the next one and is called
 // back on whichever thread moves the call on (the caller's, the client's
@@ -107,6 +107,12 @@ std::unique_ptr<CallLayer> MakeRetryLoop(const AttemptPath& attempts, RetryLoopO
 // for a connection (a slot, from the kSent event).
 std::unique_ptr<AttemptLayer> MakeAttemptSpan(AttemptSlots& slots, Clock& clock,
                                               const ClientTelemetry& telemetry);
+
+// With several endpoints (Settings::balancing): reports each attempt's
+// outcome, as the breaker layer below classified it, to the endpoint that
+// carried it (ejecting one that keeps failing, logged and counted through
+// `telemetry`), and has the call's next attempt avoid that endpoint.
+std::unique_ptr<AttemptLayer> MakeOutlierDetection(Clock& clock, const ClientTelemetry& telemetry);
 
 // Admits the attempt through the breaker or rejects it (nothing sent);
 // classifies what came back (the client's own rules first, then

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbound/http/settings.h"
 
+#include <arpa/inet.h>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -120,6 +122,37 @@ Result<void> CheckAdaptiveConcurrency(const std::optional<AdaptiveConcurrency>& 
   return {};
 }
 
+Result<void> CheckBalancing(const std::optional<Balancing>& balancing) {
+  if (!balancing) return {};
+  const Balancing& b = *balancing;
+  for (const Endpoint& e : b.endpoints) {
+    in6_addr ip{};
+    bool literal = inet_pton(AF_INET, e.address.c_str(), &ip) == 1 ||
+                   inet_pton(AF_INET6, e.address.c_str(), &ip) == 1;
+    if (!literal || e.port == 0) {
+      return Fail(ErrorKind::kInvalidSettings, "endpoint \"" + e.address + ":" +
+                                                   std::to_string(e.port) +
+                                                   "\" is not an IP address and a port");
+    }
+  }
+  if (b.re_resolve_every < std::chrono::seconds(1) || b.re_resolve_every > std::chrono::hours(24)) {
+    return Fail(ErrorKind::kInvalidSettings, "re_resolve_every must be from 1s to 24h");
+  }
+  const OutlierDetection& o = b.outlier_detection;
+  if (o.consecutive_failures < 0) {
+    return Fail(ErrorKind::kInvalidSettings, "consecutive_failures must be 0 (off) or more");
+  }
+  if (o.base_ejection <= Duration::zero() || o.max_ejection < o.base_ejection) {
+    return Fail(ErrorKind::kInvalidSettings,
+                "the ejection times must be positive, base_ejection <= max_ejection");
+  }
+  // Written so a NaN fails too.
+  if (!(o.max_ejected_share >= 0 && o.max_ejected_share <= 1)) {
+    return Fail(ErrorKind::kInvalidSettings, "max_ejected_share must be from 0 to 1");
+  }
+  return {};
+}
+
 Result<void> Validate(const Settings& s) {
   std::vector<std::string> problems;
   auto check = [&](const char* field, const Result<void>& result) {
@@ -149,6 +182,7 @@ Result<void> Validate(const Settings& s) {
   check("rate_limit", CheckRateLimit(s.rate_limit));
   check("bulkhead", CheckBulkhead(s.bulkhead));
   check("adaptive_concurrency", CheckAdaptiveConcurrency(s.adaptive_concurrency));
+  check("balancing", CheckBalancing(s.balancing));
 
   if (s.backoff_base > Duration::zero() && s.backoff_max > Duration::zero() &&
       s.backoff_max < s.backoff_base) {

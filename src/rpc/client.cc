@@ -49,6 +49,7 @@ http::Settings CoreSettings(const Settings& s, const internal::Addr& addr) {
   core.max_response_bytes = s.max_receive_message_bytes + internal::kFramePrefixSize;
   core.faults = s.faults;
   core.max_connection_age = s.max_connection_age;
+  core.balancing = s.balancing;
   core.call_middleware = s.call_middleware;
   core.attempt_middleware = s.attempt_middleware;
   core.rate_limit = s.rate_limit;

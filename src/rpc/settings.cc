@@ -177,6 +177,7 @@ Result<void> Validate(const Settings& s) {
   check("max_receive_message_bytes", CheckMessageLimit(s.max_receive_message_bytes));
   check("max_send_message_bytes", CheckMessageLimit(s.max_send_message_bytes));
   check("max_connection_age", CheckMaxConnectionAge(s.max_connection_age));
+  check("balancing", http::CheckBalancing(s.balancing));
   check("rate_limit", http::CheckRateLimit(s.rate_limit));
   check("bulkhead", http::CheckBulkhead(s.bulkhead));
   check("adaptive_concurrency", http::CheckAdaptiveConcurrency(s.adaptive_concurrency));

@@ -20,7 +20,12 @@ std::string Lower(std::string_view host) {
 void NetworkMap::Add(const std::string& host, std::uint16_t port, const std::string& address,
                      std::uint16_t to_port) {
   std::lock_guard lock(mu_);
-  routes_[{Lower(host), port}] = {address, to_port};
+  routes_[{Lower(host), port}] = {Endpoint{address, to_port}};
+}
+
+void NetworkMap::Set(const std::string& host, std::uint16_t port, std::vector<Endpoint> endpoints) {
+  std::lock_guard lock(mu_);
+  routes_[{Lower(host), port}] = std::move(endpoints);
 }
 
 void NetworkMap::Remove(const std::string& host, std::uint16_t port) {
@@ -32,8 +37,8 @@ Route NetworkMap::Resolve(std::string_view host, std::uint16_t port) const {
   std::lock_guard lock(mu_);
   ++resolves_;
   auto it = routes_.find({Lower(host), port});
-  if (it == routes_.end()) return Route{Route::Kind::kUnreachable, "", 0};
-  return Route{Route::Kind::kEndpoint, it->second.first, it->second.second};
+  if (it == routes_.end() || it->second.empty()) return Route{Route::Kind::kUnreachable, {}};
+  return Route{Route::Kind::kEndpoint, it->second};
 }
 
 }  // namespace outbound::testing

@@ -52,6 +52,7 @@ TEST(CallPathTest, TheDocsShowTheOrderTheCodeBuilds) {
   settings.bulkhead = Bulkhead{.max_calls = 100};
   settings.rate_limit = WithRateLimit(100);
   settings.adaptive_concurrency = AdaptiveConcurrency{};
+  settings.balancing = Balancing{};
   settings.faults.enabled = true;
   auto client = Client::CreateOrThrow(Runtime{}, settings);
   std::string calls = ClientPeer::CallLayers(*client);
@@ -60,8 +61,8 @@ TEST(CallPathTest, TheDocsShowTheOrderTheCodeBuilds) {
             "call middleware → bulkhead → rate limit → adaptive concurrency → redirects → retry "
             "loop");
   EXPECT_EQ(attempts,
-            "attempt span → breaker → attempt middleware → attempt timeout → fault injection → "
-            "transport");
+            "attempt span → outlier detection → breaker → attempt middleware → attempt timeout → "
+            "fault injection → transport");
   for (const char* doc : {"README.md", "docs/http-client.md", "docs/middleware.md",
                           "docs/internals.md", "include/outbound/http/client.h",
                           "include/outbound/http/middleware.h", "src/http/layers.h"}) {

@@ -65,7 +65,7 @@ class ScriptedCarrier final : public Carrier {
   explicit ScriptedCarrier(CarrierEvents& events) : dispatcher(events) {}
 
   std::optional<std::string> Unreachable() const override { return unreachable; }
-  bool HasRoom() const override { return room > 0; }
+  bool HasRoom() override { return room > 0; }
   bool Carry(transport::Exchange& exchange) override {
     --room;
     if (refuse) return false;

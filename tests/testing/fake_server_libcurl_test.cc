@@ -27,7 +27,8 @@ size_t Append(char* data, size_t size, size_t n, void* out) {
 Response Get(CURL* curl, const NetworkMap& network, const std::string& ca_pem,
              const std::string& url, long http_version) {
   Route route = network.Resolve("payments", 8443);
-  std::string connect_to = "payments:8443:" + route.address + ":" + std::to_string(route.port);
+  std::string connect_to = "payments:8443:" + route.endpoints.at(0).address + ":" +
+                           std::to_string(route.endpoints.at(0).port);
   curl_slist* connect = curl_slist_append(nullptr, connect_to.c_str());
   curl_blob ca{const_cast<char*>(ca_pem.data()), ca_pem.size(), CURL_BLOB_COPY};
   Response response;

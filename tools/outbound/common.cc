@@ -64,7 +64,7 @@ bool ConnectToNetwork::Add(const std::string& spec) {
         address.empty()) {
       return false;
     }
-    Route route{Route::Kind::kEndpoint, address, static_cast<std::uint16_t>(to_port)};
+    Route route{Route::Kind::kEndpoint, {Endpoint{address, static_cast<std::uint16_t>(to_port)}}};
     std::erase_if(routes_, [&](const Entry& e) { return e.host == host && e.port == port; });
     routes_.push_back({host, static_cast<std::uint16_t>(port), std::move(route)});
   } catch (...) {

@@ -30,6 +30,7 @@
 #include "outbound/fault.h"
 #include "outbound/http/classify.h"
 #include "outbound/http/middleware.h"
+#include "outbound/network.h"
 #include "outbound/retry/budget.h"
 #include "outbound/retry/reason.h"
 #include "outbound/telemetry/trace.h"
@@ -145,6 +146,43 @@ struct AdaptiveConcurrency {
   Duration sample_window = std::chrono::milliseconds(100);
 };
 
+// Outlier detection (docs/replicas.md): an endpoint whose attempts fail
+// `consecutive_failures` times in a row (a connection refused or lost, a
+// reset, an attempt timeout, an answer classify counts as the breaker's
+// failure) is ejected: it gets no attempt for `base_ejection` times the
+// number of times it has been ejected, at most `max_ejection`, then is
+// probed back with calls as any other. Never more than `max_ejected_share`
+// of the endpoints are out at once (one may always be, of two or more;
+// the only endpoint never is). Envoy's outlier_detection with
+// consecutive_5xx, base_ejection_time, max_ejection_time and
+// max_ejection_percent. Valid: consecutive_failures >= 0 (0: never ejects),
+// base_ejection and max_ejection positive, base <= max, share in [0, 1].
+struct OutlierDetection {
+  int consecutive_failures = 5;
+  Duration base_ejection = std::chrono::seconds(30);
+  Duration max_ejection = std::chrono::seconds(300);
+  double max_ejected_share = 0.5;
+};
+
+// Several endpoints behind one dependency (docs/replicas.md): every
+// address the host resolves to, or `endpoints`, each with its own
+// connections (HTTP/2: one while its MAX_CONCURRENT_STREAMS allows;
+// HTTP/1.1: up to max_connections each). Each attempt goes to the endpoint
+// with fewer attempts outstanding of two drawn at random (power of two
+// choices) among those not ejected, and a call's next attempt to another
+// endpoint than its last when one can take it. The name is resolved again
+// every `re_resolve_every` (within ±10 %, from the Runtime's random), and
+// when a connection to it fails to open; an endpoint gone from the answer
+// takes no new attempt, and its connections close once what they carry
+// has finished. gRPC's round_robin and pick_first are the endpoints' other
+// policies; Envoy's LEAST_REQUEST with choice_count 2 is this one. Valid:
+// each endpoint an IP literal and a port; re_resolve_every 1 s to 1 day.
+struct Balancing {
+  std::vector<Endpoint> endpoints;  // empty: the addresses the host resolves to
+  Duration re_resolve_every = std::chrono::seconds(30);
+  OutlierDetection outlier_detection;
+};
+
 // Failure injection (outbound/fault.h, docs/failure-injection.md): the
 // client is the injection point "http:<host>:<port>".
 using FaultSettings = outbound::FaultSettings;
@@ -233,6 +271,11 @@ struct Settings {
   // CheckMaxConnectionAge.
   std::optional<Duration> max_connection_age;
 
+  // Empty (the default): one dependency, one connection (HTTP/2) to
+  // whichever of the host's addresses answered first, as long as it
+  // lives. Check: CheckBalancing.
+  std::optional<Balancing> balancing;
+
   // Told of every attempt and every change of the breaker's state, in
   // this order. Tracing, metrics and logs do not need one: they go through
   // the Runtime's telemetry. Optional; none may be null.
@@ -273,6 +316,7 @@ Settings DefaultSettings();
 
 // One check per sourced field. Each says what is wrong without naming it.
 [[nodiscard]] Result<void> CheckBaseUrl(const std::string& url);
+[[nodiscard]] Result<void> CheckBalancing(const std::optional<Balancing>& balancing);
 [[nodiscard]] Result<void> CheckTls(const std::optional<TlsSettings>& tls);
 [[nodiscard]] Result<void> CheckTimeout(Duration timeout);
 [[nodiscard]] Result<void> CheckAttemptTimeout(Duration attempt_timeout);

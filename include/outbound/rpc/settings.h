@@ -168,6 +168,14 @@ struct Settings {
   // Check: CheckMaxConnectionAge.
   std::optional<Duration> max_connection_age;
 
+  // Several endpoints behind the target (http::Balancing: every address
+  // the name resolves to, or a list; each call's attempt to the endpoint
+  // with fewer outstanding of two drawn, outlier detection ejecting one
+  // whose attempts keep failing as the breaker counts failures, a retry
+  // sent to another endpoint). Empty (the default): one connection, as
+  // gRPC's pick_first. Check: http::CheckBalancing.
+  std::optional<http::Balancing> balancing;
+
   // The user's own layers (outbound/http/middleware.h), HTTP's types: a
   // call middleware runs once per call, above the retries; an attempt
   // middleware once per attempt the breaker admitted. Each sees the

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "outbound/network.h"
 
@@ -27,6 +28,10 @@ class NetworkMap final : public Network {
   // Makes `host`:`port` reach `address`:`to_port` (an IP literal).
   void Add(const std::string& host, std::uint16_t port, const std::string& address,
            std::uint16_t to_port);
+  // Makes `host`:`port` reach every one of `endpoints` (replicas behind
+  // one name), replacing what it reached; a test calls it again to add or
+  // remove a replica while clients run.
+  void Set(const std::string& host, std::uint16_t port, std::vector<Endpoint> endpoints);
   void Remove(const std::string& host, std::uint16_t port);
 
   Route Resolve(std::string_view host, std::uint16_t port) const override;
@@ -41,7 +46,7 @@ class NetworkMap final : public Network {
  private:
   mutable std::mutex mu_;
   mutable int resolves_ = 0;
-  std::map<std::pair<std::string, std::uint16_t>, std::pair<std::string, std::uint16_t>> routes_;
+  std::map<std::pair<std::string, std::uint16_t>, std::vector<Endpoint>> routes_;
 };
 
 }  // namespace outbound::testing

@@ -212,10 +212,8 @@ void Connection::OnReady(std::uint32_t events) {
       int error = 0;
       socklen_t length = sizeof error;
       getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &length);
-      if (error != 0) {
-        return Fail(ErrorKind::kTransport,
-                    std::string("could not connect: ") + std::strerror(error));
-      }
+      // The next of the name's addresses, if any, is tried.
+      if (error != 0) return DialFailed(error);
       return Connected();
     }
     case State::kHandshaking:

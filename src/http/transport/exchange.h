@@ -15,6 +15,7 @@
 #include "../body_pipe_link.h"
 #include "../body_upload.h"
 #include "../client_transport.h"
+#include "../endpoint_health.h"
 #include "../gzip_decoder.h"
 
 namespace outbound::http::internal::transport {
@@ -34,6 +35,11 @@ struct Exchange {
   const Headers* attempt_headers = nullptr;
   std::uint64_t* queue_place = nullptr;
   const Admission* admission = nullptr;
+  // With several endpoints: the one the call's last attempt went to
+  // (ExchangeRequest::avoid_endpoint), and the one carrying this exchange,
+  // set by the pool.
+  std::uint64_t avoid_endpoint = 0;
+  std::shared_ptr<EndpointHealth> endpoint;
   // The request's target ("/charges/1?x=y") and authority ("payments:8443").
   std::string path;
   const std::string* authority = nullptr;

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "../endpoint_health.h"
 #include "connection.h"
 #include "exchange.h"
 #include "resolver.h"
@@ -29,6 +30,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
         random_(*runtime.random),
         network_(*runtime.network),
         max_age_(settings.max_connection_age),
+        balancing_(settings.balancing),
         max_connections_(static_cast<std::size_t>(settings.max_connections)),
         max_body_(settings.max_response_bytes),
         max_error_body_(settings.max_error_response_bytes),
@@ -44,6 +46,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     if (!tls_)
       plain_ = learned_ = settings.http2_prior_knowledge ? Connection::Protocol::kHttp2
                                                          : Connection::Protocol::kHttp11;
+    if (balancing_) detector_ = std::make_shared<OutlierDetector>(balancing_->outlier_detection);
   }
 
   // On the loop, after CloseAll.
@@ -51,21 +54,24 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     // Waits for a name being resolved; what it found finds the pool gone
     // (alive_).
     resolver_.reset();
+    resolve_timer_.Cancel();
     age_timers_.clear();
     graveyard_.clear();
     alive_.reset();
   }
 
   std::optional<std::string> Unreachable() const override {
+    if (balancing_ && !balancing_->endpoints.empty()) return std::nullopt;
     if (network_.Resolve(origin_.host, origin_.port).kind != Route::Kind::kUnreachable) {
       return std::nullopt;
     }
     return NoRoute();
   }
 
-  bool HasRoom() const override {
-    with_room_ = WithRoom();
-    return with_room_ != nullptr || MayOpen();
+  bool HasRoom() override {
+    if (balancing_) return BalancedHasRoom();
+    with_room_ = WithRoom(nullptr);
+    return with_room_ != nullptr || MayOpen(nullptr);
   }
 
   bool Carry(Exchange& exchange) override {
@@ -76,11 +82,23 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     auto scheme_end = url.find("://");
     auto path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
     exchange.path = path_start == std::string::npos ? "/" : url.substr(path_start);
-    // The dispatcher asked HasRoom just before, and nothing ran between.
-    Connection* connection = std::exchange(with_room_, nullptr);
-    if (connection == nullptr || !connection->HasRoom()) connection = WithRoom();
+    Connection* connection = nullptr;
+    EndpointHealth* endpoint = nullptr;
+    if (balancing_) {
+      endpoint = Choose(exchange.avoid_endpoint);
+      if (endpoint != nullptr) {
+        exchange.endpoint = Shared(*endpoint);
+        ++endpoint->outstanding;
+        connection = WithRoom(endpoint);
+        if (connection == nullptr) connection = Opening(endpoint);
+      }
+    } else {
+      // The dispatcher asked HasRoom just before, and nothing ran between.
+      connection = std::exchange(with_room_, nullptr);
+      if (connection == nullptr || !connection->HasRoom()) connection = WithRoom(nullptr);
+    }
     bool opening = connection == nullptr;
-    if (opening) connection = NewConnection();
+    if (opening) connection = NewConnection(endpoint);
     if (!connection->Carry(exchange)) return false;
     if (opening) Open(*connection);
     return true;
@@ -111,8 +129,23 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   }
 
   void Warm() override {
-    if (stopped_ || !connections_.empty()) return;  // open or opening already
-    Open(*NewConnection());
+    if (stopped_) return;
+    if (!balancing_) {
+      if (connections_.empty()) Open(*NewConnection(nullptr));  // else open or opening already
+      return;
+    }
+    // One connection to every endpoint, once the name is resolved.
+    EnsureResolved();
+    if (resolving_) {
+      warm_pending_ = true;
+      return;
+    }
+    if (endpoints_.empty()) return Open(*NewConnection(nullptr));  // fails, saying why
+    for (const auto& e : endpoints_) {
+      if (WithRoom(e.health.get()) == nullptr && MayOpen(e.health.get())) {
+        Open(*NewConnection(e.health.get()));
+      }
+    }
   }
 
   void CloseIdle(const std::string& why) override {
@@ -134,44 +167,234 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   // none is being opened. HTTP/1.1: an idle reusable connection first,
   // otherwise a new one. Up to max_connections.
 
+  // With several endpoints, each has connections of its own and these
+  // rules hold per endpoint; `endpoint` null: the client's connections.
+
+  // Whether `c` belongs to `endpoint` (null: any).
+  bool Of(const Connection& c, const EndpointHealth* endpoint) const {
+    if (endpoint == nullptr) return true;
+    auto it = endpoint_of_.find(c.id());
+    return it != endpoint_of_.end() && it->second.get() == endpoint;
+  }
+
   // An open connection that can take one more exchange now, oldest first.
-  Connection* WithRoom() const {
+  Connection* WithRoom(const EndpointHealth* endpoint) const {
     for (const auto& c : connections_) {
-      if (c->HasRoom()) return c.get();
+      if (c->HasRoom() && Of(*c, endpoint)) return c.get();
     }
     return nullptr;
   }
 
-  bool MayOpen() const {
-    if (connections_.size() >= max_connections_) return false;
-    if (learned_ == Connection::Protocol::kHttp11) return true;
+  bool MayOpen(const EndpointHealth* endpoint) const {
+    std::size_t open = 0;
+    bool opening = false;
+    for (const auto& c : connections_) {
+      if (!Of(*c, endpoint)) continue;
+      ++open;
+      opening = opening || c->opening() || c->AwaitingSettings();
+    }
+    if (open >= max_connections_) return false;
     // HTTP/2, or not known yet: the connection being opened will likely
     // take what waits.
-    for (const auto& c : connections_) {
-      if (c->opening() || c->AwaitingSettings()) return false;
+    return learned_ == Connection::Protocol::kHttp11 || !opening;
+  }
+
+  // --- Several endpoints (Settings::balancing) ---
+
+  struct Endpoint {
+    SocketAddress address;
+    std::shared_ptr<EndpointHealth> health;
+  };
+
+  std::shared_ptr<EndpointHealth> Shared(const EndpointHealth& endpoint) const {
+    for (const auto& e : endpoints_) {
+      if (e.health.get() == &endpoint) return e.health;
     }
-    return true;
+    return nullptr;
+  }
+
+  // HTTP/2 (or not known yet): the endpoint's connection being opened,
+  // which takes what waits for it once open, as the one connection does
+  // without balancing. Null on HTTP/1.1 (one attempt per connection).
+  Connection* Opening(const EndpointHealth* endpoint) const {
+    if (learned_ == Connection::Protocol::kHttp11) return nullptr;
+    for (const auto& c : connections_) {
+      if ((c->opening() || c->AwaitingSettings()) && !c->draining() && Of(*c, endpoint)) {
+        return c.get();
+      }
+    }
+    return nullptr;
+  }
+
+  // Whether `endpoint` may take an exchange now: not ejected, with room
+  // on a connection, one being opened, or room for one more.
+  bool Eligible(const Endpoint& e, TimePoint now) const {
+    const EndpointHealth* endpoint = e.health.get();
+    return e.health->Available(now) &&
+           (WithRoom(endpoint) != nullptr || Opening(endpoint) != nullptr || MayOpen(endpoint));
+  }
+
+  bool BalancedHasRoom() {
+    EnsureResolved();
+    // No endpoint known: wait for the name, or fail what comes, saying why.
+    if (endpoints_.empty()) return !resolving_;
+    TimePoint now = clock_.Now();
+    return std::any_of(endpoints_.begin(), endpoints_.end(),
+                       [&](const Endpoint& e) { return Eligible(e, now); });
+  }
+
+  // Power of two choices: of two eligible endpoints drawn at random, the
+  // one with fewer attempts outstanding; the call's last endpoint only
+  // when no other is eligible. Null when no endpoint is known.
+  EndpointHealth* Choose(std::uint64_t avoid) {
+    TimePoint now = clock_.Now();
+    candidates_.clear();
+    for (const auto& e : endpoints_) {
+      if (Eligible(e, now)) candidates_.push_back(e.health.get());
+    }
+    if (candidates_.size() > 1 && avoid != 0) {
+      std::erase_if(candidates_, [&](const EndpointHealth* e) { return e->id() == avoid; });
+    }
+    std::size_t n = candidates_.size();
+    if (n <= 1) return n == 1 ? candidates_[0] : nullptr;
+    auto draw = [&](std::size_t of) {
+      return std::min(of - 1,
+                      static_cast<std::size_t>(random_.Uniform() * static_cast<double>(of)));
+    };
+    std::size_t i = draw(n);
+    std::size_t j = draw(n - 1);
+    if (j >= i) ++j;
+    EndpointHealth* a = candidates_[i];
+    EndpointHealth* b = candidates_[j];
+    return b->outstanding < a->outstanding ? b : a;
+  }
+
+  void EnsureResolved() {
+    if (!resolved_once_ && !resolving_ && !stopped_) Resolve();
+  }
+
+  // Learns the endpoints: the settings' list, or the name's addresses on
+  // the Runtime's network (again every re_resolve_every, and when a
+  // connection fails to open).
+  void Resolve() {
+    if (resolving_ || stopped_) return;
+    resolved_once_ = true;
+    std::vector<SocketAddress> found;
+    if (!balancing_->endpoints.empty()) {
+      for (const auto& e : balancing_->endpoints) {
+        if (auto literal = transport::Literal(e.address, e.port)) found.push_back(*literal);
+      }
+      return Update(std::move(found));  // fixed: never resolved again
+    }
+    ArmResolveTimer();
+    Route route = network_.Resolve(origin_.host, origin_.port);
+    if (route.kind == Route::Kind::kUnreachable) return Update({}, NoRoute());
+    if (route.kind == Route::Kind::kEndpoint) {
+      for (const auto& e : route.endpoints) {
+        if (auto literal = transport::Literal(e.address, e.port)) found.push_back(*literal);
+      }
+      return Update(std::move(found), NoRoute());
+    }
+    if (auto literal = transport::Literal(origin_.host, origin_.port)) return Update({*literal});
+    if (!resolver_) resolver_ = std::make_unique<transport::Resolver>();
+    resolving_ = true;
+    std::weak_ptr<const char> alive = alive_;
+    resolver_->Resolve(origin_.host, origin_.port,
+                       [this, alive](std::vector<SocketAddress> addresses, std::string error) {
+                         loop_->Post([this, alive, addresses = std::move(addresses),
+                                      error = std::move(error)]() mutable {
+                           if (!alive.lock()) return;
+                           resolving_ = false;
+                           Update(std::move(addresses), error);
+                         });
+                       });
+  }
+
+  void ArmResolveTimer() {
+    double factor = 1 - kMaxConnectionAgeJitter + 2 * kMaxConnectionAgeJitter * random_.Uniform();
+    auto period = std::chrono::duration_cast<Duration>(balancing_->re_resolve_every * factor);
+    std::weak_ptr<const char> alive = alive_;
+    resolve_timer_ = clock_.ScheduleAfter(period, [loop = loop_, alive, this] {
+      loop->Post([alive, this] {
+        if (alive.lock()) Resolve();
+      });
+    });
+  }
+
+  // The endpoints are now `found`: new ones join, those gone take no new
+  // exchange and their connections drain. An empty answer keeps what was
+  // known, unless nothing was (then `error` fails what comes).
+  void Update(std::vector<SocketAddress> found, const std::string& error = {}) {
+    if (stopped_) return;
+    if (found.empty()) {
+      if (endpoints_.empty()) resolve_error_ = error.empty() ? NoRoute() : error;
+      dispatcher_.RoomMade();
+      return;
+    }
+    std::vector<std::string> names;
+    for (const auto& a : found) names.push_back(transport::Text(a));
+    // Drained once the list is settled: an idle connection closes at once,
+    // and what its closing starts may look at the list.
+    std::vector<Connection*> to_drain;
+    for (auto it = endpoints_.begin(); it != endpoints_.end();) {
+      if (std::find(names.begin(), names.end(), it->health->name()) != names.end()) {
+        ++it;
+        continue;
+      }
+      detector_->Untrack(*it->health);
+      for (const auto& c : connections_) {
+        if (Of(*c, it->health.get())) to_drain.push_back(c.get());
+      }
+      it = endpoints_.erase(it);
+    }
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      bool known = std::any_of(endpoints_.begin(), endpoints_.end(),
+                               [&](const Endpoint& e) { return e.health->name() == names[i]; });
+      if (!known) endpoints_.push_back({found[i], detector_->Track(++next_endpoint_id_, names[i])});
+    }
+    for (Connection* c : to_drain) c->Drain("the endpoint left the name's addresses");
+    if (std::exchange(warm_pending_, false)) Warm();
+    dispatcher_.RoomMade();
   }
 
   std::string NoRoute() const {
     return origin_.host + ":" + std::to_string(origin_.port) + " is not reachable on this network";
   }
 
-  Connection* NewConnection() {
+  // A connection to `endpoint` (null: to the origin's name).
+  Connection* NewConnection(const EndpointHealth* endpoint) {
     connections_.push_back(std::make_unique<Connection>(
         ++next_connection_id_, *loop_, static_cast<transport::ConnectionEvents&>(*this), clock_,
         tls_.get(), origin_.host, plain_));
-    return connections_.back().get();
+    Connection* made = connections_.back().get();
+    if (endpoint != nullptr) endpoint_of_.emplace(made->id(), Shared(*endpoint));
+    return made;
   }
 
   // Finds where the connection goes and dials it (or fails it).
   void Open(Connection& connection) {
+    if (balancing_) {
+      for (const auto& e : endpoints_) {
+        if (Of(connection, e.health.get())) return connection.Dial({e.address});
+      }
+      return connection.FailToOpen(ErrorKind::kTransport,
+                                   resolve_error_.empty() ? NoRoute() : resolve_error_);
+    }
     Route route = network_.Resolve(origin_.host, origin_.port);
-    std::string host = route.kind == Route::Kind::kEndpoint ? route.address : origin_.host;
-    std::uint16_t port = route.kind == Route::Kind::kEndpoint ? route.port : origin_.port;
     if (route.kind == Route::Kind::kUnreachable) {
       return connection.FailToOpen(ErrorKind::kTransport, NoRoute());
     }
+    if (route.kind == Route::Kind::kEndpoint) {
+      // Without balancing, the replicas in the network's order.
+      std::vector<SocketAddress> addresses;
+      for (const auto& e : route.endpoints) {
+        if (auto literal = transport::Literal(e.address, e.port)) addresses.push_back(*literal);
+      }
+      if (addresses.empty()) return connection.FailToOpen(ErrorKind::kTransport, NoRoute());
+      return connection.Dial(std::move(addresses));
+    }
+    const std::string& host = origin_.host;
+    const std::uint16_t port = origin_.port;
     if (auto literal = transport::Literal(host, port)) {
       return connection.Dial({*literal});
     }
@@ -242,11 +465,16 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
                            [&](const auto& c) { return c.get() == &connection; });
     if (it == connections_.end()) return;
     age_timers_.erase(connection.id());
+    endpoint_of_.erase(connection.id());
     bool first = graveyard_.empty();
     graveyard_.push_back(std::move(*it));
     connections_.erase(it);
     if (!connection.was_ready() && connections_.empty() && !stopped_) {
       dispatcher_.ConnectionFailed(Error(connection.close_kind(), connection.close_reason()));
+    }
+    // The name may have moved on from the address that failed.
+    if (!connection.was_ready() && balancing_ && balancing_->endpoints.empty() && !stopped_) {
+      Resolve();
     }
     if (first && !stopped_) {
       std::weak_ptr<const char> alive = alive_;
@@ -273,7 +501,8 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   Clock& clock_;
   Random& random_;
   const Network& network_;
-  std::optional<Duration> max_age_;  // Settings::max_connection_age
+  std::optional<Duration> max_age_;     // Settings::max_connection_age
+  std::optional<Balancing> balancing_;  // Settings::balancing
   std::size_t max_connections_;
   std::size_t max_body_;
   std::size_t max_error_body_;
@@ -282,6 +511,20 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   std::shared_ptr<EventLoop> loop_;
   std::shared_ptr<transport::TlsContext> tls_;
   std::unique_ptr<transport::Resolver> resolver_;
+
+  // With several endpoints: what is known of them, in the order found;
+  // each connection's endpoint by connection id (it may outlive the
+  // endpoint's place in the list while it drains).
+  std::shared_ptr<OutlierDetector> detector_;
+  std::vector<Endpoint> endpoints_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<EndpointHealth>> endpoint_of_;
+  std::vector<EndpointHealth*> candidates_;  // Choose's, kept for its room
+  std::uint64_t next_endpoint_id_ = 0;
+  bool resolved_once_ = false;
+  bool resolving_ = false;  // the OS resolver has the name
+  bool warm_pending_ = false;
+  std::string resolve_error_;  // why no endpoint is known
+  Timer resolve_timer_;
 
   std::vector<std::unique_ptr<Connection>> connections_;
   std::vector<std::unique_ptr<Connection>> graveyard_;  // closed, destroyed on a later turn
@@ -293,7 +536,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   std::vector<std::uint64_t> to_flush_;  // connections with requests to write
   // What the last HasRoom found, for the Carry that follows it: the
   // connections are looked through once per exchange, not twice.
-  mutable Connection* with_room_ = nullptr;
+  Connection* with_room_ = nullptr;
   bool stopped_ = false;
   // `alive_` tells a late task the pool is gone.
   std::shared_ptr<const char> alive_ = std::make_shared<const char>(0);

@@ -29,6 +29,19 @@ std::optional<SocketAddress> Literal(const std::string& text, std::uint16_t port
   return std::nullopt;
 }
 
+std::string Text(const SocketAddress& address) {
+  char ip[INET6_ADDRSTRLEN] = {};
+  const auto* sa = reinterpret_cast<const sockaddr*>(&address.storage);
+  if (sa->sa_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address.storage);
+    inet_ntop(AF_INET6, &v6->sin6_addr, ip, sizeof ip);
+    return "[" + std::string(ip) + "]:" + std::to_string(ntohs(v6->sin6_port));
+  }
+  const auto* v4 = reinterpret_cast<const sockaddr_in*>(&address.storage);
+  inet_ntop(AF_INET, &v4->sin_addr, ip, sizeof ip);
+  return std::string(ip) + ":" + std::to_string(ntohs(v4->sin_port));
+}
+
 Resolver::Resolver() : thread_([this] { Run(); }) {}
 
 Resolver::~Resolver() {

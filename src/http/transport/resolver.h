@@ -21,6 +21,9 @@ namespace outbound::http::internal::transport {
 // `text` as an IP literal's socket address, if it is one.
 std::optional<SocketAddress> Literal(const std::string& text, std::uint16_t port);
 
+// "10.0.0.7:8443", "[::1]:8443".
+std::string Text(const SocketAddress& address);
+
 // Resolves names with the OS resolver on a thread of its own, so a slow
 // DNS answer never holds the loop. Its destructor waits for the name being
 // resolved, if any.

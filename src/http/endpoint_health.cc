@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "endpoint_health.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace outbound::http::internal {
+
+EndpointHealth::EndpointHealth(std::uint64_t id, std::string name,
+                               std::shared_ptr<OutlierDetector> detector)
+    : id_(id), name_(std::move(name)), detector_(std::move(detector)) {}
+
+std::optional<Duration> EndpointHealth::Report(bool failed, TimePoint now) {
+  OutlierDetector& d = *detector_;
+  std::lock_guard lock(d.mu_);
+  if (!tracked_) return std::nullopt;
+  d.EndEjectionIfDue(*this, now);
+  if (!failed) {
+    failures_in_a_row_ = 0;
+    return std::nullopt;
+  }
+  ++failures_in_a_row_;
+  int threshold = d.settings_.consecutive_failures;
+  // An attempt that was under way when the endpoint was ejected adds
+  // nothing: the ejection already counts its run.
+  if (threshold == 0 || failures_in_a_row_ < threshold || ejected_until_ || !d.MayEject()) {
+    return std::nullopt;
+  }
+  ++ejections_;
+  failures_in_a_row_ = 0;
+  ++d.ejected_;
+  Duration out = std::min(d.settings_.base_ejection * ejections_, d.settings_.max_ejection);
+  ejected_until_ = now + out;
+  return out;
+}
+
+bool EndpointHealth::Available(TimePoint now) {
+  OutlierDetector& d = *detector_;
+  std::lock_guard lock(d.mu_);
+  d.EndEjectionIfDue(*this, now);
+  return !ejected_until_;
+}
+
+std::shared_ptr<EndpointHealth> OutlierDetector::Track(std::uint64_t id, std::string name) {
+  auto endpoint = std::make_shared<EndpointHealth>(id, std::move(name), shared_from_this());
+  std::lock_guard lock(mu_);
+  ++tracked_;
+  return endpoint;
+}
+
+void OutlierDetector::Untrack(EndpointHealth& endpoint) {
+  std::lock_guard lock(mu_);
+  if (!endpoint.tracked_) return;
+  endpoint.tracked_ = false;
+  --tracked_;
+  if (endpoint.ejected_until_) --ejected_;
+}
+
+bool OutlierDetector::MayEject() const {
+  // The only endpoint is never out; of two or more, one may always be.
+  if (tracked_ < 2) return false;
+  int allowed = std::max(1, static_cast<int>(std::floor(settings_.max_ejected_share * tracked_)));
+  if (settings_.max_ejected_share == 0) allowed = 0;
+  return ejected_ < allowed;
+}
+
+void OutlierDetector::EndEjectionIfDue(EndpointHealth& endpoint, TimePoint now) {
+  if (!endpoint.ejected_until_ || now < *endpoint.ejected_until_) return;
+  endpoint.ejected_until_.reset();
+  endpoint.failures_in_a_row_ = 0;
+  --ejected_;
+}
+
+}  // namespace outbound::http::internal

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// OutlierDetection: with several endpoints (Settings::balancing), tells the
+// endpoint that carried each attempt how it went, so one that keeps
+// failing is ejected while the others serve, and remembers it so the
+// call's next attempt goes elsewhere. A failure is what the breaker counts
+// as one (the classification below it); a loss another attempt on the
+// same connection already counted is not counted again.
+#include "endpoint_health.h"
+#include "layers.h"
+
+namespace outbound::http::internal {
+namespace {
+
+class OutlierDetectionLayer final : public AttemptLayer {
+ public:
+  OutlierDetectionLayer(Clock& clock, const ClientTelemetry& telemetry)
+      : clock_(clock), telemetry_(telemetry) {}
+
+  std::string_view name() const override { return "outlier detection"; }
+
+  void Start(const std::shared_ptr<Attempt>& attempt) override {
+    attempt->avoid_endpoint = attempt->call->last_endpoint.load(std::memory_order_relaxed);
+    attempt->Proceed(*this);
+  }
+
+  void Finish(Attempt& attempt, AttemptOutcome& outcome) override {
+    if (!outcome.endpoint) return;  // never carried
+    attempt.call->last_endpoint.store(outcome.endpoint->id(), std::memory_order_relaxed);
+    if (outcome.collateral || !outcome.classification) return;
+    bool failed = outcome.classification->breaker == circuit::Outcome::kFailure;
+    if (auto out = outcome.endpoint->Report(failed, clock_.Now())) {
+      outcome.ejected_endpoint = true;
+      telemetry_.EndpointEjected(outcome.endpoint->name(), *out);
+    }
+  }
+
+ private:
+  Clock& clock_;
+  const ClientTelemetry& telemetry_;
+};
+
+}  // namespace
+
+std::unique_ptr<AttemptLayer> MakeOutlierDetection(Clock& clock, const ClientTelemetry& telemetry) {
+  return std::make_unique<OutlierDetectionLayer>(clock, telemetry);
+}
+
+}  // namespace outbound::http::internal

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: Apache-2.0
+// Settings::balancing on the native transport: three replicas of payments
+// (the kit's FakeServers on loopback, behind one name on the kit's
+// network), in fake time. Calls spread over every endpoint by power of two
+// choices; an endpoint that refuses or answers 503 is ejected while the
+// others serve, with no failed call and the breaker closed; a retry goes
+// to another endpoint; an ejected endpoint is probed back and ejected
+// longer each time; the name is resolved again, so an endpoint added gets
+// calls and one removed gets none once its connections drain.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "client_test_support.h"
+
+namespace outbound::http {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::Reply;
+using testing::ServerRequest;
+
+// A port on loopback nothing listens on: a dial there is refused.
+std::uint16_t PortNothingListensOn() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  bind(fd, reinterpret_cast<sockaddr*>(&address), length);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+// Draws from a seeded generator: the power of two choices needs two
+// different endpoints drawn, which a fixed draw never gives.
+class SeededRandom final : public Random {
+ public:
+  double Uniform() override {
+    std::lock_guard lock(mu_);
+    return std::uniform_real_distribution<double>(0, 1)(engine_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::mt19937_64 engine_{20261203};
+};
+
+Reply Echo(const ServerRequest& r) { return Reply::Ok(r.target); }
+
+class BalancingTest : public ::testing::Test, public ClientTestBase {
+ protected:
+  BalancingTest() { runtime.random = &seeded; }
+
+  // Starts a replica of payments answering with `handler`.
+  testing::FakeServer& StartReplica(testing::Handler handler) {
+    testing::ServerTls tls(ca.IssueServer({"payments"}));
+    auto started = testing::FakeServer::Start(
+        {.tls = std::move(tls), .handler = std::move(handler), .clock = &clock});
+    EXPECT_TRUE(started) << started.error().message();
+    replicas.push_back(std::move(*started));
+    return *replicas.back();
+  }
+
+  // payments:8443 leads to every one of `ports` on 127.0.0.1.
+  void Name(const std::vector<std::uint16_t>& ports) {
+    std::vector<Endpoint> endpoints;
+    for (std::uint16_t port : ports) endpoints.push_back({"127.0.0.1", port});
+    network.Set("payments", 8443, std::move(endpoints));
+  }
+
+  // Balanced, with backoffs short enough for Drive to move the clock to
+  // them and nothing else.
+  Settings BalancedSettings() {
+    Settings s = PaymentsSettings();
+    s.balancing = Balancing{};
+    s.backoff_base = milliseconds(10);
+    s.backoff_max = milliseconds(20);
+    s.timeout = hours(2);
+    s.attempt_timeout = hours(1);
+    return s;
+  }
+
+  // Makes `calls` GET calls, `in_flight` at a time, moving the clock to
+  // each backoff a call waits on; the answers' statuses (0 for an error).
+  std::vector<int> Call(Client& client, int calls, int in_flight = 8) {
+    std::vector<int> statuses;
+    for (int next = 0; next < calls;) {
+      std::vector<std::future<Result<Response>>> batch;
+      for (int i = 0; i < in_flight && next < calls; ++i, ++next) {
+        batch.push_back(client.SendAsync(Request::Get(NumberedPath(next))));
+      }
+      for (auto& f : batch) {
+        while (f.wait_for(milliseconds(1)) != std::future_status::ready) {
+          if (clock.WaitForTimerBy(clock.Now() + milliseconds(20), milliseconds(1))) {
+            clock.AdvanceTo(*clock.next_timer());
+          }
+        }
+        Result<Response> r = f.get();
+        statuses.push_back(r ? r->status : 0);
+      }
+    }
+    return statuses;
+  }
+
+  static int Count(const std::vector<int>& statuses, int status) {
+    return static_cast<int>(std::count(statuses.begin(), statuses.end(), status));
+  }
+
+  int FailedAttempts() {
+    int failed = 0;
+    for (const AttemptRecord& a : Attempts()) failed += a.status == 200 ? 0 : 1;
+    return failed;
+  }
+
+  SeededRandom seeded;
+  std::vector<std::unique_ptr<testing::FakeServer>> replicas;
+};
+
+TEST_F(BalancingTest, IsOffByDefaultAndThenOneConnectionGoesToTheFirstEndpointThatAnswers) {
+  EXPECT_FALSE(DefaultSettings().balancing);
+  StartReplica(Echo);
+  StartReplica(Echo);
+  Name({PortNothingListensOn(), replicas[0]->port(), replicas[1]->port()});
+  auto client = MakeClient();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(client->Send(Request::Get(NumberedPath(i))));
+  // The refused address is passed over; one connection carries it all.
+  EXPECT_EQ(replicas[0]->request_count(), 20u);
+  EXPECT_EQ(replicas[0]->connections_opened(), 1);
+  EXPECT_EQ(replicas[1]->request_count(), 0u);
+}
+
+TEST_F(BalancingTest, SpreadsCallsOverEveryEndpointWithOneHttp2ConnectionEach) {
+  for (int i = 0; i < 3; ++i) StartReplica(Echo);
+  Name({replicas[0]->port(), replicas[1]->port(), replicas[2]->port()});
+  auto client = MakeClient(BalancedSettings());
+  std::vector<int> statuses = Call(*client, 600);
+  EXPECT_EQ(Count(statuses, 200), 600);
+  for (const auto& replica : replicas) {
+    // A third each, give or take what chance does with 600 draws.
+    EXPECT_GE(replica->request_count(), 120u);
+    EXPECT_EQ(replica->connections_opened(), 1);
+  }
+}
+
+TEST_F(BalancingTest, AnEndpointInTheSettingsIsCalledInsteadOfTheName) {
+  StartReplica(Echo);
+  StartReplica(Echo);
+  Name({replicas[0]->port()});
+  Settings s = BalancedSettings();
+  s.balancing->endpoints = {{"127.0.0.1", replicas[1]->port()}};
+  auto client = MakeClient(s);
+  EXPECT_EQ(Count(Call(*client, 20), 200), 20);
+  EXPECT_EQ(replicas[0]->request_count(), 0u);
+  EXPECT_EQ(replicas[1]->request_count(), 20u);
+}
+
+TEST_F(BalancingTest, AnEndpointThatRefusesIsEjectedWhileTheOthersServeEveryCall) {
+  StartReplica(Echo);
+  StartReplica(Echo);
+  Name({replicas[0]->port(), PortNothingListensOn(), replicas[1]->port()});
+  auto client = MakeClient(BalancedSettings());
+  std::vector<int> statuses = Call(*client, 1000);
+  EXPECT_EQ(Count(statuses, 200), 1000);
+  EXPECT_TRUE(Transitions().empty());  // the breaker never opened
+  // Five refusals in a row eject it, and it stays out for 30 s (the clock
+  // moved only by backoffs); those under way as it went add a few.
+  int failed = FailedAttempts();
+  EXPECT_GE(failed, 5);
+  EXPECT_LE(failed, 10);
+  // Every refused attempt's call went on to another endpoint, and once.
+  EXPECT_EQ(Attempts().size(), 1000u + static_cast<std::size_t>(failed));
+}
+
+TEST_F(BalancingTest, AnEndpointThatAnswers503IsEjectedAndItsCallsRetriedElsewhere) {
+  StartReplica(Echo);
+  StartReplica([](const ServerRequest&) { return Reply::Status(503); });
+  StartReplica(Echo);
+  Name({replicas[0]->port(), replicas[1]->port(), replicas[2]->port()});
+  auto client = MakeClient(BalancedSettings());
+  std::vector<int> statuses = Call(*client, 1000);
+  EXPECT_EQ(Count(statuses, 200), 1000);
+  EXPECT_TRUE(Transitions().empty());
+  std::size_t bad = replicas[1]->request_count();
+  EXPECT_GE(bad, 5u);
+  EXPECT_LE(bad, 10u);  // 1 % of 1000
+  // A 503's call was sent again to another endpoint, which answered.
+  EXPECT_EQ(Attempts().size(), 1000u + bad);
+}
+
+TEST_F(BalancingTest, AnEjectedEndpointIsProbedBackAndEjectedTwiceAsLongTheSecondTime) {
+  StartReplica(Echo);
+  StartReplica([](const ServerRequest&) { return Reply::Status(503); });
+  Name({replicas[0]->port(), replicas[1]->port()});
+  Settings s = BalancedSettings();
+  s.balancing->re_resolve_every = hours(24);  // no timer but the ejections'
+  auto client = MakeClient(s);
+  EXPECT_EQ(Count(Call(*client, 200, 1), 200), 200);
+  EXPECT_EQ(replicas[1]->request_count(), 5u);  // one at a time: exactly the run
+
+  clock.Advance(seconds(29));
+  EXPECT_EQ(Count(Call(*client, 50, 1), 200), 50);
+  EXPECT_EQ(replicas[1]->request_count(), 5u);  // still out
+
+  clock.Advance(seconds(2));  // 31 s: probed back, and out again after five more
+  EXPECT_EQ(Count(Call(*client, 200, 1), 200), 200);
+  EXPECT_EQ(replicas[1]->request_count(), 10u);
+
+  clock.Advance(seconds(59));  // the second ejection is 60 s
+  EXPECT_EQ(Count(Call(*client, 50, 1), 200), 50);
+  EXPECT_EQ(replicas[1]->request_count(), 10u);
+  clock.Advance(seconds(2));
+  EXPECT_EQ(Count(Call(*client, 200, 1), 200), 200);
+  EXPECT_EQ(replicas[1]->request_count(), 15u);
+}
+
+TEST_F(BalancingTest, NeverEjectsTheOnlyEndpoint) {
+  // Four 503s, then answers: a run of three would eject it were it not
+  // alone (the breaker, at five in a row, stays closed).
+  std::atomic<int> served{0};
+  StartReplica(
+      [&served](const ServerRequest&) { return ++served <= 4 ? Reply::Status(503) : Reply::Ok(); });
+  Name({replicas[0]->port()});
+  Settings s = BalancedSettings();
+  s.max_attempts = 1;
+  s.balancing->outlier_detection.consecutive_failures = 3;
+  auto client = MakeClient(s);
+  std::vector<int> statuses = Call(*client, 12, 1);
+  EXPECT_EQ(Count(statuses, 503), 4);
+  EXPECT_EQ(Count(statuses, 200), 8);
+  EXPECT_EQ(replicas[0]->request_count(), 12u);
+}
+
+TEST_F(BalancingTest, AnEndpointAddedToTheNameGetsCallsWithinOneReResolution) {
+  StartReplica(Echo);
+  StartReplica(Echo);
+  StartReplica(Echo);
+  Name({replicas[0]->port(), replicas[1]->port()});
+  auto client = MakeClient(BalancedSettings());
+  EXPECT_EQ(Count(Call(*client, 100), 200), 100);
+  Name({replicas[0]->port(), replicas[1]->port(), replicas[2]->port()});
+  EXPECT_EQ(Count(Call(*client, 100), 200), 100);
+  EXPECT_EQ(replicas[2]->request_count(), 0u);  // not resolved again yet
+
+  clock.Advance(seconds(33));  // 30 s within ±10 %
+  EXPECT_EQ(Count(Call(*client, 300), 200), 300);
+  EXPECT_GE(replicas[2]->request_count(), 60u);
+}
+
+TEST_F(BalancingTest, AnEndpointRemovedFromTheNameGetsNoneOnceItsConnectionsDrain) {
+  StartReplica(Echo);
+  StartReplica(Echo);
+  Name({replicas[0]->port(), replicas[1]->port()});
+  auto client = MakeClient(BalancedSettings());
+  EXPECT_EQ(Count(Call(*client, 100), 200), 100);
+  ASSERT_GT(replicas[1]->request_count(), 0u);
+
+  Name({replicas[0]->port()});
+  clock.Advance(seconds(33));
+  // Its idle connection closes.
+  EXPECT_TRUE(
+      replicas[1]->WaitFor([](const testing::FakeServer& s) { return s.connections_open() == 0; }));
+  std::size_t before = replicas[1]->request_count();
+  EXPECT_EQ(Count(Call(*client, 100), 200), 100);
+  EXPECT_EQ(replicas[1]->request_count(), before);
+}
+
+TEST_F(BalancingTest, WarmOpensAConnectionToEveryEndpoint) {
+  for (int i = 0; i < 3; ++i) StartReplica(Echo);
+  Name({replicas[0]->port(), replicas[1]->port(), replicas[2]->port()});
+  auto client = MakeClient(BalancedSettings());
+  ASSERT_TRUE(client->Warm().get());
+  for (const auto& replica : replicas) {
+    EXPECT_TRUE(
+        replica->WaitFor([](const testing::FakeServer& s) { return s.connections_opened() == 1; }));
+  }
+}
+
+TEST_F(BalancingTest, SettingsNameWhatIsWrong) {
+  Settings s = BalancedSettings();
+  s.balancing->endpoints = {{"payments.internal", 8443}};
+  auto bad_endpoint = Client::Create(runtime, s);
+  ASSERT_FALSE(bad_endpoint);
+  EXPECT_NE(bad_endpoint.error().message().find(
+                "Settings.balancing: endpoint \"payments.internal:8443\" is not an IP address"),
+            std::string::npos)
+      << bad_endpoint.error().message();
+
+  s = BalancedSettings();
+  s.balancing->outlier_detection.max_ejected_share = 1.5;
+  auto bad_share = Client::Create(runtime, s);
+  ASSERT_FALSE(bad_share);
+  EXPECT_NE(bad_share.error().message().find("max_ejected_share must be from 0 to 1"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace outbound::http
