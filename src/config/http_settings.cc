@@ -71,6 +71,11 @@ constexpr const char* kFields[] = {
     "ADAPTIVE_CONCURRENCY_MIN_LIMIT",
     "ADAPTIVE_CONCURRENCY_MAX_LIMIT",
     "ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW",
+    "BALANCING",
+    "ENDPOINTS",
+    "RE_RESOLVE_EVERY",
+    "OUTLIER_CONSECUTIVE_FAILURES",
+    "OUTLIER_BASE_EJECTION",
     "FAULTS",
     "GZIP",
     "HTTP2_PRIOR_KNOWLEDGE",
@@ -138,7 +143,68 @@ Result<std::optional<http::Bulkhead>> ParseBulkhead(const std::string& text) {
   return std::optional(bulkhead);
 }
 
+// "10.0.0.7:8443,[::1]:8443": IP literals and ports, comma-separated.
+Result<std::vector<Endpoint>> ParseEndpoints(const std::string& text) {
+  std::vector<Endpoint> endpoints;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = std::min(text.find(',', start), text.size());
+    std::string one = text.substr(start, comma - start);
+    std::size_t colon = one.rfind(':');
+    Result<int> port = colon == std::string::npos
+                           ? Result<int>(Fail(ErrorKind::kInvalidSettings, ""))
+                           : ParseInt(one.substr(colon + 1));
+    std::string address = colon == std::string::npos ? "" : one.substr(0, colon);
+    if (address.size() > 2 && address.front() == '[' && address.back() == ']') {
+      address = address.substr(1, address.size() - 2);
+    }
+    if (!port || *port < 1 || *port > 65535 || address.empty()) {
+      return Fail(ErrorKind::kInvalidSettings,
+                  "\"" + one + "\" is not an address and port such as 10.0.0.7:8443 or [::1]:8443");
+    }
+    endpoints.push_back({address, static_cast<std::uint16_t>(*port)});
+    start = comma + 1;
+  }
+  return endpoints;
+}
+
 }  // namespace
+
+void ReadBalancing(Resolver& r, const std::string& prefix,
+                   std::optional<http::Balancing>& balancing) {
+  auto name = [&](const char* field) { return prefix + field; };
+  // ENDPOINTS turns it on with a list; BALANCING with the name's addresses.
+  bool listed = r.Has(name("ENDPOINTS"));
+  bool on = r.Get(name("BALANCING"), Parser<bool>(ParseOnOff),
+                  std::optional(balancing.has_value() || listed));
+  if (!on) {
+    balancing.reset();
+    for (const char* field : kBalancingFields) {
+      if (std::string_view(field) != "BALANCING" && r.Has(name(field))) {
+        r.Fail(name(field) + ": set, but " + name("BALANCING") +
+               " is off: set it to on, or unset this");
+      }
+    }
+    return;
+  }
+  http::Balancing b = balancing.value_or(http::Balancing{});
+  b.endpoints = r.Get(name("ENDPOINTS"), Parser<std::vector<Endpoint>>(ParseEndpoints),
+                      std::optional(b.endpoints));
+  b.re_resolve_every = r.Get(name("RE_RESOLVE_EVERY"), Parser<Duration>(ParseDuration),
+                             std::optional(b.re_resolve_every));
+  b.outlier_detection.consecutive_failures =
+      r.Get(name("OUTLIER_CONSECUTIVE_FAILURES"), Parser<int>(ParseInt),
+            std::optional(b.outlier_detection.consecutive_failures));
+  b.outlier_detection.base_ejection =
+      r.Get(name("OUTLIER_BASE_EJECTION"), Parser<Duration>(ParseDuration),
+            std::optional(b.outlier_detection.base_ejection));
+  if (auto ok = http::CheckBalancing(b); !ok) {
+    std::string named;
+    for (const char* field : kBalancingFields) named += (named.empty() ? "" : ", ") + name(field);
+    r.Fail(named + ": " + ok.error().message());
+  }
+  balancing = b;
+}
 
 void ReadCallLimits(Resolver& r, const std::string& prefix,
                     std::optional<http::RateLimit>& rate_limit,
@@ -242,6 +308,7 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
                                   std::optional(d.http2_prior_knowledge));
   s.max_connection_age =
       internal::ReadMaxConnectionAge(r, prefix, d.max_connection_age, http::CheckMaxConnectionAge);
+  internal::ReadBalancing(r, prefix, s.balancing);
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }

@@ -103,6 +103,18 @@ void ReadCallLimits(Resolver& r, const std::string& prefix,
                     std::optional<http::Bulkhead>& bulkhead,
                     std::optional<http::AdaptiveConcurrency>& adaptive);
 
+// Several endpoints, which HTTP and gRPC settings both have
+// (PREFIX_BALANCING, PREFIX_ENDPOINTS, PREFIX_RE_RESOLVE_EVERY,
+// PREFIX_OUTLIER_CONSECUTIVE_FAILURES, PREFIX_OUTLIER_BASE_EJECTION),
+// read over what `balancing` holds: http_settings.cc.
+void ReadBalancing(Resolver& r, const std::string& prefix,
+                   std::optional<http::Balancing>& balancing);
+
+// The names ReadBalancing reads, after PREFIX_.
+inline constexpr const char* kBalancingFields[] = {"BALANCING", "ENDPOINTS", "RE_RESOLVE_EVERY",
+                                                   "OUTLIER_CONSECUTIVE_FAILURES",
+                                                   "OUTLIER_BASE_EJECTION"};
+
 }  // namespace outbound::config::internal
 
 #endif  // OUTBOUND_SRC_CONFIG_PARSERS_H_

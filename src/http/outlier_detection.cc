@@ -3,8 +3,9 @@
 // endpoint that carried each attempt how it went, so one that keeps
 // failing is ejected while the others serve, and remembers it so the
 // call's next attempt goes elsewhere. A failure is what the breaker counts
-// as one (the classification below it); a loss another attempt on the
-// same connection already counted is not counted again.
+// as one (the classification below it), or a refused stream; a loss
+// another attempt on the same connection already counted is not counted
+// again.
 #include "endpoint_health.h"
 #include "layers.h"
 
@@ -27,7 +28,11 @@ class OutlierDetectionLayer final : public AttemptLayer {
     if (!outcome.endpoint) return;  // never carried
     attempt.call->last_endpoint.store(outcome.endpoint->id(), std::memory_order_relaxed);
     if (outcome.collateral || !outcome.classification) return;
-    bool failed = outcome.classification->breaker == circuit::Outcome::kFailure;
+    // A refused stream is no failure of the dependency's (the breaker
+    // ignores it: it goes again at once), but an endpoint that refuses
+    // every one serves nothing.
+    bool refused = outcome.unprocessed && !outcome.connection_retired;
+    bool failed = refused || outcome.classification->breaker == circuit::Outcome::kFailure;
     if (auto out = outcome.endpoint->Report(failed, clock_.Now())) {
       outcome.ejected_endpoint = true;
       telemetry_.EndpointEjected(outcome.endpoint->name(), *out);

@@ -132,7 +132,7 @@ TEST(ResolverTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 34u);
+  EXPECT_EQ(listed.size(), 39u);
 }
 
 TEST(ResolverTest, TheBaseUrlInOneVariable) {
@@ -274,6 +274,53 @@ TEST(ResolverTest, ABulkheadIsReadWithOrWithoutItsQueue) {
             "PAYMENTS_BULKHEAD: \"64,16\" is not a bulkhead such as 64 (calls in flight) or "
             "64,16,50ms (16 more waiting 50ms at most), or off");
   EXPECT_EQ(read("0").second, "PAYMENTS_BULKHEAD: the calls in flight must be from 1 to 100000");
+}
+
+TEST(ResolverTest, BalancingIsOnWithTheNameOrAListAndItsNumbersOnlyWhenOn) {
+  Resolver listed(FromMap({{"PAYMENTS_URL", "http://payments:8080"},
+                           {"PAYMENTS_ENDPOINTS", "10.0.0.7:8080,[::1]:8081"},
+                           {"PAYMENTS_OUTLIER_CONSECUTIVE_FAILURES", "3"},
+                           {"PAYMENTS_OUTLIER_BASE_EJECTION", "10s"}}));
+  http::Settings s = ReadHttpSettings(listed, "PAYMENTS_", http::DefaultSettings());
+  ASSERT_TRUE(listed.Finish()) << listed.Finish().error().message();
+  ASSERT_TRUE(s.balancing);
+  EXPECT_EQ(s.balancing->endpoints, (std::vector<Endpoint>{{"10.0.0.7", 8080}, {"::1", 8081}}));
+  EXPECT_EQ(s.balancing->outlier_detection.consecutive_failures, 3);
+  EXPECT_EQ(s.balancing->outlier_detection.base_ejection, std::chrono::seconds(10));
+
+  Resolver named(FromMap({{"PAYMENTS_URL", "http://payments:8080"},
+                          {"PAYMENTS_BALANCING", "on"},
+                          {"PAYMENTS_RE_RESOLVE_EVERY", "5s"}}));
+  s = ReadHttpSettings(named, "PAYMENTS_", http::DefaultSettings());
+  ASSERT_TRUE(named.Finish()) << named.Finish().error().message();
+  ASSERT_TRUE(s.balancing);
+  EXPECT_TRUE(s.balancing->endpoints.empty());
+  EXPECT_EQ(s.balancing->re_resolve_every, std::chrono::seconds(5));
+
+  Resolver unset(FromMap({{"PAYMENTS_URL", "http://payments:8080"}}));
+  s = ReadHttpSettings(unset, "PAYMENTS_", http::DefaultSettings());
+  ASSERT_TRUE(unset.Finish());
+  EXPECT_FALSE(s.balancing);
+
+  Resolver off(
+      FromMap({{"PAYMENTS_URL", "http://payments:8080"}, {"PAYMENTS_RE_RESOLVE_EVERY", "5s"}}));
+  (void)ReadHttpSettings(off, "PAYMENTS_", http::DefaultSettings());
+  auto refused = off.Finish();
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("PAYMENTS_RE_RESOLVE_EVERY: set, but "
+                                           "PAYMENTS_BALANCING is off"),
+            std::string::npos)
+      << refused.error().message();
+
+  Resolver bad(FromMap(
+      {{"PAYMENTS_URL", "http://payments:8080"}, {"PAYMENTS_ENDPOINTS", "payments.internal"}}));
+  (void)ReadHttpSettings(bad, "PAYMENTS_", http::DefaultSettings());
+  auto malformed = bad.Finish();
+  ASSERT_FALSE(malformed);
+  EXPECT_NE(malformed.error().message().find(
+                "PAYMENTS_ENDPOINTS: \"payments.internal\" is not an address and port"),
+            std::string::npos)
+      << malformed.error().message();
 }
 
 TEST(ResolverTest, AdaptiveConcurrencyIsOnWithItsNumbersOrOffWithNone) {

@@ -68,6 +68,8 @@ settings, from the environment (durations like 250ms or 10s):
   OUTBOUND_FAULTS (on or off)
   OUTBOUND_GZIP (on or off) OUTBOUND_HTTP2_PRIOR_KNOWLEDGE (on: HTTP/2 to an http URL)
   OUTBOUND_MAX_CONNECTION_AGE (30m or off: a connection older is drained)
+  OUTBOUND_BALANCING (on or off) OUTBOUND_ENDPOINTS (10.0.0.7:8443,...: several replicas)
+  OUTBOUND_RE_RESOLVE_EVERY OUTBOUND_OUTLIER_CONSECUTIVE_FAILURES OUTBOUND_OUTLIER_BASE_EJECTION
 Options win over variables. An https URL without a CA file trusts the
 system's roots; a CA file, certificate or key beside an http URL is bad
 (it would be ignored). Every bad variable or option is reported at once,

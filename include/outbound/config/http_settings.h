@@ -30,6 +30,15 @@
 //                              an http URL
 //   MAX_CONNECTION_AGE         a duration ("30m") or "off": a connection
 //                              older is drained (docs/replicas.md)
+//   BALANCING                  "on" or "off": call every address of the
+//                              name, balanced (docs/replicas.md)
+//   ENDPOINTS                  "10.0.0.7:8443,10.0.0.8:8443": call these
+//                              instead of the name's addresses (turns
+//                              BALANCING on)
+//   RE_RESOLVE_EVERY           a duration, 1s to 24h: the name resolved again
+//   OUTLIER_CONSECUTIVE_FAILURES  failures in a row that eject an endpoint
+//                              (0: never)
+//   OUTLIER_BASE_EJECTION      a duration: the first ejection's length
 //
 // Any other variable under PREFIX is an error that Finish names, with the
 // variable it most likely misspells ("PAYMENTS_TIMOUT: not a setting; did

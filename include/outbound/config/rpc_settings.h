@@ -33,6 +33,15 @@
 //   ADAPTIVE_CONCURRENCY_INITIAL_LIMIT ADAPTIVE_CONCURRENCY_MIN_LIMIT
 //   ADAPTIVE_CONCURRENCY_MAX_LIMIT  1 to 100000, min <= initial <= max
 //   ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW  a duration, 1ms to 1m
+//   BALANCING                  "on" or "off": call every address of the
+//                              name, balanced (docs/replicas.md)
+//   ENDPOINTS                  "10.0.0.7:8443,10.0.0.8:8443": call these
+//                              instead of the name's addresses (turns
+//                              BALANCING on)
+//   RE_RESOLVE_EVERY           a duration, 1s to 24h: the name resolved again
+//   OUTLIER_CONSECUTIVE_FAILURES  failures in a row that eject an endpoint
+//                              (0: never)
+//   OUTLIER_BASE_EJECTION      a duration: the first ejection's length
 //
 // Any other variable under PREFIX is an error that Finish names, with the
 // variable it most likely misspells. TLS without CA_FILE trusts the
