@@ -50,6 +50,11 @@ constexpr const char* kFields[] = {
     "ADAPTIVE_CONCURRENCY_MIN_LIMIT",
     "ADAPTIVE_CONCURRENCY_MAX_LIMIT",
     "ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW",
+    "HEDGING",
+    "HEDGING_DELAY",
+    "HEDGING_PERCENTILE",
+    "HEDGING_MAX_IN_FLIGHT",
+    "HEDGING_MAX_EXTRA",
 };
 
 // "/a.B/C,/a.B/D": a comma-separated list of method names, each checked.
@@ -116,6 +121,7 @@ rpc::Settings ReadRpcSettings(Resolver& r, const std::string& prefix, rpc::Setti
   s.max_connection_age =
       internal::ReadMaxConnectionAge(r, prefix, d.max_connection_age, rpc::CheckMaxConnectionAge);
   internal::ReadCallLimits(r, prefix, s.rate_limit, s.bulkhead, s.adaptive_concurrency);
+  internal::ReadHedging(r, prefix, s.hedging);
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }
