@@ -4,6 +4,11 @@
 // request that is not safe to repeat is sent once, a stream (a pipe's body)
 // only while it opens, and a response whose body exceeds 64 KiB is returned
 // rather than retried. Waits run on the clock.
+//
+// With hedging on (Settings::hedging), more than one attempt of a request
+// may be in flight: each attempt arms a hedge timer, which starts one more
+// beside it if the rules allow (Hedge); the first outcome that ends the
+// call wins and cancels the others, and the call ends once none is left.
 #include <algorithm>
 #include <cmath>
 #include <mutex>
