@@ -10,6 +10,7 @@
 // beside it if the rules allow (Hedge); the first outcome that ends the
 // call wins and cancels the others, and the call ends once none is left.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <mutex>
 #include <utility>
@@ -39,23 +40,29 @@ constexpr int kMaxRetiredRetries = 10;
 
 class RetryingRequest;
 
-// One attempt of the request, as its owner: Decide and Ended hear which
-// attempt ended, since with hedging several are in flight at once. The
-// request's lock guards every field but `hedge`.
+// One attempt of the request in flight, as its owner: Decide and Ended
+// hear which attempt ended, since with hedging several are in flight at
+// once. A slot of its request (the attempt's owner pointer shares the
+// request's ownership: nothing is allocated per attempt); the request's
+// lock guards it.
 struct InFlight final : AttemptOwner {
-  InFlight(std::shared_ptr<RetryingRequest> r, bool h) : request(std::move(r)), hedge(h) {}
   void Decide(AttemptOutcome& outcome) override;
   void Ended(AttemptOutcome&& outcome) override;
 
-  std::shared_ptr<RetryingRequest> request;  // alive while an attempt is
-  std::shared_ptr<Attempt> attempt;          // until it ends
-  const bool hedge;
+  RetryingRequest* request = nullptr;  // whose slot this is
+  std::shared_ptr<Attempt> attempt;    // set while in flight: the slot is taken
+  bool hedge = false;
   bool decided = false;  // Decide ran: no longer counted as awaiting an answer
   bool lost = false;     // cancelled because another attempt answered first
   // What Decide decided, for Ended.
   bool repeat = false;
   Duration wait{0};
 };
+
+// Slots for attempts in flight. A retry starts when none awaits an answer,
+// so besides it only attempts still ending (at most max_attempts_in_flight,
+// 10) hold one; a hedge that finds none free is not sent.
+constexpr std::size_t kMaxInFlight = 12;
 
 class RetryingRequest final : public Cancellable,
                               public std::enable_shared_from_this<RetryingRequest> {
@@ -71,6 +78,7 @@ class RetryingRequest final : public Cancellable,
                    !request_->body_source && !call_->body_sink),
         loop_(options.retrier->Start(call_->deadline())) {
     if (options.hedging != nullptr) options.hedging->CallStarted();
+    for (InFlight& flight : flights_) flight.request = this;
   }
 
   void StartAttempt() {
@@ -86,6 +94,11 @@ class RetryingRequest final : public Cancellable,
       }
       attempt = NewAttempt(/*hedge=*/false);
     }
+    if (attempt == nullptr) {
+      AttemptOutcome outcome;
+      outcome.result = Fail(ErrorKind::kLocalResource, "internal error: no slot for an attempt");
+      return Finish(std::move(outcome));
+    }
     attempt->Begin();
   }
 
@@ -99,8 +112,8 @@ class RetryingRequest final : public Cancellable,
       if (cancelled_ != CancelReason::kNone) return;
       cancelled_ = reason;
       // Those decided are ending already.
-      for (const auto& flight : in_flight_) {
-        if (flight->attempt && !flight->decided) attempts.push_back(flight->attempt);
+      for (const InFlight& flight : flights_) {
+        if (flight.attempt && !flight.decided) attempts.push_back(flight.attempt);
       }
       waiting = waiting_;
       hedge_timer_.Cancel();
@@ -165,15 +178,16 @@ class RetryingRequest final : public Cancellable,
     bool cancelled = false;
     {
       std::lock_guard lock(mu_);
+      // The slot is free from here (it may be taken again only under mu_).
       std::shared_ptr<Attempt> attempt = std::exchange(flight.attempt, nullptr);
-      std::erase_if(in_flight_, [&](const auto& f) { return f.get() == &flight; });
       if (finished_) return;
       if (winner_ == &flight) {
         // The first answer that ends the call: the others are cancelled,
         // and the call ends once the last of them has.
-        for (const auto& other : in_flight_) {
-          other->lost = !other->decided;
-          if (other->lost && other->attempt) losers.push_back(other->attempt);
+        for (InFlight& other : flights_) {
+          if (other.attempt == nullptr) continue;
+          other.lost = !other.decided;
+          if (other.lost) losers.push_back(other.attempt);
         }
         hedge_timer_.Cancel();
         ending = std::move(outcome);
@@ -201,7 +215,7 @@ class RetryingRequest final : public Cancellable,
         // that one), or lost to one: what the call returns if the rest
         // are cut short, unless an answer already ends it.
         if (why == retry::ReasonKind::kHedgeInFlight) last_ = std::move(outcome);
-        if (ending_ && in_flight_.empty()) ending = std::exchange(ending_, std::nullopt);
+        if (ending_ && InFlightCount() == 0) ending = std::exchange(ending_, std::nullopt);
       }
     }
     for (const auto& loser : losers) loser->Cancel(CancelReason::kHedgeWon);
@@ -211,11 +225,18 @@ class RetryingRequest final : public Cancellable,
   }
 
  private:
-  // A new attempt of the request, in flight from now; the caller begins it
-  // after letting go of the lock. Arms the hedge timer when hedging is on.
+  // A new attempt of the request, in flight from now (null if no slot is
+  // free); the caller begins it after letting go of the lock. Arms the
+  // hedge timer when hedging is on.
   std::shared_ptr<Attempt> NewAttempt(bool hedge) {
+    auto free = std::find_if(flights_.begin(), flights_.end(),
+                             [](const InFlight& f) { return f.attempt == nullptr; });
+    if (free == flights_.end()) return nullptr;
+    InFlight& flight = *free;
+    flight.hedge = hedge;
+    flight.decided = flight.lost = flight.repeat = false;
+    flight.wait = Duration{0};
     auto attempt = std::make_shared<Attempt>(attempts_path_);
-    auto flight = std::make_shared<InFlight>(shared_from_this(), hedge);
     waiting_ = false;
     attempt->request = request_;
     attempt->number = ++attempts_;
@@ -224,10 +245,10 @@ class RetryingRequest final : public Cancellable,
     attempt->queue_place = std::exchange(keep_place_, 0);
     attempt->hedge = hedge;
     attempt->call = call_;
-    attempt->owner = flight;
+    // The request's own ownership, pointing at the slot.
+    attempt->owner = std::shared_ptr<AttemptOwner>(shared_from_this(), &flight);
     attempt->started = options_.clock->Now();
-    flight->attempt = attempt;
-    in_flight_.push_back(std::move(flight));
+    flight.attempt = attempt;
     if (hedgeable_ && Awaiting() < options_.hedging->settings().max_attempts_in_flight) {
       hedge_delay_ = options_.hedging->Delay();
       // Weak: the attempts in flight keep the request alive, not its timer.
@@ -265,7 +286,13 @@ class RetryingRequest final : public Cancellable,
   // Attempts in flight whose outcome is not decided yet. Under mu_.
   int Awaiting() const {
     int n = 0;
-    for (const auto& flight : in_flight_) n += flight->decided ? 0 : 1;
+    for (const InFlight& flight : flights_) n += flight.attempt && !flight.decided ? 1 : 0;
+    return n;
+  }
+  // Attempts in flight, decided or not. Under mu_.
+  int InFlightCount() const {
+    int n = 0;
+    for (const InFlight& flight : flights_) n += flight.attempt ? 1 : 0;
     return n;
   }
 
@@ -398,7 +425,7 @@ class RetryingRequest final : public Cancellable,
     {
       std::lock_guard lock(mu_);
       if (finished_) return;
-      if (!in_flight_.empty()) {
+      if (InFlightCount() > 0) {
         if (!ending_) ending_ = std::move(outcome);
         return;
       }
@@ -434,8 +461,9 @@ class RetryingRequest final : public Cancellable,
   int retired_retries_ = 0;
   std::uint64_t keep_place_ = 0;  // the next attempt's queue place (Attempt::queue_place)
   bool repeat_next_ = false;
-  // The attempts in flight, hedges included; each leaves as it ends.
-  std::vector<std::shared_ptr<InFlight>> in_flight_;
+  // The attempts in flight, hedges included; each slot frees as its
+  // attempt ends.
+  std::array<InFlight, kMaxInFlight> flights_;
   // The attempt whose outcome ends the call (compared, never followed).
   const InFlight* winner_ = nullptr;
   std::optional<AttemptOutcome> last_;    // what the call returns if a wait is cut short
@@ -445,12 +473,9 @@ class RetryingRequest final : public Cancellable,
   Duration hedge_delay_{0};  // the delay the hedge timer was armed with
 };
 
+// The attempt's owner pointer holds the request while these run.
 void InFlight::Decide(AttemptOutcome& outcome) { request->Decide(*this, outcome); }
-void InFlight::Ended(AttemptOutcome&& outcome) {
-  // The request goes when its last attempt lets go of it.
-  std::shared_ptr<RetryingRequest> held = request;
-  held->Ended(*this, std::move(outcome));
-}
+void InFlight::Ended(AttemptOutcome&& outcome) { request->Ended(*this, std::move(outcome)); }
 
 class RetryLoop final : public CallLayer {
  public:
