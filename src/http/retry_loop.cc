@@ -10,7 +10,8 @@
 // beside it if the rules allow (Hedge); the first outcome that ends the
 // call wins and cancels the others, and the call ends once none is left.
 #include <algorithm>
-#include <array>
+#include <memory>
+#include <span>
 #include <cmath>
 #include <mutex>
 #include <utility>
@@ -59,9 +60,10 @@ struct InFlight final : AttemptOwner {
   Duration wait{0};
 };
 
-// Slots for attempts in flight. A retry starts when none awaits an answer,
-// so besides it only attempts still ending (at most max_attempts_in_flight,
-// 10) hold one; a hedge that finds none free is not sent.
+// Slots for attempts in flight with hedging on. A retry starts when none
+// awaits an answer, so besides it only attempts still ending (at most
+// max_attempts_in_flight, 10) hold one; a hedge that finds none free is
+// not sent. Without hedging one attempt is in flight at a time: one slot.
 constexpr std::size_t kMaxInFlight = 12;
 
 class RetryingRequest final : public Cancellable,
@@ -78,6 +80,10 @@ class RetryingRequest final : public Cancellable,
                    !request_->body_source && !call_->body_sink),
         loop_(options.retrier->Start(call_->deadline())) {
     if (options.hedging != nullptr) options.hedging->CallStarted();
+    if (hedgeable_) {
+      hedge_slots_ = std::make_unique<InFlight[]>(kMaxInFlight);
+      flights_ = {hedge_slots_.get(), kMaxInFlight};
+    }
     for (InFlight& flight : flights_) flight.request = this;
   }
 
@@ -111,9 +117,9 @@ class RetryingRequest final : public Cancellable,
       std::lock_guard lock(mu_);
       if (cancelled_ != CancelReason::kNone) return;
       cancelled_ = reason;
-      // Those decided are ending already.
+      // Those decided are ending already (with hedging: see Decide).
       for (const InFlight& flight : flights_) {
-        if (flight.attempt && !flight.decided) attempts.push_back(flight.attempt);
+        if (flight.attempt && (!hedgeable_ || !flight.decided)) attempts.push_back(flight.attempt);
       }
       waiting = waiting_;
       hedge_timer_.Cancel();
@@ -133,7 +139,11 @@ class RetryingRequest final : public Cancellable,
     Duration wait{0};
     bool repeat = false;
     {
-      std::lock_guard lock(mu_);
+      // Without hedging one attempt is in flight at a time, and only its
+      // own thread touches what Decide does (Cancel reads no `decided`
+      // then): no lock, as before hedging.
+      std::unique_lock lock(mu_, std::defer_lock);
+      if (hedgeable_) lock.lock();
       flight.decided = true;
       if (flight.lost || winner_ != nullptr) {
         // Another attempt's answer ends the call: this one's is recorded,
@@ -173,7 +183,8 @@ class RetryingRequest final : public Cancellable,
     }
 
     std::vector<std::shared_ptr<Attempt>> losers;
-    std::optional<AttemptOutcome> ending;
+    bool won = false;   // this attempt's outcome ends the call
+    bool last = false;  // the last attempt out: the outcome kept ends the call
     bool at_once = false;
     bool cancelled = false;
     {
@@ -190,7 +201,7 @@ class RetryingRequest final : public Cancellable,
           if (other.lost) losers.push_back(other.attempt);
         }
         hedge_timer_.Cancel();
-        ending = std::move(outcome);
+        won = true;
       } else if (decided == retry::DecisionKind::kAgain) {
         // A request the server did not process, or one a lost connection
         // took down with others, goes again at once: nothing to wait out.
@@ -214,12 +225,13 @@ class RetryingRequest final : public Cancellable,
         // Failed while another attempt is in flight (the call waits for
         // that one), or lost to one: what the call returns if the rest
         // are cut short, unless an answer already ends it.
-        if (why == retry::ReasonKind::kHedgeInFlight) last_ = std::move(outcome);
-        if (ending_ && InFlightCount() == 0) ending = std::exchange(ending_, std::nullopt);
+        if (why == retry::ReasonKind::kHedgeInFlight && !ending_) last_ = std::move(outcome);
+        last = ending_ && InFlightCount() == 0;
       }
     }
     for (const auto& loser : losers) loser->Cancel(CancelReason::kHedgeWon);
-    if (ending) return Finish(std::move(*ending));
+    if (won) return Finish(std::move(outcome));
+    if (last) return FinishKept();
     if (cancelled) return FinishCancelled();
     if (at_once) StartAttempt();
   }
@@ -309,14 +321,14 @@ class RetryingRequest final : public Cancellable,
     const bool safe = idempotent_ && replayable;
     // Why a request that wanted another attempt may not have one.
     ReasonKind unsafe = replayable ? ReasonKind::kUnsafe : ReasonKind::kBodyNotReplayable;
-    // Another attempt still awaits its answer: a failure that another
-    // attempt may mend waits for it rather than retrying.
+    // Another attempt still awaits its answer (hedging only): a failure
+    // that another attempt may mend waits for it rather than retrying.
+    const bool others = hedgeable_ && Awaiting() > 0;
     const bool ends_call =
         outcome.thrown ||
         (!outcome.rejected && outcome.classification &&
          outcome.classification->retry != retry::Outcome::kRetry && !outcome.collateral &&
          !outcome.unprocessed);
-    const bool others = Awaiting() > 0;
     if (outcome.result && options_.transparent != nullptr) options_.transparent->Earn();
     if (others && !ends_call) {
       if (outcome.classification && !outcome.thrown && !outcome.rejected) {
@@ -418,6 +430,17 @@ class RetryingRequest final : public Cancellable,
     Finish(std::move(outcome));
   }
 
+  // Ends the call with the outcome Finish kept, now that the last attempt
+  // in flight has ended.
+  void FinishKept() {
+    std::optional<AttemptOutcome> kept;
+    {
+      std::lock_guard lock(mu_);
+      kept = std::exchange(last_, std::nullopt);
+    }
+    if (kept) Finish(std::move(*kept));
+  }
+
   // Ends the call with `outcome`, once no attempt is in flight: until the
   // last one ends (a cancelled hedge), it is kept for that one's Ended, so
   // no attempt outlives its call.
@@ -426,12 +449,14 @@ class RetryingRequest final : public Cancellable,
       std::lock_guard lock(mu_);
       if (finished_) return;
       if (InFlightCount() > 0) {
-        if (!ending_) ending_ = std::move(outcome);
+        if (!ending_) {
+          last_ = std::move(outcome);
+          ending_ = true;
+        }
         return;
       }
       finished_ = true;
       last_.reset();
-      ending_.reset();
     }
     wait_timer_.Cancel();
     hedge_timer_.Cancel();
@@ -463,11 +488,15 @@ class RetryingRequest final : public Cancellable,
   bool repeat_next_ = false;
   // The attempts in flight, hedges included; each slot frees as its
   // attempt ends.
-  std::array<InFlight, kMaxInFlight> flights_;
+  InFlight only_;                            // the one slot without hedging
+  std::unique_ptr<InFlight[]> hedge_slots_;  // kMaxInFlight with it
+  std::span<InFlight> flights_{&only_, 1};
   // The attempt whose outcome ends the call (compared, never followed).
   const InFlight* winner_ = nullptr;
-  std::optional<AttemptOutcome> last_;    // what the call returns if a wait is cut short
-  std::optional<AttemptOutcome> ending_;  // the call's outcome, kept while attempts end
+  // What the call returns if a wait is cut short; with ending_, what it
+  // ends with once the attempts still in flight have ended.
+  std::optional<AttemptOutcome> last_;
+  bool ending_ = false;
   Timer wait_timer_;
   Timer hedge_timer_;
   Duration hedge_delay_{0};  // the delay the hedge timer was armed with
