@@ -76,6 +76,11 @@ constexpr const char* kFields[] = {
     "RE_RESOLVE_EVERY",
     "OUTLIER_CONSECUTIVE_FAILURES",
     "OUTLIER_BASE_EJECTION",
+    "HEDGING",
+    "HEDGING_DELAY",
+    "HEDGING_PERCENTILE",
+    "HEDGING_MAX_IN_FLIGHT",
+    "HEDGING_MAX_EXTRA",
     "FAULTS",
     "GZIP",
     "HTTP2_PRIOR_KNOWLEDGE",
@@ -253,6 +258,47 @@ void ReadCallLimits(Resolver& r, const std::string& prefix,
   adaptive = a;
 }
 
+void ReadHedging(Resolver& r, const std::string& prefix, std::optional<http::Hedging>& hedging) {
+  auto name = [&](const char* field) { return prefix + field; };
+  // HEDGING turns it on; each of its numbers has its own variable, refused
+  // while it is off (it would be ignored), as ADAPTIVE_CONCURRENCY's.
+  bool on = r.Get(name("HEDGING"), Parser<bool>(ParseOnOff), std::optional(hedging.has_value()));
+  const char* numbers[] = {"HEDGING_DELAY", "HEDGING_PERCENTILE", "HEDGING_MAX_IN_FLIGHT",
+                           "HEDGING_MAX_EXTRA"};
+  if (!on) {
+    hedging.reset();
+    for (const char* field : numbers) {
+      if (r.Has(name(field))) {
+        r.Fail(name(field) + ": set, but " + name("HEDGING") +
+               " is off: set it to on, or unset this");
+      }
+    }
+    return;
+  }
+  http::Hedging h = hedging.value_or(http::Hedging{});
+  h.delay = r.Get(name(numbers[0]), Parser<Duration>(ParseDuration), std::optional(h.delay));
+  // "off" (the default): the fixed delay only.
+  Parser<std::optional<double>> percentile = [](const std::string& text)
+      -> Result<std::optional<double>> {
+    if (text == "off") return std::optional<double>();
+    auto value = ParseDouble(text);
+    if (!value) return tl::unexpected(value.error());
+    return std::optional<double>(*value);
+  };
+  h.percentile = r.Get(name(numbers[1]), percentile,
+                       std::optional<std::optional<double>>(h.percentile));
+  h.max_attempts_in_flight =
+      r.Get(name(numbers[2]), Parser<int>(ParseInt), std::optional(h.max_attempts_in_flight));
+  h.max_extra_share =
+      r.Get(name(numbers[3]), Parser<double>(ParseDouble), std::optional(h.max_extra_share));
+  if (auto ok = http::CheckHedging(h); !ok) {
+    std::string named;
+    for (const char* field : numbers) named += (named.empty() ? "" : ", ") + name(field);
+    r.Fail(named + ": " + ok.error().message());
+  }
+  hedging = h;
+}
+
 }  // namespace internal
 
 std::vector<std::string> HttpSettingsVariables(const std::string& prefix) {
@@ -301,6 +347,7 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
            ": the library has one transport now (libcurl was removed); unset it");
   }
   internal::ReadCallLimits(r, prefix, s.rate_limit, s.bulkhead, s.adaptive_concurrency);
+  internal::ReadHedging(r, prefix, s.hedging);
   s.faults.enabled =
       r.Get(name("FAULTS"), Parser<bool>(ParseOnOff), std::optional(d.faults.enabled));
   s.gzip = r.Get(name("GZIP"), Parser<bool>(ParseOnOff), std::optional(d.gzip));

@@ -102,6 +102,9 @@ void ReadCallLimits(Resolver& r, const std::string& prefix,
                     std::optional<http::RateLimit>& rate_limit,
                     std::optional<http::Bulkhead>& bulkhead,
                     std::optional<http::AdaptiveConcurrency>& adaptive);
+// Hedging, which HTTP and gRPC settings both have (PREFIX_HEDGING*), read
+// over what it holds: http_settings.cc.
+void ReadHedging(Resolver& r, const std::string& prefix, std::optional<http::Hedging>& hedging);
 
 // Several endpoints, which HTTP and gRPC settings both have
 // (PREFIX_BALANCING, PREFIX_ENDPOINTS, PREFIX_RE_RESOLVE_EVERY,

@@ -55,6 +55,11 @@ constexpr const char* kFields[] = {
     "RE_RESOLVE_EVERY",
     "OUTLIER_CONSECUTIVE_FAILURES",
     "OUTLIER_BASE_EJECTION",
+    "HEDGING",
+    "HEDGING_DELAY",
+    "HEDGING_PERCENTILE",
+    "HEDGING_MAX_IN_FLIGHT",
+    "HEDGING_MAX_EXTRA",
 };
 
 // "/a.B/C,/a.B/D": a comma-separated list of method names, each checked.
@@ -122,6 +127,7 @@ rpc::Settings ReadRpcSettings(Resolver& r, const std::string& prefix, rpc::Setti
       internal::ReadMaxConnectionAge(r, prefix, d.max_connection_age, rpc::CheckMaxConnectionAge);
   internal::ReadCallLimits(r, prefix, s.rate_limit, s.bulkhead, s.adaptive_concurrency);
   internal::ReadBalancing(r, prefix, s.balancing);
+  internal::ReadHedging(r, prefix, s.hedging);
   if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }

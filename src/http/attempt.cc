@@ -192,6 +192,9 @@ AttemptOutcome Attempt::CancelledOutcome() const {
     case CancelReason::kClientDestroyed:
       outcome.result = Fail(ErrorKind::kCancelled, CancelledMessage(cancel_.load()));
       break;
+    case CancelReason::kHedgeWon:
+      outcome.result = Fail(ErrorKind::kCancelled, "another attempt of the request answered first");
+      break;
     case CancelReason::kAttemptTimeout:
       outcome.result =
           Fail(ErrorKind::kDeadline,

@@ -180,6 +180,8 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   int resend_count = 0;  // within the whole call
   // The attempt repeats the one before at a middleware's request.
   bool repeat = false;
+  // A hedge: started beside another attempt still in flight (Hedging).
+  bool hedge = false;
   // Its place in the transport's queue: 0 until a transport queues it. An
   // attempt sent again at once because the one before was left out
   // (unprocessed, or taken down with its connection) inherits its place,

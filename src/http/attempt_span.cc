@@ -32,6 +32,7 @@ class AttemptSpan final : public AttemptLayer {
     AttemptRecord& record = outcome.record;
     record.attempt = attempt.number;
     record.resend_count = attempt.resend_count;
+    record.hedge = attempt.hedge;
     record.duration = clock_.Now() - attempt.started;
     const telemetry::SpanContext& trace = attempt.trace_context();
     record.trace_id = trace.trace_id;
@@ -53,6 +54,9 @@ class AttemptSpan final : public AttemptLayer {
     }
     // The retry loop decides before the span ends, so the span says why.
     if (attempt.owner != nullptr) attempt.owner->Decide(outcome);
+    if (attempt.span != nullptr && attempt.hedge) {
+      attempt.span->SetAttribute({"outbound.attempt.hedge", true});
+    }
     if (attempt.span != nullptr && record.decision) {
       attempt.span->SetAttribute({"outbound.retry.reason", retry::ToString(record.reason)});
       if (record.reason.kind == retry::ReasonKind::kRejected) {

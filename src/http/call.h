@@ -30,7 +30,15 @@ namespace outbound::http::internal {
 
 // Why an attempt or a call was cancelled: one verb, "cancel", for every
 // way of stopping one; this says who asked.
-enum class CancelReason { kNone, kAttemptTimeout, kDeadline, kCancelled, kClientDestroyed };
+// kHedgeWon: another attempt of the request answered first (hedging).
+enum class CancelReason {
+  kNone,
+  kAttemptTimeout,
+  kDeadline,
+  kCancelled,
+  kClientDestroyed,
+  kHedgeWon
+};
 
 // The message a call or attempt stopped by `reason` (kCancelled or
 // kClientDestroyed) ends with.

@@ -52,6 +52,7 @@ struct Client::Impl {
   retry::Budget budget;
   retry::Retrier retrier;
   internal::TransparentRetries transparent;
+  std::optional<internal::HedgeBudget> hedges;  // set when settings.hedging is
   circuit::Breaker breaker;
   // After the breaker and budget its gauges read, so it goes first.
   std::unique_ptr<internal::ClientTelemetry> telemetry;
@@ -229,9 +230,10 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
         internal::MakeAdaptiveConcurrency(clock, *s.adaptive_concurrency, telemetry));
   }
   if (front_end.redirects) call_layers.push_back(internal::MakeRedirects(c.origin));
-  call_layers.push_back(
-      internal::MakeRetryLoop(*c.attempts, {&c.retrier, c.runtime.clock, c.runtime.random,
-                                            c.AttemptObservers(), &telemetry, &c.transparent}));
+  if (s.hedging) c.hedges.emplace(*s.hedging);
+  call_layers.push_back(internal::MakeRetryLoop(
+      *c.attempts, {&c.retrier, c.runtime.clock, c.runtime.random, c.AttemptObservers(), &telemetry,
+                    &c.transparent, c.hedges ? &*c.hedges : nullptr}));
   c.calls = std::make_unique<internal::CallPath>(std::move(call_layers), misused);
 
   if (c.dispatcher != nullptr) c.dispatcher->CountCallsWith(c.live_count);

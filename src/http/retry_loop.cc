@@ -4,8 +4,18 @@
 // request that is not safe to repeat is sent once, a stream (a pipe's body)
 // only while it opens, and a response whose body exceeds 64 KiB is returned
 // rather than retried. Waits run on the clock.
+//
+// With hedging on (Settings::hedging), more than one attempt of a request
+// may be in flight: each attempt arms a hedge timer, which starts one more
+// beside it if the rules allow (Hedge); the first outcome that ends the
+// call wins and cancels the others, and the call ends once none is left.
+#include <algorithm>
+#include <memory>
+#include <span>
+#include <cmath>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "body_pipe_link.h"
 #include "layers.h"
@@ -29,8 +39,34 @@ constexpr int kMaxCollateralRetries = 3;
 // leave one out about 6 times; tests/peers/nginx_test.cc runs that case).
 constexpr int kMaxRetiredRetries = 10;
 
-class RetryingRequest final : public AttemptOwner,
-                              public Cancellable,
+class RetryingRequest;
+
+// One attempt of the request in flight, as its owner: Decide and Ended
+// hear which attempt ended, since with hedging several are in flight at
+// once. A slot of its request (the attempt's owner pointer shares the
+// request's ownership: nothing is allocated per attempt); the request's
+// lock guards it.
+struct InFlight final : AttemptOwner {
+  void Decide(AttemptOutcome& outcome) override;
+  void Ended(AttemptOutcome&& outcome) override;
+
+  RetryingRequest* request = nullptr;  // whose slot this is
+  std::shared_ptr<Attempt> attempt;    // set while in flight: the slot is taken
+  bool hedge = false;
+  bool decided = false;  // Decide ran: no longer counted as awaiting an answer
+  bool lost = false;     // cancelled because another attempt answered first
+  // What Decide decided, for Ended.
+  bool repeat = false;
+  Duration wait{0};
+};
+
+// Slots for attempts in flight with hedging on. A retry starts when none
+// awaits an answer, so besides it only attempts still ending (at most
+// max_attempts_in_flight, 10) hold one; a hedge that finds none free is
+// not sent. Without hedging one attempt is in flight at a time: one slot.
+constexpr std::size_t kMaxInFlight = 12;
+
+class RetryingRequest final : public Cancellable,
                               public std::enable_shared_from_this<RetryingRequest> {
  public:
   RetryingRequest(const AttemptPath& attempts, const RetryLoopOptions& options,
@@ -39,58 +75,245 @@ class RetryingRequest final : public AttemptOwner,
         options_(options),
         call_(std::move(call)),
         request_(call_->request),
-        loop_(options.retrier->Start(call_->deadline())),
-        idempotent_(Idempotent(*request_)) {}
+        idempotent_(Idempotent(*request_)),
+        hedgeable_(options.hedging != nullptr && idempotent_ && request_->replayable &&
+                   !request_->body_source && !call_->body_sink),
+        loop_(options.retrier->Start(call_->deadline())) {
+    if (options.hedging != nullptr) options.hedging->CallStarted();
+    if (hedgeable_) {
+      hedge_slots_ = std::make_unique<InFlight[]>(kMaxInFlight);
+      flights_ = {hedge_slots_.get(), kMaxInFlight};
+    }
+    for (InFlight& flight : flights_) flight.request = this;
+  }
 
   void StartAttempt() {
-    auto attempt = std::make_shared<Attempt>(attempts_path_);
+    std::shared_ptr<Attempt> attempt;
     {
       std::unique_lock lock(mu_);
-      if (finished_) return;
+      if (finished_ || ending_) return;
       if (cancelled_ != CancelReason::kNone) {
         // The deadline or the caller came before this attempt: nothing more
         // is sent, and the call ends with what the last attempt got.
         lock.unlock();
         return FinishCancelled();
       }
-      waiting_ = false;
-      attempt->request = request_;
-      attempt->number = ++attempts_;
-      attempt->resend_count = call_->attempts++;
-      attempt->repeat = std::exchange(repeat_next_, false);
-      attempt->queue_place = std::exchange(keep_place_, 0);
-      attempt->call = call_;
-      attempt->owner = shared_from_this();
-      attempt->started = options_.clock->Now();
-      current_ = attempt;
+      attempt = NewAttempt(/*hedge=*/false);
+    }
+    if (attempt == nullptr) {
+      AttemptOutcome outcome;
+      outcome.result = Fail(ErrorKind::kLocalResource, "internal error: no slot for an attempt");
+      return Finish(std::move(outcome));
     }
     attempt->Begin();
   }
 
   // The call's deadline passed or the caller gave up: at any moment, before
-  // the first attempt, during one, or between two.
+  // the first attempt, during some, or between two.
   void Cancel(CancelReason reason) override {
-    std::shared_ptr<Attempt> attempt;
+    std::vector<std::shared_ptr<Attempt>> attempts;
     bool waiting;
     {
       std::lock_guard lock(mu_);
       if (cancelled_ != CancelReason::kNone) return;
       cancelled_ = reason;
-      attempt = current_;
+      // Those decided are ending already (with hedging: see Decide).
+      for (const InFlight& flight : flights_) {
+        if (flight.attempt && (!hedgeable_ || !flight.decided)) attempts.push_back(flight.attempt);
+      }
       waiting = waiting_;
+      hedge_timer_.Cancel();
     }
-    if (attempt) return attempt->Cancel(reason);
+    for (const auto& attempt : attempts) attempt->Cancel(reason);
+    if (!attempts.empty()) return;
     // Waiting between attempts: the call returns what the last attempt got.
     // Not started yet: StartAttempt sees cancelled_ and sends nothing.
     if (waiting) FinishCancelled();
   }
 
-  void Decide(AttemptOutcome& outcome) override {
+  void Decide(InFlight& flight, AttemptOutcome& outcome) {
     using retry::DecisionKind;
     using retry::ReasonKind;
     DecisionKind decided = DecisionKind::kStopped;
     retry::Reason reason{ReasonKind::kClassify};
     Duration wait{0};
+    bool repeat = false;
+    {
+      // Without hedging one attempt is in flight at a time, and only its
+      // own thread touches what Decide does (Cancel reads no `decided`
+      // then): no lock, as before hedging.
+      std::unique_lock lock(mu_, std::defer_lock);
+      if (hedgeable_) lock.lock();
+      flight.decided = true;
+      if (flight.lost || winner_ != nullptr) {
+        // Another attempt's answer ends the call: this one's is recorded,
+        // not returned, and counts in no budget.
+        bool lost = flight.lost || cancelled_ == CancelReason::kNone;
+        reason.kind = lost ? ReasonKind::kHedgeWon : StopReason();
+      } else {
+        Judge(outcome, decided, reason, wait, repeat);
+        // Any outcome but another attempt or a wait for one ends the call.
+        if (decided != DecisionKind::kAgain && reason.kind != ReasonKind::kHedgeInFlight) {
+          winner_ = &flight;
+        }
+      }
+      flight.repeat = repeat;
+      flight.wait = wait;
+    }
+    outcome.record.decision = decided;
+    outcome.record.reason = reason;
+    options_.telemetry->resilience().RetryDecided(decided, reason);
+  }
+
+  void Ended(InFlight& flight, AttemptOutcome&& outcome) {
+    if (!outcome.record.decision) Decide(flight, outcome);
+    const retry::DecisionKind decided = *outcome.record.decision;
+    const retry::ReasonKind why = outcome.record.reason.kind;
+    if (options_.on_attempt) {
+      outcome.record.method = request_->method;
+      outcome.record.url = request_->url;
+      options_.on_attempt(outcome.record);
+    }
+    // A first attempt that lost to its hedge took at least this long:
+    // leaving it out would hide the tail the percentile is for. (A hedge
+    // that lost says nothing: it started late.)
+    bool lost_first = why == retry::ReasonKind::kHedgeWon && !flight.hedge;
+    if (options_.hedging != nullptr && (outcome.result || lost_first)) {
+      options_.hedging->Observe(outcome.record.duration);
+    }
+
+    std::vector<std::shared_ptr<Attempt>> losers;
+    bool won = false;   // this attempt's outcome ends the call
+    bool last = false;  // the last attempt out: the outcome kept ends the call
+    bool at_once = false;
+    bool cancelled = false;
+    {
+      std::lock_guard lock(mu_);
+      // The slot is free from here (it may be taken again only under mu_).
+      std::shared_ptr<Attempt> attempt = std::exchange(flight.attempt, nullptr);
+      if (finished_) return;
+      if (winner_ == &flight) {
+        // The first answer that ends the call: the others are cancelled,
+        // and the call ends once the last of them has.
+        for (InFlight& other : flights_) {
+          if (other.attempt == nullptr) continue;
+          other.lost = !other.decided;
+          if (other.lost) losers.push_back(other.attempt);
+        }
+        hedge_timer_.Cancel();
+        won = true;
+      } else if (decided == retry::DecisionKind::kAgain) {
+        // A request the server did not process, or one a lost connection
+        // took down with others, goes again at once: nothing to wait out.
+        at_once = outcome.collateral || outcome.unprocessed || flight.repeat;
+        repeat_next_ = flight.repeat;
+        waiting_ = true;
+        hedge_timer_.Cancel();
+        // Left out, not failed: the next attempt keeps this one's turn.
+        bool left_out = outcome.collateral || outcome.unprocessed;
+        keep_place_ = left_out && attempt ? attempt->queue_place : 0;
+        last_ = std::move(outcome);
+        // A cancellation that came while this attempt was ending found no
+        // attempt to cancel: the call ends now, not after the wait.
+        cancelled = cancelled_ != CancelReason::kNone;
+        if (!cancelled && !at_once) {
+          // The timer keeps this request alive while it waits.
+          wait_timer_ = options_.clock->ScheduleAfter(
+              flight.wait, [self = shared_from_this()] { self->StartAttempt(); });
+        }
+      } else {
+        // Failed while another attempt is in flight (the call waits for
+        // that one), or lost to one: what the call returns if the rest
+        // are cut short, unless an answer already ends it.
+        if (why == retry::ReasonKind::kHedgeInFlight && !ending_) last_ = std::move(outcome);
+        last = ending_ && InFlightCount() == 0;
+      }
+    }
+    for (const auto& loser : losers) loser->Cancel(CancelReason::kHedgeWon);
+    if (won) return Finish(std::move(outcome));
+    if (last) return FinishKept();
+    if (cancelled) return FinishCancelled();
+    if (at_once) StartAttempt();
+  }
+
+ private:
+  // A new attempt of the request, in flight from now (null if no slot is
+  // free); the caller begins it after letting go of the lock. Arms the
+  // hedge timer when hedging is on.
+  std::shared_ptr<Attempt> NewAttempt(bool hedge) {
+    auto free = std::find_if(flights_.begin(), flights_.end(),
+                             [](const InFlight& f) { return f.attempt == nullptr; });
+    if (free == flights_.end()) return nullptr;
+    InFlight& flight = *free;
+    flight.hedge = hedge;
+    flight.decided = flight.lost = flight.repeat = false;
+    flight.wait = Duration{0};
+    auto attempt = std::make_shared<Attempt>(attempts_path_);
+    waiting_ = false;
+    attempt->request = request_;
+    attempt->number = ++attempts_;
+    attempt->resend_count = call_->attempts++;
+    attempt->repeat = std::exchange(repeat_next_, false);
+    attempt->queue_place = std::exchange(keep_place_, 0);
+    attempt->hedge = hedge;
+    attempt->call = call_;
+    // The request's own ownership, pointing at the slot.
+    attempt->owner = std::shared_ptr<AttemptOwner>(shared_from_this(), &flight);
+    attempt->started = options_.clock->Now();
+    flight.attempt = attempt;
+    if (hedgeable_ && Awaiting() < options_.hedging->settings().max_attempts_in_flight) {
+      hedge_delay_ = options_.hedging->Delay();
+      // Weak: the attempts in flight keep the request alive, not its timer.
+      hedge_timer_ = options_.clock->ScheduleAfter(hedge_delay_, [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->Hedge();
+      });
+    }
+    return attempt;
+  }
+
+  // The hedge timer fired: one more attempt, if every rule allows it.
+  void Hedge() {
+    std::shared_ptr<Attempt> attempt;
+    {
+      std::lock_guard lock(mu_);
+      if (finished_ || ending_ || winner_ != nullptr || waiting_ ||
+          cancelled_ != CancelReason::kNone) {
+        return;
+      }
+      int awaiting = Awaiting();
+      if (awaiting == 0 || awaiting >= options_.hedging->settings().max_attempts_in_flight) return;
+      // Never one that cannot finish within the call's time.
+      if (call_->deadline() - options_.clock->Now() <= hedge_delay_) return;
+      if (attempts_ >= options_.retrier->policy().max_attempts) return;
+      retry::Budget& budget = options_.retrier->budget();
+      if (!budget.AllowRetry() || !options_.hedging->TrySpend()) return;
+      budget.OnRetryable();  // a hedge spends a retry token
+      attempt = NewAttempt(/*hedge=*/true);
+    }
+    options_.telemetry->resilience().RetryDecided(retry::DecisionKind::kAgain,
+                                                  retry::Reason{retry::ReasonKind::kHedge});
+    attempt->Begin();
+  }
+
+  // Attempts in flight whose outcome is not decided yet. Under mu_.
+  int Awaiting() const {
+    int n = 0;
+    for (const InFlight& flight : flights_) n += flight.attempt && !flight.decided ? 1 : 0;
+    return n;
+  }
+  // Attempts in flight, decided or not. Under mu_.
+  int InFlightCount() const {
+    int n = 0;
+    for (const InFlight& flight : flights_) n += flight.attempt ? 1 : 0;
+    return n;
+  }
+
+  // What follows an attempt by the loop's rules and the client's own. Under
+  // mu_ (retry::Loop is one call's, and its attempts may end together).
+  void Judge(AttemptOutcome& outcome, retry::DecisionKind& decided, retry::Reason& reason,
+             Duration& wait, bool& repeat) {
+    using retry::DecisionKind;
+    using retry::ReasonKind;
     // A buffered body can be sent again; a pipe's while it opens, until
     // the answer's body begins (and Rewind below says whether it still can).
     BodyPipe* pipe = request_->body_source.pipe.get();
@@ -98,7 +321,25 @@ class RetryingRequest final : public AttemptOwner,
     const bool safe = idempotent_ && replayable;
     // Why a request that wanted another attempt may not have one.
     ReasonKind unsafe = replayable ? ReasonKind::kUnsafe : ReasonKind::kBodyNotReplayable;
+    // Another attempt still awaits its answer (hedging only): a failure
+    // that another attempt may mend waits for it rather than retrying.
+    const bool others = hedgeable_ && Awaiting() > 0;
+    const bool ends_call =
+        outcome.thrown ||
+        (!outcome.rejected && outcome.classification &&
+         outcome.classification->retry != retry::Outcome::kRetry && !outcome.collateral &&
+         !outcome.unprocessed);
     if (outcome.result && options_.transparent != nullptr) options_.transparent->Earn();
+    if (others && !ends_call) {
+      if (outcome.classification && !outcome.thrown && !outcome.rejected) {
+        // Counted as any attempt is (the budget, MaxAttempts); not retried.
+        (void)loop_.Done(outcome.classification->retry, outcome.classification->retry_after,
+                         options_.clock->Now(), options_.random->Uniform());
+      }
+      decided = DecisionKind::kStopped;
+      reason.kind = ReasonKind::kHedgeInFlight;
+      return;
+    }
     if (outcome.collateral && !outcome.thrown) {
       bool again = safe && collateral_retries_ < kMaxCollateralRetries;
       collateral_retries_ += again ? 1 : 0;
@@ -146,8 +387,8 @@ class RetryingRequest final : public AttemptOwner,
     }
     // A middleware asks for the request once more (a refreshed credential):
     // at once, outside the policy, once per call.
-    bool repeat = outcome.repeat_once && !outcome.thrown && !outcome.rejected &&
-                  decided != DecisionKind::kAgain && !call_->repeated && replayable;
+    repeat = outcome.repeat_once && !outcome.thrown && !outcome.rejected &&
+             decided != DecisionKind::kAgain && !call_->repeated && replayable;
     if (repeat) {
       call_->repeated = true;
       decided = DecisionKind::kAgain;
@@ -160,53 +401,8 @@ class RetryingRequest final : public AttemptOwner,
       reason.kind = ReasonKind::kBodyNotReplayable;
       repeat = false;
     }
-    repeat_decided_ = repeat;
-    wait_ = wait;
-    outcome.record.decision = decided;
-    outcome.record.reason = reason;
-    options_.telemetry->resilience().RetryDecided(decided, reason);
   }
 
-  void Ended(AttemptOutcome&& outcome) override {
-    if (!outcome.record.decision) Decide(outcome);
-    const retry::DecisionKind decided = *outcome.record.decision;
-    const bool repeat = repeat_decided_;
-    const Duration wait = wait_;
-    if (options_.on_attempt) {
-      outcome.record.method = request_->method;
-      outcome.record.url = request_->url;
-      options_.on_attempt(outcome.record);
-    }
-
-    if (decided != retry::DecisionKind::kAgain) return Finish(std::move(outcome));
-    // A request the server did not process, or one a lost connection took
-    // down with others, goes again at once: there is nothing to wait out.
-    bool at_once = outcome.collateral || outcome.unprocessed || repeat;
-    bool cancelled;
-    {
-      std::lock_guard lock(mu_);
-      if (finished_) return;
-      repeat_next_ = repeat;
-      waiting_ = true;
-      // Left out, not failed: the next attempt keeps this one's turn.
-      bool left_out = outcome.collateral || outcome.unprocessed;
-      keep_place_ = left_out && current_ ? current_->queue_place : 0;
-      current_.reset();
-      last_ = std::move(outcome);
-      // A cancellation that came while this attempt was ending found no
-      // attempt to cancel: the call ends now, not after the wait.
-      cancelled = cancelled_ != CancelReason::kNone;
-      if (!cancelled && !at_once) {
-        // The timer keeps this request alive while it waits.
-        wait_timer_ = options_.clock->ScheduleAfter(
-            wait, [self = shared_from_this()] { self->StartAttempt(); });
-      }
-    }
-    if (cancelled) return FinishCancelled();
-    if (at_once) StartAttempt();
-  }
-
- private:
   // Why the classification said stop: the call's own end (its caller gave
   // up, its deadline passed) or the classifier's word.
   retry::ReasonKind StopReason() const {
@@ -234,15 +430,36 @@ class RetryingRequest final : public AttemptOwner,
     Finish(std::move(outcome));
   }
 
+  // Ends the call with the outcome Finish kept, now that the last attempt
+  // in flight has ended.
+  void FinishKept() {
+    std::optional<AttemptOutcome> kept;
+    {
+      std::lock_guard lock(mu_);
+      kept = std::exchange(last_, std::nullopt);
+    }
+    if (kept) Finish(std::move(*kept));
+  }
+
+  // Ends the call with `outcome`, once no attempt is in flight: until the
+  // last one ends (a cancelled hedge), it is kept for that one's Ended, so
+  // no attempt outlives its call.
   void Finish(AttemptOutcome&& outcome) {
     {
       std::lock_guard lock(mu_);
       if (finished_) return;
+      if (InFlightCount() > 0) {
+        if (!ending_) {
+          last_ = std::move(outcome);
+          ending_ = true;
+        }
+        return;
+      }
       finished_ = true;
-      current_.reset();
       last_.reset();
     }
     wait_timer_.Cancel();
+    hedge_timer_.Cancel();
     CallOutcome call_outcome;
     call_outcome.thrown = outcome.thrown;
     call_outcome.result = std::move(outcome.result);
@@ -254,26 +471,40 @@ class RetryingRequest final : public AttemptOwner,
   const RetryLoopOptions& options_;
   std::shared_ptr<CallState> call_;
   std::shared_ptr<const CallRequest> request_;
-  retry::Loop loop_;
   const bool idempotent_;  // the method's rule; the body's is each attempt's
+  // Safe to send twice at once: hedging is on, the method is idempotent,
+  // the body buffered, and the answer's body not streamed to the caller.
+  const bool hedgeable_;
 
   std::mutex mu_;
+  retry::Loop loop_;  // guarded by mu_
   int attempts_ = 0;
   bool finished_ = false;
   bool waiting_ = false;
   CancelReason cancelled_ = CancelReason::kNone;
-  int collateral_retries_ = 0;  // the attempt path's own: one attempt at a time
+  int collateral_retries_ = 0;
   int retired_retries_ = 0;
   std::uint64_t keep_place_ = 0;  // the next attempt's queue place (Attempt::queue_place)
-  bool repeat_next_ = false;      // guarded by mu_
-  // What Decide decided for the attempt now ending, for its Ended (one
-  // attempt at a time).
-  bool repeat_decided_ = false;
-  Duration wait_{0};
-  std::shared_ptr<Attempt> current_;
-  std::optional<AttemptOutcome> last_;  // what the call returns if a wait is cut short
+  bool repeat_next_ = false;
+  // The attempts in flight, hedges included; each slot frees as its
+  // attempt ends.
+  InFlight only_;                            // the one slot without hedging
+  std::unique_ptr<InFlight[]> hedge_slots_;  // kMaxInFlight with it
+  std::span<InFlight> flights_{&only_, 1};
+  // The attempt whose outcome ends the call (compared, never followed).
+  const InFlight* winner_ = nullptr;
+  // What the call returns if a wait is cut short; with ending_, what it
+  // ends with once the attempts still in flight have ended.
+  std::optional<AttemptOutcome> last_;
+  bool ending_ = false;
   Timer wait_timer_;
+  Timer hedge_timer_;
+  Duration hedge_delay_{0};  // the delay the hedge timer was armed with
 };
+
+// The attempt's owner pointer holds the request while these run.
+void InFlight::Decide(AttemptOutcome& outcome) { request->Decide(*this, outcome); }
+void InFlight::Ended(AttemptOutcome&& outcome) { request->Ended(*this, std::move(outcome)); }
 
 class RetryLoop final : public CallLayer {
  public:
@@ -297,6 +528,55 @@ class RetryLoop final : public CallLayer {
 };
 
 }  // namespace
+
+HedgeBudget::HedgeBudget(const Hedging& hedging)
+    : hedging_(hedging),
+      earn_milli_(std::llround(hedging.max_extra_share * 1000)),
+      milli_(std::int64_t{kHedgeBurst} * 1000),
+      delay_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(hedging.delay).count()) {
+  if (hedging.percentile) samples_.reserve(kWindow);
+}
+
+void HedgeBudget::CallStarted() {
+  constexpr std::int64_t kFull = std::int64_t{kHedgeBurst} * 1000;
+  std::int64_t now = milli_.load(std::memory_order_relaxed);
+  while (now < kFull && !milli_.compare_exchange_weak(now, std::min(kFull, now + earn_milli_),
+                                                      std::memory_order_relaxed)) {
+  }
+}
+
+bool HedgeBudget::TrySpend() {
+  std::int64_t now = milli_.load(std::memory_order_relaxed);
+  while (now >= 1000 &&
+         !milli_.compare_exchange_weak(now, now - 1000, std::memory_order_relaxed)) {
+  }
+  return now >= 1000;
+}
+
+void HedgeBudget::Observe(Duration latency) {
+  if (!hedging_.percentile) return;
+  std::lock_guard lock(mu_);
+  if (samples_.size() < kWindow) {
+    samples_.push_back(latency);
+  } else {
+    samples_[next_] = latency;
+  }
+  next_ = (next_ + 1) % kWindow;
+  // First once kMinSamples are in, then every kRecompute samples.
+  if (samples_.size() < kMinSamples) return;
+  if (samples_.size() > kMinSamples && ++since_ < kRecompute) return;
+  since_ = 0;
+  std::vector<Duration> sorted = samples_;
+  auto at = sorted.begin() + static_cast<std::ptrdiff_t>(
+                                 std::ceil(*hedging_.percentile * static_cast<double>(sorted.size())) - 1);
+  std::nth_element(sorted.begin(), at, sorted.end());
+  Duration delay = std::max<Duration>(*at, std::chrono::milliseconds(1));
+  delay_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(delay).count();
+}
+
+Duration HedgeBudget::Delay() const {
+  return std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(delay_ns_.load()));
+}
 
 bool Idempotent(const CallRequest& request) {
   if (request.idempotent) return *request.idempotent;

@@ -153,6 +153,24 @@ Result<void> CheckBalancing(const std::optional<Balancing>& balancing) {
   return {};
 }
 
+Result<void> CheckHedging(const std::optional<Hedging>& hedging) {
+  if (!hedging) return {};
+  const Hedging& h = *hedging;
+  if (h.delay < std::chrono::milliseconds(1) || h.delay > std::chrono::hours(1)) {
+    return Fail(ErrorKind::kInvalidSettings, "the delay must be from 1ms to 1h");
+  }
+  if (h.percentile && !(*h.percentile >= 0.5 && *h.percentile <= 0.999)) {
+    return Fail(ErrorKind::kInvalidSettings, "the percentile must be from 0.5 to 0.999");
+  }
+  if (h.max_attempts_in_flight < 2 || h.max_attempts_in_flight > 10) {
+    return Fail(ErrorKind::kInvalidSettings, "the attempts in flight must be from 2 to 10");
+  }
+  if (!(h.max_extra_share > 0 && h.max_extra_share <= 1)) {
+    return Fail(ErrorKind::kInvalidSettings, "the extra share must be above 0 and at most 1");
+  }
+  return {};
+}
+
 Result<void> Validate(const Settings& s) {
   std::vector<std::string> problems;
   auto check = [&](const char* field, const Result<void>& result) {
@@ -183,6 +201,7 @@ Result<void> Validate(const Settings& s) {
   check("bulkhead", CheckBulkhead(s.bulkhead));
   check("adaptive_concurrency", CheckAdaptiveConcurrency(s.adaptive_concurrency));
   check("balancing", CheckBalancing(s.balancing));
+  check("hedging", CheckHedging(s.hedging));
 
   if (s.backoff_base > Duration::zero() && s.backoff_max > Duration::zero() &&
       s.backoff_max < s.backoff_base) {

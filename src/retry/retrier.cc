@@ -55,6 +55,12 @@ std::string_view ToString(ReasonKind kind) {
       return "repeat";
     case ReasonKind::kCancelled:
       return "cancelled";
+    case ReasonKind::kHedge:
+      return "hedge";
+    case ReasonKind::kHedgeWon:
+      return "hedge_won";
+    case ReasonKind::kHedgeInFlight:
+      return "hedge_in_flight";
   }
   return "unknown";
 }

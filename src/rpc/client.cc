@@ -55,6 +55,7 @@ http::Settings CoreSettings(const Settings& s, const internal::Addr& addr) {
   core.rate_limit = s.rate_limit;
   core.bulkhead = s.bulkhead;
   core.adaptive_concurrency = s.adaptive_concurrency;
+  core.hedging = s.hedging;
   return core;
 }
 

@@ -181,6 +181,7 @@ Result<void> Validate(const Settings& s) {
   check("rate_limit", http::CheckRateLimit(s.rate_limit));
   check("bulkhead", http::CheckBulkhead(s.bulkhead));
   check("adaptive_concurrency", http::CheckAdaptiveConcurrency(s.adaptive_concurrency));
+  check("hedging", http::CheckHedging(s.hedging));
   if (!s.classify) problems.push_back("Settings.classify must be set");
   if (!s.breaker_policy.trip) problems.push_back("Settings.breaker_policy.trip must be set");
   if (!s.breaker_policy.probe) problems.push_back("Settings.breaker_policy.probe must be set");

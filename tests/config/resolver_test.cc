@@ -132,7 +132,7 @@ TEST(ResolverTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 39u);
+  EXPECT_EQ(listed.size(), 44u);
 }
 
 TEST(ResolverTest, TheBaseUrlInOneVariable) {
@@ -373,6 +373,57 @@ TEST(ResolverTest, AdaptiveConcurrencyIsOnWithItsNumbersOrOffWithNone) {
       << named.error().message();
   EXPECT_NE(named.error().message().find("PAYMENTS_ADAPTIVE_CONCURRENCY_INITIAL_LIMIT"),
             std::string::npos);
+}
+
+TEST(ResolverTest, HedgingIsOnWithItsNumbersOrOffWithNone) {
+  Resolver on(FromMap({{"PAYMENTS_URL", "http://payments:8080"},
+                       {"PAYMENTS_HEDGING", "on"},
+                       {"PAYMENTS_HEDGING_DELAY", "40ms"},
+                       {"PAYMENTS_HEDGING_PERCENTILE", "0.95"},
+                       {"PAYMENTS_HEDGING_MAX_IN_FLIGHT", "3"},
+                       {"PAYMENTS_HEDGING_MAX_EXTRA", "0.1"}}));
+  http::Settings s = ReadHttpSettings(on, "PAYMENTS_", http::DefaultSettings());
+  ASSERT_TRUE(on.Finish()) << on.Finish().error().message();
+  ASSERT_TRUE(s.hedging);
+  EXPECT_EQ(s.hedging->delay, std::chrono::milliseconds(40));
+  EXPECT_EQ(s.hedging->percentile, 0.95);
+  EXPECT_EQ(s.hedging->max_attempts_in_flight, 3);
+  EXPECT_EQ(s.hedging->max_extra_share, 0.1);
+
+  Resolver defaults(FromMap({{"PAYMENTS_URL", "http://payments:8080"},
+                             {"PAYMENTS_HEDGING", "on"},
+                             {"PAYMENTS_HEDGING_PERCENTILE", "off"}}));
+  s = ReadHttpSettings(defaults, "PAYMENTS_", http::DefaultSettings());
+  ASSERT_TRUE(defaults.Finish()) << defaults.Finish().error().message();
+  ASSERT_TRUE(s.hedging);
+  EXPECT_EQ(s.hedging->delay, std::chrono::milliseconds(100));
+  EXPECT_FALSE(s.hedging->percentile);
+  EXPECT_EQ(s.hedging->max_attempts_in_flight, 2);
+
+  Resolver unset(FromMap({{"PAYMENTS_URL", "http://payments:8080"}}));
+  s = ReadHttpSettings(unset, "PAYMENTS_", http::DefaultSettings());
+  ASSERT_TRUE(unset.Finish());
+  EXPECT_FALSE(s.hedging);
+
+  // A number beside hedging that is off would be ignored.
+  Resolver off(FromMap(
+      {{"PAYMENTS_URL", "http://payments:8080"}, {"PAYMENTS_HEDGING_DELAY", "40ms"}}));
+  (void)ReadHttpSettings(off, "PAYMENTS_", http::DefaultSettings());
+  auto refused = off.Finish();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message(),
+            "PAYMENTS_HEDGING_DELAY: set, but PAYMENTS_HEDGING is off: set it to on, or unset "
+            "this");
+
+  Resolver bad(FromMap({{"PAYMENTS_URL", "http://payments:8080"},
+                        {"PAYMENTS_HEDGING", "on"},
+                        {"PAYMENTS_HEDGING_PERCENTILE", "0.9999"}}));
+  (void)ReadHttpSettings(bad, "PAYMENTS_", http::DefaultSettings());
+  auto named = bad.Finish();
+  ASSERT_FALSE(named);
+  EXPECT_NE(named.error().message().find("the percentile must be from 0.5 to 0.999"),
+            std::string::npos)
+      << named.error().message();
 }
 
 TEST(ResolverTest, PriorKnowledgeIsReadForAnHttpUrlAndRefusedBesideAnHttpsOne) {

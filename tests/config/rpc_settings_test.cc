@@ -66,7 +66,12 @@ TEST(RpcSettingsTest, ReadsEveryVariable) {
                       {"P_ADAPTIVE_CONCURRENCY_INITIAL_LIMIT", "5"},
                       {"P_ADAPTIVE_CONCURRENCY_MIN_LIMIT", "2"},
                       {"P_ADAPTIVE_CONCURRENCY_MAX_LIMIT", "50"},
-                      {"P_ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW", "1s"}}));
+                      {"P_ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW", "1s"},
+                      {"P_HEDGING", "on"},
+                      {"P_HEDGING_DELAY", "30ms"},
+                      {"P_HEDGING_PERCENTILE", "0.95"},
+                      {"P_HEDGING_MAX_IN_FLIGHT", "3"},
+                      {"P_HEDGING_MAX_EXTRA", "0.02"}}));
   rpc::Settings s = ReadRpcSettings(r, "P_", rpc::DefaultSettings());
   ASSERT_TRUE(r.Finish()) << r.Finish().error().message();
   EXPECT_EQ(s.addr, "ledger:7070");
@@ -105,6 +110,11 @@ TEST(RpcSettingsTest, ReadsEveryVariable) {
   EXPECT_EQ(s.adaptive_concurrency->min_limit, 2);
   EXPECT_EQ(s.adaptive_concurrency->max_limit, 50);
   EXPECT_EQ(s.adaptive_concurrency->sample_window, seconds(1));
+  ASSERT_TRUE(s.hedging);
+  EXPECT_EQ(s.hedging->delay, milliseconds(30));
+  EXPECT_EQ(s.hedging->percentile, 0.95);
+  EXPECT_EQ(s.hedging->max_attempts_in_flight, 3);
+  EXPECT_EQ(s.hedging->max_extra_share, 0.02);
   EXPECT_TRUE(rpc::Validate(s)) << rpc::Validate(s).error().message();
 }
 
@@ -147,7 +157,7 @@ TEST(RpcSettingsTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 37u);
+  EXPECT_EQ(listed.size(), 42u);
 }
 
 TEST(RpcSettingsTest, TheAddrMustBeSetAndBeHostAndPort) {

@@ -17,6 +17,11 @@ namespace overload_demo {
 int Run(double run_seconds, const std::string& svg_path, const std::string& json_path);
 }  // namespace overload_demo
 
+namespace slow_tail_demo {
+// `outbound demo --scenario slow-tail` (demo_slow_tail.cc).
+int Run(double run_seconds, const std::string& svg_path, const std::string& json_path);
+}  // namespace slow_tail_demo
+
 // Prints `problem` and where to find help; returns the usage exit code.
 int Usage(const std::string& command, const std::string& problem);
 

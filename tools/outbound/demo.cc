@@ -38,6 +38,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "demo_clients.h"
 #include "outbound/http/client.h"
 #include "outbound/testing/fake_server.h"
 #include "outbound/testing/network_map.h"
@@ -53,6 +54,7 @@ using Seconds = duration<double>;
 constexpr const char* kDemoHelp =
     R"(usage: outbound demo [--seconds N] [--rps R] [--svg FILE] [--json FILE] [--fault SCENARIO]
        outbound demo --scenario overload [--seconds N] [--svg FILE] [--json FILE]
+       outbound demo --scenario slow-tail [--seconds N] [--svg FILE] [--json FILE]
 
 Starts an embedded dependency on loopback (TLS, a certificate from a CA made
 for this run) that is healthy, then answers one request in ten with 503 and
@@ -77,8 +79,16 @@ in time a second against the capacity, their p50 and p99 against the
 unloaded latency, timeouts, rejections, the most calls the dependency held)
 and writes an SVG of each side's answers in time, second by second.
 
+With --scenario slow-tail: a dependency that answers in 40 to 60 ms but
+takes 1 s for one answer in a hundred, called at 100 calls a second by a
+naive client and by outbound's with hedging on (a second attempt once the
+first has waited the 98th percentile of the latency seen; at most 5 % extra
+attempts). Prints each side's latency p50, p99, p99.9 and max, its calls
+slower than 3 times the dependency's median, and the extra attempts it
+sent, and writes an SVG of each call's latency.
+
 options:
-  --scenario S  outage (the default: the script above) or overload
+  --scenario S  outage (the default: the script above), overload or slow-tail
   --seconds N   length of the run (default 30); the script, the clients'
                 durations and the services' own work are scaled by N/30, and
                 the request rate by 30/N, so short runs show the same story
@@ -428,13 +438,14 @@ int RunDemo(const std::vector<std::string>& args) {
       return Usage("demo", a + " needs a number");
     }
   }
-  if (scenario != "outage" && scenario != "overload") {
-    return Usage("demo", "--scenario must be outage or overload");
+  if (scenario != "outage" && scenario != "overload" && scenario != "slow-tail") {
+    return Usage("demo", "--scenario must be outage, overload or slow-tail");
   }
-  if (scenario == "overload") {
+  if (scenario != "outage") {
     if (rps_option || fault) return Usage("demo", "--rps and --fault are the outage scenario's");
     if (run_seconds < 3 || run_seconds > 3600) return Usage("demo", "--seconds must be 3 to 3600");
-    return overload_demo::Run(run_seconds, svg_path, json_path);
+    return scenario == "overload" ? overload_demo::Run(run_seconds, svg_path, json_path)
+                                  : slow_tail_demo::Run(run_seconds, svg_path, json_path);
   }
   if (run_seconds < 3 || run_seconds > 3600 ||
       (rps_option && (*rps_option < 2 || *rps_option > 5000))) {
@@ -496,9 +507,7 @@ int RunDemo(const std::vector<std::string>& args) {
   runtime.network = &network;
 
   // The two clients: the same transport, with and without resilience.
-  http::Settings base = http::DefaultSettings();
-  base.base_url = "https://payments:8443";
-  base.tls = http::TlsSettings{.root_pem = ca.pem()};
+  http::Settings base = DemoDependency("payments", ca);
   base.faults.enabled = fault.has_value();
   base.timeout = scaled(base.timeout);
   base.attempt_timeout = scaled(base.attempt_timeout);
@@ -508,10 +517,7 @@ int RunDemo(const std::vector<std::string>& args) {
   base.breaker.initial_open_for = scaled(base.breaker.initial_open_for);
   base.breaker.probe_timeout = scaled(base.breaker.probe_timeout);
 
-  http::Settings naive_settings = base;
-  naive_settings.max_attempts = 1;
-  naive_settings.attempt_timeout = base.timeout;  // a plain timeout, nothing per attempt
-  naive_settings.breaker_policy.trip = [](const circuit::Counts&) { return false; };
+  http::Settings naive_settings = NaiveSettings(base);
 
   http::Settings resilient_settings = base;
   resilient_settings.breaker.slow_call = scaled(kSlowCall);
@@ -524,15 +530,10 @@ int RunDemo(const std::vector<std::string>& args) {
         std::lock_guard lock(resilient.mu);
         resilient.transitions.emplace_back(Seconds(t.at - start).count(), t);
       }));
-  auto made_naive = http::Client::Create(runtime, naive_settings);
-  auto made_resilient = http::Client::Create(runtime, resilient_settings);
-  if (!made_naive || !made_resilient) {
-    std::cerr << "outbound demo: " << (made_naive ? made_resilient : made_naive).error().message()
-              << "\n";
-    return 1;
-  }
-  naive.client = std::move(*made_naive);
-  resilient.client = std::move(*made_resilient);
+  auto clients = MakeDemoClients(runtime, naive_settings, resilient_settings);
+  if (clients == nullptr) return 1;
+  naive.client = std::move(clients->naive);
+  resilient.client = std::move(clients->outbound);
 
   const Duration own_work = scaled(kOwnWork);
   // A request arrives at a service: served in a free slot, or turned away.

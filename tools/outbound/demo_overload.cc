@@ -26,6 +26,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "demo_clients.h"
 #include "outbound/http/client.h"
 #include "outbound/testing/fake_server.h"
 #include "outbound/testing/network_map.h"
@@ -213,26 +214,15 @@ int Run(double run_seconds, const std::string& svg_path, const std::string& json
   Runtime runtime;
   runtime.network = &network;
 
-  http::Settings naive_settings = http::DefaultSettings();
-  naive_settings.base_url = "https://naive-payments:8443";
-  naive_settings.tls = http::TlsSettings{.root_pem = ca.pem()};
-  naive_settings.timeout = naive_settings.attempt_timeout = kTimeout;
-  naive_settings.max_attempts = 1;
-  naive_settings.breaker_policy.trip = [](const circuit::Counts&) { return false; };
-  http::Settings our_settings = http::DefaultSettings();
-  our_settings.base_url = "https://payments:8443";
-  our_settings.tls = http::TlsSettings{.root_pem = ca.pem()};
+  http::Settings naive_settings = DemoDependency("naive-payments", ca);
+  naive_settings.timeout = kTimeout;
+  http::Settings our_settings = DemoDependency("payments", ca);
   our_settings.timeout = kTimeout;
   our_settings.adaptive_concurrency = http::AdaptiveConcurrency{.initial_limit = 4};
-  auto made_naive = http::Client::Create(runtime, naive_settings);
-  auto made_ours = http::Client::Create(runtime, our_settings);
-  if (!made_naive || !made_ours) {
-    std::cerr << "outbound demo: " << (made_naive ? made_ours : made_naive).error().message()
-              << "\n";
-    return 1;
-  }
-  naive.client = std::move(*made_naive);
-  ours.client = std::move(*made_ours);
+  auto clients = MakeDemoClients(runtime, NaiveSettings(naive_settings), our_settings);
+  if (clients == nullptr) return 1;
+  naive.client = std::move(clients->naive);
+  ours.client = std::move(clients->outbound);
 
   auto send = [&](Side& side, double at) {
     ++side.in_flight;

@@ -23,6 +23,12 @@
 //   ADAPTIVE_CONCURRENCY_INITIAL_LIMIT ADAPTIVE_CONCURRENCY_MIN_LIMIT
 //   ADAPTIVE_CONCURRENCY_MAX_LIMIT  1 to 100000, min <= initial <= max
 //   ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW  a duration, 1ms to 1m
+//   HEDGING                    "on" or "off": a hedge after a delay for
+//                              requests safe to send twice (docs/beyond-retries.md)
+//   HEDGING_DELAY              a duration, 1ms to 1h (100ms)
+//   HEDGING_PERCENTILE         0.5 to 0.999, or "off" (the delay only)
+//   HEDGING_MAX_IN_FLIGHT      2 to 10 (2)
+//   HEDGING_MAX_EXTRA          above 0, at most 1 (0.05): hedges per call
 //   FAULTS                     "on" or "off": failure injection
 //                              (docs/failure-injection.md)
 //   GZIP                       "on" or "off": ask for gzip, decode it

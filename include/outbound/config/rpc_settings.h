@@ -42,6 +42,12 @@
 //   OUTLIER_CONSECUTIVE_FAILURES  failures in a row that eject an endpoint
 //                              (0: never)
 //   OUTLIER_BASE_EJECTION      a duration: the first ejection's length
+//   HEDGING                    "on" or "off": a hedge after a delay for
+//                              requests safe to send twice (docs/beyond-retries.md)
+//   HEDGING_DELAY              a duration, 1ms to 1h (100ms)
+//   HEDGING_PERCENTILE         0.5 to 0.999, or "off" (the delay only)
+//   HEDGING_MAX_IN_FLIGHT      2 to 10 (2)
+//   HEDGING_MAX_EXTRA          above 0, at most 1 (0.05): hedges per call
 //
 // Any other variable under PREFIX is an error that Finish names, with the
 // variable it most likely misspells. TLS without CA_FILE trusts the

@@ -61,6 +61,9 @@ struct AttemptRecord {
   std::optional<retry::DecisionKind> decision;  // what the retry loop did next
   // Why it did: the rule that decided (retry/reason.h); set with `decision`.
   retry::Reason reason;
+  // The attempt is a hedge (Settings::hedging): started while another
+  // attempt of the request was still in flight.
+  bool hedge = false;
   // The trace the attempt ran in: its span's ids when tracing is on, else
   // the caller's context (invalid when the caller passed none). Ties the
   // record to the caller's request in a log.
@@ -182,6 +185,35 @@ struct Balancing {
   Duration re_resolve_every = std::chrono::seconds(30);
   OutlierDetection outlier_detection;
 };
+// Hedging (Finagle's backup requests, Polly's and gRPC's hedging): when an
+// attempt has no answer after `delay`, one more attempt of the same request
+// starts beside it; the first answer that ends the call (a success, or one
+// the classifier says not to retry) wins, and the others are cancelled
+// (their decision's reason is hedge_won). A hedge starts only if all hold:
+// the request is safe to send twice (an idempotent method and a buffered
+// body: never a pipe's or a StreamBodyFrom body, never a call whose answer
+// body streams to the caller); the call's remaining time is more than the
+// delay; fewer than `max_attempts_in_flight` attempts are in flight and
+// fewer than max_attempts were started; the retry budget allows a retry
+// (a hedge takes one of its tokens); and the hedge share has a hedge left.
+//
+// The delay is `delay`, or with `percentile` set (0.95: a hedge for the
+// slowest 5 %) that percentile of the latency of the dependency's latest
+// 1000 answered attempts, once 100 were seen (until then, `delay`), at
+// least 1ms. The share: each call adds `max_extra_share` to a bucket that
+// holds at most kHedgeBurst hedges and starts full, and each hedge takes
+// one, so hedges stay within that share of the calls (plus the burst).
+// Valid: delay 1ms to 1h, percentile 0.5 to 0.999, max_attempts_in_flight
+// 2 to 10, max_extra_share above 0 and at most 1.
+struct Hedging {
+  Duration delay = std::chrono::milliseconds(100);
+  std::optional<double> percentile;
+  int max_attempts_in_flight = 2;
+  double max_extra_share = 0.05;
+};
+
+// The hedges a client may send at once above its share (Hedging).
+inline constexpr int kHedgeBurst = 10;
 
 // Failure injection (outbound/fault.h, docs/failure-injection.md): the
 // client is the injection point "http:<host>:<port>".
@@ -298,6 +330,10 @@ struct Settings {
   // CheckAdaptiveConcurrency.
   std::optional<AdaptiveConcurrency> adaptive_concurrency;
 
+  // Empty (the default): no hedges, and no timer armed. Check:
+  // CheckHedging.
+  std::optional<Hedging> hedging;
+
   // Failure injection: off by default.
   FaultSettings faults;
 
@@ -330,6 +366,7 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckBulkhead(const std::optional<Bulkhead>& bulkhead);
 [[nodiscard]] Result<void> CheckAdaptiveConcurrency(
     const std::optional<AdaptiveConcurrency>& adaptive);
+[[nodiscard]] Result<void> CheckHedging(const std::optional<Hedging>& hedging);
 // The retry budget's and breaker's checks are retry::CheckMaxTokens,
 // retry::CheckTokenRatio, circuit::CheckWindow, circuit::CheckProbes,
 // circuit::CheckOpenFor, circuit::CheckProbeTimeout,

@@ -35,6 +35,11 @@ enum class ReasonKind : std::uint8_t {
                        // down with its connection, or left out by a retired one
   kRepeat,             // a middleware asked for the request once more
   kCancelled,          // the caller gave up
+  kHedge,              // a hedge: one more attempt started while the others wait for their
+                       // answers (http::Hedging)
+  kHedgeWon,           // another attempt of the call answered first: this one was cancelled
+  kHedgeInFlight,      // failed while another attempt of the call is in flight: the call
+                       // waits for that one instead of retrying
 };
 
 // Who turned a call away, for kRejected.

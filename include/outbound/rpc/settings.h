@@ -206,6 +206,12 @@ struct Settings {
   // Check: http::CheckAdaptiveConcurrency.
   std::optional<http::AdaptiveConcurrency> adaptive_concurrency;
 
+  // Hedging (http::Hedging: one more attempt of a unary call when the
+  // first has no answer after a delay; the first answer wins). Only for
+  // methods safe to send twice (not in non_idempotent_methods); streams
+  // never hedge. Empty (the default): off. Check: http::CheckHedging.
+  std::optional<http::Hedging> hedging;
+
   // Failure injection (outbound/fault.h): the client is the injection
   // point "grpc:<host>:<port>" of addr. An injected abort is UNAVAILABLE, a
   // delay is waited within the attempt's deadline, and "status:NNN" is the
