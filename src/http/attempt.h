@@ -321,7 +321,7 @@ struct AttemptSlotLayout {
   explicit AttemptSlotLayout(AttemptSlots s) : slots(std::move(s)) {}
   ~AttemptSlotLayout() {
     std::unique_lock lock(attempts_mu);
-    no_attempts.wait(lock, [this] { return attempts == 0; });
+    no_attempts.wait(lock, [this] { return attempts.load() == 0; });
   }
   AttemptSlotLayout(const AttemptSlotLayout&) = delete;
   AttemptSlotLayout& operator=(const AttemptSlotLayout&) = delete;
@@ -329,7 +329,8 @@ struct AttemptSlotLayout {
   AttemptSlots slots;
   mutable std::mutex attempts_mu;
   mutable std::condition_variable no_attempts;
-  mutable int attempts = 0;  // guarded by attempts_mu
+  // Counted without the lock; only the step to zero is taken under it.
+  mutable std::atomic<int> attempts{0};
 };
 
 // The attempt layers of one client, top to bottom, the transport last:
@@ -347,13 +348,16 @@ class AttemptPath final : private AttemptSlotLayout, public LayerList<AttemptLay
   const AttemptSlots& slots() const { return AttemptSlotLayout::slots; }
   // An attempt on this path was made; and has gone, the last it touches of
   // the path (notified under the lock, so the path may go at once after).
-  void AttemptMade() const {
-    std::lock_guard lock(attempts_mu);
-    ++attempts;
-  }
+  void AttemptMade() const { attempts.fetch_add(1, std::memory_order_relaxed); }
   void AttemptGone() const {
+    // Above one, the count cannot reach zero here: no lock. The last one
+    // steps to zero under the lock, as the path's destructor checks it.
+    int n = attempts.load(std::memory_order_relaxed);
+    while (n > 1) {
+      if (attempts.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) return;
+    }
     std::lock_guard lock(attempts_mu);
-    if (--attempts == 0) no_attempts.notify_all();
+    if (attempts.fetch_sub(1, std::memory_order_acq_rel) == 1) no_attempts.notify_all();
   }
   void Misused(std::string_view what) const;
 };

@@ -128,8 +128,12 @@ bool H2Session::Start(Exchange& exchange) {
     // A traceparent is new on every request, and so is a gRPC attempt's
     // time left: indexing either would only churn the HPACK tables (an
     // insertion and an eviction per request on both ends) for an entry
-    // never used again.
-    if (field_name == "traceparent" || field_name == "grpc-timeout") {
+    // never used again. The session's first traceparent alone is indexed,
+    // for its name: the later ones send an index, not the name.
+    if (field_name == "traceparent") {
+      if (traceparent_named_) field.flags = NGHTTP2_NV_FLAG_NO_INDEX;
+      traceparent_named_ = true;
+    } else if (field_name == "grpc-timeout") {
       field.flags = NGHTTP2_NV_FLAG_NO_INDEX;
     }
   });

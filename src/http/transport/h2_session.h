@@ -109,6 +109,9 @@ class H2Session final : public Codec {
   // Start's lower-cased copies of field names, kept so their room is
   // reused (nghttp2 copies the fields it is given).
   std::vector<std::string> lowered_names_;
+  // A traceparent went out indexed, so its name is in the HPACK table for
+  // the never-indexed ones after it to refer to (no name sent, nor coded).
+  bool traceparent_named_ = false;
   struct Ended {
     Ended(Exchange* e, AttemptOutcome&& o) : exchange(e), outcome(std::move(o)) {}
     Exchange* exchange;
