@@ -104,7 +104,7 @@ ExchangeRequest Attempt::exchange() {
           .body_sink = call->body_sink ? &call->body_sink : nullptr,
           .queue_place = &queue_place,
           .admission = admission,
-          .avoid_endpoint = avoid_endpoint};
+          .call_endpoint = &call->last_endpoint};
 }
 
 bool Attempt::Launch() {

@@ -198,9 +198,6 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   // Set by the breaker layer: asked by the transport before it sends an
   // attempt that waited in its queue. Null means always admitted.
   const Admission* admission = nullptr;
-  // Set by the outlier-detection layer: the endpoint the call's last
-  // attempt went to, which this one avoids (ExchangeRequest).
-  std::uint64_t avoid_endpoint = 0;
   // The attempt's span while it is recorded (null when tracing is off).
   std::unique_ptr<telemetry::Span> span;
   // Headers of this attempt's own, each sent in place of the request's

@@ -130,8 +130,8 @@ class CallState : public std::enable_shared_from_this<CallState> {
   std::atomic<int> attempts{0};
   // Attempts handed to a connection so far: what Error::attempts reports.
   std::atomic<int> attempts_sent{0};
-  // With several endpoints: the one the last attempt to end went to
-  // (EndpointHealth::id), for the next to avoid; 0 for none.
+  // With several endpoints: the one the latest attempt was sent to
+  // (EndpointHealth::id), for the next, or a hedge, to avoid; 0 for none.
   std::atomic<std::uint64_t> last_endpoint{0};
 
   // The fields below belong to the call's way through the layers: one

@@ -7,6 +7,7 @@
 #ifndef OUTBOUND_SRC_HTTP_CLIENT_TRANSPORT_H_
 #define OUTBOUND_SRC_HTTP_CLIENT_TRANSPORT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -99,10 +100,11 @@ struct ExchangeRequest {
   std::uint64_t* queue_place = nullptr;
   // Null: always admitted.
   const Admission* admission = nullptr;
-  // With several endpoints: the one the call's last attempt went to
-  // (EndpointHealth::id), which this one avoids when another can take it;
-  // 0 for none.
-  std::uint64_t avoid_endpoint = 0;
+  // With several endpoints: the call's last endpoint (EndpointHealth::id,
+  // 0 for none), which this attempt avoids when another can take it (a
+  // retry or a hedge goes elsewhere), and where the carrier writes the
+  // one it chose. The call's; it outlives the exchange.
+  std::atomic<std::uint64_t>* call_endpoint = nullptr;
 };
 
 // What the transport reports of one exchange. Thread-safe.

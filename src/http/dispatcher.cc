@@ -138,7 +138,7 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
   exchange.attempt_headers = what.attempt_headers;
   exchange.queue_place = what.queue_place;
   exchange.admission = what.admission;
-  exchange.avoid_endpoint = what.avoid_endpoint;
+  exchange.call_endpoint = what.call_endpoint;
   exchange.sink = what.body_sink;
   if (stopped_) return End(exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
   std::weak_ptr<const char> alive = alive_;

@@ -150,7 +150,7 @@ std::unique_ptr<AttemptLayer> MakeAttemptSpan(AttemptSlots& slots, Clock& clock,
 // With several endpoints (Settings::balancing): reports each attempt's
 // outcome, as the breaker layer below classified it, to the endpoint that
 // carried it (ejecting one that keeps failing, logged and counted through
-// `telemetry`), and has the call's next attempt avoid that endpoint.
+// `telemetry`).
 std::unique_ptr<AttemptLayer> MakeOutlierDetection(Clock& clock, const ClientTelemetry& telemetry);
 
 // Admits the attempt through the breaker or rejects it (nothing sent);

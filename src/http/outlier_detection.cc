@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // OutlierDetection: with several endpoints (Settings::balancing), tells the
 // endpoint that carried each attempt how it went, so one that keeps
-// failing is ejected while the others serve, and remembers it so the
-// call's next attempt goes elsewhere. A failure is what the breaker counts
-// as one (the classification below it), or a refused stream; a loss
-// another attempt on the same connection already counted is not counted
-// again.
+// failing is ejected while the others serve. (That a call's next attempt
+// goes elsewhere is the pool's: ExchangeRequest::call_endpoint.) A failure is what the breaker
+// counts as one (the classification below it), or a refused stream; a loss another attempt on the
+// same connection already counted is not counted again.
 #include "endpoint_health.h"
 #include "layers.h"
 
@@ -19,14 +18,10 @@ class OutlierDetectionLayer final : public AttemptLayer {
 
   std::string_view name() const override { return "outlier detection"; }
 
-  void Start(const std::shared_ptr<Attempt>& attempt) override {
-    attempt->avoid_endpoint = attempt->call->last_endpoint.load(std::memory_order_relaxed);
-    attempt->Proceed(*this);
-  }
+  void Start(const std::shared_ptr<Attempt>& attempt) override { attempt->Proceed(*this); }
 
-  void Finish(Attempt& attempt, AttemptOutcome& outcome) override {
+  void Finish(Attempt&, AttemptOutcome& outcome) override {
     if (!outcome.endpoint) return;  // never carried
-    attempt.call->last_endpoint.store(outcome.endpoint->id(), std::memory_order_relaxed);
     if (outcome.collateral || !outcome.classification) return;
     // A refused stream is no failure of the dependency's (the breaker
     // ignores it: it goes again at once), but an endpoint that refuses

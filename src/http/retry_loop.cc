@@ -10,10 +10,10 @@
 // beside it if the rules allow (Hedge); the first outcome that ends the
 // call wins and cancels the others, and the call ends once none is left.
 #include <algorithm>
-#include <memory>
-#include <span>
 #include <cmath>
+#include <memory>
 #include <mutex>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -325,10 +325,9 @@ class RetryingRequest final : public Cancellable,
     // that another attempt may mend waits for it rather than retrying.
     const bool others = hedgeable_ && Awaiting() > 0;
     const bool ends_call =
-        outcome.thrown ||
-        (!outcome.rejected && outcome.classification &&
-         outcome.classification->retry != retry::Outcome::kRetry && !outcome.collateral &&
-         !outcome.unprocessed);
+        outcome.thrown || (!outcome.rejected && outcome.classification &&
+                           outcome.classification->retry != retry::Outcome::kRetry &&
+                           !outcome.collateral && !outcome.unprocessed);
     if (outcome.result && options_.transparent != nullptr) options_.transparent->Earn();
     if (others && !ends_call) {
       if (outcome.classification && !outcome.thrown && !outcome.rejected) {
@@ -341,10 +340,12 @@ class RetryingRequest final : public Cancellable,
       return;
     }
     if (outcome.collateral && !outcome.thrown) {
-      bool again = safe && collateral_retries_ < kMaxCollateralRetries;
+      // One never sent may go again whatever its method.
+      bool may = safe || (outcome.not_sent && replayable);
+      bool again = may && collateral_retries_ < kMaxCollateralRetries;
       collateral_retries_ += again ? 1 : 0;
       decided = again ? DecisionKind::kAgain : DecisionKind::kStopped;
-      reason.kind = again ? ReasonKind::kTransparent : safe ? ReasonKind::kExhausted : unsafe;
+      reason.kind = again ? ReasonKind::kTransparent : may ? ReasonKind::kExhausted : unsafe;
     } else if (outcome.unprocessed && outcome.connection_retired && !outcome.thrown && replayable &&
                retired_retries_ < kMaxRetiredRetries) {
       // Left out by a connection the server retired after answering
@@ -547,8 +548,7 @@ void HedgeBudget::CallStarted() {
 
 bool HedgeBudget::TrySpend() {
   std::int64_t now = milli_.load(std::memory_order_relaxed);
-  while (now >= 1000 &&
-         !milli_.compare_exchange_weak(now, now - 1000, std::memory_order_relaxed)) {
+  while (now >= 1000 && !milli_.compare_exchange_weak(now, now - 1000, std::memory_order_relaxed)) {
   }
   return now >= 1000;
 }
@@ -567,8 +567,9 @@ void HedgeBudget::Observe(Duration latency) {
   if (samples_.size() > kMinSamples && ++since_ < kRecompute) return;
   since_ = 0;
   std::vector<Duration> sorted = samples_;
-  auto at = sorted.begin() + static_cast<std::ptrdiff_t>(
-                                 std::ceil(*hedging_.percentile * static_cast<double>(sorted.size())) - 1);
+  auto at = sorted.begin() +
+            static_cast<std::ptrdiff_t>(
+                std::ceil(*hedging_.percentile * static_cast<double>(sorted.size())) - 1);
   std::nth_element(sorted.begin(), at, sorted.end());
   Duration delay = std::max<Duration>(*at, std::chrono::milliseconds(1));
   delay_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(delay).count();

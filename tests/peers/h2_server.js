@@ -35,6 +35,9 @@
 //                               RST, streams open) after a random number of
 //                               streams in [1, MIN] (needs --lifetime)
 //   --seed=S                    the random source's seed (1)
+//   --host=A --port=N           where to listen (127.0.0.1, a free port): a
+//                               replica on 127.0.0.2, one restarted on its
+//                               old port
 //
 // "stats" on stdin prints: sessions (connections accepted), open
 // (connections open now), streams (handed to the script; streams nghttp2
@@ -243,5 +246,5 @@ server.on('stream', (stream, headers) => {
   });
 });
 
-server.listen(0, '127.0.0.1',
+server.listen(numberArg(args, 'port', 0), args.host || '127.0.0.1',
               () => serveControl(server.address().port, () => stats, {release: held.release}));

@@ -826,5 +826,28 @@ TEST(OutboundDemoTest, TheSlowTailScenarioShowsWhatHedgingIsFor) {
   EXPECT_NE(RunCommand(kOutbound + " demo --scenario slow-tail --rps 10").exit_code, 0);
 }
 
+TEST(OutboundDemoTest, TheReplicaDiesScenarioShowsWhatBalancingIsFor) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "real-time relations: not meaningful under a sanitizer";
+#endif
+  TempDir dir;
+  std::string json = dir.Write("replica.json", "");
+  std::string svg = dir.Write("replica.svg", "");
+  CommandResult result = RunCommand(
+      kOutbound + " demo --scenario replica-dies --seconds 6 --json " + json + " --svg " + svg);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  auto report = nlohmann::json::parse(RunCommand("cat " + json).output);
+  SCOPED_TRACE(report.dump());
+  const auto& naive = report["clients"]["naive"];
+  const auto& outbound = report["clients"]["outbound"];
+  // A third of the naive client's calls after the death went to the dead
+  // replica; outbound's went again elsewhere, and then not there at all.
+  EXPECT_GE(naive["failed_after_the_death"].get<int>(), 100);
+  EXPECT_GE(outbound["success_share"].get<double>(), 0.999);
+  EXPECT_LT(outbound["attempts"].get<int>(), outbound["calls"].get<int>() * 101 / 100);
+  EXPECT_NE(result.output.find("failed after the replica died"), std::string::npos);
+  EXPECT_NE(RunCommand("cat " + svg).output.find("<polyline"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace outbound::testing

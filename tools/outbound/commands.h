@@ -17,6 +17,11 @@ namespace overload_demo {
 int Run(double run_seconds, const std::string& svg_path, const std::string& json_path);
 }  // namespace overload_demo
 
+namespace replica_demo {
+// `outbound demo --scenario replica-dies` (demo_replica.cc).
+int Run(double run_seconds, const std::string& svg_path, const std::string& json_path);
+}  // namespace replica_demo
+
 namespace slow_tail_demo {
 // `outbound demo --scenario slow-tail` (demo_slow_tail.cc).
 int Run(double run_seconds, const std::string& svg_path, const std::string& json_path);

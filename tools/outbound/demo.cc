@@ -55,6 +55,7 @@ constexpr const char* kDemoHelp =
     R"(usage: outbound demo [--seconds N] [--rps R] [--svg FILE] [--json FILE] [--fault SCENARIO]
        outbound demo --scenario overload [--seconds N] [--svg FILE] [--json FILE]
        outbound demo --scenario slow-tail [--seconds N] [--svg FILE] [--json FILE]
+       outbound demo --scenario replica-dies [--seconds N] [--svg FILE] [--json FILE]
 
 Starts an embedded dependency on loopback (TLS, a certificate from a CA made
 for this run) that is healthy, then answers one request in ten with 503 and
@@ -87,8 +88,16 @@ attempts). Prints each side's latency p50, p99, p99.9 and max, its calls
 slower than 3 times the dependency's median, and the extra attempts it
 sent, and writes an SVG of each call's latency.
 
+With --scenario replica-dies: a dependency of three replicas behind one
+name, called at 200 calls a second by a naive client (its calls spread
+over the replicas, each sent once) and by outbound's with balancing on; a
+third of the way in, one replica dies. Prints each side's calls answered,
+those that failed after the death, and the attempts sent, and writes an
+SVG of the share of each second's calls answered.
+
 options:
-  --scenario S  outage (the default: the script above), overload or slow-tail
+  --scenario S  outage (the default: the script above), overload, slow-tail
+                or replica-dies
   --seconds N   length of the run (default 30); the script, the clients'
                 durations and the services' own work are scaled by N/30, and
                 the request rate by 30/N, so short runs show the same story
@@ -438,14 +447,16 @@ int RunDemo(const std::vector<std::string>& args) {
       return Usage("demo", a + " needs a number");
     }
   }
-  if (scenario != "outage" && scenario != "overload" && scenario != "slow-tail") {
-    return Usage("demo", "--scenario must be outage, overload or slow-tail");
+  if (scenario != "outage" && scenario != "overload" && scenario != "slow-tail" &&
+      scenario != "replica-dies") {
+    return Usage("demo", "--scenario must be outage, overload, slow-tail or replica-dies");
   }
   if (scenario != "outage") {
     if (rps_option || fault) return Usage("demo", "--rps and --fault are the outage scenario's");
     if (run_seconds < 3 || run_seconds > 3600) return Usage("demo", "--seconds must be 3 to 3600");
-    return scenario == "overload" ? overload_demo::Run(run_seconds, svg_path, json_path)
-                                  : slow_tail_demo::Run(run_seconds, svg_path, json_path);
+    if (scenario == "overload") return overload_demo::Run(run_seconds, svg_path, json_path);
+    if (scenario == "replica-dies") return replica_demo::Run(run_seconds, svg_path, json_path);
+    return slow_tail_demo::Run(run_seconds, svg_path, json_path);
   }
   if (run_seconds < 3 || run_seconds > 3600 ||
       (rps_option && (*rps_option < 2 || *rps_option > 5000))) {

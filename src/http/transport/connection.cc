@@ -179,6 +179,7 @@ void Connection::Fail(ErrorKind kind, const std::string& why, bool cannot_improv
     AttemptOutcome outcome = Failed(kind, why);
     outcome.cannot_improve = cannot_improve;
     outcome.not_sent = true;  // it waited for the connection to open, or for room
+    outcome.connection = id_;
     events_.ExchangeEnded(*exchange, std::move(outcome));
   }
   if (codec_ != nullptr) codec_->Closed(why);

@@ -5,6 +5,7 @@
 #define OUTBOUND_SRC_HTTP_TRANSPORT_EXCHANGE_H_
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -35,10 +36,10 @@ struct Exchange {
   const Headers* attempt_headers = nullptr;
   std::uint64_t* queue_place = nullptr;
   const Admission* admission = nullptr;
-  // With several endpoints: the one the call's last attempt went to
-  // (ExchangeRequest::avoid_endpoint), and the one carrying this exchange,
+  // With several endpoints: the call's last endpoint
+  // (ExchangeRequest::call_endpoint), and the one carrying this exchange,
   // set by the pool.
-  std::uint64_t avoid_endpoint = 0;
+  std::atomic<std::uint64_t>* call_endpoint = nullptr;
   std::shared_ptr<EndpointHealth> endpoint;
   // The request's target ("/charges/1?x=y") and authority ("payments:8443").
   std::string path;

@@ -85,8 +85,10 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     Connection* connection = nullptr;
     EndpointHealth* endpoint = nullptr;
     if (balancing_) {
-      endpoint = Choose(exchange.avoid_endpoint);
+      std::uint64_t last = exchange.call_endpoint ? exchange.call_endpoint->load() : 0;
+      endpoint = Choose(last);
       if (endpoint != nullptr) {
+        if (exchange.call_endpoint) exchange.call_endpoint->store(endpoint->id());
         exchange.endpoint = Shared(*endpoint);
         ++endpoint->outstanding;
         connection = WithRoom(endpoint);
@@ -425,6 +427,11 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   // --- What the connections tell ---
 
   void ExchangeEnded(Exchange& exchange, AttemptOutcome&& outcome) override {
+    // With several endpoints, the attempts that waited on a dial that
+    // failed are one failure of that endpoint's, not one each: the breaker
+    // and outlier detection count the first, and the others go again at
+    // once, elsewhere (they were never sent).
+    if (balancing_ && outcome.not_sent && outcome.connection != 0) outcome.connection_lost = true;
     dispatcher_.Ended(exchange, std::move(outcome));
   }
 
