@@ -168,17 +168,27 @@ void Attempt::SetCanceller(std::function<void()> canceller) {
 void Attempt::Cancel(CancelReason reason) {
   std::function<void()> canceller;
   bool launched;
+  std::shared_ptr<EndpointHealth> endpoint;
   {
     std::lock_guard lock(mu_);
     CancelReason expected = CancelReason::kNone;
     if (!cancel_.compare_exchange_strong(expected, reason)) return;
     canceller = std::move(canceller_);
     launched = launched_;
+    endpoint = endpoint_;
   }
   // The transport lets go of the attempt on its own thread, when it can;
   // the layers above hear of the cancellation now.
   if (canceller) canceller();
-  if (launched) End(CancelledOutcome());
+  if (!launched) return;
+  AttemptOutcome outcome = CancelledOutcome();
+  outcome.endpoint = std::move(endpoint);
+  End(std::move(outcome));
+}
+
+void Attempt::Carried(std::shared_ptr<EndpointHealth> endpoint) {
+  std::lock_guard lock(mu_);
+  endpoint_ = std::move(endpoint);
 }
 
 AttemptOutcome Attempt::CancelledOutcome() const {

@@ -255,6 +255,7 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   // call's sink. With a body timeout (WithBodyTimeout) the body has that
   // long from `now`, and the call's deadline waits until the attempt ends.
   void BodyStreaming(TimePoint now) override;
+  void Carried(std::shared_ptr<EndpointHealth> endpoint) override;
 
   // Cancelling: the transport says how; layers above say when. Both
   // thread-safe; the canceller runs at most once, at Cancel or at
@@ -282,7 +283,8 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   std::mutex mu_;
   std::atomic<CancelReason> cancel_{CancelReason::kNone};
   std::atomic<bool> ended_{false};
-  bool launched_ = false;  // guarded by mu_
+  bool launched_ = false;                     // guarded by mu_
+  std::shared_ptr<EndpointHealth> endpoint_;  // guarded by mu_: Carried
   std::function<void()> canceller_;
   bool body_sent_ = false;      // guarded by mu_
   bool awaiting_told_ = false;  // guarded by mu_

@@ -126,6 +126,10 @@ class ExchangeEvents {
   virtual void RequestHeadersSent(TimePoint now) = 0;
   virtual void HeadersArrived(TimePoint now) = 0;
   virtual void BodyStreaming(TimePoint now) = 0;
+  // With several endpoints: the carrier chose `endpoint` for the exchange,
+  // so an attempt that ends on its own (its timeout cancelled it) still
+  // says where it went (AttemptOutcome::endpoint).
+  virtual void Carried(std::shared_ptr<EndpointHealth> /*endpoint*/) {}
   // The exchange ended. The first end wins; false for a later one.
   virtual bool End(AttemptOutcome&& outcome) = 0;
   // How a cancelled exchange ends.

@@ -203,6 +203,44 @@ TEST_F(BalancingTest, AnEndpointThatAnswers503IsEjectedAndItsCallsRetriedElsewhe
   EXPECT_EQ(Attempts().size(), 1000u + bad);
 }
 
+TEST_F(BalancingTest, AnEndpointThatHangsIsEjectedByItsAttemptTimeouts) {
+  testing::ManualClock never;  // the hanging replica's: never moved
+  StartReplica(Echo);
+  auto hung_started = testing::FakeServer::Start(
+      {.tls = testing::ServerTls(ca.IssueServer({"payments"})),
+       .handler = [](const ServerRequest&) { return Reply::Ok().DelayHeaders(hours(1)); },
+       .clock = &never});
+  ASSERT_TRUE(hung_started);
+  testing::FakeServer& hung = **hung_started;
+  StartReplica(Echo);
+  Name({replicas[0]->port(), hung.port(), replicas[1]->port()});
+  Settings s = BalancedSettings();
+  s.attempt_timeout = seconds(1);
+  auto client = MakeClient(s);
+  // One call at a time: when the hanging replica has the attempt, the
+  // clock moves by the attempt timeout; otherwise only to backoffs.
+  std::size_t seen_hung = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto answer = client->SendAsync(Request::Get(NumberedPath(i)));
+    while (answer.wait_for(milliseconds(1)) != std::future_status::ready) {
+      if (hung.request_count() > seen_hung) {
+        ++seen_hung;
+        ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + seconds(1)));
+        clock.Advance(seconds(1));
+      } else if (clock.WaitForTimerBy(clock.Now() + milliseconds(20), milliseconds(1))) {
+        clock.AdvanceTo(*clock.next_timer());
+      }
+    }
+    Result<Response> r = answer.get();
+    ASSERT_TRUE(r) << r.error().message();
+    EXPECT_EQ(r->status, 200);
+  }
+  // Five timeouts in a row eject it; 30 s have not passed (5 s of timeouts
+  // and the backoffs).
+  EXPECT_EQ(hung.request_count(), 5u);
+  EXPECT_TRUE(Transitions().empty());
+}
+
 TEST_F(BalancingTest, AnEjectedEndpointIsProbedBackAndEjectedTwiceAsLongTheSecondTime) {
   StartReplica(Echo);
   StartReplica([](const ServerRequest&) { return Reply::Status(503); });

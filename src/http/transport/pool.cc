@@ -90,6 +90,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
       if (endpoint != nullptr) {
         if (exchange.call_endpoint) exchange.call_endpoint->store(endpoint->id());
         exchange.endpoint = Shared(*endpoint);
+        exchange.events->Carried(exchange.endpoint);
         ++endpoint->outstanding;
         connection = WithRoom(endpoint);
         if (connection == nullptr) connection = Opening(endpoint);
