@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "outbound/http/client.h"
@@ -29,9 +30,18 @@ struct DemoClients {
 };
 
 // Both clients on `runtime`, or null after saying why on stderr.
-std::unique_ptr<DemoClients> MakeDemoClients(const Runtime& runtime,
-                                             const http::Settings& naive,
+std::unique_ptr<DemoClients> MakeDemoClients(const Runtime& runtime, const http::Settings& naive,
                                              const http::Settings& outbound);
+
+// One row of a scenario's table: a label and the two sides' cells, padded
+// by characters (a "–" is three bytes of UTF-8), `label_width` wide.
+void PrintDemoRow(const std::string& label, const std::string& naive, const std::string& outbound,
+                  std::size_t label_width = 44);
+
+// Writes the scenario's picture to `svg_path`, and its report to
+// `json_path` unless that is empty, saying so on stdout.
+void WriteDemoFiles(const std::string& svg_path, const std::string& svg,
+                    const std::string& json_path, const nlohmann::json& report);
 
 }  // namespace outbound::tool
 

@@ -298,13 +298,8 @@ int Run(double run_seconds, const std::string& svg_path, const std::string& json
     return out.str();
   };
   // Padded by characters, not bytes: "–" is three bytes of UTF-8.
-  auto pad = [](const std::string& cell, std::size_t width) {
-    std::size_t chars = 0;
-    for (char c : cell) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
-    return cell + std::string(width > chars ? width - chars : 0, ' ');
-  };
-  auto row = [&](const std::string& label, const std::string& a, const std::string& b) {
-    std::cout << "  " << pad(label, 46) << pad(a, 16) << b << "\n";
+  auto row = [](const std::string& label, const std::string& a, const std::string& b) {
+    PrintDemoRow(label, a, b, 46);
   };
   std::cout << "\nAn overloaded dependency: " << kWorkers << " workers at "
             << Seconds(kBase).count() * 1000 << " ms (capacity " << kCapacity << "/s), offered "
@@ -326,15 +321,10 @@ int Run(double run_seconds, const std::string& svg_path, const std::string& json
   row("most calls the dependency held", text(nj["dependency_held_max"], 0, ""),
       text(oj["dependency_held_max"], 0, ""));
 
-  std::ofstream svg(svg_path);
-  svg << Svg(GoodputBySecond(naive, seconds), HeldBySecond(naive, seconds),
-             GoodputBySecond(ours, seconds), HeldBySecond(ours, seconds));
-  std::cout << "\nwrote " << svg_path << "\n";
-  if (!json_path.empty()) {
-    std::ofstream json(json_path);
-    json << report.dump(2) << "\n";
-    std::cout << "wrote " << json_path << "\n";
-  }
+  WriteDemoFiles(svg_path,
+                 Svg(GoodputBySecond(naive, seconds), HeldBySecond(naive, seconds),
+                     GoodputBySecond(ours, seconds), HeldBySecond(ours, seconds)),
+                 json_path, report);
   return kExitOk;
 }
 

@@ -236,8 +236,8 @@ int Run(double run_seconds, const std::string& svg_path, const std::string& json
     out << std::fixed << std::setprecision(2) << v.get<double>() * 100 << "%";
     return out.str();
   };
-  auto row = [&](const std::string& label, const std::string& a, const std::string& b) {
-    std::cout << "  " << std::left << std::setw(40) << label << std::setw(16) << a << b << "\n";
+  auto row = [](const std::string& label, const std::string& a, const std::string& b) {
+    PrintDemoRow(label, a, b, 40);
   };
   std::cout << "\nOne replica of three dies after " << std::fixed << std::setprecision(0) << died_at
             << " s; " << kRate << " calls a second from each client\n\n";
@@ -248,14 +248,7 @@ int Run(double run_seconds, const std::string& svg_path, const std::string& json
       number(oj["failed_after_the_death"]));
   row("attempts sent", number(nj["attempts"]), number(oj["attempts"]));
 
-  std::ofstream svg(svg_path);
-  svg << Svg(naive, ours, run_seconds, died_at);
-  std::cout << "\nwrote " << svg_path << "\n";
-  if (!json_path.empty()) {
-    std::ofstream json(json_path);
-    json << report.dump(2) << "\n";
-    std::cout << "wrote " << json_path << "\n";
-  }
+  WriteDemoFiles(svg_path, Svg(naive, ours, run_seconds, died_at), json_path, report);
   return kExitOk;
 }
 

@@ -143,8 +143,7 @@ std::string Svg(Side& naive, Side& ours, double run_seconds, double limit_ms) {
           << (c.ms > limit_ms ? "#c33" : "#2a7") << "\"/>\n";
     }
   };
-  draw("naive: each call's latency (0 to 1.2 s; red: over 3× the dependency's median)", naive,
-       0);
+  draw("naive: each call's latency (0 to 1.2 s; red: over 3× the dependency's median)", naive, 0);
   draw("outbound, hedging: the same", ours, 1);
   svg << "</svg>\n";
   return svg.str();
@@ -194,17 +193,16 @@ int Run(double run_seconds, const std::string& svg_path, const std::string& json
   auto send = [&](Side& side, double at) {
     ++side.in_flight;
     TimePoint sent = clock.Now();
-    side.client->SendAsync(
-        http::Request::Get("/carts/42"),
-        [&side, &clock, at, sent](Result<http::Response> result, std::exception_ptr) {
-          Call call{at, Seconds(clock.Now() - sent).count() * 1000,
-                    result && result->status == 200};
-          {
-            std::lock_guard lock(side.mu);
-            side.calls.push_back(call);
-          }
-          --side.in_flight;
-        });
+    side.client->SendAsync(http::Request::Get("/carts/42"), [&side, &clock, at, sent](
+                                                                Result<http::Response> result,
+                                                                std::exception_ptr) {
+      Call call{at, Seconds(clock.Now() - sent).count() * 1000, result && result->status == 200};
+      {
+        std::lock_guard lock(side.mu);
+        side.calls.push_back(call);
+      }
+      --side.in_flight;
+    });
   };
   const Duration interval = std::chrono::duration_cast<Duration>(Seconds(1.0 / kRate));
   bool tty = isatty(STDOUT_FILENO) != 0;
@@ -241,11 +239,11 @@ int Run(double run_seconds, const std::string& svg_path, const std::string& json
   nlohmann::json report;
   report["scenario"] = "slow-tail";
   report["seconds"] = run_seconds;
-  report["dependency"] = {{"fast_ms", {Seconds(kFastest).count() * 1000,
-                                       Seconds(kFastest + kSpread).count() * 1000}},
-                          {"slow_ms", Seconds(kSlow).count() * 1000},
-                          {"slow_share", 1.0 / kSlowEvery},
-                          {"p50_ms", dependency_p50}};
+  report["dependency"] = {
+      {"fast_ms", {Seconds(kFastest).count() * 1000, Seconds(kFastest + kSpread).count() * 1000}},
+      {"slow_ms", Seconds(kSlow).count() * 1000},
+      {"slow_share", 1.0 / kSlowEvery},
+      {"p50_ms", dependency_p50}};
   report["offered_per_second"] = kRate;
   report["clients"]["naive"] = Summarize(naive, limit_ms);
   report["clients"]["outbound"] = Summarize(ours, limit_ms);
@@ -257,20 +255,15 @@ int Run(double run_seconds, const std::string& svg_path, const std::string& json
     out << std::fixed << std::setprecision(digits) << v << unit;
     return out.str();
   };
-  // Padded by characters, not bytes: "–" is three bytes of UTF-8.
-  auto pad = [](const std::string& cell, std::size_t width) {
-    std::size_t chars = 0;
-    for (char c : cell) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
-    return cell + std::string(width > chars ? width - chars : 0, ' ');
-  };
-  auto row = [&](const std::string& label, const std::string& a, const std::string& b) {
-    std::cout << "  " << pad(label, 44) << pad(a, 16) << b << "\n";
+  auto row = [](const std::string& label, const std::string& a, const std::string& b) {
+    PrintDemoRow(label, a, b);
   };
   auto ms = [&](const nlohmann::json& v) { return text(v.get<double>(), 0, " ms"); };
   std::cout << "\nA slow tail: answers in " << Seconds(kFastest).count() * 1000 << " to "
-            << Seconds(kFastest + kSpread).count() * 1000 << " ms (median " << text(dependency_p50, 0, " ms")
-            << "), one in " << kSlowEvery << " in " << Seconds(kSlow).count() * 1000 << " ms; "
-            << kRate << " calls a second from each client\n\n";
+            << Seconds(kFastest + kSpread).count() * 1000 << " ms (median "
+            << text(dependency_p50, 0, " ms") << "), one in " << kSlowEvery << " in "
+            << Seconds(kSlow).count() * 1000 << " ms; " << kRate
+            << " calls a second from each client\n\n";
   row("", "naive", "outbound");
   row("calls", text(nj["calls"].get<double>(), 0, ""), text(oj["calls"].get<double>(), 0, ""));
   row("latency p50", ms(nj["p50_ms"]), ms(oj["p50_ms"]));
@@ -285,14 +278,7 @@ int Run(double run_seconds, const std::string& svg_path, const std::string& json
       text(oj["extra_attempts_share"].get<double>() * 100, 1, "%"));
   row("hedges that answered first", "–", text(oj["hedges_won"].get<double>(), 0, ""));
 
-  std::ofstream svg(svg_path);
-  svg << Svg(naive, ours, run_seconds, limit_ms);
-  std::cout << "\nwrote " << svg_path << "\n";
-  if (!json_path.empty()) {
-    std::ofstream json(json_path);
-    json << report.dump(2) << "\n";
-    std::cout << "wrote " << json_path << "\n";
-  }
+  WriteDemoFiles(svg_path, Svg(naive, ours, run_seconds, limit_ms), json_path, report);
   return kExitOk;
 }
 
