@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbound/testing/network_map.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 
@@ -39,6 +44,18 @@ Route NetworkMap::Resolve(std::string_view host, std::uint16_t port) const {
   auto it = routes_.find({Lower(host), port});
   if (it == routes_.end() || it->second.empty()) return Route{Route::Kind::kUnreachable, {}};
   return Route{Route::Kind::kEndpoint, it->second};
+}
+
+std::uint16_t PortNothingListensOn() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  bind(fd, reinterpret_cast<sockaddr*>(&address), length);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
 }
 
 }  // namespace outbound::testing

@@ -7,11 +7,7 @@
 // to another endpoint; an ejected endpoint is probed back and ejected
 // longer each time; the name is resolved again, so an endpoint added gets
 // calls and one removed gets none once its connections drain.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -32,18 +28,7 @@ using std::chrono::seconds;
 using testing::Reply;
 using testing::ServerRequest;
 
-// A port on loopback nothing listens on: a dial there is refused.
-std::uint16_t PortNothingListensOn() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  bind(fd, reinterpret_cast<sockaddr*>(&address), length);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
+using testing::PortNothingListensOn;
 
 // Draws from a seeded generator: the power of two choices needs two
 // different endpoints drawn, which a fixed draw never gives.

@@ -33,18 +33,7 @@ using testing::GrpcReply;
 constexpr char kSay[] = "/outbound.test.Echo/Say";
 constexpr char kCount[] = "/outbound.test.Echo/Count";
 
-// A loopback port nothing listens on: bound, then closed.
-std::uint16_t PortNothingListensOn() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  bind(fd, reinterpret_cast<sockaddr*>(&address), length);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
+using testing::PortNothingListensOn;
 
 class RpcOnKit : public ::testing::Test {
  protected:

@@ -49,6 +49,12 @@ class NetworkMap final : public Network {
   std::map<std::pair<std::string, std::uint16_t>, std::vector<Endpoint>> routes_;
 };
 
+// A port on 127.0.0.1 that nothing listens on now: a dial there is refused,
+// as a dependency that is down refuses it. (The port was bound and let go;
+// another process could take it again, which on loopback in a test it does
+// not in practice.)
+std::uint16_t PortNothingListensOn();
+
 }  // namespace outbound::testing
 
 #endif  // OUTBOUND_TESTING_NETWORK_MAP_H_

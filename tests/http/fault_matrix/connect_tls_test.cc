@@ -13,19 +13,6 @@
 namespace outbound::http::matrix {
 namespace {
 
-// A port on loopback with nothing listening: bound, read, closed.
-std::uint16_t ClosedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 class ConnectMatrix : public BothProtocols {
  protected:
   // A server whose TLS is `tls`: its handshake fails, so it never sees a request.
@@ -55,7 +42,7 @@ class ConnectMatrix : public BothProtocols {
 
 // Refused: any other error, Retry and Failure; three attempts, 50 and 100 ms apart.
 TEST_P(ConnectMatrix, RefusedConnectionsAreRetriedAndCountAgainstTheDependency) {
-  network.Add("payments", 8443, "127.0.0.1", ClosedPort());
+  network.Add("payments", 8443, "127.0.0.1", testing::PortNothingListensOn());
   StartClient();
   Begin(Request::Get("/"));
   WaitThenAdvance(50ms);
@@ -70,7 +57,7 @@ TEST_P(ConnectMatrix, RefusedConnectionsAreRetriedAndCountAgainstTheDependency) 
 // A POST as well: nothing of it left the client, so sending it again
 // cannot make it happen twice.
 TEST_P(ConnectMatrix, RefusedConnectionsRetryAPostToo) {
-  network.Add("payments", 8443, "127.0.0.1", ClosedPort());
+  network.Add("payments", 8443, "127.0.0.1", testing::PortNothingListensOn());
   StartClient();
   Begin(Request::Post("/charges", "{}"));
   WaitThenAdvance(50ms);
