@@ -844,7 +844,10 @@ TEST(OutboundDemoTest, TheReplicaDiesScenarioShowsWhatBalancingIsFor) {
   // replica; outbound's went again elsewhere, and then not there at all.
   EXPECT_GE(naive["failed_after_the_death"].get<int>(), 100);
   EXPECT_GE(outbound["success_share"].get<double>(), 0.999);
-  EXPECT_LT(outbound["attempts"].get<int>(), outbound["calls"].get<int>() * 101 / 100);
+  // A few calls went again (the ones on the replica as it died, those
+  // refused before it was set aside): far fewer than the naive client lost.
+  int again = outbound["attempts"].get<int>() - outbound["calls"].get<int>();
+  EXPECT_LT(again, naive["failed_after_the_death"].get<int>() / 4);
   EXPECT_NE(result.output.find("failed after the replica died"), std::string::npos);
   EXPECT_NE(RunCommand("cat " + svg).output.find("<polyline"), std::string::npos);
 }
