@@ -278,15 +278,15 @@ void ReadHedging(Resolver& r, const std::string& prefix, std::optional<http::Hed
   http::Hedging h = hedging.value_or(http::Hedging{});
   h.delay = r.Get(name(numbers[0]), Parser<Duration>(ParseDuration), std::optional(h.delay));
   // "off" (the default): the fixed delay only.
-  Parser<std::optional<double>> percentile = [](const std::string& text)
-      -> Result<std::optional<double>> {
+  Parser<std::optional<double>> percentile =
+      [](const std::string& text) -> Result<std::optional<double>> {
     if (text == "off") return std::optional<double>();
     auto value = ParseDouble(text);
     if (!value) return tl::unexpected(value.error());
     return std::optional<double>(*value);
   };
-  h.percentile = r.Get(name(numbers[1]), percentile,
-                       std::optional<std::optional<double>>(h.percentile));
+  h.percentile =
+      r.Get(name(numbers[1]), percentile, std::optional<std::optional<double>>(h.percentile));
   h.max_attempts_in_flight =
       r.Get(name(numbers[2]), Parser<int>(ParseInt), std::optional(h.max_attempts_in_flight));
   h.max_extra_share =

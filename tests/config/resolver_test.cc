@@ -406,8 +406,8 @@ TEST(ResolverTest, HedgingIsOnWithItsNumbersOrOffWithNone) {
   EXPECT_FALSE(s.hedging);
 
   // A number beside hedging that is off would be ignored.
-  Resolver off(FromMap(
-      {{"PAYMENTS_URL", "http://payments:8080"}, {"PAYMENTS_HEDGING_DELAY", "40ms"}}));
+  Resolver off(
+      FromMap({{"PAYMENTS_URL", "http://payments:8080"}, {"PAYMENTS_HEDGING_DELAY", "40ms"}}));
   (void)ReadHttpSettings(off, "PAYMENTS_", http::DefaultSettings());
   auto refused = off.Finish();
   ASSERT_FALSE(refused);

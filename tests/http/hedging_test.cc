@@ -237,8 +237,7 @@ TEST_F(HedgingTest, TheHedgeShareBoundsTheExtraLoad) {
 
 TEST_F(HedgingTest, ThePercentileDelayFollowsTheObservedLatency) {
   // A share of one hedge a call: this test is about the delay alone.
-  Settings s =
-      Hedged(Hedging{.delay = milliseconds(500), .percentile = 0.9, .max_extra_share = 1});
+  Settings s = Hedged(Hedging{.delay = milliseconds(500), .percentile = 0.9, .max_extra_share = 1});
   s.retry_budget = retry::BudgetConfig{.max_tokens = 1000, .token_ratio = 1};
   auto client = MakeClient(std::move(s));
   // Too few samples: the fixed delay.
@@ -246,7 +245,8 @@ TEST_F(HedgingTest, ThePercentileDelayFollowsTheObservedLatency) {
 
   int path = 0;
   AnswerFirst(milliseconds(20), milliseconds(20));
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE(Run(*client, Request::Get(NumberedPath(path++))).result);
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(Run(*client, Request::Get(NumberedPath(path++))).result);
   AnswerFirst(kSlow, milliseconds(20));
   std::size_t before = Arrivals().size();
   Ended call = Run(*client, Request::Get(NumberedPath(path++)));
@@ -259,7 +259,8 @@ TEST_F(HedgingTest, ThePercentileDelayFollowsTheObservedLatency) {
   // The dependency slows to 200ms: once those are more than a tenth of the
   // window, the delay follows.
   AnswerFirst(milliseconds(200), milliseconds(200));
-  for (int i = 0; i < 150; ++i) ASSERT_TRUE(Run(*client, Request::Get(NumberedPath(path++))).result);
+  for (int i = 0; i < 150; ++i)
+    ASSERT_TRUE(Run(*client, Request::Get(NumberedPath(path++))).result);
   AnswerFirst(kSlow, milliseconds(200));
   before = Arrivals().size();
   call = Run(*client, Request::Get(NumberedPath(path++)));
