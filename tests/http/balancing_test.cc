@@ -13,7 +13,6 @@
 #include <atomic>
 #include <future>
 #include <mutex>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -29,20 +28,6 @@ using testing::Reply;
 using testing::ServerRequest;
 
 using testing::PortNothingListensOn;
-
-// Draws from a seeded generator: the power of two choices needs two
-// different endpoints drawn, which a fixed draw never gives.
-class SeededRandom final : public Random {
- public:
-  double Uniform() override {
-    std::lock_guard lock(mu_);
-    return std::uniform_real_distribution<double>(0, 1)(engine_);
-  }
-
- private:
-  std::mutex mu_;
-  std::mt19937_64 engine_{20261203};
-};
 
 Reply Echo(const ServerRequest& r) { return Reply::Ok(r.target); }
 
@@ -111,7 +96,7 @@ class BalancingTest : public ::testing::Test, public ClientTestBase {
     return failed;
   }
 
-  SeededRandom seeded;
+  testing::SeededRandom seeded{20261203};
   std::vector<std::unique_ptr<testing::FakeServer>> replicas;
 };
 

@@ -10,12 +10,12 @@
 #include <future>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "outbound/rpc/client.h"
 #include "outbound/testing/fake_grpc.h"
+#include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
 
@@ -26,19 +26,6 @@ using std::chrono::milliseconds;
 using testing::GrpcReply;
 
 constexpr char kSay[] = "/outbound.test.Echo/Say";
-
-// Draws from a seeded generator: two different replicas must be drawn.
-class SeededRandom final : public Random {
- public:
-  double Uniform() override {
-    std::lock_guard lock(mu_);
-    return std::uniform_real_distribution<double>(0, 1)(engine_);
-  }
-
- private:
-  std::mutex mu_;
-  std::mt19937_64 engine_{33};
-};
 
 class BalancingRpcTest : public ::testing::Test {
  protected:
@@ -100,7 +87,7 @@ class BalancingRpcTest : public ::testing::Test {
 
   testing::ManualClock clock_;
   testing::NetworkMap network_;
-  SeededRandom random_;
+  testing::SeededRandom random_{33};
   Runtime runtime_;
   std::vector<std::unique_ptr<testing::FakeServer>> replicas_;
 };

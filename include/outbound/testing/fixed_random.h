@@ -18,7 +18,10 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
+#include <mutex>
+#include <random>
 #include <vector>
 
 #include "outbound/random.h"
@@ -40,6 +43,23 @@ class FixedRandom final : public Random {
  private:
   const std::vector<double> values_;
   std::atomic<std::size_t> next_{0};
+};
+
+// Draws from a generator seeded with `seed`: the same sequence every run,
+// but spread over [0, 1), for what a fixed draw cannot show (a balancer's
+// two random choices must differ). Thread-safe.
+class SeededRandom final : public Random {
+ public:
+  explicit SeededRandom(std::uint64_t seed) : engine_(seed) {}
+
+  double Uniform() override {
+    std::lock_guard lock(mu_);
+    return std::uniform_real_distribution<double>(0, 1)(engine_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::mt19937_64 engine_;
 };
 
 }  // namespace outbound::testing
