@@ -38,7 +38,8 @@ class Carrier {
  public:
   virtual ~Carrier() = default;
   // Why no exchange can reach the dependency, if none can (the Runtime's
-  // network has no route to it).
+  // network has no route to it). Asked before each exchange is queued; a
+  // carrier with a connection open or opening answers none.
   virtual std::optional<std::string> Unreachable() const = 0;
   // Whether an exchange handed over now goes at once: a connection has
   // room for it, or one may be opened for it. It may start learning where

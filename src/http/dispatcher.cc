@@ -141,12 +141,13 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
   exchange.call_endpoint = what.call_endpoint;
   exchange.sink = what.body_sink;
   if (stopped_) return End(exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
-  std::weak_ptr<const char> alive = alive_;
-  exchange.events->SetCanceller([this, alive, id] {
-    loop_->Post([this, alive, id] {
+  // Two words, so std::function keeps it without a heap block.
+  exchange.events->SetCanceller([this, id] {
+    loop_->Post([this, alive = alive_watch_, id] {
       if (alive.lock()) Cancel(id);
     });
   });
+  std::weak_ptr<const char> alive = alive_;
   if (const auto& pipe = exchange.request->body_source.pipe) {
     // The pipe wakes the exchange by its id: nothing of the exchange is
     // held by a writer, so a late wake finds it gone and does nothing.

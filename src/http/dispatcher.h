@@ -113,6 +113,9 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
 
   // `alive_` tells a late task or timer the dispatcher is gone.
   std::shared_ptr<const char> alive_ = std::make_shared<const char>(0);
+  // The same, never changed: read on any thread (an attempt's canceller),
+  // while the loop may be resetting `alive_`.
+  const std::weak_ptr<const char> alive_watch_ = alive_;
   Timer idle_timer_;
   std::atomic<bool> idle_timer_armed_{false};
   static constexpr std::int64_t kBusy = -1;

@@ -66,7 +66,7 @@ H2Session::H2Session(CodecEvents& events, std::uint64_t connection_id, Clock& cl
   // what nghttp2 assumes meanwhile.
   nghttp2_option_set_peer_max_concurrent_streams(raw_option, 100);
   nghttp2_option_set_no_closed_streams(raw_option, 1);
-  nghttp2_session_client_new2(&session_, raw, this, raw_option);
+  nghttp2_session_client_new3(&session_, raw, this, raw_option, memory_.mem());
   nghttp2_settings_entry settings[] = {
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kStreamWindow},

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "codec.h"
+#include "h2_memory.h"
 #include "outbound/clock.h"
 
 namespace outbound::http::internal::transport {
@@ -98,6 +99,7 @@ class H2Session final : public Codec {
   CodecEvents& events_;
   std::uint64_t connection_id_;
   Clock& clock_;
+  H2Memory memory_;  // the session's heap: declared first, freed last
   nghttp2_session* session_ = nullptr;
   Streams streams_;
   // The nodes of ended streams, for the next ones: no allocation per stream.

@@ -62,6 +62,10 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
 
   std::optional<std::string> Unreachable() const override {
     if (balancing_ && !balancing_->endpoints.empty()) return std::nullopt;
+    // A name is looked up to dial it: while a connection is open (or
+    // opening) the attempts go to it, and asking the Network would cost a
+    // Route, a copy on the heap, per attempt.
+    if (!connections_.empty()) return std::nullopt;
     if (network_.Resolve(origin_.host, origin_.port).kind != Route::Kind::kUnreachable) {
       return std::nullopt;
     }
