@@ -103,16 +103,19 @@ class AdaptiveConcurrencyLayer final : public CallLayer {
 
   static double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 
-  // What a call's end says of the dependency's load: an answer in one
-  // attempt is a latency sample; a timeout, a lost connection or a retry
-  // (its first attempt failed) is a drop; a rejection, a cancel, or an
-  // error of this process says nothing.
+  // What a call's end says of the dependency's load: an answer without a
+  // retry is a latency sample (a hedge is no retry: it was sent beside a
+  // slow attempt, not after a failed one, and the answer's time is the
+  // call's); a timeout, a lost connection or a retry (an attempt failed)
+  // is a drop; a rejection, a cancel, or an error of this process says
+  // nothing.
   static Signal SignalOf(const CallState& call, const CallOutcome& outcome) {
-    if (call.attempts_sent.load() > 1) return Signal::kDrop;
+    int sent = call.attempts_sent.load();
+    if (sent - call.hedges_sent.load() > 1) return Signal::kDrop;
     if (outcome.result) return call.redirects == 0 ? Signal::kAnswer : Signal::kNone;
     ErrorKind kind = outcome.result.error().kind();
     bool lost = kind == ErrorKind::kDeadline || kind == ErrorKind::kTransport;
-    return lost && call.attempts_sent.load() == 1 ? Signal::kDrop : Signal::kNone;
+    return lost && sent >= 1 ? Signal::kDrop : Signal::kNone;
   }
 
   void StartWindow(TimePoint now) {

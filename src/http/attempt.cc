@@ -125,6 +125,7 @@ void Attempt::Sent(TimePoint now) {
   // transport does.
   if (sent_.exchange(true)) return;
   call->attempts_sent.fetch_add(1, std::memory_order_relaxed);
+  if (hedge) call->hedges_sent.fetch_add(1, std::memory_order_relaxed);
   Tell(AttemptEvent::kSent, now);
   if (headers_arrived_.load()) return;
   // A streamed body may take longer to send than any answer takes to come

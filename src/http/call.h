@@ -130,6 +130,9 @@ class CallState : public std::enable_shared_from_this<CallState> {
   std::atomic<int> attempts{0};
   // Attempts handed to a connection so far: what Error::attempts reports.
   std::atomic<int> attempts_sent{0};
+  // Of those, hedges (Settings::hedging): sent beside an attempt still in
+  // flight, not after one failed.
+  std::atomic<int> hedges_sent{0};
   // With several endpoints: the one the latest attempt was sent to
   // (EndpointHealth::id), for the next, or a hedge, to avoid; 0 for none.
   std::atomic<std::uint64_t> last_endpoint{0};

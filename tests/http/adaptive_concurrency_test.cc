@@ -195,6 +195,26 @@ TEST_F(AdaptiveConcurrencyTest, ATimeoutShrinksTheLimitAndItRecovers) {
   ASSERT_TRUE(load.Drain());
 }
 
+// A hedge is sent beside a slow attempt, not after a failed one: a call
+// its hedge (or its first attempt) answered is a latency sample, never a
+// drop. Counted as drops, the few hedges of each window would halve the
+// limit window after window, down to its floor, under a load well within
+// the dependency's capacity.
+TEST_F(AdaptiveConcurrencyTest, AHedgedCallIsALatencySampleNotADrop) {
+  Settings settings = PaymentsSettings();
+  settings.adaptive_concurrency = AdaptiveConcurrency{};
+  settings.hedging = Hedging{.delay = milliseconds(5)};  // before every answer (10 ms)
+  settings.observers.clear();
+  auto client = MakeClient(std::move(settings));
+  testing::OpenLoad load = Load(*client);
+  load.Run(3000, 1, kTick);  // a call a ms: 10 in flight, half the workers
+  ASSERT_TRUE(load.Drain());
+  EXPECT_GT(
+      recorded.Value("outbound.retry.decisions", {{"decision", "again"}, {"reason", "hedge"}}), 0);
+  EXPECT_EQ(load.rejected(), 0);
+  EXPECT_GE(Limit(), 20);  // the initial limit, or more: never halved
+}
+
 // A dependency that became slower for good (three times its unloaded
 // latency, the same workers) must not be held to the latency it once had:
 // against the old baseline every window's gradient is at its floor, and
