@@ -139,7 +139,8 @@ struct Bulkhead {
 // `min_limit` for five answers): at a
 // dependency with k workers, the limit settles where k + sqrt(limit) calls
 // are in flight (25 for k = 20). A window with a drop (a call that timed
-// out, lost its connection, or needed a retry) halves the limit instead.
+// out, lost its connection, or needed a retry; a hedge is none) halves
+// the limit instead.
 // The limit stays within [min_limit, max_limit]. Valid: 1 <= min_limit <=
 // initial_limit <= max_limit <= 100000, sample_window 1ms to 1min.
 struct AdaptiveConcurrency {
