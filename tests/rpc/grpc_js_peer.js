@@ -3,8 +3,10 @@
 // wrote) serving tests/rpc/echo.proto's Echo.Say on 127.0.0.1, plain text.
 //
 //   node grpc_js_peer.js --modules=<dir holding node_modules> \
-//        --answers=UNAVAILABLE,RESOURCE_EXHAUSTED:2000,OK
+//        --answers=UNAVAILABLE,RESOURCE_EXHAUSTED:2000,OK [--host=A] [--port=N]
 //
+// --host and --port say where to listen (127.0.0.1 and a free port by
+// default): a replica on 127.0.0.2, or one started again on its old port.
 // Call n gets answers[n-1] (the last one repeats): a status code name, with
 // an optional grpc-retry-pushback-ms after a colon; OK echoes the text;
 // HANG never answers (until the client goes away).
@@ -14,7 +16,7 @@
 // deadline (grpc-timeout) left when it arrived, or null without one}.
 'use strict';
 const path = require('path');
-const {parseArgs, serveControl} = require('../peers/peer_common.js');
+const {numberArg, parseArgs, serveControl} = require('../peers/peer_common.js');
 
 const args = parseArgs(process.argv.slice(2));
 const modules = path.join(args.modules, 'node_modules');
@@ -47,7 +49,8 @@ function say(call, callback) {
 
 const server = new grpc.Server();
 server.addService(echo.service, {Say: say});
-server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => {
+const where = `${args.host || '127.0.0.1'}:${numberArg(args, 'port', 0)}`;
+server.bindAsync(where, grpc.ServerCredentials.createInsecure(), (err, port) => {
   if (err) throw err;
   serveControl(port, () => ({calls, cancelled, last}));
 });
