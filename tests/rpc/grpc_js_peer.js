@@ -11,9 +11,12 @@
 // an optional grpc-retry-pushback-ms after a colon; OK echoes the text;
 // HANG never answers (until the client goes away).
 // Control channel as in tests/peers/peer_common.js; stats: {"calls": n,
-// "cancelled": calls the client left unanswered, "last": what the last call
-// carried: its traceparent and baggage metadata, and the milliseconds its
-// deadline (grpc-timeout) left when it arrived, or null without one}.
+// "cancelled": calls the client left unanswered, "held": calls held since
+// "hold", "last": what the last call carried: its traceparent and baggage
+// metadata, and the milliseconds its deadline (grpc-timeout) left when it
+// arrived, or null without one}. The command "hold" makes every call from
+// then on wait unanswered (as HANG does), so a test that kills the server
+// once it holds some kills it with calls open and no answer half-written.
 'use strict';
 const path = require('path');
 const {numberArg, parseArgs, serveControl} = require('../peers/peer_common.js');
@@ -28,6 +31,8 @@ const echo = grpc.loadPackageDefinition(definition).outbound.test.Echo;
 const answers = (args.answers || 'OK').split(',');
 let calls = 0;
 let cancelled = 0;
+let held = 0;
+let holding = false;
 let last = null;
 
 function say(call, callback) {
@@ -39,6 +44,10 @@ function say(call, callback) {
     deadline_ms: Number.isFinite(Number(deadline)) ? Number(deadline) - Date.now() : null,
   };
   call.on('cancelled', () => { cancelled += 1; });
+  if (holding) {
+    held += 1;
+    return;
+  }
   const [name, pushback] = answers[Math.min(calls, answers.length) - 1].split(':');
   if (name === 'HANG') return;
   if (name === 'OK') return callback(null, {text: 'echo: ' + call.request.text});
@@ -52,5 +61,10 @@ server.addService(echo.service, {Say: say});
 const where = `${args.host || '127.0.0.1'}:${numberArg(args, 'port', 0)}`;
 server.bindAsync(where, grpc.ServerCredentials.createInsecure(), (err, port) => {
   if (err) throw err;
-  serveControl(port, () => ({calls, cancelled, last}));
+  serveControl(port, () => ({calls, cancelled, held, last}), {
+    hold: () => {
+      holding = true;
+      return {holding};
+    },
+  });
 });

@@ -219,6 +219,13 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     return nullptr;
   }
 
+  // `endpoint`'s connection failed to open (Choose).
+  void DialFailed(const EndpointHealth& endpoint) {
+    for (auto& e : endpoints_) {
+      if (e.health.get() == &endpoint && !std::exchange(e.dial_failed, true)) ++dial_failures_;
+    }
+  }
+
   // HTTP/2 (or not known yet): the endpoint's connection being opened,
   // which takes what waits for it once open, as the one connection does
   // without balancing. Null on HTTP/1.1 (one attempt per connection).
@@ -449,6 +456,13 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     // and outlier detection count the first, and the others go again at
     // once, elsewhere (they were never sent).
     if (balancing_ && outcome.not_sent && outcome.connection != 0) outcome.connection_lost = true;
+    // A connection that ends before it was ready failed to open: marked
+    // before the dispatcher hears of it, so what it starts next does not
+    // dial the same endpoint again.
+    if (balancing_ && outcome.connection_lost && exchange.endpoint &&
+        exchange.connection != nullptr && !exchange.connection->was_ready()) {
+      DialFailed(*exchange.endpoint);
+    }
     // An answer: the endpoints whose dial failed may be tried again (Choose).
     if (balancing_ && outcome.result && dial_failures_ > 0) {
       for (auto& e : endpoints_) e.dial_failed = false;
@@ -496,9 +510,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     age_timers_.erase(connection.id());
     if (auto of = endpoint_of_.find(connection.id());
         of != endpoint_of_.end() && !connection.was_ready()) {
-      for (auto& e : endpoints_) {
-        if (e.health == of->second && !std::exchange(e.dial_failed, true)) ++dial_failures_;
-      }
+      DialFailed(*of->second);
     }
     endpoint_of_.erase(connection.id());
     bool first = graveyard_.empty();
