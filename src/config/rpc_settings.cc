@@ -43,6 +43,7 @@ constexpr const char* kFields[] = {
     "MAX_SEND_MESSAGE_BYTES",
     "GZIP_REQUESTS",
     "MAX_CONNECTION_AGE",
+    "ATTEMPT_TIMEOUT",
     "RATE_LIMIT",
     "BULKHEAD",
     "ADAPTIVE_CONCURRENCY",
@@ -125,6 +126,10 @@ rpc::Settings ReadRpcSettings(Resolver& r, const std::string& prefix, rpc::Setti
       r.Get(name("GZIP_REQUESTS"), Parser<bool>(ParseOnOff), std::optional(d.gzip_requests));
   s.max_connection_age =
       internal::ReadMaxConnectionAge(r, prefix, d.max_connection_age, rpc::CheckMaxConnectionAge);
+  s.attempt_timeout =
+      r.Get(name("ATTEMPT_TIMEOUT"), Parser<std::optional<Duration>>(internal::ParseDurationOrOff),
+            std::optional<std::optional<Duration>>(d.attempt_timeout),
+            Check<std::optional<Duration>>(rpc::CheckAttemptTimeout));
   internal::ReadCallLimits(r, prefix, s.rate_limit, s.bulkhead, s.adaptive_concurrency);
   internal::ReadBalancing(r, prefix, s.balancing);
   internal::ReadHedging(r, prefix, s.hedging);

@@ -31,7 +31,7 @@ struct FrontEnd {
   bool redirects = true;
   // Whether each attempt has Settings::attempt_timeout for its headers.
   // gRPC's attempt has the call's time left, which the server is told
-  // (grpc-timeout): a second timer would only ever fire with the deadline.
+  // (grpc-timeout), unless rpc::Settings::attempt_timeout asks for less.
   bool attempt_timeout = true;
   // The client's telemetry; empty: HTTP's.
   std::function<std::unique_ptr<ClientTelemetry>(const telemetry::Telemetry&, const Origin&,

@@ -37,6 +37,7 @@ http::Settings CoreSettings(const Settings& s, const internal::Addr& addr) {
     core.http2_prior_knowledge = true;
   }
   core.timeout = s.timeout;
+  if (s.attempt_timeout) core.attempt_timeout = *s.attempt_timeout;
   core.max_attempts = s.max_attempts;
   core.backoff_base = s.backoff_base;
   core.backoff_max = s.backoff_max;
@@ -72,7 +73,7 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   auto addr = internal::ParseAddr(settings.addr);
   if (!addr) return tl::unexpected(addr.error());
   auto core = http::internal::CreateClient(runtime, CoreSettings(settings, *addr),
-                                           internal::GrpcFrontEnd());
+                                           internal::GrpcFrontEnd(settings.attempt_timeout));
   if (!core) return tl::unexpected(core.error());
   auto impl = std::make_unique<Impl>();
   impl->core = std::move(*core);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "front_end.h"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <span>
@@ -97,7 +98,14 @@ class GrpcTelemetry final : public http::internal::ClientTelemetry {
 // Tells the server how long the attempt has: the call's time left as the
 // attempt goes to the transport, as grpc-timeout. A stream (its body a
 // pipe) is bounded by its context's deadline alone once it is on a
-// connection, so that is the one it sends, and none without one.
+// connection, so that is the one it sends, and none without one. A unary
+// call's attempt with a shorter attempt timeout (set by the layer above)
+// sends that: the client waits no longer.
+//
+// An attempt its attempt timeout cut ends UNAVAILABLE, not
+// DEADLINE_EXCEEDED: the call's deadline has not passed, and as with a
+// replica that cannot be reached, another attempt may answer (gRPC's
+// per-attempt timeout is retried whatever the retryable codes).
 class GrpcTimeout final : public http::internal::AttemptLayer {
  public:
   explicit GrpcTimeout(Clock& clock) : clock_(clock) {}
@@ -105,16 +113,23 @@ class GrpcTimeout final : public http::internal::AttemptLayer {
   std::string_view name() const override { return "grpc timeout"; }
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
+    TimePoint now = clock_.Now();
     std::optional<TimePoint> deadline = attempt->call->deadline();
-    if (attempt->request->body_source.pipe != nullptr) deadline = attempt->call->context_deadline;
-    if (deadline) {
-      attempt->attempt_headers.emplace_back("grpc-timeout",
-                                            EncodeTimeout(*deadline - clock_.Now()));
+    bool stream = attempt->request->body_source.pipe != nullptr;
+    if (stream) deadline = attempt->call->context_deadline;
+    if (!stream && attempt->attempt_timeout > Duration::zero()) {
+      deadline = std::min(deadline.value_or(TimePoint::max()), now + attempt->attempt_timeout);
     }
+    if (deadline)
+      attempt->attempt_headers.emplace_back("grpc-timeout", EncodeTimeout(*deadline - now));
     attempt->Proceed(*this);
   }
 
-  void Finish(Attempt& /*attempt*/, AttemptOutcome& /*outcome*/) override {}
+  void Finish(Attempt& attempt, AttemptOutcome& outcome) override {
+    if (attempt.cancel_reason() != http::internal::CancelReason::kAttemptTimeout) return;
+    if (outcome.result) return;
+    outcome.result = Fail(ErrorKind::kTransport, outcome.result.error().message());
+  }
 
  private:
   Clock& clock_;
@@ -140,12 +155,12 @@ http::Response InjectedAnswer(int status, std::optional<std::uint32_t> retry_aft
 
 }  // namespace
 
-http::internal::FrontEnd GrpcFrontEnd() {
+http::internal::FrontEnd GrpcFrontEnd(const std::optional<Duration>& attempt_timeout) {
   http::internal::FrontEnd front_end;
   front_end.fault_scheme = "grpc";
   front_end.injected_answer = InjectedAnswer;
   front_end.redirects = false;
-  front_end.attempt_timeout = false;
+  front_end.attempt_timeout = attempt_timeout.has_value();
   front_end.telemetry = [](const telemetry::Telemetry& telemetry,
                            const http::internal::Origin& origin, Clock& clock) {
     return std::make_unique<GrpcTelemetry>(telemetry, origin, clock);

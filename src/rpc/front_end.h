@@ -2,15 +2,20 @@
 // The gRPC client's parts of the call core (http::internal::FrontEnd): its
 // failure injection point ("grpc:<host>:<port>"), no redirects, its spans
 // and per-attempt metrics in OpenTelemetry's RPC vocabulary, and the
-// grpc-timeout each attempt sends. Internal.
+// grpc-timeout each attempt sends; with `attempt_timeout`
+// (rpc::Settings::attempt_timeout), the core's attempt timeout, whose cut
+// attempt ends UNAVAILABLE. Internal.
 #ifndef OUTBOUND_SRC_RPC_FRONT_END_H_
 #define OUTBOUND_SRC_RPC_FRONT_END_H_
 
+#include <optional>
+
 #include "../http/front_end.h"
+#include "outbound/clock.h"
 
 namespace outbound::rpc::internal {
 
-http::internal::FrontEnd GrpcFrontEnd();
+http::internal::FrontEnd GrpcFrontEnd(const std::optional<Duration>& attempt_timeout);
 
 }  // namespace outbound::rpc::internal
 

@@ -93,6 +93,11 @@ Result<void> CheckTls(const std::optional<TlsSettings>& tls) {
 }
 
 Result<void> CheckTimeout(Duration timeout) { return Positive(timeout); }
+
+Result<void> CheckAttemptTimeout(const std::optional<Duration>& attempt_timeout) {
+  if (!attempt_timeout) return {};
+  return Positive(*attempt_timeout);
+}
 Result<void> CheckBackoffBase(Duration backoff_base) { return Positive(backoff_base); }
 Result<void> CheckBackoffMax(Duration backoff_max) { return Positive(backoff_max); }
 
@@ -155,6 +160,7 @@ Result<void> Validate(const Settings& s) {
   check("addr", CheckAddr(s.addr));
   check("tls", CheckTls(s.tls));
   check("timeout", CheckTimeout(s.timeout));
+  check("attempt_timeout", CheckAttemptTimeout(s.attempt_timeout));
   check("max_attempts", CheckMaxAttempts(s.max_attempts));
   check("backoff_base", CheckBackoffBase(s.backoff_base));
   check("backoff_max", CheckBackoffMax(s.backoff_max));

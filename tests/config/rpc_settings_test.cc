@@ -34,6 +34,7 @@ TEST(RpcSettingsTest, AppliesDefaultsWhenUnset) {
   EXPECT_EQ(s.breaker.open_for, seconds(10));
   EXPECT_FALSE(s.faults.enabled);
   EXPECT_FALSE(s.max_connection_age);  // off
+  EXPECT_FALSE(s.attempt_timeout);     // off
   EXPECT_TRUE(rpc::Validate(s)) << rpc::Validate(s).error().message();
 }
 
@@ -60,6 +61,7 @@ TEST(RpcSettingsTest, ReadsEveryVariable) {
                       {"P_MAX_SEND_MESSAGE_BYTES", "65536"},
                       {"P_GZIP_REQUESTS", "on"},
                       {"P_MAX_CONNECTION_AGE", "1h"},
+                      {"P_ATTEMPT_TIMEOUT", "2s"},
                       {"P_RATE_LIMIT", "50/s,10"},
                       {"P_BULKHEAD", "64,16,50ms"},
                       {"P_ADAPTIVE_CONCURRENCY", "on"},
@@ -98,6 +100,7 @@ TEST(RpcSettingsTest, ReadsEveryVariable) {
   EXPECT_EQ(s.max_send_message_bytes, 65536u);
   EXPECT_TRUE(s.gzip_requests);
   EXPECT_EQ(s.max_connection_age, std::chrono::hours(1));
+  EXPECT_EQ(s.attempt_timeout, seconds(2));
   ASSERT_TRUE(s.rate_limit);
   EXPECT_DOUBLE_EQ(s.rate_limit->per_second, 50);
   EXPECT_EQ(s.rate_limit->burst, 10);
@@ -157,7 +160,7 @@ TEST(RpcSettingsTest, EveryNameItReadsIsListed) {
   for (const auto& [name, value] : seen) read.push_back(name);
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(read, listed);
-  EXPECT_EQ(listed.size(), 42u);
+  EXPECT_EQ(listed.size(), 43u);
 }
 
 TEST(RpcSettingsTest, TheAddrMustBeSetAndBeHostAndPort) {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "client_test_support.h"
+#include "balancing_test_support.h"
 
 namespace outbound::http {
 namespace {
@@ -31,74 +31,7 @@ using testing::PortNothingListensOn;
 
 Reply Echo(const ServerRequest& r) { return Reply::Ok(r.target); }
 
-class BalancingTest : public ::testing::Test, public ClientTestBase {
- protected:
-  BalancingTest() { runtime.random = &seeded; }
-
-  // Starts a replica of payments answering with `handler`.
-  testing::FakeServer& StartReplica(testing::Handler handler) {
-    testing::ServerTls tls(ca.IssueServer({"payments"}));
-    auto started = testing::FakeServer::Start(
-        {.tls = std::move(tls), .handler = std::move(handler), .clock = &clock});
-    EXPECT_TRUE(started) << started.error().message();
-    replicas.push_back(std::move(*started));
-    return *replicas.back();
-  }
-
-  // payments:8443 leads to every one of `ports` on 127.0.0.1.
-  void Name(const std::vector<std::uint16_t>& ports) {
-    std::vector<Endpoint> endpoints;
-    for (std::uint16_t port : ports) endpoints.push_back({"127.0.0.1", port});
-    network.Set("payments", 8443, std::move(endpoints));
-  }
-
-  // Balanced, with backoffs short enough for Drive to move the clock to
-  // them and nothing else.
-  Settings BalancedSettings() {
-    Settings s = PaymentsSettings();
-    s.balancing = Balancing{};
-    s.backoff_base = milliseconds(10);
-    s.backoff_max = milliseconds(20);
-    s.timeout = hours(2);
-    s.attempt_timeout = hours(1);
-    return s;
-  }
-
-  // Makes `calls` GET calls, `in_flight` at a time, moving the clock to
-  // each backoff a call waits on; the answers' statuses (0 for an error).
-  std::vector<int> Call(Client& client, int calls, int in_flight = 8) {
-    std::vector<int> statuses;
-    for (int next = 0; next < calls;) {
-      std::vector<std::future<Result<Response>>> batch;
-      for (int i = 0; i < in_flight && next < calls; ++i, ++next) {
-        batch.push_back(client.SendAsync(Request::Get(NumberedPath(next))));
-      }
-      for (auto& f : batch) {
-        while (f.wait_for(milliseconds(1)) != std::future_status::ready) {
-          if (clock.WaitForTimerBy(clock.Now() + milliseconds(20), milliseconds(1))) {
-            clock.AdvanceTo(*clock.next_timer());
-          }
-        }
-        Result<Response> r = f.get();
-        statuses.push_back(r ? r->status : 0);
-      }
-    }
-    return statuses;
-  }
-
-  static int Count(const std::vector<int>& statuses, int status) {
-    return static_cast<int>(std::count(statuses.begin(), statuses.end(), status));
-  }
-
-  int FailedAttempts() {
-    int failed = 0;
-    for (const AttemptRecord& a : Attempts()) failed += a.status == 200 ? 0 : 1;
-    return failed;
-  }
-
-  testing::SeededRandom seeded{20261203};
-  std::vector<std::unique_ptr<testing::FakeServer>> replicas;
-};
+class BalancingTest : public BalancingTestBase {};
 
 TEST_F(BalancingTest, IsOffByDefaultAndThenOneConnectionGoesToTheFirstEndpointThatAnswers) {
   EXPECT_FALSE(DefaultSettings().balancing);

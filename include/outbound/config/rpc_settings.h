@@ -25,6 +25,8 @@
 //   GZIP_REQUESTS              "on" or "off": request messages gzip-coded
 //   MAX_CONNECTION_AGE         a duration ("30m") or "off": a connection
 //                              older is drained (docs/replicas.md)
+//   ATTEMPT_TIMEOUT            a duration ("2s") or "off": each attempt's
+//                              bound to its response headers
 //   RATE_LIMIT                 "50/s" or "50/s,10" (a burst of 10), or "off"
 //   BULKHEAD                   "64" (calls in flight) or "64,16,50ms" (16
 //                              more waiting 50ms at most), or "off"

@@ -118,6 +118,19 @@ struct Settings {
   // earlier. Default 10s. Valid: positive. Check: CheckTimeout.
   Duration timeout = std::chrono::seconds(10);
 
+  // Bounds each attempt, as http::Settings::attempt_timeout does: from when
+  // it is handed to a connection (for a client stream, from when the
+  // request stream ends) to the response's headers, which a gRPC server
+  // sends with its first message or its status. An attempt it cuts ends
+  // UNAVAILABLE ("no response headers within the attempt timeout"), which
+  // classify sees and DefaultClassify retries (elsewhere, with balancing),
+  // so a replica that hangs costs a call one attempt timeout, not its
+  // deadline; the server of a unary call is told the shorter of the two
+  // (grpc-timeout). gRPC's per_attempt_recv_timeout, Envoy's
+  // per_try_timeout. Empty (the default): each attempt may take the call's
+  // whole time. Valid: positive. Check: CheckAttemptTimeout.
+  std::optional<Duration> attempt_timeout;
+
   // Attempts per call; 1 turns retries off. Default 3. Check: CheckMaxAttempts.
   int max_attempts = 3;
 
@@ -228,6 +241,7 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckAddr(const std::string& addr);
 [[nodiscard]] Result<void> CheckTls(const std::optional<TlsSettings>& tls);
 [[nodiscard]] Result<void> CheckTimeout(Duration timeout);
+[[nodiscard]] Result<void> CheckAttemptTimeout(const std::optional<Duration>& attempt_timeout);
 [[nodiscard]] Result<void> CheckMaxAttempts(int max_attempts);
 [[nodiscard]] Result<void> CheckBackoffBase(Duration backoff_base);
 [[nodiscard]] Result<void> CheckBackoffMax(Duration backoff_max);

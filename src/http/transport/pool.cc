@@ -211,6 +211,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   struct Endpoint {
     SocketAddress address;
     std::shared_ptr<EndpointHealth> health;
+    // Its last connection failed to open, and no answer has come from any
+    // endpoint since (Choose).
+    bool dial_failed = false;
   };
 
   std::shared_ptr<EndpointHealth> Shared(const EndpointHealth& endpoint) const {
@@ -218,6 +221,13 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
       if (e.health.get() == &endpoint) return e.health;
     }
     return nullptr;
+  }
+
+  // `endpoint`'s connection failed to open (Choose).
+  void DialFailed(const EndpointHealth& endpoint) {
+    for (auto& e : endpoints_) {
+      if (e.health.get() == &endpoint && !std::exchange(e.dial_failed, true)) ++dial_failures_;
+    }
   }
 
   // HTTP/2 (or not known yet): the endpoint's connection being opened,
@@ -253,11 +263,23 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   // Power of two choices: of two eligible endpoints drawn at random, the
   // one with fewer attempts outstanding; the call's last endpoint only
   // when no other is eligible. Null when no endpoint is known.
+  //
+  // An endpoint whose last dial failed is drawn only when every other
+  // eligible one's failed too, until an answer comes from any endpoint: a
+  // refused dial fails at once, with nothing outstanding, so without this
+  // each new call would draw it while the others still shake hands, and
+  // its failures, one per dial with no answer between them, would open the
+  // dependency's breaker before any replica could answer (its own run
+  // still ejects it, each failure coming after an answer from elsewhere).
   EndpointHealth* Choose(std::uint64_t avoid) {
     TimePoint now = clock_.Now();
     candidates_.clear();
+    bool fresh = false;  // an eligible endpoint whose last dial did not fail
     for (const auto& e : endpoints_) {
-      if (Eligible(e, now)) candidates_.push_back(e.health.get());
+      if (Eligible(e, now)) fresh = fresh || !e.dial_failed;
+    }
+    for (const auto& e : endpoints_) {
+      if ((!fresh || !e.dial_failed) && Eligible(e, now)) candidates_.push_back(e.health.get());
     }
     if (candidates_.size() > 1 && avoid != 0) {
       std::erase_if(candidates_, [&](const EndpointHealth* e) { return e->id() == avoid; });
@@ -352,6 +374,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
       for (const auto& c : connections_) {
         if (Of(*c, it->health.get())) to_drain.push_back(c.get());
       }
+      if (it->dial_failed) --dial_failures_;
       it = endpoints_.erase(it);
     }
     for (std::size_t i = 0; i < found.size(); ++i) {
@@ -437,6 +460,18 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     // and outlier detection count the first, and the others go again at
     // once, elsewhere (they were never sent).
     if (balancing_ && outcome.not_sent && outcome.connection != 0) outcome.connection_lost = true;
+    // A connection that ends before it was ready failed to open: marked
+    // before the dispatcher hears of it, so what it starts next does not
+    // dial the same endpoint again.
+    if (balancing_ && outcome.connection_lost && exchange.endpoint &&
+        exchange.connection != nullptr && !exchange.connection->was_ready()) {
+      DialFailed(*exchange.endpoint);
+    }
+    // An answer: the endpoints whose dial failed may be tried again (Choose).
+    if (balancing_ && outcome.result && dial_failures_ > 0) {
+      for (auto& e : endpoints_) e.dial_failed = false;
+      dial_failures_ = 0;
+    }
     dispatcher_.Ended(exchange, std::move(outcome));
   }
 
@@ -477,6 +512,10 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
                            [&](const auto& c) { return c.get() == &connection; });
     if (it == connections_.end()) return;
     age_timers_.erase(connection.id());
+    if (auto of = endpoint_of_.find(connection.id());
+        of != endpoint_of_.end() && !connection.was_ready()) {
+      DialFailed(*of->second);
+    }
     endpoint_of_.erase(connection.id());
     bool first = graveyard_.empty();
     graveyard_.push_back(std::move(*it));
@@ -531,6 +570,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   std::vector<Endpoint> endpoints_;
   std::unordered_map<std::uint64_t, std::shared_ptr<EndpointHealth>> endpoint_of_;
   std::vector<EndpointHealth*> candidates_;  // Choose's, kept for its room
+  int dial_failures_ = 0;                    // endpoints with dial_failed set
   std::uint64_t next_endpoint_id_ = 0;
   bool resolved_once_ = false;
   bool resolving_ = false;  // the OS resolver has the name
