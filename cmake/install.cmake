@@ -70,6 +70,22 @@ install(FILES ${PROJECT_BINARY_DIR}/outbound-config.cmake
 # Requires and Libs, so `pkg-config --libs` links them. `--static` would ask
 # for the system libraries' own static dependencies too, which a
 # distribution's -dev packages do not all install.
+#
+# The files are relocatable: the prefix is found from where the file is
+# (pkg-config's ${pcfiledir}), so a tree installed with `cmake --install
+# --prefix` elsewhere, or moved, still names its own headers and libraries.
+# Only a LIBDIR or INCLUDEDIR given as an absolute path is written as it is.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+  set(pc_prefix "${CMAKE_INSTALL_PREFIX}")
+  set(pc_libdir "${CMAKE_INSTALL_FULL_LIBDIR}")
+  set(pc_includedir "${CMAKE_INSTALL_FULL_INCLUDEDIR}")
+else()
+  file(RELATIVE_PATH pc_up "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+  string(REGEX REPLACE "/$" "" pc_up "${pc_up}")
+  set(pc_prefix "\${pcfiledir}/${pc_up}")
+  set(pc_libdir "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+  set(pc_includedir "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
 function(outbound_pkg_config part description requires requires_private libs_private)
   set(libs "")
   if(NOT BUILD_SHARED_LIBS)

@@ -7,19 +7,22 @@
 #     tests with the kit as a user's project would, a gRPC client with the
 #     rpc component and a stub of its own, and a plain compiler command
 #     with pkg-config;
-#  2. an install of static libraries (the default): the HTTP and gRPC
-#     consumers through find_package, the HTTP one through pkg-config, the
-#     libraries' own dependencies handed on by both;
+#  2. an install of static libraries (the default), from the build that
+#     runs this test (it built them already): the HTTP and gRPC consumers
+#     through find_package, the HTTP one through pkg-config, the libraries'
+#     own dependencies handed on by both;
 #  3. add_subdirectory of the source tree, which builds only the libraries.
 set -euo pipefail
-src=$1 work=$2 cmake=$3 cxx=$4
-# The three builds of the libraries here are unoptimised (no CMAKE_BUILD_TYPE)
+src=$1 work=$2 cmake=$3 cxx=$4 built=$5
+# The two builds of the libraries here are unoptimised (no CMAKE_BUILD_TYPE)
 # and unity builds (CMAKE_UNITY_BUILD: a target's sources compiled eight at
 # a time as one file, so their headers are parsed once per batch): this test
 # proves how a project finds and links outbound, not how fast it runs, and
-# it compiles the libraries three times more. The unity build halves that (the
+# it compiles the libraries twice more. The unity build halves that (the
 # shared libraries: 213 s of CPU to 100 s), and keeps each library's
-# file-local names unique, as a user's own unity build needs.
+# file-local names unique, as a user's own unity build needs. The static
+# libraries are the ones the build running this test made (`built`), so
+# they are installed, not compiled a third time.
 rm -rf "$work"
 mkdir -p "$work"
 version=$(sed -n 's/^project(outbound VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
@@ -86,14 +89,14 @@ LD_LIBRARY_PATH="$libdir" "$work/pc_consumer"
 # The default install: static libraries, whose private dependencies (OpenSSL,
 # nghttp2, zlib) the package config and the
 # pkg-config files must hand to the consumer.
-echo "== install (static libraries)"
-"$cmake" -S "$src" -B "$work/build-static" -G Ninja -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER="$cxx" \
-  -DCMAKE_UNITY_BUILD=ON -DBUILD_SHARED_LIBS=OFF -DOUTBOUND_BUILD_TESTS=OFF \
-  -DOUTBOUND_BUILD_BENCH=OFF -DOUTBOUND_BUILD_TOOLS=OFF -DOUTBOUND_BUILD_EXAMPLES=OFF \
-  -DOUTBOUND_INSTALL=ON -DCMAKE_INSTALL_PREFIX="$work/prefix-static" >/dev/null
-"$cmake" --build "$work/build-static" >/dev/null
-"$cmake" --install "$work/build-static" >/dev/null
-static_libdir=$(dirname "$(find "$work/prefix-static" -name 'liboutbound_http.a' | head -1)")
+echo "== install (static libraries, from $built)"
+"$cmake" --install "$built" --prefix "$work/prefix-static" >/dev/null
+static_lib=$(find "$work/prefix-static" -name 'liboutbound_http.a' | head -1)
+if [ -z "$static_lib" ]; then
+  echo "$built installed no liboutbound_http.a: this test wants the static libraries (BUILD_SHARED_LIBS off)"
+  exit 1
+fi
+static_libdir=$(dirname "$static_lib")
 "$cmake" -S "$src/tests/consumer/project" -B "$work/consumer-static" -G Ninja \
   -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$work/prefix-static" \
   -DOUTBOUND_ASK="$major_minor" -DOUTBOUND_RPC_PROTO="$src/tests/rpc/echo.proto" >/dev/null
