@@ -95,6 +95,19 @@ class Client final : public Sender {
   // Thread-safe; for code and for the runtime file alike.
   void OverrideBreaker(circuit::Override override);
 
+  // An operator switches failure injection or the rate limit without a
+  // restart (config::RuntimeFile does it from a file): from the next call
+  // on, each call sees one whole setting, the old or the new. A new rate
+  // limit starts a full bucket; calls already waiting for a token keep
+  // their place. Runtime::inject_faults still turns faults on. Logged at
+  // WARN through the Runtime's logger. A rate limit CheckRateLimit refuses
+  // is an error and changes nothing. Thread-safe.
+  void SetFaults(FaultSettings faults);
+  [[nodiscard]] Result<void> SetRateLimit(std::optional<RateLimit> limit);
+  // What SetFaults and SetRateLimit last set, or the settings' own.
+  FaultSettings faults() const;
+  std::optional<RateLimit> rate_limit() const;
+
   // "https://payments:8443".
   const std::string& origin() const;
 
