@@ -126,7 +126,7 @@ class RuntimeFile {
   // Reads the file now, as the timer does: success when it was applied
   // (or had not changed), or why it was refused (then logged, once per
   // content).
-  Result<void> Reload();
+  [[nodiscard]] Result<void> Reload();
 
   struct State;
 

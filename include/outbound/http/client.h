@@ -19,7 +19,7 @@
 // Every call is checked first (another origin fails with kOriginRefused and
 // nothing is dialled), then goes down the call layers, and each of its
 // attempts down the attempt layers, in this order (the optional ones only
-// when their settings ask for them):
+// when their settings, or SetRateLimit and SetFaults since, ask for them):
 //
 //   call:    call middleware → bulkhead → rate limit → adaptive concurrency
 //            → redirects → retry loop
