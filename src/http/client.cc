@@ -208,7 +208,10 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
   const ClientTelemetry& telemetry = *c.telemetry;
 
   // The call path, top to bottom: the order is these two lists. A layer
-  // that is off is not in its list, and costs nothing.
+  // that is off is not in its list, and costs nothing; except the rate
+  // limit and fault injection, which can be switched on while calls go
+  // (SetRateLimit, SetFaults) and so are always there, passing a call on
+  // after one relaxed load while off.
   internal::AttemptSlots slots;
   std::vector<std::unique_ptr<internal::AttemptLayer>> attempt_layers;
   attempt_layers.push_back(internal::MakeAttemptSpan(slots, clock, telemetry));
