@@ -6,6 +6,8 @@
 
 #include "outbound/config/http_settings.h"
 #include "outbound/config/resolver.h"
+#include "outbound/config/runtime_file.h"
+#include "outbound/http/client.h"
 
 namespace outbound::examples {
 
@@ -38,6 +40,22 @@ int HttpSettingsExample() {
   if (auto read = env.Finish(); !read) return Exit(config::kExitConfig, read.error());
   // [end http-settings]
   return payments.max_attempts;
+}
+
+// An operator's runtime file controls the payments client; its path is the
+// program's own variable: the library reads none.
+int RuntimeFileExample(const Runtime& runtime, http::Client& payments) {
+  // [example runtime-file]
+  config::Resolver env(config::ProcessEnvironment());
+  auto path = env.Get<std::string>(
+      "APP_RUNTIME_FILE", [](const std::string& text) { return Result<std::string>(text); },
+      std::nullopt);
+  if (auto read = env.Finish(); !read) return Exit(config::kExitConfig, read.error());
+  auto control = config::RuntimeFile::Watch(runtime, path);  // now, then every second
+  if (!control) return Exit(config::kExitConfig, control.error());
+  config::Subscription held = (*control)->Control("payments", payments);  // before ~payments
+  // [end runtime-file]
+  return 0;
 }
 
 }  // namespace outbound::examples

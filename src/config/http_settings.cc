@@ -98,9 +98,7 @@ Result<std::string> ReadPrivateKeyFile(const std::string& path) {
 }
 
 namespace internal {
-namespace {
 
-// "50/s" or "50/s,10" (a burst of 10), or "off".
 Result<std::optional<http::RateLimit>> ParseRateLimit(const std::string& text) {
   if (text == "off") return std::optional<http::RateLimit>();
   auto bad = [&] {
@@ -121,6 +119,8 @@ Result<std::optional<http::RateLimit>> ParseRateLimit(const std::string& text) {
   }
   return std::optional(limit);
 }
+
+namespace {
 
 // "64" (calls in flight), "64,16,50ms" (and up to 16 waiting 50ms at
 // most), or "off".

@@ -95,6 +95,10 @@ inline std::optional<Duration> ReadMaxConnectionAge(
   return r.Get(prefix + "MAX_CONNECTION_AGE", Parser<std::optional<Duration>>(ParseDurationOrOff),
                std::optional<std::optional<Duration>>(age), Check<std::optional<Duration>>(check));
 }
+// "50/s" or "50/s,10" (a burst of 10), or "off" (nullopt): what
+// PREFIX_RATE_LIMIT and a runtime file's rate_limit say.
+[[nodiscard]] Result<std::optional<http::RateLimit>> ParseRateLimit(const std::string& text);
+
 // The limits on a client's calls, which HTTP and gRPC settings both have
 // (PREFIX_RATE_LIMIT, PREFIX_BULKHEAD, PREFIX_ADAPTIVE_CONCURRENCY*), each
 // read over what it holds: http_settings.cc.

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <sstream>
 #include <vector>
 
 #include "body_pipe_link.h"
@@ -68,6 +69,15 @@ struct Client::Impl {
   std::unique_ptr<internal::AttemptPath> attempts;
   internal::Dispatcher* dispatcher = nullptr;      // the native transport, in `attempts`
   internal::ClientTransport* transport = nullptr;  // whichever it is, in `attempts`
+  internal::RateLimitLayer* rate_limit = nullptr;  // in `calls`
+
+  // Failure injection's switches (internal::kFaultsOn, kFaultsForward):
+  // read once per call, whole, so SetFaults needs no lock on the call path.
+  std::atomic<std::uint8_t> fault_switches{0};
+  static std::uint8_t Switches(const FaultSettings& faults) {
+    return static_cast<std::uint8_t>((faults.enabled ? internal::kFaultsOn : 0) |
+                                     (faults.forward_scenario ? internal::kFaultsForward : 0));
+  }
 
   // Calls in flight, so the destructor can end them before the chain goes.
   std::mutex mu;
@@ -120,6 +130,7 @@ struct Client::Impl {
                       : std::make_unique<internal::ClientTelemetry>(runtime.telemetry, origin,
                                                                     *runtime.clock)),
         deadlines(*runtime.clock) {
+    fault_switches.store(Switches(settings.faults), std::memory_order_relaxed);
     telemetry->Observe(breaker, budget);
     if (settings.request_logging) telemetry->LogRequests();
   }
@@ -132,7 +143,7 @@ struct Client::Impl {
   // Failure injection: the fault the call's scenario holds for this client
   // (a malformed scenario is counted and ignored), and the scenario out of
   // the baggage sent unless the settings forward it.
-  void TakeFault(internal::CallState& call, telemetry::Baggage& baggage) {
+  void TakeFault(internal::CallState& call, telemetry::Baggage& baggage, bool forward) {
     const std::string* scenario = telemetry::FindBaggage(baggage, internal::kFaultBaggageKey);
     if (scenario == nullptr) return;
     auto fault = internal::ParseFaultScenario(*scenario, fault_point);
@@ -141,7 +152,7 @@ struct Client::Impl {
     } else {
       telemetry->FaultScenarioIgnored();
     }
-    if (!settings.faults.forward_scenario) {
+    if (!forward) {
       std::erase_if(baggage, [](const telemetry::BaggageEntry& entry) {
         return entry.key == internal::kFaultBaggageKey;
       });
@@ -197,7 +208,10 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
   const ClientTelemetry& telemetry = *c.telemetry;
 
   // The call path, top to bottom: the order is these two lists. A layer
-  // that is off is not in its list, and costs nothing.
+  // that is off is not in its list, and costs nothing; except the rate
+  // limit and fault injection, which can be switched on while calls go
+  // (SetRateLimit, SetFaults) and so are always there, passing a call on
+  // after one relaxed load while off.
   internal::AttemptSlots slots;
   std::vector<std::unique_ptr<internal::AttemptLayer>> attempt_layers;
   attempt_layers.push_back(internal::MakeAttemptSpan(slots, clock, telemetry));
@@ -210,10 +224,8 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
   if (front_end.attempt_timeout) {
     attempt_layers.push_back(internal::MakeAttemptTimeout(slots, clock, s.attempt_timeout));
   }
-  if (s.faults.enabled) {
-    attempt_layers.push_back(
-        internal::MakeFaultInjection(clock, *c.runtime.random, front_end.injected_answer));
-  }
+  attempt_layers.push_back(internal::MakeFaultInjection(
+      clock, *c.runtime.random, front_end.injected_answer, c.fault_switches));
   if (front_end.attempt_layers) front_end.attempt_layers(slots, clock, attempt_layers);
   attempt_layers.push_back(internal::MakeTransportLayer(std::move(transport)));
   c.attempts =
@@ -224,7 +236,9 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
     call_layers.push_back(internal::MakeCallMiddleware(c.origin, s.call_middleware));
   }
   if (s.bulkhead) call_layers.push_back(internal::MakeBulkhead(clock, *s.bulkhead));
-  if (s.rate_limit) call_layers.push_back(internal::MakeRateLimit(clock, *s.rate_limit));
+  auto rate_limit = internal::MakeRateLimit(clock, s.rate_limit);
+  c.rate_limit = rate_limit.get();
+  call_layers.push_back(std::move(rate_limit));
   if (s.adaptive_concurrency) {
     call_layers.push_back(
         internal::MakeAdaptiveConcurrency(clock, *s.adaptive_concurrency, telemetry));
@@ -345,7 +359,11 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
   call->body_sink = std::move(request.body_sink);
   call->body_timeout = request.body_timeout;
   call->context_deadline = request.context.deadline;
-  if (impl.settings.faults.enabled) impl.TakeFault(*call, request.context.baggage);
+  // One load: the call sees the switches whole, as they are now.
+  if (std::uint8_t faults = impl.fault_switches.load(std::memory_order_relaxed);
+      (faults & internal::kFaultsOn) != 0) {
+    impl.TakeFault(*call, request.context.baggage, (faults & internal::kFaultsForward) != 0);
+  }
   if (!request.context.baggage.empty()) {
     call->baggage = telemetry::FormatBaggage(request.context.baggage);
   }
@@ -418,6 +436,41 @@ void Client::OverrideBreaker(circuit::Override override) {
   circuit::Hold before = impl_->breaker.SetOverride(override, now);
   impl_->telemetry->resilience().BreakerOverridden(override, before, now);
 }
+
+void Client::SetFaults(FaultSettings faults) {
+  faults.enabled = faults.enabled || impl_->runtime.inject_faults;
+  impl_->fault_switches.store(Impl::Switches(faults), std::memory_order_relaxed);
+  impl_->telemetry->resilience().SettingSwitched("faults",
+                                                 !faults.enabled ? "off"
+                                                 : faults.forward_scenario
+                                                     ? "on, forwarding the scenario"
+                                                     : "on",
+                                                 impl_->runtime.clock->Now());
+}
+
+FaultSettings Client::faults() const {
+  std::uint8_t switches = impl_->fault_switches.load(std::memory_order_relaxed);
+  return FaultSettings{.enabled = (switches & internal::kFaultsOn) != 0,
+                       .forward_scenario = (switches & internal::kFaultsForward) != 0};
+}
+
+Result<void> Client::SetRateLimit(std::optional<RateLimit> limit) {
+  if (auto valid = CheckRateLimit(limit); !valid) {
+    return Fail(ErrorKind::kInvalidSettings,
+                impl_->dependency + ": rate_limit: " + valid.error().message());
+  }
+  impl_->rate_limit->Set(limit);
+  std::string value = "off";
+  if (limit) {
+    std::ostringstream text;
+    text << limit->per_second << "/s," << limit->burst;
+    value = text.str();
+  }
+  impl_->telemetry->resilience().SettingSwitched("rate_limit", value, impl_->runtime.clock->Now());
+  return {};
+}
+
+std::optional<RateLimit> Client::rate_limit() const { return impl_->rate_limit->limit(); }
 
 const std::string& Client::origin() const { return impl_->origin_text; }
 

@@ -26,10 +26,13 @@ std::string_view Name(InjectedFault::Kind kind) {
 
 class FaultInjection final : public AttemptLayer {
  public:
-  FaultInjection(Clock& clock, Random& random, InjectedAnswer answer)
-      : clock_(clock), random_(random), answer_(std::move(answer)) {}
+  FaultInjection(Clock& clock, Random& random, InjectedAnswer answer,
+                 const std::atomic<std::uint8_t>& switches)
+      : clock_(clock), random_(random), answer_(std::move(answer)), switches_(switches) {}
 
-  std::string_view name() const override { return "fault injection"; }
+  std::string_view name() const override {
+    return (switches_.load(std::memory_order_relaxed) & kFaultsOn) != 0 ? "fault injection" : "";
+  }
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
     const std::optional<InjectedFault>& fault = attempt->call->fault;
@@ -104,13 +107,15 @@ class FaultInjection final : public AttemptLayer {
   Clock& clock_;
   Random& random_;
   InjectedAnswer answer_;
+  const std::atomic<std::uint8_t>& switches_;  // the client's, which outlives the layer
 };
 
 }  // namespace
 
 std::unique_ptr<AttemptLayer> MakeFaultInjection(Clock& clock, Random& random,
-                                                 InjectedAnswer answer) {
-  return std::make_unique<FaultInjection>(clock, random, std::move(answer));
+                                                 InjectedAnswer answer,
+                                                 const std::atomic<std::uint8_t>& switches) {
+  return std::make_unique<FaultInjection>(clock, random, std::move(answer), switches);
 }
 
 }  // namespace outbound::http::internal

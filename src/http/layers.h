@@ -110,8 +110,14 @@ std::unique_ptr<CallLayer> MakeCallMiddleware(
 // `clock`.
 std::unique_ptr<CallLayer> MakeBulkhead(Clock& clock, Bulkhead bulkhead);
 
-// The outbound rate limit: one token per call, waited for on `clock`.
-std::unique_ptr<CallLayer> MakeRateLimit(Clock& clock, RateLimit limit);
+// The outbound rate limit: one token per call, waited for on `clock`;
+// none while `limit` is empty. Switchable while calls go (thread-safe).
+class RateLimitLayer : public CallLayer {
+ public:
+  virtual void Set(std::optional<RateLimit> limit) = 0;
+  virtual std::optional<RateLimit> limit() const = 0;
+};
+std::unique_ptr<RateLimitLayer> MakeRateLimit(Clock& clock, std::optional<RateLimit> limit);
 
 // Adaptive concurrency: a limit on calls in flight that follows the
 // latency of their answers, on `clock`; its gauge through `telemetry`,
@@ -180,11 +186,21 @@ std::unique_ptr<AttemptLayer> MakeAttemptTimeout(AttemptSlots& slots, Clock& clo
 using InjectedAnswer =
     std::function<Response(int status, std::optional<std::uint32_t> retry_after_seconds)>;
 
+// The client's failure injection switches, in one byte so that a call
+// reads them whole with one relaxed load (Client::SetFaults).
+inline constexpr std::uint8_t kFaultsOn = 1;       // FaultSettings::enabled
+inline constexpr std::uint8_t kFaultsForward = 2;  // FaultSettings::forward_scenario
+
 // Failure injection: aborts, delays or answers the attempts of calls whose
 // scenario names this client (CallState::fault), below the attempt timeout.
-// An empty `answer`: HTTP's.
+// An empty `answer`: HTTP's. Every client has it, since faults can be
+// switched on while calls go: a call whose client's faults were off when
+// it started carries no fault, and its attempts pass with one test of an
+// optional. Its name is empty while `switches` (the client's, which
+// outlives it) says off.
 std::unique_ptr<AttemptLayer> MakeFaultInjection(Clock& clock, Random& random,
-                                                 InjectedAnswer answer);
+                                                 InjectedAnswer answer,
+                                                 const std::atomic<std::uint8_t>& switches);
 
 // The last attempt layer: hands each attempt to `transport` as an exchange
 // (client_transport.h), which ends it.

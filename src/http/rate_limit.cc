@@ -4,6 +4,13 @@
 // the next one; it fails at once with kDeadline if that wait would end
 // after its deadline, and stops waiting (giving its token back) when its
 // caller cancels. One token per call: retries and redirects take none.
+//
+// The limit can be switched while calls go (Client::SetRateLimit), so
+// every client has this layer. Off, a call pays one relaxed atomic load
+// and the step to the next layer: the price of switching a limit on
+// without a restart, taken over rebuilding the call path under calls in
+// flight. Off, the layer's name is empty, so the client's description of
+// its path lists only the layers that act.
 #include <cmath>
 #include <mutex>
 
@@ -31,23 +38,43 @@ class Waiter final : public Cancellable {
   Timer timer_;
 };
 
-class RateLimiter final : public CallLayer {
+class RateLimiter final : public RateLimitLayer {
  public:
-  RateLimiter(Clock& clock, RateLimit limit)
-      : clock_(clock),
-        rate_(limit.per_second),
-        burst_(limit.burst),
-        tokens_(limit.burst),
-        refilled_(clock.Now()) {}
+  RateLimiter(Clock& clock, std::optional<RateLimit> limit) : clock_(clock) { Set(limit); }
 
-  std::string_view name() const override { return "rate limit"; }
+  std::string_view name() const override {
+    return on_.load(std::memory_order_relaxed) ? "rate limit" : "";
+  }
+
+  // A new limit is a full bucket of its own; the old bucket's reservations
+  // (calls waiting) still go when their timers fire.
+  void Set(std::optional<RateLimit> limit) override {
+    std::lock_guard lock(mu_);
+    if (limit) {
+      rate_ = limit->per_second;
+      burst_ = limit->burst;
+      tokens_ = limit->burst;
+      refilled_ = clock_.Now();
+    }
+    limit_ = limit;
+    on_.store(limit.has_value(), std::memory_order_relaxed);
+  }
+
+  std::optional<RateLimit> limit() const override {
+    std::lock_guard lock(mu_);
+    return limit_;
+  }
 
   void Send(const std::shared_ptr<CallState>& call) override {
+    if (!on_.load(std::memory_order_relaxed)) return Pass(call);
     TimePoint now = clock_.Now();
     Duration wait{0};
     bool too_late = false;
     {
       std::lock_guard lock(mu_);
+      // Switched off since the load above: the limit under the lock is the
+      // one this call obeys.
+      if (!limit_) return Pass(call);
       Refill(now);
       if (tokens_ < 1) {
         wait = Duration(static_cast<Duration::rep>(std::ceil((1 - tokens_) / rate_ * 1e9)));
@@ -79,6 +106,7 @@ class RateLimiter final : public CallLayer {
   // A waiter gave its reservation back.
   void GiveBack() {
     std::lock_guard lock(mu_);
+    if (!limit_) return;
     Refill(clock_.Now());
     tokens_ = std::min(tokens_ + 1, static_cast<double>(burst_));
   }
@@ -92,10 +120,12 @@ class RateLimiter final : public CallLayer {
   }
 
   Clock& clock_;
-  const double rate_;
-  const int burst_;
-  std::mutex mu_;
-  double tokens_;  // below zero: tokens reserved by waiting calls
+  std::atomic<bool> on_{false};  // limit_ has a value; read without the lock
+  mutable std::mutex mu_;
+  std::optional<RateLimit> limit_;  // guarded by mu_, as is all below
+  double rate_ = 0;
+  int burst_ = 1;
+  double tokens_ = 0;  // below zero: tokens reserved by waiting calls
   TimePoint refilled_;
 };
 
@@ -122,7 +152,7 @@ void Waiter::Cancel(CancelReason reason) {
 
 }  // namespace
 
-std::unique_ptr<CallLayer> MakeRateLimit(Clock& clock, RateLimit limit) {
+std::unique_ptr<RateLimitLayer> MakeRateLimit(Clock& clock, std::optional<RateLimit> limit) {
   return std::make_unique<RateLimiter>(clock, limit);
 }
 

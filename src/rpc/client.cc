@@ -182,4 +182,14 @@ circuit::Breaker& Client::breaker() { return http::internal::ClientPeer::breaker
 
 void Client::OverrideBreaker(circuit::Override override) { impl_->core->OverrideBreaker(override); }
 
+void Client::SetFaults(FaultSettings faults) { impl_->core->SetFaults(faults); }
+
+Result<void> Client::SetRateLimit(std::optional<http::RateLimit> limit) {
+  return impl_->core->SetRateLimit(limit);
+}
+
+FaultSettings Client::faults() const { return impl_->core->faults(); }
+
+std::optional<http::RateLimit> Client::rate_limit() const { return impl_->core->rate_limit(); }
+
 }  // namespace outbound::rpc

@@ -120,6 +120,24 @@ void ResilienceInstruments::BreakerOverridden(circuit::Override override, circui
   telemetry_.logger->Emit(BreakerOverrideRecord(scope_, host_, port_, override, before, at));
 }
 
+void ResilienceInstruments::SettingSwitched(std::string_view setting, std::string_view value,
+                                            TimePoint at) const {
+  if (telemetry_.logger == nullptr) return;
+  LogRecord record;
+  record.scope = std::string(scope_);
+  record.at = at;
+  record.severity = Severity::kWarn;
+  record.body = "setting switched: " + std::string(setting) + " " + std::string(value);
+  const KeyValue attributes[] = {
+      {"server.address", host_},
+      {"server.port", port_},
+      {"outbound.setting", setting},
+      {"outbound.setting.value", value},
+  };
+  record.attributes = Own(attributes);
+  telemetry_.logger->Emit(std::move(record));
+}
+
 void ResilienceInstruments::BreakerTransition(const circuit::Transition& transition,
                                               const SpanContext* cause) const {
   if (transitions_ != nullptr) {

@@ -80,6 +80,27 @@ TEST(CallPathTest, ALayerThatIsOffIsNotInTheList) {
             "attempt span → breaker → attempt timeout → transport");
 }
 
+TEST(CallPathTest, ALayerSwitchedOnWhileCallsGoJoinsTheListAndLeavesItSwitchedOff) {
+  Settings settings = DefaultSettings();
+  settings.base_url = "http://payments:8080";
+  auto client = Client::CreateOrThrow(Runtime{}, settings);
+  ASSERT_TRUE(client->SetRateLimit(WithRateLimit(10)));
+  client->SetFaults(FaultSettings{.enabled = true});
+  EXPECT_EQ(ClientPeer::CallLayers(*client), "rate limit → redirects → retry loop");
+  EXPECT_EQ(ClientPeer::AttemptLayers(*client),
+            "attempt span → breaker → attempt timeout → fault injection → transport");
+  ASSERT_TRUE(client->SetRateLimit(std::nullopt));
+  client->SetFaults(FaultSettings{});
+  EXPECT_EQ(ClientPeer::CallLayers(*client), "redirects → retry loop");
+  EXPECT_EQ(ClientPeer::AttemptLayers(*client),
+            "attempt span → breaker → attempt timeout → transport");
+  // A limit Settings would refuse is refused here too, and changes nothing.
+  auto refused = client->SetRateLimit(WithRateLimit(-1));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind(), ErrorKind::kInvalidSettings);
+  EXPECT_EQ(client->rate_limit(), std::nullopt);
+}
+
 // --- Paths made by hand: layers that do one thing each ---
 
 struct Journal {

@@ -4,8 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include "client_test_support.h"
 
@@ -94,6 +97,31 @@ TEST_F(RateLimitTest, ACallerWhoCancelsStopsWaitingAndGivesItsTokenBack) {
   ASSERT_TRUE(next.get());
   EXPECT_EQ(clock.Now() - start, milliseconds(1000));
   EXPECT_EQ(server->request_count(), 2u);
+}
+
+// Client::SetRateLimit and SetFaults from another thread while calls go:
+// every call sees one whole setting, and none is lost or ends twice (the
+// TSan build checks the switching itself).
+TEST_F(RateLimitTest, SwitchingTheLimitAndFaultsWhileCallsGoLosesNoCall) {
+  auto client = LimitedClient(WithRateLimit(1000, 1000));
+  std::atomic<bool> done{false};
+  std::thread switcher([&] {
+    for (int i = 0; !done.load(); ++i) {
+      ASSERT_TRUE(client->SetRateLimit(i % 2 == 0 ? std::optional(WithRateLimit(1000, 1000))
+                                                  : std::nullopt));
+      client->SetFaults(FaultSettings{.enabled = i % 3 == 0});
+    }
+  });
+  std::vector<std::future<Result<Response>>> calls;
+  for (int i = 0; i < 300; ++i) calls.push_back(client->SendAsync(Request::Get(NumberedPath(i))));
+  for (auto& call : calls) {
+    auto result = call.get();
+    ASSERT_TRUE(result) << result.error().message();
+    EXPECT_EQ(result->status, 200);
+  }
+  done = true;
+  switcher.join();
+  EXPECT_EQ(server->request_count(), 300U);
 }
 
 }  // namespace

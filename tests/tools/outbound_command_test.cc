@@ -124,6 +124,29 @@ TEST_F(OutboundCallTest, FaultInjectsAScenarioIntoTheCallsAttempts) {
   EXPECT_EQ(server->requests()[0].header("baggage"), "");
 }
 
+// --runtime-file applies the file's entry for the URL's host, as a
+// process watching the file would; a bad file is named, with exit 78.
+TEST_F(OutboundCallTest, RuntimeFileAppliesTheEntryForTheUrlsHost) {
+  Serve([](const ServerRequest&) { return Reply::Ok("real"); });
+  std::string isolated =
+      dir.Write("isolated.json", R"({"dependencies": {"payments": {"breaker": "isolate"}}})");
+  CommandResult refused = Call("/", "--runtime-file " + isolated);
+  EXPECT_EQ(refused.exit_code, 69);
+  EXPECT_EQ(server->request_count(), 0u);
+  std::string other =
+      dir.Write("other.json", R"({"dependencies": {"ledger": {"breaker": "isolate"}}})");
+  CommandResult spared = Call("/", "--runtime-file " + other);
+  EXPECT_EQ(spared.exit_code, 0);
+  EXPECT_EQ(spared.output, "real");
+  std::string bad =
+      dir.Write("bad.json", R"({"dependencies": {"payments": {"brekaer": "isolate"}}})");
+  EXPECT_EQ(Call("/", "--runtime-file " + bad).exit_code, 78);
+  EXPECT_NE(Stderr().find("dependencies.payments.brekaer: not a key; did you mean breaker?"),
+            std::string::npos)
+      << Stderr();
+  EXPECT_EQ(server->request_count(), 1u);
+}
+
 TEST_F(OutboundCallTest, ReportsTheCallAsJson) {
   Serve([](const ServerRequest&) { return Reply::Status(503).Header("Retry-After", "0"); });
   CommandResult result =

@@ -15,12 +15,21 @@
 #include "commands.h"
 #include "common.h"
 #include "grpc.h"
+#include "outbound/config/runtime_file.h"
 #include "outbound/http/client.h"
 #include "outbound/telemetry/trace.h"
 #include "outbound/version.h"
 
 namespace outbound::tool {
 namespace {
+
+// "payments" of "https://payments:8443", "::1" of "http://[::1]:8080": the
+// name a runtime file gives the dependency.
+std::string HostOf(const std::string& origin) {
+  std::string host = origin.substr(origin.find("://") + 3);
+  if (!host.empty() && host[0] == '[') return host.substr(1, host.find(']') - 1);
+  return host.substr(0, host.rfind(':'));
+}
 
 constexpr const char* kCallHelp = R"(usage: outbound call [options] URL
 
@@ -46,6 +55,10 @@ options:
   --fault SCENARIO        inject failures, e.g. 'http:payments:8443=abort,50%'
                           (docs/failure-injection.md); the point of a URL's
                           client is http:HOST:PORT, in any case
+  --runtime-file FILE     apply FILE's entry for the URL's host, as a process
+                          watching it would: its breaker override, faults and
+                          rate limit (docs/beyond-retries.md, "Operator
+                          control"); a bad FILE exits 78, naming what is wrong
   -v                      one line per attempt on stderr
   --report json           a JSON summary of the call on stderr
   --version               the version
@@ -107,7 +120,7 @@ gRPC:
   outbound: UNAVAILABLE: failed to connect to all addresses; ... (3 attempts).
   -o, --timeout, --cacert, --cert, --key, --connect-to, --fault (the point
   is grpc:HOST:PORT), -v (each attempt's span) and --report json apply;
-  -X, -H, -i and --fail do not. The settings are the variables above that
+  -X, -H, -i, --fail and --runtime-file do not. The settings are the variables above that
   rpc::Settings has: OUTBOUND_TIMEOUT OUTBOUND_MAX_ATTEMPTS
   OUTBOUND_BACKOFF_BASE OUTBOUND_BACKOFF_MAX, the OUTBOUND_RETRY_BUDGET_ and
   OUTBOUND_BREAKER_ ones, OUTBOUND_CA_FILE OUTBOUND_CERT_FILE
@@ -227,6 +240,7 @@ int RunCall(const std::vector<std::string>& args) {
   SettingOptions setting_options;
   bool fail_on_status = false, verbose = false, report = false, include = false;
   std::optional<std::string> fault;
+  std::optional<std::string> runtime_file;
   std::optional<std::string> output;
   std::string url;
   // The options a gRPC call has no use for, as given: refused with one.
@@ -284,6 +298,10 @@ int RunCall(const std::vector<std::string>& args) {
     } else if (a == "--fault") {
       fault = value();
       if (!fault) return Usage("call", "--fault needs a scenario, e.g. 'http:HOST:PORT=abort'");
+    } else if (a == "--runtime-file") {
+      runtime_file = value();
+      if (!runtime_file) return Usage("call", "--runtime-file needs a file");
+      http_only.push_back(a);
     } else if (a == "-v") {
       verbose = true;
     } else if (a == "--report") {
@@ -357,6 +375,21 @@ int RunCall(const std::vector<std::string>& args) {
   if (verbose) reporting.tracer = &tracer;
   std::unique_ptr<http::Client> client = MakeClient(*settings, network, reporting);
   if (!client) return kExitConfig;
+  // --runtime-file: the file's entry for the URL's host, read once (the
+  // call ends long before a second read), released before the client goes.
+  std::unique_ptr<config::RuntimeFile> control;
+  config::Subscription controlled;
+  if (runtime_file) {
+    Runtime file_runtime;
+    file_runtime.telemetry = reporting;
+    auto watched = config::RuntimeFile::Watch(file_runtime, *runtime_file);
+    if (!watched) {
+      std::cerr << "outbound: " << watched.error().message() << "\n";
+      return kExitConfig;
+    }
+    control = std::move(*watched);
+    controlled = control->Control(HostOf(origin), *client);
+  }
   request.url = url;
   // -o FILE: the 2xx answer's body goes to FILE as it arrives, with no
   // size limit (the client streams only a 2xx body; any other is read

@@ -19,7 +19,7 @@
 // Every call is checked first (another origin fails with kOriginRefused and
 // nothing is dialled), then goes down the call layers, and each of its
 // attempts down the attempt layers, in this order (the optional ones only
-// when their settings ask for them):
+// when their settings, or SetRateLimit and SetFaults since, ask for them):
 //
 //   call:    call middleware → bulkhead → rate limit → adaptive concurrency
 //            → redirects → retry loop
@@ -94,6 +94,19 @@ class Client final : public Sender {
   // (outbound.circuit.overrides) and shown by outbound.circuit.state.
   // Thread-safe; for code and for the runtime file alike.
   void OverrideBreaker(circuit::Override override);
+
+  // An operator switches failure injection or the rate limit without a
+  // restart (config::RuntimeFile does it from a file): from the next call
+  // on, each call sees one whole setting, the old or the new. A new rate
+  // limit starts a full bucket; calls already waiting for a token keep
+  // their place. Runtime::inject_faults still turns faults on. Logged at
+  // WARN through the Runtime's logger. A rate limit CheckRateLimit refuses
+  // is an error and changes nothing. Thread-safe.
+  void SetFaults(FaultSettings faults);
+  [[nodiscard]] Result<void> SetRateLimit(std::optional<RateLimit> limit);
+  // What SetFaults and SetRateLimit last set, or the settings' own.
+  FaultSettings faults() const;
+  std::optional<RateLimit> rate_limit() const;
 
   // "https://payments:8443".
   const std::string& origin() const;

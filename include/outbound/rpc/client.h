@@ -38,6 +38,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -160,6 +161,12 @@ class Client {
 
   // An operator takes over the breaker: http::Client::OverrideBreaker.
   void OverrideBreaker(circuit::Override override);
+  // An operator switches failure injection or the rate limit without a
+  // restart: http::Client::SetFaults, SetRateLimit.
+  void SetFaults(FaultSettings faults);
+  [[nodiscard]] Result<void> SetRateLimit(std::optional<http::RateLimit> limit);
+  FaultSettings faults() const;
+  std::optional<http::RateLimit> rate_limit() const;
 
   struct Impl;
 

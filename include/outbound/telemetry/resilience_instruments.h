@@ -19,7 +19,8 @@
 //
 // each with the dependency's server.address and server.port; and one log
 // record per change of the breaker's state (BreakerTransitionRecord), in
-// the trace of the call that caused it. Each signal costs nothing without
+// the trace of the call that caused it, and one per operator's override or
+// switch of a setting. Each signal costs nothing without
 // its provider.
 #ifndef OUTBOUND_TELEMETRY_RESILIENCE_INSTRUMENTS_H_
 #define OUTBOUND_TELEMETRY_RESILIENCE_INSTRUMENTS_H_
@@ -67,6 +68,11 @@ class ResilienceInstruments {
   // An operator overrode the breaker (the hold before it: `before`), at
   // `at`: counted, and logged (BreakerOverrideRecord).
   void BreakerOverridden(circuit::Override override, circuit::Hold before, TimePoint at) const;
+  // An operator switched one of the client's settings without a restart
+  // (http::Client::SetFaults, SetRateLimit): `setting` ("faults",
+  // "rate_limit") is `value` ("on", "50/s,10", "off") from `at`. Logged at
+  // WARN, as a breaker override is: the client no longer runs as created.
+  void SettingSwitched(std::string_view setting, std::string_view value, TimePoint at) const;
   // The breaker changed state, caused by the call whose trace is `cause`
   // (null when none): counted, and logged in that trace.
   void BreakerTransition(const circuit::Transition& transition, const SpanContext* cause) const;
