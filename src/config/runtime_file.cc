@@ -16,6 +16,7 @@
 #include "outbound/telemetry/attributes.h"
 #include "outbound/telemetry/log.h"
 #include "parsers.h"
+#include "runtime_target.h"
 
 namespace outbound::config {
 namespace {
@@ -318,14 +319,7 @@ Subscription RuntimeFile::Control(std::string dependency, Target target) {
 }
 
 Subscription RuntimeFile::Control(std::string dependency, http::Client& client) {
-  return Control(
-      std::move(dependency),
-      Target{.override_breaker = [&client](circuit::Override o) { client.OverrideBreaker(o); },
-             .set_faults = [&client](FaultSettings f) { client.SetFaults(f); },
-             .set_rate_limit =
-                 [&client](std::optional<http::RateLimit> r) { return client.SetRateLimit(r); },
-             .own_faults = client.faults(),
-             .own_rate_limit = client.rate_limit()});
+  return Control(std::move(dependency), TargetOf(client));
 }
 
 }  // namespace outbound::config

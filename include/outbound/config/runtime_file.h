@@ -150,6 +150,10 @@ class RuntimeFile {
 
   explicit RuntimeFile(std::shared_ptr<State> state);
   Subscription Control(std::string dependency, Target target);
+  // The switches of an http::Client or an rpc::Client, which offer the
+  // same ones (src/config/runtime_target.h).
+  template <class ClientT>
+  static Target TargetOf(ClientT& client);
 
   std::shared_ptr<State> state_;
 };
