@@ -184,6 +184,41 @@ TEST_F(BalancingRpcTest, AReplicaThatNeverAnswersIsEjectedByItsAttemptTimeouts) 
   EXPECT_EQ(client->breaker().state(clock_.Now()), circuit::State::kClosed);
 }
 
+TEST_F(BalancingRpcTest, AReplicaAddedToTheNameGetsCallsWithinOneReResolution) {
+  std::uint16_t first = StartReplica(GrpcReply::Ok("hi"));
+  std::uint16_t second = StartReplica(GrpcReply::Ok("hi"));
+  std::uint16_t added = StartReplica(GrpcReply::Ok("hi"));
+  network_.Set("backend", 9090, {{"127.0.0.1", first}, {"127.0.0.1", second}});
+  auto client = Make();
+  EXPECT_EQ(CallAll(*client, 100), 100);
+  network_.Set("backend", 9090,
+               {{"127.0.0.1", first}, {"127.0.0.1", second}, {"127.0.0.1", added}});
+  EXPECT_EQ(CallAll(*client, 100), 100);
+  EXPECT_EQ(replicas_[2]->request_count(), 0u);  // not resolved again yet
+
+  clock_.Advance(seconds(33));  // 30 s within ±10 %
+  EXPECT_EQ(CallAll(*client, 300), 300);
+  EXPECT_GE(replicas_[2]->request_count(), 60u);
+}
+
+TEST_F(BalancingRpcTest, AReplicaRemovedFromTheNameGetsNoneOnceItsConnectionsDrain) {
+  std::uint16_t kept = StartReplica(GrpcReply::Ok("hi"));
+  std::uint16_t removed = StartReplica(GrpcReply::Ok("hi"));
+  network_.Set("backend", 9090, {{"127.0.0.1", kept}, {"127.0.0.1", removed}});
+  auto client = Make();
+  EXPECT_EQ(CallAll(*client, 100), 100);
+  ASSERT_GT(replicas_[1]->request_count(), 0u);
+
+  network_.Set("backend", 9090, {{"127.0.0.1", kept}});
+  clock_.Advance(seconds(33));
+  // Its connection, idle, is closed.
+  EXPECT_TRUE(replicas_[1]->WaitFor(
+      [](const testing::FakeServer& s) { return s.connections_open() == 0; }));
+  std::size_t before = replicas_[1]->request_count();
+  EXPECT_EQ(CallAll(*client, 100), 100);
+  EXPECT_EQ(replicas_[1]->request_count(), before);
+}
+
 TEST_F(BalancingRpcTest, AnAttemptCutByItsTimeoutEndsUnavailableAndTheServerIsToldTheShorterTime) {
   network_.Set("backend", 9090, {{"127.0.0.1", StartReplica(GrpcReply::Hang())}});
   Settings settings = DefaultSettings();
