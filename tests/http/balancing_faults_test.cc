@@ -87,6 +87,49 @@ TEST_F(BalancingFaultsTest, ADialThatFailsHasTheNameResolvedAgainBeforeItsPeriod
   EXPECT_TRUE(Transitions().empty());
 }
 
+// Two of three replicas answer 503 to everything: at most half of the
+// endpoints are out at once (OutlierDetection::max_ejected_share), so one
+// is ejected and the other keeps its share of first attempts; with the
+// share at 1, both go out after their runs of five.
+TEST_F(BalancingFaultsTest, NoMoreThanTheSetShareOfEndpointsIsEjectedAtOnce) {
+  testing::InMemoryTelemetry recorded{DefaultRandom()};
+  runtime.telemetry = recorded.telemetry();
+  auto unavailable = [](const ServerRequest&) { return Reply::Status(503); };
+  StartReplica(Echo);
+  StartReplica(unavailable);
+  StartReplica(unavailable);
+  Name({replicas[0]->port(), replicas[1]->port(), replicas[2]->port()});
+  auto ejections = [&](int replica) {
+    return recorded.Value("outbound.endpoint.ejections",
+                          {{"network.peer.address", EndpointName(*replicas[replica])}});
+  };
+  // Two failing replicas of three is the dependency's own trouble, which
+  // its breaker would rightly see: it never trips here, so the ejections
+  // are what the test sees.
+  Settings settings = BalancedSettings();
+  settings.breaker_policy.trip = [](const circuit::Counts&) { return false; };
+  {
+    auto client = MakeClient(settings);
+    // Many calls fail: the one bad replica left in takes its share of first
+    // attempts, and the retry budget allows a retry for only a few of them.
+    // That is the price of the cap, which keeps an outlier detector from
+    // ejecting most of a dependency whose replicas are all sick.
+    Call(*client, 300, 1);
+    EXPECT_EQ(ejections(1) + ejections(2), 1);  // 50 % of 3: one at a time
+    // The one left in still gets first attempts: far more than its run of five.
+    EXPECT_GE(replicas[1]->request_count() + replicas[2]->request_count(), 50u);
+  }
+  std::size_t before = replicas[1]->request_count() + replicas[2]->request_count();
+  settings.balancing->outlier_detection.max_ejected_share = 1;
+  // A call's next attempt avoids only its last endpoint: five attempts, so
+  // no call runs out of them between the two bad replicas.
+  settings.max_attempts = 5;
+  auto client = MakeClient(std::move(settings));
+  EXPECT_EQ(Count(Call(*client, 300, 1), 200), 300);
+  // Each bad replica's run of five, and then none.
+  EXPECT_EQ(replicas[1]->request_count() + replicas[2]->request_count() - before, 10u);
+}
+
 TEST_F(BalancingFaultsTest, AnEjectionIsLoggedCountedAndAnEventOnTheAttemptsSpan) {
   testing::InMemoryTelemetry recorded{DefaultRandom()};
   runtime.telemetry = recorded.telemetry();

@@ -71,6 +71,22 @@ TEST_F(BalancingTest, AnEndpointInTheSettingsIsCalledInsteadOfTheName) {
   EXPECT_EQ(replicas[1]->request_count(), 20u);
 }
 
+// HTTP/1.1 carries one attempt per connection: each endpoint has its own
+// pool, up to max_connections, and the calls still spread over all three.
+TEST_F(BalancingTest, OnHttp11EachEndpointHasAPoolOfItsOwnWithinMaxConnections) {
+  for (int i = 0; i < 3; ++i) StartReplica(Echo, {"http/1.1"});
+  Name({replicas[0]->port(), replicas[1]->port(), replicas[2]->port()});
+  Settings settings = BalancedSettings();
+  settings.max_connections = 2;
+  auto client = MakeClient(std::move(settings));
+  EXPECT_EQ(Count(Call(*client, 300, 8), 200), 300);
+  for (const auto& replica : replicas) {
+    EXPECT_GE(replica->request_count(), 60u);
+    EXPECT_GE(replica->connections_opened(), 1);
+    EXPECT_LE(replica->connections_opened(), 2);
+  }
+}
+
 TEST_F(BalancingTest, AnEndpointThatRefusesIsEjectedWhileTheOthersServeEveryCall) {
   StartReplica(Echo);
   StartReplica(Echo);

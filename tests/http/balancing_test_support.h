@@ -21,9 +21,12 @@ class BalancingTestBase : public ::testing::Test, public ClientTestBase {
  protected:
   BalancingTestBase() { runtime.random = &seeded; }
 
-  // Starts a replica of payments answering with `handler`.
-  testing::FakeServer& StartReplica(testing::Handler handler) {
+  // Starts a replica of payments answering with `handler`, offering the
+  // `alpn` protocols (HTTP/2 first, by default).
+  testing::FakeServer& StartReplica(testing::Handler handler,
+                                    std::vector<std::string> alpn = {"h2", "http/1.1"}) {
     testing::ServerTls tls(ca.IssueServer({"payments"}));
+    tls.alpn = std::move(alpn);
     auto started = testing::FakeServer::Start(
         {.tls = std::move(tls), .handler = std::move(handler), .clock = &clock});
     EXPECT_TRUE(started) << started.error().message();
