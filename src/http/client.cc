@@ -104,9 +104,14 @@ struct Client::Impl {
     idle.notify_all();
   }
 
-  // Failure injection is on for every client of a Runtime that says so.
+  // Failure injection is on for every client of a Runtime that says so,
+  // whatever the settings, at creation or switched (SetFaults).
+  static FaultSettings WithRuntimeFaults(const Runtime& rt, FaultSettings faults) {
+    faults.enabled = faults.enabled || rt.inject_faults;
+    return faults;
+  }
   static Settings WithRuntimeFaults(const Runtime& rt, Settings s) {
-    s.faults.enabled = s.faults.enabled || rt.inject_faults;
+    s.faults = WithRuntimeFaults(rt, s.faults);
     return s;
   }
 
@@ -438,7 +443,7 @@ void Client::OverrideBreaker(circuit::Override override) {
 }
 
 void Client::SetFaults(FaultSettings faults) {
-  faults.enabled = faults.enabled || impl_->runtime.inject_faults;
+  faults = Impl::WithRuntimeFaults(impl_->runtime, faults);
   impl_->fault_switches.store(Impl::Switches(faults), std::memory_order_relaxed);
   impl_->telemetry->resilience().SettingSwitched("faults",
                                                  !faults.enabled ? "off"
