@@ -107,6 +107,27 @@ void StreamBodyToExample(http::Client* client) {
   // [end stream-body-to]
 }
 
+void BodySinkErrorExample(http::Client* client) {
+  // [example body-sink-error]
+  std::string line;  // the line being read
+  auto events = client->Send(http::Request::Get("/events").StreamBodyTo(
+      [&](std::string_view chunk) -> Result<bool> {
+        if (chunk.empty()) {  // the end
+          if (line.empty()) return true;
+          return Fail(ErrorKind::kInvalidResponse, "the events ended inside a line");
+        }
+        for (char c : chunk) {
+          if (c != '\n') {
+            line += c;
+          } else {
+            line.clear();  // a whole line: handed on here
+          }
+        }
+        return true;
+      }));
+  // [end body-sink-error]
+}
+
 void BodyTimeoutExample(http::Client* client, const http::BodySink& write) {
   // [example body-timeout]
   auto got = client->Send(http::Request::Get("/exports/2026.csv")

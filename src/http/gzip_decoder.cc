@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gzip_decoder.h"
 
+#include "outbound/http/message.h"
+
 namespace outbound::http::internal {
 
 bool GzipDecoder::IsGzip(std::string_view content_encoding) {
@@ -24,7 +26,7 @@ GzipDecoder::~GzipDecoder() {
   if (ready_) inflateEnd(&stream_);
 }
 
-GzipDecoder::Status GzipDecoder::Feed(std::string_view in, const BodySink& out) {
+GzipDecoder::Status GzipDecoder::Feed(std::string_view in, const Output& out) {
   if (!ready_) return Status::kNoMemory;
   if (in.empty()) return Status::kOk;
   started_ = true;

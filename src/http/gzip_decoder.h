@@ -8,9 +8,8 @@
 
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <string_view>
-
-#include "outbound/http/message.h"
 
 namespace outbound::http::internal {
 
@@ -22,6 +21,9 @@ class GzipDecoder {
     kCorrupt,   // not gzip, or bytes after the gzip stream's end
     kNoMemory,  // zlib could not have its state
   };
+
+  // Takes a decoded piece; false to stop.
+  using Output = std::function<bool(std::string_view)>;
 
   // Whether a Content-Encoding value is the gzip coding ("gzip", or
   // "x-gzip" as RFC 9110 §8.4.1.3 asks a recipient to take it), any case.
@@ -36,7 +38,7 @@ class GzipDecoder {
   // time), so memory never holds more decoded bytes than `out` keeps. A body
   // of several gzip members back to back (RFC 1952 §2.2) decodes as their
   // concatenation.
-  Status Feed(std::string_view in, const BodySink& out);
+  Status Feed(std::string_view in, const Output& out);
 
   // Whether the body may end here: nothing of it came (an empty body), or
   // the last gzip member ended (its trailer checked). A body that ends

@@ -146,7 +146,7 @@ Reply Client::ServerStream(std::string_view method, std::string_view request,
   // they are; a compressed one is a malformed answer.
   internal::Deframer deframer(/*encoding=*/"", impl.receive_limit,
                               [&on_message](std::string message) { on_message(message); });
-  sent->StreamBodyTo([&deframer](std::string_view chunk) { return deframer.Feed(chunk).ok(); });
+  sent->StreamBodyTo(internal::DeframingSink(deframer));
   std::promise<Result<http::Response>> answered;
   auto answer = answered.get_future();
   impl.Send(std::move(*sent), impl.Idempotent(method),
@@ -162,13 +162,9 @@ Reply Client::ServerStream(std::string_view method, std::string_view request,
   reply.attempts = result ? result->attempts : result.error().attempts();
   reply.status = internal::StatusOf(result);
   if (result) reply.trailers = internal::TrailersOf(*result);
-  // A malformed message ended the stream (the body sink said stop), or the
-  // body ended inside one.
-  if (!deframer.status().ok()) {
-    reply.status = deframer.status();
-  } else if (reply.status.ok()) {
-    reply.status = deframer.Finish();
-  }
+  // A malformed message, or a body that ended inside one, ended the call
+  // (DeframingSink): the Deframer has its exact code.
+  if (!deframer.status().ok()) reply.status = deframer.status();
   return reply;
 }
 

@@ -169,6 +169,16 @@ http::Classify CoreClassify(Classify classify) {
   };
 }
 
+http::BodySink DeframingSink(Deframer& deframer) {
+  return [&deframer](std::string_view chunk) -> Result<bool> {
+    Status status = chunk.empty() ? deframer.Finish() : deframer.Feed(chunk);
+    if (status.ok()) return true;
+    ErrorKind kind = status.code == Code::kResourceExhausted ? ErrorKind::kResponseTooLarge
+                                                             : ErrorKind::kInvalidResponse;
+    return Fail(kind, status.message);
+  };
+}
+
 Reply ReplyOf(Result<http::Response> result, std::size_t receive_limit) {
   Reply reply;
   reply.attempts = result ? result->attempts : result.error().attempts();

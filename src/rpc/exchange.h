@@ -16,6 +16,7 @@
 #include "outbound/http/message.h"
 #include "outbound/rpc/client.h"
 #include "outbound/rpc/settings.h"
+#include "wire/framing.h"
 #include "wire/status.h"
 
 namespace outbound::rpc::internal {
@@ -49,6 +50,13 @@ std::string_view MethodOf(std::string_view url);
 
 // `classify` as the call core runs it for every attempt.
 http::Classify CoreClassify(Classify classify);
+
+// A streamed answer's body fed to `deframer`, as the call's BodySink: its
+// end is checked too, and a message that breaks the framing ends the call
+// with that failure, so the breaker, the span and the metrics see it as
+// the caller does (RESOURCE_EXHAUSTED as kResponseTooLarge, anything else
+// as kInvalidResponse, which StatusOf gives back as INTERNAL).
+http::BodySink DeframingSink(Deframer& deframer);
 
 // The reply of a call that answers with one message: the call's status,
 // the message when it is OK (exactly one, within `receive_limit`), the

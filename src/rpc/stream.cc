@@ -86,9 +86,7 @@ Stream Client::OpenStream(std::string_view method, const Context& context) {
   }
   http::Request request = internal::CallRequest(method, own, /*accept_gzip=*/false);
   request.StreamBodyFromPipe(impl->pipe);
-  request.StreamBodyTo([shared = impl->shared.get()](std::string_view chunk) {
-    return shared->deframer.Feed(chunk).ok();
-  });
+  request.StreamBodyTo(internal::DeframingSink(impl->shared->deframer));
   // A pipe's call is sent again only while it opens, and only the
   // context's deadline bounds it once its headers are written
   // (outbound/http/body_pipe.h).
@@ -170,10 +168,11 @@ Status Stream::Finish() {
   if (impl.local) {
     impl.status = *impl.local;
   } else if (!impl.shared->deframer.status().ok()) {
+    // A malformed message ended the call (DeframingSink): the Deframer
+    // has its exact code.
     impl.status = impl.shared->deframer.status();
   } else {
     impl.status = internal::StatusOf(result);
-    if (impl.status.ok()) impl.status = impl.shared->deframer.Finish();
   }
   if (thrown) std::rethrow_exception(thrown);
   return impl.status;

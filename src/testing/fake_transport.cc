@@ -201,13 +201,7 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
     if (!attempt) return false;
     if (streams_) {
       if (piece.empty()) return true;
-      if (!(*sink_)(piece)) {
-        AttemptOutcome outcome =
-            Failed(ErrorKind::kCancelled, "the caller stopped reading the body");
-        outcome.body_streamed = streamed_;
-        End(std::move(outcome));
-        return false;
-      }
+      if (!ToSink(piece)) return false;
       streamed_ = true;
       return true;
     }
@@ -226,10 +220,29 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
     return true;
   }
 
+  // Hands the sink a piece, or the body's end (empty), as the transports
+  // do (BodySink). False if the exchange ended on its answer.
+  bool ToSink(std::string_view piece) {
+    Result<bool> answer = (*sink_)(piece);
+    if (answer && *answer) return true;
+    AttemptOutcome outcome;
+    if (answer) {
+      outcome = Failed(ErrorKind::kCancelled, "the caller stopped reading the body");
+    } else {
+      outcome.result = tl::unexpected(std::move(answer.error()));
+      outcome.body_failed = true;
+      streamed_ = true;  // a body found bad is final
+    }
+    outcome.body_streamed = streamed_;
+    End(std::move(outcome));
+    return false;
+  }
+
   void Done() {
     if (!reply_.headers_only) {  // the trailers' HEADERS frame, after the body
       for (const auto& [name, value] : reply_.trailers) response_.trailers.Add(name, value);
     }
+    if (streams_ && !ToSink({})) return;
     AttemptOutcome outcome;
     outcome.body_streamed = streamed_;
     outcome.result = std::move(response_);

@@ -116,7 +116,13 @@ void ScriptedClient::Answer(Call& call) {
   if (result && call.request.body_sink && result->successful()) {
     std::string body = std::move(result->body);
     result->body.clear();
-    if (!body.empty() && !call.request.body_sink(body)) {
+    // The body in one piece, then its end, as a transport hands them.
+    Result<bool> answer = true;
+    if (!body.empty()) answer = call.request.body_sink(body);
+    if (answer && *answer) answer = call.request.body_sink({});
+    if (!answer) {
+      result = tl::unexpected(std::move(answer.error()));
+    } else if (!*answer) {
       result = tl::unexpected(Error(ErrorKind::kCancelled, "the caller stopped reading the body"));
     }
   }

@@ -169,7 +169,7 @@ using internal::GzipDecoder;
 std::string DecodeAll(const std::string& coded, std::size_t piece, GzipDecoder::Status* last) {
   GzipDecoder decoder;
   std::string out;
-  BodySink keep = [&](std::string_view chunk) {
+  GzipDecoder::Output keep = [&](std::string_view chunk) {
     out += chunk;
     return true;
   };
@@ -217,7 +217,7 @@ TEST(GzipDecoderTest, ABombStopsWithinOneBufferOfWhereTheSinkSaidNoMore) {
   std::string coded = Gzip(std::string(64 << 20, '\0'));
   GzipDecoder decoder;
   std::size_t decoded = 0;
-  BodySink bounded = [&](std::string_view chunk) {
+  GzipDecoder::Output bounded = [&](std::string_view chunk) {
     decoded += chunk.size();
     return decoded <= kLimit;
   };

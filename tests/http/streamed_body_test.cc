@@ -4,7 +4,8 @@
 // sink as it arrives and without a size limit; every other answer is read
 // whole and retried as without a sink; a body cut after the sink had some
 // of it is the call's failure, never retried; a sink that says no more ends
-// the call as cancelled, and the breaker counts nothing.
+// the call as cancelled, and the breaker counts nothing; the sink hears the
+// body's end, and one that finds the body bad ends the call with its error.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -29,10 +30,25 @@ class Collected {
   BodySink Sink(std::size_t stop_after = SIZE_MAX) {
     return [this, stop_after](std::string_view chunk) {
       std::lock_guard lock(mu_);
+      if (chunk.empty()) {
+        ++ends_;
+        ends_after_ = chunks_;
+        return true;
+      }
       text_.append(chunk);
       ++chunks_;
       return text_.size() < stop_after;
     };
+  }
+  // How often the sink was told the body ended (an empty chunk), and how
+  // many pieces it had been given then.
+  int ends() const {
+    std::lock_guard lock(mu_);
+    return ends_;
+  }
+  int chunks_before_end() const {
+    std::lock_guard lock(mu_);
+    return ends_after_;
   }
   std::string text() const {
     std::lock_guard lock(mu_);
@@ -57,6 +73,8 @@ class Collected {
   mutable std::mutex mu_;
   std::string text_;
   int chunks_ = 0;
+  int ends_ = 0;
+  int ends_after_ = -1;
 };
 
 // Every circuit::Counts failure opens the breaker: a test sees any failure
@@ -264,6 +282,97 @@ TEST_P(StreamedBodyTest, ABodyTimeoutLeavesTheWaitForTheAnswerToTheCallsDeadline
   auto unstreamed = client->Send(Request::Get("/feed").WithBodyTimeout(std::chrono::seconds(60)));
   ASSERT_FALSE(unstreamed);
   EXPECT_EQ(unstreamed.error().kind(), ErrorKind::kInvalidRequest);
+}
+
+// The sink hears the end of a body that came whole, once, after its last
+// piece, and of an empty body too: a parser can tell a body that stopped
+// inside a record.
+TEST_P(StreamedBodyTest, TheSinkHearsTheBodysEndOnceAfterItsLastPiece) {
+  std::string big(100 * 1024, 'y');
+  Serve(
+      [&](const ServerRequest& r) {
+        if (r.target == "/cut") return Reply::ResetAfter(5, "hello, world");
+        return Reply::Ok(r.target == "/empty" ? "" : big);
+      },
+      GetParam());
+  auto client = MakeClient();
+  for (const char* target : {"/big", "/empty"}) {
+    SCOPED_TRACE(target);
+    Collected got;
+    auto result = client->Send(Request::Get(target).StreamBodyTo(got.Sink()));
+    ASSERT_TRUE(result) << result.error().message();
+    EXPECT_EQ(got.ends(), 1);
+    EXPECT_EQ(got.chunks_before_end(), got.chunks()) << "the end came before a piece";
+    EXPECT_EQ(got.text(), std::string(target) == "/big" ? big : "");
+  }
+  // A body cut short is not an end.
+  Collected cut;
+  auto result = client->Send(Request::Get("/cut").StreamBodyTo(cut.Sink()));
+  ASSERT_FALSE(result);
+  EXPECT_EQ(cut.ends(), 0);
+}
+
+// A sink that finds the body bad ends the call with its error: one
+// attempt, whatever classify says, a failure to the breaker, the error as
+// the sink gave it.
+TEST_P(StreamedBodyTest, ASinkThatFindsTheBodyBadEndsTheCallWithItsError) {
+  Serve([](const ServerRequest&) { return Reply::Ok("{not json"); }, GetParam());
+  Settings settings = TripOnFirstFailure(PaymentsSettings());
+  settings.classify = [](const Result<Response>&) {
+    return Classification{retry::Outcome::kRetry, {}, circuit::Outcome::kFailure};
+  };
+  auto client = MakeClient(settings);
+  auto result = client->Send(
+      Request::Get("/records").StreamBodyTo([](std::string_view chunk) -> Result<bool> {
+        if (chunk.starts_with('{') && chunk.find('}') == std::string_view::npos) {
+          return Fail(ErrorKind::kInvalidResponse, "record 1 does not parse");
+        }
+        return true;
+      }));
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().kind(), ErrorKind::kInvalidResponse) << result.error().message();
+  EXPECT_EQ(result.error().message(), "payments:8443: record 1 does not parse");
+  EXPECT_EQ(result.error().attempts(), 1);
+  EXPECT_EQ(server->request_count(), 1u);
+  EXPECT_EQ(Transitions().size(), 1u) << "the breaker counts the failure";
+}
+
+// The same at the body's end: a body that stopped inside a record.
+TEST_P(StreamedBodyTest, ASinkThatFindsTheBodyCutShortAtItsEndEndsTheCallWithItsError) {
+  Serve([](const ServerRequest&) { return Reply::Ok("line 1\nline 2 with no end"); },
+        GetParam());
+  auto client = MakeClient(TripOnFirstFailure(PaymentsSettings()));
+  std::string pending;
+  auto result = client->Send(
+      Request::Get("/lines").StreamBodyTo([&](std::string_view chunk) -> Result<bool> {
+        if (chunk.empty() && !pending.empty()) {
+          return Fail(ErrorKind::kInvalidResponse, "the body ended inside a line");
+        }
+        pending.append(chunk);
+        pending.erase(0, pending.rfind('\n') == std::string::npos ? 0 : pending.rfind('\n') + 1);
+        return true;
+      }));
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().kind(), ErrorKind::kInvalidResponse) << result.error().message();
+  EXPECT_EQ(result.error().message(), "payments:8443: the body ended inside a line");
+  EXPECT_EQ(result.error().attempts(), 1);
+  EXPECT_EQ(Transitions().size(), 1u) << "the breaker counts the failure";
+}
+
+// A sink's error of a kind that is the caller's own limit (a record over
+// what it keeps): the call ends with it and the breaker counts nothing.
+TEST_P(StreamedBodyTest, ASinkErrorThatIsTheCallersOwnLimitIsNotTheDependencysFailure) {
+  Serve([](const ServerRequest&) { return Reply::Ok(std::string(4096, 'z')); }, GetParam());
+  auto client = MakeClient(TripOnFirstFailure(PaymentsSettings()));
+  auto result =
+      client->Send(Request::Get("/big").StreamBodyTo([](std::string_view) -> Result<bool> {
+        return Fail(ErrorKind::kResponseTooLarge, "a record over 1 KiB");
+      }));
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().kind(), ErrorKind::kResponseTooLarge);
+  EXPECT_EQ(result.error().attempts(), 1);
+  EXPECT_TRUE(Transitions().empty());
+  EXPECT_TRUE(client->Send(Request::Get("/again")));
 }
 
 std::string ProtocolName(const ::testing::TestParamInfo<Protocol>& param) {

@@ -55,7 +55,7 @@ TEST(ScriptedClientTest, CallbacksNeverRunOnTheCallersStack) {
   EXPECT_NE(ran_on.get_future().get(), std::this_thread::get_id());
 }
 
-TEST(ScriptedClientTest, ASinkGetsTheBodyOfA2xxAndCanStop) {
+TEST(ScriptedClientTest, ASinkGetsTheBodyOfA2xxThenItsEndAndCanStopOrFail) {
   ScriptedClient exports([](const Request& r) -> Result<Response> {
     return r.url == "/missing" ? Respond(404, "no such export") : Respond(200, "a,b\n1,2\n");
   });
@@ -77,6 +77,19 @@ TEST(ScriptedClientTest, ASinkGetsTheBodyOfA2xxAndCanStop) {
       exports.Send(Request::Get("/ok").StreamBodyTo([](std::string_view) { return false; }));
   ASSERT_FALSE(stopped);
   EXPECT_EQ(stopped.error().kind(), ErrorKind::kCancelled);
+
+  // The sink hears the end, and an error it says there ends the call.
+  int ends = 0;
+  auto cut = exports.Send(
+      Request::Get("/ok").StreamBodyTo([&](std::string_view chunk) -> Result<bool> {
+        if (!chunk.empty()) return true;
+        ++ends;
+        return Fail(ErrorKind::kInvalidResponse, "the export ended inside a row");
+      }));
+  ASSERT_FALSE(cut);
+  EXPECT_EQ(cut.error().kind(), ErrorKind::kInvalidResponse);
+  EXPECT_EQ(cut.error().message(), "the export ended inside a row");
+  EXPECT_EQ(ends, 1);
 }
 
 TEST(ScriptedClientTest, WhatTheHandlerThrowsReachesTheCaller) {

@@ -96,12 +96,38 @@ struct Body {
 };
 
 // Reads a response body as it arrives (Request::StreamBodyTo): called with
-// each piece of the body of the call's 2xx answer, in order, on the
-// client's event-loop thread, so it must be quick (append to a file, feed
-// a parser) and must not wait on this client. Returns false to stop: the
-// call then ends with kCancelled ("the caller stopped reading the body"),
-// and the breaker counts nothing.
-using BodySink = std::function<bool(std::string_view chunk)>;
+// each piece of the body of the call's 2xx answer, in order, never empty,
+// and then once with an empty `chunk` when the body has ended whole (so a
+// parser can say the body stopped inside a record). Called on the client's
+// event-loop thread, so it must be quick (append to a file, feed a parser)
+// and must not wait on this client. It returns true to go on, or false to
+// stop: the call ends with kCancelled ("the caller stopped reading the
+// body") and the breaker counts nothing. Or it returns an Error when the
+// body is not what the dependency should have sent (kInvalidResponse, say,
+// for a record that does not parse): the call ends with that error as with
+// a body cut short, not retried and a failure to the breaker (unless the
+// kind is the caller's own limit: kResponseTooLarge, kInvalidRequest or
+// kLocalResource, which the breaker does not count).
+// A sink returning bool needs no more than that: its bool converts.
+//
+// example: examples/headers/http.cc#body-sink-error
+//   std::string line;  // the line being read
+//   auto events = client->Send(http::Request::Get("/events").StreamBodyTo(
+//       [&](std::string_view chunk) -> Result<bool> {
+//         if (chunk.empty()) {  // the end
+//           if (line.empty()) return true;
+//           return Fail(ErrorKind::kInvalidResponse, "the events ended inside a line");
+//         }
+//         for (char c : chunk) {
+//           if (c != '\n') {
+//             line += c;
+//           } else {
+//             line.clear();  // a whole line: handed on here
+//           }
+//         }
+//         return true;
+//       }));
+using BodySink = std::function<Result<bool>(std::string_view chunk)>;
 
 // Gives a request body as it is sent (Request::StreamBodyFrom): writes up to
 // `buffer.size()` bytes of the body's next bytes into `buffer` and returns

@@ -23,8 +23,9 @@
 //
 // Like a Client, it answers on a thread of its own, never on the caller's
 // stack, one call at a time in the order sent. A request with a BodySink
-// gets a 2xx answer's body through its sink (the body then empty), and the
-// call ends with kCancelled if the sink returns false. What the handler
+// gets a 2xx answer's body through its sink in one piece and then its end
+// (the body then empty); the call ends with kCancelled if the sink returns
+// false, and with its error if it returns one. What the handler
 // throws reaches the caller as a classify function's throw would. Calls
 // still queued when it is destroyed end with kCancelled; it must not be
 // destroyed from its own callback or handler. Thread-safe.

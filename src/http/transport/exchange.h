@@ -101,14 +101,26 @@ inline AttemptOutcome Malformed(const std::string& why) {
   return outcome;
 }
 
+// Hands the sink a piece of a streamed body, or its end (empty): empty to
+// go on, or the outcome that ends the exchange, the caller having stopped
+// reading or found the body bad (BodySink). A body found bad is final.
+inline std::optional<AttemptOutcome> ToSink(Exchange& exchange, std::string_view piece) {
+  Result<bool> answer = (*exchange.sink)(piece);
+  if (answer && *answer) return std::nullopt;
+  if (answer) return Failed(ErrorKind::kCancelled, "the caller stopped reading the body");
+  exchange.streamed = true;
+  AttemptOutcome outcome;
+  outcome.result = tl::unexpected(std::move(answer.error()));
+  return outcome;
+}
+
 // Takes a piece of the (decoded) body: to the sink when the body streams,
 // else into the response within max_body. Empty, or the outcome that ends
-// the exchange (too large, the caller stopped reading).
+// the exchange (too large, the caller stopped reading or found it bad).
 inline std::optional<AttemptOutcome> TakeBody(Exchange& exchange, std::string_view piece) {
   if (exchange.Streams()) {
-    if (!(*exchange.sink)(piece)) {
-      return Failed(ErrorKind::kCancelled, "the caller stopped reading the body");
-    }
+    if (piece.empty()) return std::nullopt;  // the sink's empty piece is the end
+    if (auto verdict = ToSink(exchange, piece)) return verdict;
     // The answer's first piece: a stream is never sent again from here, so
     // its pipe lets go of what it kept for that.
     if (!exchange.streamed && exchange.request->body_source.pipe) {
@@ -130,7 +142,7 @@ inline std::optional<AttemptOutcome> TakeBody(Exchange& exchange, std::string_vi
 inline std::optional<AttemptOutcome> TakeWireBody(Exchange& exchange, std::string_view wire) {
   if (!exchange.decoder) return TakeBody(exchange, wire);
   std::optional<AttemptOutcome> verdict;
-  BodySink take = [&](std::string_view piece) {
+  auto take = [&](std::string_view piece) {
     verdict = TakeBody(exchange, piece);
     return !verdict;
   };
@@ -144,6 +156,21 @@ inline std::optional<AttemptOutcome> TakeWireBody(Exchange& exchange, std::strin
       break;
   }
   return Malformed("its gzip-coded body does not decode");
+}
+
+// The answer of an exchange whose response ended whole: the response,
+// unless its gzip-coded body ended inside the gzip stream, or the sink,
+// told the streamed body's end, finds it bad.
+inline AttemptOutcome AnswerOf(Exchange& exchange) {
+  if (exchange.decoder && !exchange.decoder->complete()) {
+    return Malformed("its gzip-coded body ended before the gzip stream did");
+  }
+  if (exchange.Streams()) {
+    if (auto verdict = ToSink(exchange, {})) return std::move(*verdict);
+  }
+  AttemptOutcome outcome;
+  outcome.result = std::move(exchange.response);
+  return outcome;
 }
 
 // Whether the final answer has no body whatever its headers say.

@@ -368,13 +368,8 @@ bool H1Exchange::Parse() {
 
 void H1Exchange::Answered() {
   if (!parser().KeepAlive()) reusable_ = false;
-  if (current_->decoder && !current_->decoder->complete()) {
-    reusable_ = false;
-    return End(Malformed("its gzip-coded body ended before the gzip stream did"));
-  }
-  AttemptOutcome outcome;
-  outcome.result = std::move(current_->response);
-  End(std::move(outcome));
+  if (current_->decoder && !current_->decoder->complete()) reusable_ = false;
+  End(AnswerOf(*current_));
 }
 
 void H1Exchange::PeerClosed() {

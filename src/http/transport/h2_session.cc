@@ -505,11 +505,8 @@ AttemptOutcome H2Session::Closing(Exchange& exchange, std::int32_t stream_id,
   if (exchange.verdict) {
     outcome = std::move(*exchange.verdict);
     outcome.body_failed = exchange.headers_done;
-  } else if (exchange.end_stream && exchange.headers_done && error_code == NGHTTP2_NO_ERROR &&
-             exchange.decoder && !exchange.decoder->complete()) {
-    outcome = Malformed("its gzip-coded body ended before the gzip stream did");
   } else if (exchange.end_stream && exchange.headers_done && error_code == NGHTTP2_NO_ERROR) {
-    outcome.result = std::move(exchange.response);
+    outcome = AnswerOf(exchange);
   } else if (!exchange.request_sent) {
     outcome = Failed(ErrorKind::kTransport, "the request was not sent");
     outcome.unprocessed = true;

@@ -15,8 +15,10 @@
 // (OUTBOUND_BUILD_RPC).
 #include <atomic>
 #include <cstdint>
+#include <future>
 #include <mutex>
 #include <set>
+#include <string_view>
 
 #include "matrix_support.h"
 #include "outbound/rpc/client.h"
@@ -102,6 +104,16 @@ class GrpcMatrix : public http::matrix::MatrixTest {
     call_ = grpc->CallAsync(method, "charge", context);
   }
 
+  // Starts a server stream (on a thread of its own: ServerStream blocks)
+  // and counts its messages; its clock time is the row's zero.
+  void BeginServerStream() {
+    start_ = clock.Now();
+    server_before_ = static_cast<int>(server->request_count());
+    call_ = std::async(std::launch::async, [this] {
+      return grpc->ServerStream(kMethod, "charge", [this](std::string_view) { ++streamed_; });
+    });
+  }
+
   bool CallDone() { return call_.wait_for(0s) == std::future_status::ready; }
 
   // Waits for the client to set a timer due by Now() + d, then moves the
@@ -159,6 +171,7 @@ class GrpcMatrix : public http::matrix::MatrixTest {
   }
 
   std::unique_ptr<Client> grpc;
+  std::atomic<int> streamed_{0};  // messages a server stream handed on
 
  private:
   TimePoint start_;
@@ -257,6 +270,41 @@ TEST_F(GrpcMatrix, AMessageOverTheReceiveLimitIsResourceExhausted) {
   settings.max_receive_message_bytes = 1024;
   ServeThenOk(GrpcReply::Oversized(1025), 1, settings);
   Begin();
+  ExpectEnds({.code = Code::kResourceExhausted});
+}
+
+// --- The same framing faults in a server stream's answer ---
+// Its messages go to the caller as they come, so the stream's own check
+// decides as the body arrives; the core hears the failure the caller
+// hears (DeframingSink): the breaker counts it, the call is not retried.
+
+TEST_F(GrpcMatrix, AServerStreamsCompressedFlagWithoutGrpcEncodingIsInternalAndCounted) {
+  ServeThenOk(GrpcReply::BadPrefix(GrpcReply::BadFlag::kCompressedWithoutEncoding));
+  BeginServerStream();
+  ExpectEnds({.code = Code::kInternal, .breaker_failures = 1});
+  EXPECT_EQ(streamed_.load(), 0);
+}
+
+// Messages before the fault reach the caller; the stream is final then.
+TEST_F(GrpcMatrix, AServerStreamCutInsideItsThirdMessageUnderStatusOkIsInternalAndCounted) {
+  std::string body = Framed("one") + Framed("two") + Framed(std::string(100, 'x')).substr(0, 8);
+  ServeThenOk(testing::Reply::Ok(body)
+                  .Header("content-type", "application/grpc")
+                  .Trailer("grpc-status", "0"));
+  BeginServerStream();
+  Reply reply = ExpectEnds({.code = Code::kInternal, .breaker_failures = 1});
+  EXPECT_EQ(streamed_.load(), 2);
+  EXPECT_NE(reply.status.message.find("ended inside a message"), std::string::npos)
+      << reply.status.message;
+}
+
+// The caller's own limit: RESOURCE_EXHAUSTED, and the breaker counts
+// nothing, as for a unary answer.
+TEST_F(GrpcMatrix, AServerStreamsMessageOverTheReceiveLimitIsResourceExhaustedNotCounted) {
+  Settings settings = GrpcSettings();
+  settings.max_receive_message_bytes = 1024;
+  ServeThenOk(GrpcReply::Oversized(1025), 1, settings);
+  BeginServerStream();
   ExpectEnds({.code = Code::kResourceExhausted});
 }
 
