@@ -110,8 +110,8 @@ void StreamBodyToExample(http::Client* client) {
 void BodySinkErrorExample(http::Client* client) {
   // [example body-sink-error]
   std::string line;  // the line being read
-  auto events = client->Send(http::Request::Get("/events").StreamBodyTo(
-      [&](std::string_view chunk) -> Result<bool> {
+  auto events = client->Send(
+      http::Request::Get("/events").StreamBodyTo([&](std::string_view chunk) -> Result<bool> {
         if (chunk.empty()) {  // the end
           if (line.empty()) return true;
           return Fail(ErrorKind::kInvalidResponse, "the events ended inside a line");

@@ -339,12 +339,11 @@ TEST_P(StreamedBodyTest, ASinkThatFindsTheBodyBadEndsTheCallWithItsError) {
 
 // The same at the body's end: a body that stopped inside a record.
 TEST_P(StreamedBodyTest, ASinkThatFindsTheBodyCutShortAtItsEndEndsTheCallWithItsError) {
-  Serve([](const ServerRequest&) { return Reply::Ok("line 1\nline 2 with no end"); },
-        GetParam());
+  Serve([](const ServerRequest&) { return Reply::Ok("line 1\nline 2 with no end"); }, GetParam());
   auto client = MakeClient(TripOnFirstFailure(PaymentsSettings()));
   std::string pending;
-  auto result = client->Send(
-      Request::Get("/lines").StreamBodyTo([&](std::string_view chunk) -> Result<bool> {
+  auto result =
+      client->Send(Request::Get("/lines").StreamBodyTo([&](std::string_view chunk) -> Result<bool> {
         if (chunk.empty() && !pending.empty()) {
           return Fail(ErrorKind::kInvalidResponse, "the body ended inside a line");
         }

@@ -80,8 +80,8 @@ TEST(ScriptedClientTest, ASinkGetsTheBodyOfA2xxThenItsEndAndCanStopOrFail) {
 
   // The sink hears the end, and an error it says there ends the call.
   int ends = 0;
-  auto cut = exports.Send(
-      Request::Get("/ok").StreamBodyTo([&](std::string_view chunk) -> Result<bool> {
+  auto cut =
+      exports.Send(Request::Get("/ok").StreamBodyTo([&](std::string_view chunk) -> Result<bool> {
         if (!chunk.empty()) return true;
         ++ends;
         return Fail(ErrorKind::kInvalidResponse, "the export ended inside a row");
