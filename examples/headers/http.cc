@@ -187,6 +187,15 @@ void ClassifyExample(http::Settings& settings) {
   // [end classify]
 }
 
+void RoutesExample(http::Settings& settings) {
+  // [example routes]
+  settings.routes = {
+      {.path_prefix = "/v1/reports", .timeout = 30s, .max_attempts = 1},
+      {.path_prefix = "/v1/search", .attempt_timeout = 200ms},
+  };
+  // [end routes]
+}
+
 void ClassifySentExample(http::Settings& settings) {
   // [example classify-sent]
   settings.classify = [](const http::SentRequest& sent, const Result<http::Response>& result) {

@@ -64,6 +64,16 @@ void AsyncExample(const std::unique_ptr<rpc::Client>* carts, const std::string& 
   // [end rpc-async]
 }
 
+void MethodsExample(rpc::Settings& settings) {
+  using namespace std::chrono_literals;
+  // [example methods]
+  settings.methods = {
+      {.method = "/reports.v1.Reports/", .timeout = 30s, .max_attempts = 1},
+      {.method = "/search.v1.Search/Query", .attempt_timeout = 200ms},
+  };
+  // [end methods]
+}
+
 std::vector<std::string> IdempotencyExample() {
   rpc::Settings settings = rpc::DefaultSettings();
   // [example rpc-idempotency]

@@ -119,6 +119,11 @@ class AttemptLayer {
   virtual ~AttemptLayer() = default;
   // The layer's name as the docs write the order ("attempt timeout").
   virtual std::string_view name() const = 0;
+  // Whether the layer acts on attempts now. One that can be switched on
+  // while calls go (fault injection) is always in the path and says false
+  // while off: it passes each attempt on untouched, and the path's
+  // description leaves it out.
+  virtual bool active() const { return true; }
   // Starts one attempt: does this layer's part, then either hands it on
   // (`attempt->Proceed(*this)`) or ends it here (`attempt->End(...)`).
   virtual void Start(const std::shared_ptr<Attempt>& attempt) = 0;

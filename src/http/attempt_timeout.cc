@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// AttemptTimeout: an attempt gets `timeout` from the moment the dependency
-// owes it its headers (it was handed to a connection, and its request body
-// has gone) to its headers. Dialling counts; time queued in the client's
-// own FIFO does not (it is not the dependency's), nor does the body (the
-// call's Timeout bounds both).
+// AttemptTimeout: an attempt gets its call's route's attempt timeout from
+// the moment the dependency owes it its headers (it was handed to a
+// connection, and its request body has gone) to its headers. Dialling counts; time queued in the
+// client's own FIFO does not (it is not the dependency's), nor does the body (the call's Timeout
+// bounds both).
+#include <memory>
+#include <vector>
+
 #include "layers.h"
 
 namespace outbound::http::internal {
@@ -11,20 +14,31 @@ namespace {
 
 class AttemptTimeout final : public AttemptLayer {
  public:
-  AttemptTimeout(AttemptSlots& slots, Clock& clock, Duration timeout)
-      : timer_(slots.Declare<AttemptTimer>()), timeout_(timeout), timeouts_(clock) {}
+  AttemptTimeout(AttemptSlots& slots, Clock& clock, const Routes& routes)
+      : timer_(slots.Declare<AttemptTimer>()) {
+    // Every attempt of a route has the same length: one list per route,
+    // each in order.
+    for (std::size_t i = 0; i < routes.all().size(); ++i) {
+      timeouts_.push_back(std::make_unique<outbound::internal::TimeoutList>(clock));
+    }
+  }
 
   std::string_view name() const override { return "attempt timeout"; }
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {
-    attempt->attempt_timeout = timeout_;
+    if (const auto& timeout = attempt->call->policy->attempt_timeout) {
+      attempt->attempt_timeout = *timeout;
+    }
     attempt->Proceed(*this);
   }
 
   void Heard(Attempt& attempt, AttemptEvent event, TimePoint now) override {
+    const CallPolicy& policy = *attempt.call->policy;
+    if (!policy.attempt_timeout) return;
     AttemptTimer& timer = attempt.slot(timer_);
     if (event == AttemptEvent::kAwaitingHeaders) {
-      timer.Arm(timeouts_, now + timeout_, attempt, &Expired, nullptr);
+      timer.Arm(*timeouts_[policy.index], now + *policy.attempt_timeout, attempt, &Expired,
+                nullptr);
     } else if (event == AttemptEvent::kHeaders) {
       timer.Disarm();
     }
@@ -37,16 +51,14 @@ class AttemptTimeout final : public AttemptLayer {
   static void Expired(Attempt& attempt, void*) { attempt.Cancel(CancelReason::kAttemptTimeout); }
 
   AttemptSlots::Index<AttemptTimer> timer_;
-  Duration timeout_;
-  // Every attempt's timeout has the same length: one list, in order.
-  outbound::internal::TimeoutList timeouts_;
+  std::vector<std::unique_ptr<outbound::internal::TimeoutList>> timeouts_;  // by CallPolicy::index
 };
 
 }  // namespace
 
 std::unique_ptr<AttemptLayer> MakeAttemptTimeout(AttemptSlots& slots, Clock& clock,
-                                                 Duration timeout) {
-  return std::make_unique<AttemptTimeout>(slots, clock, timeout);
+                                                 const Routes& routes) {
+  return std::make_unique<AttemptTimeout>(slots, clock, routes);
 }
 
 }  // namespace outbound::http::internal

@@ -16,12 +16,11 @@ namespace {
 
 class BreakerLayer final : public AttemptLayer, public Admission {
  public:
-  BreakerLayer(AttemptSlots& slots, circuit::Breaker& breaker, Classify classify, Clock& clock,
+  BreakerLayer(AttemptSlots& slots, circuit::Breaker& breaker, Clock& clock,
                const ClientTelemetry& telemetry)
       : slot_(slots.Declare<PerAttempt>()),
         slow_timeouts_(clock),
         breaker_(breaker),
-        classify_(std::move(classify)),
         clock_(clock),
         telemetry_(telemetry) {}
 
@@ -154,7 +153,7 @@ class BreakerLayer final : public AttemptLayer, public Admission {
       if (outcome.body_failed) return {Outcome::kStop, {}, kFailure};
     }
     const CallRequest& sent = *attempt.request;
-    Classification c = classify_(
+    Classification c = attempt.call->policy->classify(
         {sent.method, sent.url, sent.headers, attempt.call->body_sink != nullptr}, outcome.result);
     // The caller has part of this answer already: no other can follow it.
     if (outcome.body_streamed) c.retry = Outcome::kStop;
@@ -178,7 +177,6 @@ class BreakerLayer final : public AttemptLayer, public Admission {
   // order.
   outbound::internal::TimeoutList slow_timeouts_;
   circuit::Breaker& breaker_;
-  Classify classify_;
   Clock& clock_;
   const ClientTelemetry& telemetry_;
   // The connections whose loss was counted lately (a few suffice: the
@@ -191,9 +189,8 @@ class BreakerLayer final : public AttemptLayer, public Admission {
 }  // namespace
 
 std::unique_ptr<AttemptLayer> MakeBreakerLayer(AttemptSlots& slots, circuit::Breaker& breaker,
-                                               Classify classify, Clock& clock,
-                                               const ClientTelemetry& telemetry) {
-  return std::make_unique<BreakerLayer>(slots, breaker, std::move(classify), clock, telemetry);
+                                               Clock& clock, const ClientTelemetry& telemetry) {
+  return std::make_unique<BreakerLayer>(slots, breaker, clock, telemetry);
 }
 
 }  // namespace outbound::http::internal

@@ -25,6 +25,7 @@
 #include "outbound/http/message.h"
 #include "outbound/internal/timeout_list.h"
 #include "outbound/telemetry/telemetry.h"
+#include "routes.h"
 
 namespace outbound::http::internal {
 
@@ -142,6 +143,10 @@ class CallState : public std::enable_shared_from_this<CallState> {
 
   // The request the call is on; a redirect is a new one.
   std::shared_ptr<const CallRequest> request;
+  // The policy the call runs under (Settings::routes): set by the client
+  // before the call begins, from the path it was sent to, and kept through
+  // redirects; the client's routes outlive it.
+  const CallPolicy* policy = nullptr;
   // Who hears how the call ended, after the layers: the client.
   std::function<void(CallOutcome&&)> done;
   // Redirects: the redirects followed so far.
@@ -214,6 +219,11 @@ class CallLayer {
   virtual ~CallLayer() = default;
   // The layer's name as the docs write the order ("retry loop").
   virtual std::string_view name() const = 0;
+  // Whether the layer acts on calls now. One that can be switched on while
+  // calls go (the rate limit) is always in the path and says false while
+  // off: it passes each call on untouched, and the path's description
+  // leaves it out.
+  virtual bool active() const { return true; }
   // Sends the request the call is on (`call->request`): does this layer's
   // part, then either hands it on (`call->Proceed(*this)`) or ends it here
   // (`call->End(...)`).

@@ -51,7 +51,8 @@ struct Client::Impl {
   // "http:payments:8443": the client's name as a failure injection point.
   std::string fault_point;
   retry::Budget budget;
-  retry::Retrier retrier;
+  // Each call's rules: the client's own, or its route's (Settings::routes).
+  internal::Routes routes;
   internal::TransparentRetries transparent;
   std::optional<internal::HedgeBudget> hedges;  // set when settings.hedging is
   circuit::Breaker breaker;
@@ -123,9 +124,9 @@ struct Client::Impl {
         dependency(origin.host + ":" + std::to_string(origin.port)),
         fault_point(std::string(front_end.fault_scheme) + ":" + dependency),
         budget(settings.retry_budget),
-        retrier(retry::Policy{settings.max_attempts,
-                              retry::Exponential(settings.backoff_base, settings.backoff_max)},
-                budget),
+        routes(settings,
+               front_end.attempt_timeout ? std::optional(settings.attempt_timeout) : std::nullopt,
+               budget),
         breaker(
             settings.breaker, settings.breaker_policy,
             [this](const circuit::Transition& transition) { Transitioned(transition); },
@@ -221,13 +222,13 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
   std::vector<std::unique_ptr<internal::AttemptLayer>> attempt_layers;
   attempt_layers.push_back(internal::MakeAttemptSpan(slots, clock, telemetry));
   if (s.balancing) attempt_layers.push_back(internal::MakeOutlierDetection(clock, telemetry));
-  attempt_layers.push_back(
-      internal::MakeBreakerLayer(slots, c.breaker, s.classify, clock, telemetry));
+  attempt_layers.push_back(internal::MakeBreakerLayer(slots, c.breaker, clock, telemetry));
   if (!s.attempt_middleware.empty()) {
     attempt_layers.push_back(internal::MakeAttemptMiddleware(c.origin, s.attempt_middleware));
   }
-  if (front_end.attempt_timeout) {
-    attempt_layers.push_back(internal::MakeAttemptTimeout(slots, clock, s.attempt_timeout));
+  if (std::ranges::any_of(c.routes.all(),
+                          [](const auto& r) { return r.attempt_timeout.has_value(); })) {
+    attempt_layers.push_back(internal::MakeAttemptTimeout(slots, clock, c.routes));
   }
   attempt_layers.push_back(internal::MakeFaultInjection(
       clock, *c.runtime.random, front_end.injected_answer, c.fault_switches));
@@ -251,7 +252,7 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
   if (front_end.redirects) call_layers.push_back(internal::MakeRedirects(c.origin));
   if (s.hedging) c.hedges.emplace(*s.hedging);
   call_layers.push_back(internal::MakeRetryLoop(
-      *c.attempts, {&c.retrier, c.runtime.clock, c.runtime.random, c.AttemptObservers(), &telemetry,
+      *c.attempts, {c.runtime.clock, c.runtime.random, c.AttemptObservers(), &telemetry,
                     &c.transparent, c.hedges ? &*c.hedges : nullptr}));
   c.calls = std::make_unique<internal::CallPath>(std::move(call_layers), misused);
 
@@ -342,9 +343,10 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
   if (!checked) return refuse(checked.error());
   Clock& clock = *impl.runtime.clock;
   TimePoint now = clock.Now();
-  // The shorter of the client's Timeout and the request's own, compared as
+  const internal::CallPolicy& policy = impl.routes.For(checked->url);
+  // The shorter of the call's Timeout and the request's own, compared as
   // durations so a huge request timeout cannot overflow the time point.
-  Duration timeout = impl.settings.timeout;
+  Duration timeout = policy.timeout;
   if (request.timeout && *request.timeout < timeout) timeout = *request.timeout;
   TimePoint deadline = now + timeout;
   if (request.context.deadline && *request.context.deadline < deadline) {
@@ -360,6 +362,7 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
   checked->idempotent = idempotent;
   auto call = std::make_shared<LiveCall>(deadline, request.context.cancel, std::move(done),
                                          std::move(*checked));
+  call->policy = &policy;
   call->parent = std::move(request.context.trace);
   call->body_sink = std::move(request.body_sink);
   call->body_timeout = request.body_timeout;

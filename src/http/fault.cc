@@ -30,8 +30,9 @@ class FaultInjection final : public AttemptLayer {
                  const std::atomic<std::uint8_t>& switches)
       : clock_(clock), random_(random), answer_(std::move(answer)), switches_(switches) {}
 
-  std::string_view name() const override {
-    return (switches_.load(std::memory_order_relaxed) & kFaultsOn) != 0 ? "fault injection" : "";
+  std::string_view name() const override { return "fault injection"; }
+  bool active() const override {
+    return (switches_.load(std::memory_order_relaxed) & kFaultsOn) != 0;
   }
 
   void Start(const std::shared_ptr<Attempt>& attempt) override {

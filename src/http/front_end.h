@@ -29,9 +29,10 @@ struct FrontEnd {
   InjectedAnswer injected_answer;
   // Whether the call path follows redirects (gRPC has none).
   bool redirects = true;
-  // Whether each attempt has Settings::attempt_timeout for its headers.
-  // gRPC's attempt has the call's time left, which the server is told
-  // (grpc-timeout), unless rpc::Settings::attempt_timeout asks for less.
+  // Whether each attempt has Settings::attempt_timeout for its headers (a
+  // route's own attempt_timeout applies either way). gRPC's attempt has
+  // the call's time left, which the server is told (grpc-timeout), unless
+  // rpc::Settings::attempt_timeout, or its method's, asks for less.
   bool attempt_timeout = true;
   // The client's telemetry; empty: HTTP's.
   std::function<std::unique_ptr<ClientTelemetry>(const telemetry::Telemetry&, const Origin&,

@@ -32,13 +32,12 @@ class LayerList {
 
   std::size_t size() const { return layers_.size(); }
   Layer& at(std::size_t i) const { return *layers_[i]; }
-  // "redirects → retry loop": the layers' names, top to bottom. A layer
-  // that can be switched on while calls go names itself empty while off:
-  // the description lists what acts on a call.
+  // "redirects → retry loop": the names of the layers that act on a call
+  // now (active()), top to bottom.
   std::string Describe() const {
     std::string text;
     for (const auto& layer : layers_) {
-      if (layer->name().empty()) continue;
+      if (!layer->active()) continue;
       if (!text.empty()) text += " → ";
       text += layer->name();
     }

@@ -27,6 +27,7 @@
 #include "attempt.h"
 #include "call.h"
 #include "client_telemetry.h"
+#include "hedge_budget.h"
 #include "origin.h"
 #include "outbound/circuit/breaker.h"
 #include "outbound/http/classify.h"
@@ -34,6 +35,7 @@
 #include "outbound/http/settings.h"
 #include "outbound/random.h"
 #include "outbound/retry/retrier.h"
+#include "routes.h"
 
 namespace outbound::http::internal {
 
@@ -60,43 +62,6 @@ class TransparentRetries {
 
  private:
   std::atomic<int> tokens_{0};
-};
-
-// The hedges of one client (Settings::hedging): how long an attempt waits
-// before a hedge starts beside it, and the share of calls that may have
-// one. The delay is the fixed one, or the percentile of the latest
-// kWindow answered attempts once kMinSamples were seen (recomputed every
-// kRecompute samples, so a sample costs a store). The share is a bucket in
-// thousandths of a hedge: each call adds max_extra_share, up to
-// kHedgeBurst; a hedge takes one. Thread-safe; lives as long as its client.
-class HedgeBudget {
- public:
-  static constexpr std::size_t kWindow = 1000;
-  static constexpr std::size_t kMinSamples = 100;
-  static constexpr std::size_t kRecompute = 50;
-
-  explicit HedgeBudget(const Hedging& hedging);
-  const Hedging& settings() const { return hedging_; }
-
-  // A call starts: the share earns max_extra_share.
-  void CallStarted();
-  // A hedge may start: the share has one, which it takes.
-  bool TrySpend();
-  // How long an answered attempt took (or a first attempt that lost to
-  // its hedge ran: at least that long), for the percentile.
-  void Observe(Duration latency);
-  // How long an attempt waits before a hedge starts beside it.
-  Duration Delay() const;
-
- private:
-  const Hedging hedging_;
-  const std::int64_t earn_milli_;
-  std::atomic<std::int64_t> milli_;
-  mutable std::mutex mu_;
-  std::vector<Duration> samples_;  // a ring of the latest kWindow, guarded by mu_
-  std::size_t next_ = 0;           // where the next sample goes, guarded by mu_
-  std::size_t since_ = 0;          // samples since the delay was computed, guarded by mu_
-  std::atomic<std::int64_t> delay_ns_;
 };
 
 // The call layers, top to bottom.
@@ -131,7 +96,6 @@ std::unique_ptr<CallLayer> MakeRedirects(const Origin& origin);
 
 // The attempts of one request: retried while safe, allowed and worth it.
 struct RetryLoopOptions {
-  const retry::Retrier* retrier;
   Clock* clock;
   Random* random;
   // Told of every attempt's record as the loop decides what follows it.
@@ -141,7 +105,7 @@ struct RetryLoopOptions {
   HedgeBudget* hedging = nullptr;             // the client's when hedging is on; outlives the loop
 };
 // The last call layer: it starts each attempt down `attempts`, which
-// outlives it.
+// outlives it, as many as the call's route's retrier allows.
 std::unique_ptr<CallLayer> MakeRetryLoop(const AttemptPath& attempts, RetryLoopOptions options);
 
 // The attempt layers, top to bottom; the transport (transport/pool.h) is
@@ -160,13 +124,12 @@ std::unique_ptr<AttemptLayer> MakeAttemptSpan(AttemptSlots& slots, Clock& clock,
 std::unique_ptr<AttemptLayer> MakeOutlierDetection(Clock& clock, const ClientTelemetry& telemetry);
 
 // Admits the attempt through the breaker or rejects it (nothing sent);
-// classifies what came back (the client's own rules first, then
-// `classify`) and settles the breaker's ticket with it. With the
+// classifies what came back (the client's own rules first, then the call's
+// route's classify) and settles the breaker's ticket with it. With the
 // breaker's slow-call rule on, it counts an attempt whose headers are
 // late as a failure then (a timer in its slot).
 std::unique_ptr<AttemptLayer> MakeBreakerLayer(AttemptSlots& slots, circuit::Breaker& breaker,
-                                               Classify classify, Clock& clock,
-                                               const ClientTelemetry& telemetry);
+                                               Clock& clock, const ClientTelemetry& telemetry);
 
 // The user's attempt middleware, in order, below the breaker: each sees
 // every admitted attempt. A request one changed is checked again, and one
@@ -175,10 +138,11 @@ std::unique_ptr<AttemptLayer> MakeAttemptMiddleware(
     const Origin& origin, std::vector<std::shared_ptr<AttemptMiddleware>> middleware);
 
 // Cancels the attempt (kDeadline) if its headers have not arrived within
-// `timeout` of the dependency owing them (a timer in its slot, armed when
-// the attempt is sent).
+// its call's route's attempt timeout of the dependency owing them (a timer
+// in its slot, armed when the attempt is sent); an attempt whose route has
+// none passes. `routes` outlive the layer.
 std::unique_ptr<AttemptLayer> MakeAttemptTimeout(AttemptSlots& slots, Clock& clock,
-                                                 Duration timeout);
+                                                 const Routes& routes);
 
 // The answer an injected "status:NNN[,retry-after:S]" gives, as the front
 // end's protocol says it: HTTP's is a response of that status with a
@@ -196,7 +160,7 @@ inline constexpr std::uint8_t kFaultsForward = 2;  // FaultSettings::forward_sce
 // An empty `answer`: HTTP's. Every client has it, since faults can be
 // switched on while calls go: a call whose client's faults were off when
 // it started carries no fault, and its attempts pass with one test of an
-// optional. Its name is empty while `switches` (the client's, which
+// optional. It is not active() while `switches` (the client's, which
 // outlives it) says off.
 std::unique_ptr<AttemptLayer> MakeFaultInjection(Clock& clock, Random& random,
                                                  InjectedAnswer answer,

@@ -9,7 +9,7 @@
 // every client has this layer. Off, a call pays one relaxed atomic load
 // and the step to the next layer: the price of switching a limit on
 // without a restart, taken over rebuilding the call path under calls in
-// flight. Off, the layer's name is empty, so the client's description of
+// flight. Off, the layer is not active(), so the client's description of
 // its path lists only the layers that act.
 #include <cmath>
 #include <mutex>
@@ -42,9 +42,8 @@ class RateLimiter final : public RateLimitLayer {
  public:
   RateLimiter(Clock& clock, std::optional<RateLimit> limit) : clock_(clock) { Set(limit); }
 
-  std::string_view name() const override {
-    return on_.load(std::memory_order_relaxed) ? "rate limit" : "";
-  }
+  std::string_view name() const override { return "rate limit"; }
+  bool active() const override { return on_.load(std::memory_order_relaxed); }
 
   // A new limit is a full bucket of its own; the old bucket's reservations
   // (calls waiting) still go when their timers fire.

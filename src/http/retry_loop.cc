@@ -78,7 +78,7 @@ class RetryingRequest final : public Cancellable,
         idempotent_(Idempotent(*request_)),
         hedgeable_(options.hedging != nullptr && idempotent_ && request_->replayable &&
                    !request_->body_source && !call_->body_sink),
-        loop_(options.retrier->Start(call_->deadline())) {
+        loop_(call_->policy->retrier.Start(call_->deadline())) {
     if (options.hedging != nullptr) options.hedging->CallStarted();
     if (hedgeable_) {
       hedge_slots_ = std::make_unique<InFlight[]>(kMaxInFlight);
@@ -274,6 +274,7 @@ class RetryingRequest final : public Cancellable,
   // The hedge timer fired: one more attempt, if every rule allows it.
   void Hedge() {
     std::shared_ptr<Attempt> attempt;
+    retry::DecisionKind decided;
     {
       std::lock_guard lock(mu_);
       if (finished_ || ending_ || winner_ != nullptr || waiting_ ||
@@ -282,17 +283,28 @@ class RetryingRequest final : public Cancellable,
       }
       int awaiting = Awaiting();
       if (awaiting == 0 || awaiting >= options_.hedging->settings().max_attempts_in_flight) return;
-      // Never one that cannot finish within the call's time.
-      if (call_->deadline() - options_.clock->Now() <= hedge_delay_) return;
-      if (attempts_ >= options_.retrier->policy().max_attempts) return;
-      retry::Budget& budget = options_.retrier->budget();
-      if (!budget.AllowRetry() || !options_.hedging->TrySpend()) return;
-      budget.OnRetryable();  // a hedge spends a retry token
-      attempt = NewAttempt(/*hedge=*/true);
+      decided = HedgeDecision();
+      if (decided == retry::DecisionKind::kAgain) attempt = NewAttempt(/*hedge=*/true);
     }
-    options_.telemetry->resilience().RetryDecided(retry::DecisionKind::kAgain,
+    // A hedge the rules refused is counted too, as what refused it.
+    options_.telemetry->resilience().RetryDecided(decided,
                                                   retry::Reason{retry::ReasonKind::kHedge});
-    attempt->Begin();
+    if (attempt) attempt->Begin();
+  }
+
+  // Whether a hedge may start now (kAgain, its retry token spent), or which
+  // rule refuses it: too little of the call's time left for it (kExpired),
+  // MaxAttempts used (kExhausted), or the retry budget or the hedge share
+  // spent (kThrottled). Under mu_.
+  retry::DecisionKind HedgeDecision() {
+    using retry::DecisionKind;
+    if (call_->deadline() - options_.clock->Now() <= hedge_delay_) return DecisionKind::kExpired;
+    const retry::Retrier& retrier = call_->policy->retrier;
+    if (attempts_ >= retrier.policy().max_attempts) return DecisionKind::kExhausted;
+    retry::Budget& budget = retrier.budget();
+    if (!budget.AllowRetry() || !options_.hedging->TrySpend()) return DecisionKind::kThrottled;
+    budget.OnRetryable();  // a hedge spends a retry token
+    return DecisionKind::kAgain;
   }
 
   // Attempts in flight whose outcome is not decided yet. Under mu_.
@@ -332,8 +344,7 @@ class RetryingRequest final : public Cancellable,
     if (others && !ends_call) {
       if (outcome.classification && !outcome.thrown && !outcome.rejected) {
         // Counted as any attempt is (the budget, MaxAttempts); not retried.
-        (void)loop_.Done(outcome.classification->retry, outcome.classification->retry_after,
-                         options_.clock->Now(), options_.random->Uniform());
+        loop_.Count(outcome.classification->retry);
       }
       decided = DecisionKind::kStopped;
       reason.kind = ReasonKind::kHedgeInFlight;
@@ -529,55 +540,6 @@ class RetryLoop final : public CallLayer {
 };
 
 }  // namespace
-
-HedgeBudget::HedgeBudget(const Hedging& hedging)
-    : hedging_(hedging),
-      earn_milli_(std::llround(hedging.max_extra_share * 1000)),
-      milli_(std::int64_t{kHedgeBurst} * 1000),
-      delay_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(hedging.delay).count()) {
-  if (hedging.percentile) samples_.reserve(kWindow);
-}
-
-void HedgeBudget::CallStarted() {
-  constexpr std::int64_t kFull = std::int64_t{kHedgeBurst} * 1000;
-  std::int64_t now = milli_.load(std::memory_order_relaxed);
-  while (now < kFull && !milli_.compare_exchange_weak(now, std::min(kFull, now + earn_milli_),
-                                                      std::memory_order_relaxed)) {
-  }
-}
-
-bool HedgeBudget::TrySpend() {
-  std::int64_t now = milli_.load(std::memory_order_relaxed);
-  while (now >= 1000 && !milli_.compare_exchange_weak(now, now - 1000, std::memory_order_relaxed)) {
-  }
-  return now >= 1000;
-}
-
-void HedgeBudget::Observe(Duration latency) {
-  if (!hedging_.percentile) return;
-  std::lock_guard lock(mu_);
-  if (samples_.size() < kWindow) {
-    samples_.push_back(latency);
-  } else {
-    samples_[next_] = latency;
-  }
-  next_ = (next_ + 1) % kWindow;
-  // First once kMinSamples are in, then every kRecompute samples.
-  if (samples_.size() < kMinSamples) return;
-  if (samples_.size() > kMinSamples && ++since_ < kRecompute) return;
-  since_ = 0;
-  std::vector<Duration> sorted = samples_;
-  auto at = sorted.begin() +
-            static_cast<std::ptrdiff_t>(
-                std::ceil(*hedging_.percentile * static_cast<double>(sorted.size())) - 1);
-  std::nth_element(sorted.begin(), at, sorted.end());
-  Duration delay = std::max<Duration>(*at, std::chrono::milliseconds(1));
-  delay_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(delay).count();
-}
-
-Duration HedgeBudget::Delay() const {
-  return std::chrono::duration_cast<Duration>(std::chrono::nanoseconds(delay_ns_.load()));
-}
 
 bool Idempotent(const CallRequest& request) {
   if (request.idempotent) return *request.idempotent;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "origin.h"
+#include "routes.h"
 
 namespace outbound::http {
 namespace {
@@ -60,6 +61,10 @@ Result<void> CheckBackoffMax(Duration backoff_max) { return Positive(backoff_max
 Result<void> CheckMaxAttempts(int max_attempts) {
   if (max_attempts < 1) return Fail(ErrorKind::kInvalidSettings, "must be 1 or more");
   return {};
+}
+
+Result<void> CheckRoutes(const std::vector<RoutePolicy>& routes) {
+  return internal::CheckRoutePolicies(routes, "path_prefix");
 }
 
 Result<void> CheckMaxResponseBytes(std::size_t bytes) {
@@ -202,6 +207,9 @@ Result<void> Validate(const Settings& s) {
   check("adaptive_concurrency", CheckAdaptiveConcurrency(s.adaptive_concurrency));
   check("balancing", CheckBalancing(s.balancing));
   check("hedging", CheckHedging(s.hedging));
+  if (auto routes = CheckRoutes(s.routes); !routes) {
+    problems.push_back("Settings.routes" + routes.error().message());
+  }
 
   if (s.backoff_base > Duration::zero() && s.backoff_max > Duration::zero() &&
       s.backoff_max < s.backoff_base) {

@@ -95,6 +95,12 @@ std::string_view ToString(Outcome outcome) {
 
 Loop Retrier::Start(TimePoint deadline) const { return Loop(*this, deadline); }
 
+void Loop::Count(Outcome outcome) {
+  ++attempts_;
+  if (outcome == Outcome::kSuccess) retrier_->budget().OnSuccess();
+  if (outcome == Outcome::kRetry) retrier_->budget().OnRetryable();
+}
+
 Decision Loop::Done(Outcome outcome, Duration retry_after, TimePoint now, double uniform) {
   ++attempts_;
   const Policy& policy = retrier_->policy();

@@ -9,6 +9,7 @@
 #include "outbound/rpc/client.h"
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #include <future>
 #include <memory>
@@ -57,6 +58,7 @@ http::Settings CoreSettings(const Settings& s, const internal::Addr& addr) {
   core.bulkhead = s.bulkhead;
   core.adaptive_concurrency = s.adaptive_concurrency;
   core.hedging = s.hedging;
+  core.routes = internal::CoreRoutes(s.methods);
   return core;
 }
 
@@ -143,28 +145,37 @@ Reply Client::ServerStream(std::string_view method, std::string_view request,
       method, request, context, impl.send_limit, impl.gzip, /*accept_gzip=*/false);
   if (!sent) return Reply{std::move(sent.error()), {}, {}, 0};
   // No grpc-accept-encoding is sent, so the server sends its messages as
-  // they are; a compressed one is a malformed answer.
-  internal::Deframer deframer(/*encoding=*/"", impl.receive_limit,
-                              [&on_message](std::string message) { on_message(message); });
+  // they are; a compressed one is a malformed answer. The call may end
+  // inside on_message (a handler that cancels it), and this function
+  // returns then: the messages left in that piece are dropped, not handed
+  // to a caller that has gone.
+  auto open = std::make_shared<std::atomic<bool>>(true);
+  auto deframer = std::make_shared<internal::Deframer>(
+      /*encoding=*/"", impl.receive_limit, [open, on_message](std::string message) {
+        if (open->load(std::memory_order_acquire)) on_message(message);
+      });
   sent->StreamBodyTo(internal::DeframingSink(deframer));
-  std::promise<Result<http::Response>> answered;
+  // The call's result, and the Deframer's status as the call ended (read
+  // there, on the thread that feeds it).
+  std::promise<std::pair<Result<http::Response>, Status>> answered;
   auto answer = answered.get_future();
   impl.Send(std::move(*sent), impl.Idempotent(method),
-            [&answered](Result<http::Response> result, std::exception_ptr thrown) {
+            [&answered, open, deframer](Result<http::Response> result, std::exception_ptr thrown) {
+              open->store(false, std::memory_order_release);
               if (thrown) {
                 answered.set_exception(thrown);
               } else {
-                answered.set_value(std::move(result));
+                answered.set_value({std::move(result), deframer->status()});
               }
             });
-  Result<http::Response> result = answer.get();
+  auto [result, framing] = answer.get();
   Reply reply;
   reply.attempts = result ? result->attempts : result.error().attempts();
   reply.status = internal::StatusOf(result);
   if (result) reply.trailers = internal::TrailersOf(*result);
   // A malformed message, or a body that ended inside one, ended the call
   // (DeframingSink): the Deframer has its exact code.
-  if (!deframer.status().ok()) reply.status = deframer.status();
+  if (!framing.ok()) reply.status = std::move(framing);
   return reply;
 }
 

@@ -169,9 +169,19 @@ http::Classify CoreClassify(Classify classify) {
   };
 }
 
-http::BodySink DeframingSink(Deframer& deframer) {
-  return [&deframer](std::string_view chunk) -> Result<bool> {
-    Status status = chunk.empty() ? deframer.Finish() : deframer.Feed(chunk);
+std::vector<http::RoutePolicy> CoreRoutes(const std::vector<MethodPolicy>& methods) {
+  std::vector<http::RoutePolicy> routes;
+  routes.reserve(methods.size());
+  for (const MethodPolicy& m : methods) {
+    routes.push_back({m.method, m.timeout, m.attempt_timeout, m.max_attempts,
+                      m.classify ? CoreClassify(m.classify) : http::Classify()});
+  }
+  return routes;
+}
+
+http::BodySink DeframingSink(std::shared_ptr<Deframer> deframer) {
+  return [deframer = std::move(deframer)](std::string_view chunk) -> Result<bool> {
+    Status status = chunk.empty() ? deframer->Finish() : deframer->Feed(chunk);
     if (status.ok()) return true;
     ErrorKind kind = status.code == Code::kResourceExhausted ? ErrorKind::kResponseTooLarge
                                                              : ErrorKind::kInvalidResponse;

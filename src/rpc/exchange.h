@@ -8,12 +8,15 @@
 #define OUTBOUND_SRC_RPC_EXCHANGE_H_
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "outbound/context.h"
 #include "outbound/http/classify.h"
 #include "outbound/http/message.h"
+#include "outbound/http/settings.h"
 #include "outbound/rpc/client.h"
 #include "outbound/rpc/settings.h"
 #include "wire/framing.h"
@@ -51,12 +54,18 @@ std::string_view MethodOf(std::string_view url);
 // `classify` as the call core runs it for every attempt.
 http::Classify CoreClassify(Classify classify);
 
+// The methods' policies as the call core's routes: a method's path is the
+// route's prefix (a service's "/pkg.Service/" holds its methods).
+std::vector<http::RoutePolicy> CoreRoutes(const std::vector<MethodPolicy>& methods);
+
 // A streamed answer's body fed to `deframer`, as the call's BodySink: its
 // end is checked too, and a message that breaks the framing ends the call
 // with that failure, so the breaker, the span and the metrics see it as
 // the caller does (RESOURCE_EXHAUSTED as kResponseTooLarge, anything else
-// as kInvalidResponse, which StatusOf gives back as INTERNAL).
-http::BodySink DeframingSink(Deframer& deframer);
+// as kInvalidResponse, which StatusOf gives back as INTERNAL). The sink
+// shares the Deframer: a call can end inside Feed (a message handler that
+// cancels it), and the caller may then be gone while Feed returns.
+http::BodySink DeframingSink(std::shared_ptr<Deframer> deframer);
 
 // The reply of a call that answers with one message: the call's status,
 // the message when it is OK (exactly one, within `receive_limit`), the

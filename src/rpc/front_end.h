@@ -4,7 +4,8 @@
 // and per-attempt metrics in OpenTelemetry's RPC vocabulary, and the
 // grpc-timeout each attempt sends; with `attempt_timeout`
 // (rpc::Settings::attempt_timeout), the core's attempt timeout, whose cut
-// attempt ends UNAVAILABLE. Internal.
+// attempt ends UNAVAILABLE (a method's own, rpc::Settings::methods, applies
+// either way). Internal.
 #ifndef OUTBOUND_SRC_RPC_FRONT_END_H_
 #define OUTBOUND_SRC_RPC_FRONT_END_H_
 

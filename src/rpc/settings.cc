@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "../http/routes.h"
 #include "address.h"
+#include "exchange.h"
 
 namespace outbound::rpc {
 namespace {
@@ -151,6 +153,23 @@ std::string_view CodeName(Code code) {
   return i < std::size(kNames) ? kNames[i] : "UNKNOWN";
 }
 
+Result<void> CheckMethods(const std::vector<MethodPolicy>& methods) {
+  for (std::size_t i = 0; i < methods.size(); ++i) {
+    const std::string& name = methods[i].method;
+    // A service, "/pkg.Service/": one name between two slashes.
+    bool service = name.size() > 2 && name.front() == '/' && name.back() == '/' &&
+                   name.find('/', 1) == name.size() - 1;
+    if (service) continue;
+    if (auto method = CheckMethodName(name); !method) {
+      return Fail(ErrorKind::kInvalidSettings, "[" + std::to_string(i) + "].method: \"" + name +
+                                                   "\" is neither a method's full name "
+                                                   "(\"/pkg.Service/Method\") nor a service's "
+                                                   "(\"/pkg.Service/\")");
+    }
+  }
+  return http::internal::CheckRoutePolicies(internal::CoreRoutes(methods), "method");
+}
+
 Result<void> Validate(const Settings& s) {
   std::vector<std::string> problems;
   auto check = [&](const char* field, const Result<void>& result) {
@@ -188,6 +207,9 @@ Result<void> Validate(const Settings& s) {
   check("bulkhead", http::CheckBulkhead(s.bulkhead));
   check("adaptive_concurrency", http::CheckAdaptiveConcurrency(s.adaptive_concurrency));
   check("hedging", http::CheckHedging(s.hedging));
+  if (auto methods = CheckMethods(s.methods); !methods) {
+    problems.push_back("Settings.methods" + methods.error().message());
+  }
   if (!s.classify) problems.push_back("Settings.classify must be set");
   if (!s.breaker_policy.trip) problems.push_back("Settings.breaker_policy.trip must be set");
   if (!s.breaker_policy.probe) problems.push_back("Settings.breaker_policy.probe must be set");

@@ -86,7 +86,8 @@ Stream Client::OpenStream(std::string_view method, const Context& context) {
   }
   http::Request request = internal::CallRequest(method, own, /*accept_gzip=*/false);
   request.StreamBodyFromPipe(impl->pipe);
-  request.StreamBodyTo(internal::DeframingSink(impl->shared->deframer));
+  request.StreamBodyTo(internal::DeframingSink(
+      std::shared_ptr<internal::Deframer>(impl->shared, &impl->shared->deframer)));
   // A pipe's call is sent again only while it opens, and only the
   // context's deadline bounds it once its headers are written
   // (outbound/http/body_pipe.h).

@@ -221,8 +221,11 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
   }
 
   // Hands the sink a piece, or the body's end (empty), as the transports
-  // do (BodySink). False if the exchange ended on its answer.
+  // do (BodySink): only while the attempt (which holds the call and its
+  // sink) lives and has not ended. False if the exchange ended.
   bool ToSink(std::string_view piece) {
+    std::shared_ptr<ExchangeEvents> attempt = attempt_.lock();
+    if (!attempt || ended()) return false;
     Result<bool> answer = (*sink_)(piece);
     if (answer && *answer) return true;
     AttemptOutcome outcome;
@@ -242,7 +245,7 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
     if (!reply_.headers_only) {  // the trailers' HEADERS frame, after the body
       for (const auto& [name, value] : reply_.trailers) response_.trailers.Add(name, value);
     }
-    if (streams_ && !ToSink({})) return;
+    if (streamed_ && !ToSink(std::string_view("", 0))) return;
     AttemptOutcome outcome;
     outcome.body_streamed = streamed_;
     outcome.result = std::move(response_);

@@ -116,10 +116,12 @@ void ScriptedClient::Answer(Call& call) {
   if (result && call.request.body_sink && result->successful()) {
     std::string body = std::move(result->body);
     result->body.clear();
-    // The body in one piece, then its end, as a transport hands them.
+    // The body in one piece, then its end, as a transport hands them (a
+    // sink given nothing hears no end).
     Result<bool> answer = true;
     if (!body.empty()) answer = call.request.body_sink(body);
-    if (answer && *answer) answer = call.request.body_sink({});
+    if (!body.empty() && answer && *answer)
+      answer = call.request.body_sink(std::string_view("", 0));
     if (!answer) {
       result = tl::unexpected(std::move(answer.error()));
     } else if (!*answer) {

@@ -110,16 +110,25 @@ TEST_P(GzipTest, ABombFailsAtTheLimitOfItsDecodedSize) {
   EXPECT_EQ(got.error().kind(), ErrorKind::kResponseTooLarge) << got.error().message();
   EXPECT_EQ(server->request_count(), 1u);  // not retried: the same body would come again
 
-  // Streamed, the same body has no limit, and every decoded byte arrives.
+  // Streamed, the same body has no limit, and every decoded byte arrives,
+  // then the end, once the gzip stream has ended too.
   std::size_t streamed = 0;
+  std::size_t streamed_at_end = 0;
+  int ends = 0;
   bool zeros = true;
   auto sunk = client->Send(Request::Get("/export").StreamBodyTo([&](std::string_view chunk) {
+    if (chunk.empty()) {
+      ++ends;
+      streamed_at_end = streamed;
+    }
     streamed += chunk.size();
     zeros = zeros && chunk.find_first_not_of('\0') == std::string_view::npos;
     return true;
   }));
   ASSERT_TRUE(sunk) << sunk.error().message();
   EXPECT_EQ(streamed, std::size_t{64} << 20);
+  EXPECT_EQ(ends, 1);
+  EXPECT_EQ(streamed_at_end, streamed);
   EXPECT_TRUE(zeros);
 }
 

@@ -201,6 +201,7 @@ TEST_F(HedgingTest, NoHedgeThatCannotFinishWithinTheCallsTime) {
   EXPECT_EQ(call.result.error().kind(), ErrorKind::kDeadline);
   EXPECT_EQ(server->request_count(), 1u);
   EXPECT_EQ(Counted("again", "hedge"), 0);
+  EXPECT_EQ(Counted("expired", "hedge"), 1) << "the refused hedge is counted";
 }
 
 TEST_F(HedgingTest, AHedgeSpendsTheRetryBudget) {
@@ -212,6 +213,7 @@ TEST_F(HedgingTest, AHedgeSpendsTheRetryBudget) {
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(Run(*client, Request::Get(NumberedPath(i))).result);
   EXPECT_EQ(server->request_count(), 5u);
   EXPECT_EQ(Counted("again", "hedge"), 2);
+  EXPECT_EQ(Counted("throttled", "hedge"), 1) << "the third call's hedge, refused";
 }
 
 TEST_F(HedgingTest, TheHedgeShareBoundsTheExtraLoad) {
@@ -225,6 +227,7 @@ TEST_F(HedgingTest, TheHedgeShareBoundsTheExtraLoad) {
     ASSERT_TRUE(Run(*client, Request::Get(NumberedPath(path++))).result);
   }
   EXPECT_EQ(Counted("again", "hedge"), kHedgeBurst);
+  EXPECT_EQ(Counted("throttled", "hedge"), 1) << "the share refused the last call's";
   EXPECT_EQ(server->request_count(), 2u * kHedgeBurst + 1);
   AnswerFirst(kFast, kFast);
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(Run(*client, Request::Get(NumberedPath(path++))).result);
@@ -296,6 +299,7 @@ TEST_F(HedgingTest, AHedgeCountsAsAnAttemptOfMaxAttempts) {
   Serve([](const ServerRequest&) { return Reply::Ok().DelayHeaders(kSlow); });
   ASSERT_TRUE(Run(*client, Request::Get("/cart")).result);
   EXPECT_EQ(server->request_count(), 2u);
+  EXPECT_EQ(Counted("exhausted", "hedge"), 1) << "a second hedge, refused";
 }
 
 TEST_F(HedgingTest, AFailureWhileTheHedgeIsInFlightWaitsForIt) {
@@ -319,6 +323,40 @@ TEST_F(HedgingTest, AFailureWhileTheHedgeIsInFlightWaitsForIt) {
   EXPECT_EQ(records[0].reason.kind, ReasonKind::kHedgeInFlight);
   EXPECT_EQ(records[1].reason.kind, ReasonKind::kSuccess);
   EXPECT_EQ(Counted("stopped", "hedge_in_flight"), 1);
+}
+
+// A failure that waits for the hedge in flight spends no retry: with the
+// budget's tokens low, the floor's one retry a second is still there for
+// the next call that needs it.
+TEST_F(HedgingTest, AFailureWaitingForTheHedgeLeavesTheBudgetsFloorAlone) {
+  Settings s = Hedged(Hedging{.delay = milliseconds(50)});
+  // 3 tokens, a retry allowed above 1.5: the hedge takes one and the
+  // failure one, and the hedge's success gives back 0.1 (1.1 left).
+  s.retry_budget =
+      retry::BudgetConfig{.max_tokens = 3, .token_ratio = 0.1, .min_retries_per_second = 1};
+  auto client = MakeClient(std::move(s));
+  Serve([this](const ServerRequest&) {
+    std::lock_guard lock(mu_);
+    arrivals_.push_back(clock.Now());
+    switch (arrivals_.size()) {
+      case 1:
+        return Reply::Status(503).DelayHeaders(milliseconds(100));
+      case 2:
+        return Reply::Ok("hedged").DelayHeaders(milliseconds(300));
+      case 3:
+        return Reply::Status(503);
+      default:
+        return Reply::Ok("retried");
+    }
+  });
+  Ended first = Run(*client, Request::Get("/cart/1"));
+  ASSERT_TRUE(first.result);
+  EXPECT_EQ(first.result->body, "hedged");
+  // 0.1 tokens: this call's retry is the floor's, within the same second.
+  Ended second = Run(*client, Request::Get("/cart/2"));
+  ASSERT_TRUE(second.result);
+  EXPECT_EQ(second.result->body, "retried");
+  EXPECT_EQ(Counted("again", "retryable"), 1);
 }
 
 TEST_F(HedgingTest, TheDeadlineCancelsEveryAttemptInFlight) {

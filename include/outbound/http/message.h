@@ -97,8 +97,11 @@ struct Body {
 
 // Reads a response body as it arrives (Request::StreamBodyTo): called with
 // each piece of the body of the call's 2xx answer, in order, never empty,
-// and then once with an empty `chunk` when the body has ended whole (so a
-// parser can say the body stopped inside a record). Called on the client's
+// and then once with an empty `chunk` when that body has ended whole (so a
+// parser can say the body stopped inside a record). A sink given no piece
+// (an empty body, a HEAD) hears no end either, and neither does a 2xx the
+// client makes itself (failure injection's "status:200", a middleware's
+// own answer), whose body is in Response::body. Called on the client's
 // event-loop thread, so it must be quick (append to a file, feed a parser)
 // and must not wait on this client. It returns true to go on, or false to
 // stop: the call ends with kCancelled ("the caller stopped reading the

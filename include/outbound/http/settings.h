@@ -220,6 +220,36 @@ inline constexpr int kHedgeBurst = 10;
 // client is the injection point "http:<host>:<port>".
 using FaultSettings = outbound::FaultSettings;
 
+// A policy of its own for some of a client's calls (Settings::routes):
+// those sent to a path under `path_prefix`. What it sets replaces the
+// client's setting for them; what it leaves empty keeps the client's. The
+// calls stay the client's in everything else: one breaker, one retry
+// budget, one pool, one set of middleware and limits for them all, so a
+// report endpoint may have 30 s and one attempt while the rest of the
+// dependency has 2 s and three.
+//
+// example: examples/headers/http.cc#routes
+//   settings.routes = {
+//       {.path_prefix = "/v1/reports", .timeout = 30s, .max_attempts = 1},
+//       {.path_prefix = "/v1/search", .attempt_timeout = 200ms},
+//   };
+struct RoutePolicy {
+  // Starts with "/". Matches whole segments: "/v1/reports" holds
+  // "/v1/reports", "/v1/reports/2026" and "/v1/reports?year=2026", not
+  // "/v1/reportsX"; one ending in "/" holds whatever follows it; no query
+  // or fragment. Of the routes that hold a call's path, as the caller sent
+  // it (byte for byte, before call middleware; a redirect keeps the call's
+  // route), the longest prefix is the call's.
+  std::string path_prefix;
+  // In place of Settings::timeout, attempt_timeout and max_attempts, with
+  // their checks.
+  std::optional<Duration> timeout;
+  std::optional<Duration> attempt_timeout;
+  std::optional<int> max_attempts;
+  // In place of Settings::classify; empty: the client's.
+  Classify classify;
+};
+
 struct Settings {
   // The dependency: its scheme, host and port are the only origin the
   // client sends to. Valid: an absolute http or https URL with a host and
@@ -335,6 +365,11 @@ struct Settings {
   // CheckHedging.
   std::optional<Hedging> hedging;
 
+  // Policies of their own for the calls under some paths (RoutePolicy);
+  // every other call has the settings above. No two with one prefix.
+  // Code, not sourced. Check: CheckRoutes.
+  std::vector<RoutePolicy> routes;
+
   // Failure injection: off by default.
   FaultSettings faults;
 
@@ -358,6 +393,8 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckTimeout(Duration timeout);
 [[nodiscard]] Result<void> CheckAttemptTimeout(Duration attempt_timeout);
 [[nodiscard]] Result<void> CheckMaxAttempts(int max_attempts);
+// Says which route is wrong and why ("[1].timeout: must be positive").
+[[nodiscard]] Result<void> CheckRoutes(const std::vector<RoutePolicy>& routes);
 [[nodiscard]] Result<void> CheckBackoffBase(Duration backoff_base);
 [[nodiscard]] Result<void> CheckBackoffMax(Duration backoff_max);
 [[nodiscard]] Result<void> CheckMaxResponseBytes(std::size_t bytes);

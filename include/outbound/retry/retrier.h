@@ -96,6 +96,13 @@ class Loop {
   // floor (BudgetConfig::min_retries_per_second), measured at `now`.
   Decision Done(Outcome outcome, Duration retry_after, TimePoint now, double uniform);
 
+  // Records an attempt that is not followed by a decision of its own
+  // (another attempt of the call is in flight and may answer it: a hedge).
+  // It counts towards MaxAttempts and the budget as Done counts it (a
+  // retryable failure takes its token, as every failure does), and asks
+  // for no retry, so nothing is drawn from the budget's floor.
+  void Count(Outcome outcome);
+
   // Attempts made so far.
   int attempts() const { return attempts_; }
   TimePoint deadline() const { return deadline_; }

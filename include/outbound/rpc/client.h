@@ -126,7 +126,7 @@ class Client {
   // serialised message as it arrives, on the client's event-loop thread
   // (so it must be quick and must not wait on this client). Retried as a
   // unary call is until its first message has arrived, never after. The
-  // call's deadline (Settings::timeout or the context's) bounds the whole
+  // call's deadline (Settings::timeout, or its method's, or the context's) bounds the whole
   // stream. Blocks until the stream ends. The Reply has no body.
   Reply ServerStream(std::string_view method, std::string_view request,
                      const std::function<void(std::string_view message)>& on_message,

@@ -105,6 +105,30 @@ struct TlsSettings {
   std::string client_key_pem;
 };
 
+// A policy of its own for some methods of a client (Settings::methods):
+// what it sets replaces the client's setting for their calls, what it
+// leaves empty keeps the client's; the calls share the client's breaker,
+// retry budget, connection and everything else.
+//
+// example: examples/headers/rpc.cc#methods
+//   settings.methods = {
+//       {.method = "/reports.v1.Reports/", .timeout = 30s, .max_attempts = 1},
+//       {.method = "/search.v1.Search/Query", .attempt_timeout = 200ms},
+//   };
+struct MethodPolicy {
+  // A method ("/pkg.Service/Method", as a call names it), or a service
+  // ("/pkg.Service/"): every method of it. A method's own policy wins over
+  // its service's.
+  std::string method;
+  // In place of Settings::timeout, attempt_timeout and max_attempts, with
+  // their checks.
+  std::optional<Duration> timeout;
+  std::optional<Duration> attempt_timeout;
+  std::optional<int> max_attempts;
+  // In place of Settings::classify; empty: the client's.
+  Classify classify;
+};
+
 struct Settings {
   // host:port, no scheme. The host is the name the server's certificate is
   // verified for and the calls' :authority; the Runtime's Network decides
@@ -233,6 +257,11 @@ struct Settings {
   // UNIMPLEMENTED; any other: UNKNOWN), its retry-after sent as
   // grpc-retry-pushback-ms. Off by default, or on with Runtime::inject_faults.
   FaultSettings faults;
+
+  // Policies of their own for some methods or services (MethodPolicy);
+  // every other call has the settings above. No two for one method. Code,
+  // not sourced. Check: CheckMethods.
+  std::vector<MethodPolicy> methods;
 };
 
 // The defaults; addr is empty, which CheckAddr rejects.
@@ -243,6 +272,8 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckTimeout(Duration timeout);
 [[nodiscard]] Result<void> CheckAttemptTimeout(const std::optional<Duration>& attempt_timeout);
 [[nodiscard]] Result<void> CheckMaxAttempts(int max_attempts);
+// Says which policy is wrong and why ("[1].timeout: must be positive").
+[[nodiscard]] Result<void> CheckMethods(const std::vector<MethodPolicy>& methods);
 [[nodiscard]] Result<void> CheckBackoffBase(Duration backoff_base);
 [[nodiscard]] Result<void> CheckBackoffMax(Duration backoff_max);
 // A method's full name, "/pkg.Service/Method" (non_idempotent_methods).

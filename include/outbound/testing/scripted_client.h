@@ -24,8 +24,8 @@
 // Like a Client, it answers on a thread of its own, never on the caller's
 // stack, one call at a time in the order sent. A request with a BodySink
 // gets a 2xx answer's body through its sink in one piece and then its end
-// (the body then empty); the call ends with kCancelled if the sink returns
-// false, and with its error if it returns one. What the handler
+// (the body then empty; an empty body is not given to the sink at all); the call ends with
+// kCancelled if the sink returns false, and with its error if it returns one. What the handler
 // throws reaches the caller as a classify function's throw would. Calls
 // still queued when it is destroyed end with kCancelled; it must not be
 // destroyed from its own callback or handler. Thread-safe.

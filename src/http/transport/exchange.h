@@ -160,13 +160,15 @@ inline std::optional<AttemptOutcome> TakeWireBody(Exchange& exchange, std::strin
 
 // The answer of an exchange whose response ended whole: the response,
 // unless its gzip-coded body ended inside the gzip stream, or the sink,
-// told the streamed body's end, finds it bad.
+// told the end of the body it was given, finds it bad. A sink given
+// nothing hears no end: its answer may yet be retried, and another body
+// may follow.
 inline AttemptOutcome AnswerOf(Exchange& exchange) {
   if (exchange.decoder && !exchange.decoder->complete()) {
     return Malformed("its gzip-coded body ended before the gzip stream did");
   }
-  if (exchange.Streams()) {
-    if (auto verdict = ToSink(exchange, {})) return std::move(*verdict);
+  if (exchange.streamed) {
+    if (auto verdict = ToSink(exchange, std::string_view("", 0))) return std::move(*verdict);
   }
   AttemptOutcome outcome;
   outcome.result = std::move(exchange.response);

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "routes.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+namespace outbound::http::internal {
+namespace {
+
+// The path of a call's URL: a path as it is, an absolute URL from the
+// first "/" after its authority ("/" when it has none).
+std::string_view PathOf(std::string_view url) {
+  if (url.starts_with('/')) return url;
+  std::size_t scheme = url.find("://");
+  std::size_t path = url.find('/', scheme == std::string_view::npos ? 0 : scheme + 3);
+  return path == std::string_view::npos ? std::string_view("/") : url.substr(path);
+}
+
+}  // namespace
+
+bool UnderPrefix(std::string_view path, std::string_view prefix) {
+  if (!path.starts_with(prefix)) return false;
+  if (path.size() == prefix.size() || prefix.ends_with('/')) return true;
+  char next = path[prefix.size()];
+  return next == '/' || next == '?' || next == '#';
+}
+
+Result<void> CheckRoutePolicies(const std::vector<RoutePolicy>& routes,
+                                std::string_view prefix_field) {
+  for (std::size_t i = 0; i < routes.size(); ++i) {
+    const RoutePolicy& route = routes[i];
+    std::string at = "[" + std::to_string(i) + "].";
+    auto wrong = [&](std::string_view field, const std::string& why) {
+      return Fail(ErrorKind::kInvalidSettings, at + std::string(field) + ": " + why);
+    };
+    if (!route.path_prefix.starts_with('/')) {
+      return wrong(prefix_field, "must start with '/' (\"" + route.path_prefix + "\")");
+    }
+    if (route.path_prefix.find_first_of("?#") != std::string::npos) {
+      return wrong(prefix_field, "a path has no query or fragment (\"" + route.path_prefix + "\")");
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (routes[j].path_prefix == route.path_prefix) {
+        return wrong(prefix_field,
+                     "\"" + route.path_prefix + "\" is [" + std::to_string(j) + "]'s already");
+      }
+    }
+    if (route.timeout) {
+      if (auto checked = CheckTimeout(*route.timeout); !checked) {
+        return wrong("timeout", checked.error().message());
+      }
+    }
+    if (route.attempt_timeout) {
+      if (auto checked = CheckAttemptTimeout(*route.attempt_timeout); !checked) {
+        return wrong("attempt_timeout", checked.error().message());
+      }
+    }
+    if (route.max_attempts) {
+      if (auto checked = CheckMaxAttempts(*route.max_attempts); !checked) {
+        return wrong("max_attempts", checked.error().message());
+      }
+    }
+  }
+  return {};
+}
+
+Routes::Routes(const Settings& settings, std::optional<Duration> attempt_timeout,
+               retry::Budget& budget) {
+  // Longest prefix first, so the first that matches is the longest.
+  std::vector<const RoutePolicy*> policies;
+  for (const RoutePolicy& policy : settings.routes) policies.push_back(&policy);
+  std::stable_sort(policies.begin(), policies.end(), [](const auto* a, const auto* b) {
+    return a->path_prefix.size() > b->path_prefix.size();
+  });
+  retry::Exponential backoff(settings.backoff_base, settings.backoff_max);
+  routes_.reserve(policies.size() + 1);
+  routes_.push_back(CallPolicy{"", 0, settings.timeout, attempt_timeout,
+                               retry::Retrier({settings.max_attempts, backoff}, budget),
+                               settings.classify});
+  for (const RoutePolicy* policy : policies) {
+    routes_.push_back(CallPolicy{
+        policy->path_prefix, routes_.size(), policy->timeout.value_or(settings.timeout),
+        policy->attempt_timeout ? policy->attempt_timeout : attempt_timeout,
+        retry::Retrier({policy->max_attempts.value_or(settings.max_attempts), backoff}, budget),
+        policy->classify ? policy->classify : settings.classify});
+  }
+}
+
+const CallPolicy& Routes::For(std::string_view url) const {
+  if (routes_.size() > 1) {
+    std::string_view path = PathOf(url);
+    for (std::size_t i = 1; i < routes_.size(); ++i) {
+      if (UnderPrefix(path, routes_[i].path_prefix)) return routes_[i];
+    }
+  }
+  return routes_.front();
+}
+
+}  // namespace outbound::http::internal
