@@ -10,7 +10,6 @@
 // beside it if the rules allow (Hedge); the first outcome that ends the
 // call wins and cancels the others, and the call ends once none is left.
 #include <algorithm>
-#include <cmath>
 #include <memory>
 #include <mutex>
 #include <span>

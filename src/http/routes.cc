@@ -87,12 +87,10 @@ Routes::Routes(const Settings& settings, std::optional<Duration> attempt_timeout
   }
 }
 
-const CallPolicy& Routes::For(std::string_view url) const {
-  if (routes_.size() > 1) {
-    std::string_view path = PathOf(url);
-    for (std::size_t i = 1; i < routes_.size(); ++i) {
-      if (UnderPrefix(path, routes_[i].path_prefix)) return routes_[i];
-    }
+const CallPolicy& Routes::Search(std::string_view url) const {
+  std::string_view path = PathOf(url);
+  for (std::size_t i = 1; i < routes_.size(); ++i) {
+    if (UnderPrefix(path, routes_[i].path_prefix)) return routes_[i];
   }
   return routes_.front();
 }

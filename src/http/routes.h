@@ -45,12 +45,17 @@ class Routes {
   // The policy of a call to `url` (a path, or an absolute URL on the
   // client's origin): the longest path prefix that matches it whole
   // segments at a time (RoutePolicy::path_prefix), else the client's own.
-  const CallPolicy& For(std::string_view url) const;
+  const CallPolicy& For(std::string_view url) const {
+    // Most clients have no routes: their calls pay one comparison.
+    return routes_.size() == 1 ? routes_.front() : Search(url);
+  }
 
   // Every route, the client's own first.
   const std::vector<CallPolicy>& all() const { return routes_; }
 
  private:
+  const CallPolicy& Search(std::string_view url) const;
+
   std::vector<CallPolicy> routes_;  // the client's own first, then longest prefix first
 };
 

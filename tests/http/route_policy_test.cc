@@ -186,6 +186,40 @@ TEST_F(RoutePolicyTest, EveryRouteSharesTheClientsBreaker) {
   EXPECT_EQ(server->request_count(), 1u) << "the charge was sent";
 }
 
+// Every route's retries spend the client's one budget: a route that spent
+// it leaves none for the others.
+TEST_F(RoutePolicyTest, EveryRouteSpendsTheClientsOneRetryBudget) {
+  Serve([](const ServerRequest&) { return Reply::Status(503); });
+  Settings settings = RouteSettings();
+  // 3 tokens, a retry allowed above 1.5; each failure takes one.
+  settings.retry_budget =
+      retry::BudgetConfig{.max_tokens = 3, .token_ratio = 0.1, .min_retries_per_second = 0};
+  settings.routes = {{.path_prefix = "/a", .max_attempts = 5}};
+  auto client = MakeClient(settings);
+  auto a = SendRetrying(*client, Request::Get("/a/1"));
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->attempts, 2) << "the budget stopped the route's third attempt";
+  auto b = SendRetrying(*client, Request::Get("/b/1"));
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->attempts, 1) << "the route spent the budget this call would retry on";
+}
+
+// A redirect keeps the call's route: the export's one attempt holds for
+// where it was sent on to.
+TEST_F(RoutePolicyTest, ARedirectKeepsTheCallsRoute) {
+  Serve([](const ServerRequest& request) {
+    if (request.target == "/exports/a") return Reply::Status(307).Header("Location", "/other/a");
+    return Reply::Status(503);
+  });
+  Settings settings = RouteSettings();
+  settings.routes = {{.path_prefix = "/exports", .max_attempts = 1}};
+  auto client = MakeClient(settings);
+  auto moved = SendRetrying(*client, Request::Get("/exports/a"));
+  ASSERT_TRUE(moved) << moved.error().message();
+  EXPECT_EQ(moved->status, 503);
+  EXPECT_EQ(server->request_count(), 2u) << "the 307, then /other/a once";
+}
+
 TEST_F(RoutePolicyTest, ABadRouteIsRefusedNamingIt) {
   auto refused = [&](RoutePolicy route) {
     Settings settings = RouteSettings();

@@ -158,21 +158,24 @@ inline std::optional<AttemptOutcome> TakeWireBody(Exchange& exchange, std::strin
   return Malformed("its gzip-coded body does not decode");
 }
 
-// The answer of an exchange whose response ended whole: the response,
-// unless its gzip-coded body ended inside the gzip stream, or the sink,
-// told the end of the body it was given, finds it bad. A sink given
-// nothing hears no end: its answer may yet be retried, and another body
-// may follow.
-inline AttemptOutcome AnswerOf(Exchange& exchange) {
+// Sets `outcome` (a fresh one) to the answer of an exchange whose response
+// ended whole: the response, unless its gzip-coded body ended inside the
+// gzip stream, or the sink, told the end of the body it was given, finds
+// it bad. A sink given nothing hears no end: its answer may yet be
+// retried, and another body may follow. Written in place: an outcome is
+// large, and this is every call's path.
+inline void TakeAnswer(Exchange& exchange, AttemptOutcome& outcome) {
   if (exchange.decoder && !exchange.decoder->complete()) {
-    return Malformed("its gzip-coded body ended before the gzip stream did");
+    outcome = Malformed("its gzip-coded body ended before the gzip stream did");
+    return;
   }
   if (exchange.streamed) {
-    if (auto verdict = ToSink(exchange, std::string_view("", 0))) return std::move(*verdict);
+    if (auto verdict = ToSink(exchange, std::string_view("", 0))) {
+      outcome = std::move(*verdict);
+      return;
+    }
   }
-  AttemptOutcome outcome;
   outcome.result = std::move(exchange.response);
-  return outcome;
 }
 
 // Whether the final answer has no body whatever its headers say.

@@ -369,7 +369,9 @@ bool H1Exchange::Parse() {
 void H1Exchange::Answered() {
   if (!parser().KeepAlive()) reusable_ = false;
   if (current_->decoder && !current_->decoder->complete()) reusable_ = false;
-  End(AnswerOf(*current_));
+  AttemptOutcome outcome;
+  TakeAnswer(*current_, outcome);
+  End(std::move(outcome));
 }
 
 void H1Exchange::PeerClosed() {

@@ -506,7 +506,7 @@ AttemptOutcome H2Session::Closing(Exchange& exchange, std::int32_t stream_id,
     outcome = std::move(*exchange.verdict);
     outcome.body_failed = exchange.headers_done;
   } else if (exchange.end_stream && exchange.headers_done && error_code == NGHTTP2_NO_ERROR) {
-    outcome = AnswerOf(exchange);
+    TakeAnswer(exchange, outcome);
   } else if (!exchange.request_sent) {
     outcome = Failed(ErrorKind::kTransport, "the request was not sent");
     outcome.unprocessed = true;
