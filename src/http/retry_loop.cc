@@ -282,6 +282,11 @@ class RetryingRequest final : public Cancellable,
       }
       int awaiting = Awaiting();
       if (awaiting == 0 || awaiting >= options_.hedging->settings().max_attempts_in_flight) return;
+      // Every slot may hold an attempt still ending (a cancelled loser):
+      // no hedge then, and nothing of the budget spent on one.
+      bool slot_free = std::any_of(flights_.begin(), flights_.end(),
+                                   [](const InFlight& f) { return f.attempt == nullptr; });
+      if (!slot_free) return;
       decided = HedgeDecision();
       if (decided == retry::DecisionKind::kAgain) attempt = NewAttempt(/*hedge=*/true);
     }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "outbound/rpc/client.h"
+#include "outbound/testing/fake_grpc.h"
 #include "outbound/testing/fake_transport.h"
 #include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
@@ -40,15 +41,9 @@ class MethodPolicyTest : public ::testing::Test {
   // OK with one empty message; any other code as a Trailers-Only answer;
   // a negative one never answers.
   static testing::Reply Grpc(int code) {
-    if (code < 0) return testing::Reply::Hang();
-    if (code == 0) {
-      return testing::Reply::Ok(std::string(5, '\0'))
-          .Header("content-type", "application/grpc")
-          .Trailer("grpc-status", "0");
-    }
-    return testing::Reply::Ok()
-        .Header("content-type", "application/grpc")
-        .Header("grpc-status", std::to_string(code));
+    if (code < 0) return testing::GrpcReply::Hang();
+    if (code == 0) return testing::GrpcReply::Ok("");
+    return testing::GrpcReply::TrailersOnly(static_cast<Code>(code));
   }
 
   // Each call's answers in turn, per method; the last one repeats.
