@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // AttemptTimeout: an attempt gets its call's route's attempt timeout from
 // the moment the dependency owes it its headers (it was handed to a
-// connection, and its request body has gone) to its headers. Dialling counts; time queued in the
-// client's own FIFO does not (it is not the dependency's), nor does the body (the call's Timeout
-// bounds both).
+// connection, and its request body has gone) to its headers. Dialling
+// counts; time queued in the client's own FIFO does not (it is not the
+// dependency's), nor does the body (the call's Timeout bounds both).
 #include <memory>
 #include <vector>
 
