@@ -5,19 +5,9 @@
 #include <string>
 #include <utility>
 
+#include "url_path.h"
+
 namespace outbound::http::internal {
-namespace {
-
-// The path of a call's URL: a path as it is, an absolute URL from the
-// first "/" after its authority ("/" when it has none).
-std::string_view PathOf(std::string_view url) {
-  if (url.starts_with('/')) return url;
-  std::size_t scheme = url.find("://");
-  std::size_t path = url.find('/', scheme == std::string_view::npos ? 0 : scheme + 3);
-  return path == std::string_view::npos ? std::string_view("/") : url.substr(path);
-}
-
-}  // namespace
 
 bool UnderPrefix(std::string_view path, std::string_view prefix) {
   if (!path.starts_with(prefix)) return false;

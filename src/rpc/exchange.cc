@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "../http/url_path.h"
 #include "wire/framing.h"
 #include "wire/metadata.h"
 #include "wire/status.h"
@@ -149,11 +150,7 @@ Status StatusOf(const Result<http::Response>& result) {
 
 Trailers TrailersOf(const http::Response& response) { return MetadataOf(StatusFields(response)); }
 
-std::string_view MethodOf(std::string_view url) {
-  std::size_t scheme = url.find("://");
-  std::size_t path = url.find('/', scheme == std::string_view::npos ? 0 : scheme + 3);
-  return path == std::string_view::npos ? std::string_view("/") : url.substr(path);
-}
+std::string_view MethodOf(std::string_view url) { return http::internal::PathOf(url); }
 
 http::Classify CoreClassify(Classify classify) {
   return [classify = std::move(classify)](const http::SentRequest& sent,
