@@ -9,6 +9,8 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <mutex>
+#include <optional>
 
 #include "outbound/http/asio.h"
 #include "outbound/http/auth.h"
@@ -18,6 +20,7 @@
 #include "outbound/http/json.h"
 #include "outbound/http/message.h"
 #include "outbound/http/middleware.h"
+#include "outbound/http/receive_window.h"
 #include "outbound/http/sender.h"
 #include "outbound/http/settings.h"
 
@@ -159,6 +162,49 @@ void BodyPipeExample(http::Client* client) {
   pipe->Close();         // the body ends; the answer's end follows
   Result<Response> response = answer.get();
   // [end body-pipe]
+}
+
+// A hand-over from a sink to a reader thread, as an application has one.
+class Inbox {
+ public:
+  // Queues a piece; the bytes now waiting.
+  std::size_t Push(std::string_view piece) {
+    std::lock_guard lock(mu_);
+    waiting_ += piece;
+    return waiting_.size();
+  }
+  // What waits, if anything.
+  std::optional<std::string> Pop() {
+    std::lock_guard lock(mu_);
+    if (waiting_.empty()) return std::nullopt;
+    return std::exchange(waiting_, {});
+  }
+  std::size_t bytes() {
+    std::lock_guard lock(mu_);
+    return waiting_.size();
+  }
+
+ private:
+  std::mutex mu_;
+  std::string waiting_;
+};
+
+void ReceiveWindowExample(http::Client* client, Inbox& inbox) {
+  constexpr std::size_t kReadAhead = 1 << 20;
+  // [example receive-window]
+  auto window = std::make_shared<http::ReceiveWindow>();
+  auto answer = client->SendAsync(http::Request::Get("/feed").StreamBodyTo(
+      [&](std::string_view piece) {
+        if (inbox.Push(piece) > kReadAhead) window->Hold();  // the reader is behind
+        return true;
+      },
+      window));
+  while (std::optional<std::string> piece = inbox.Pop()) {  // the reader's thread
+    if (inbox.bytes() < kReadAhead / 2) window->Open();
+    Use(*piece);
+  }
+  // [end receive-window]
+  answer.wait();
 }
 
 void ResponseHeadersExample(const Response& response) {

@@ -102,6 +102,7 @@ ExchangeRequest Attempt::exchange() {
   return {.request = request.get(),
           .attempt_headers = &attempt_headers,
           .body_sink = call->body_sink ? &call->body_sink : nullptr,
+          .receive_window = call->receive_window.get(),
           .queue_place = &queue_place,
           .admission = admission,
           .call_endpoint = &call->last_endpoint};

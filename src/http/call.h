@@ -157,6 +157,9 @@ class CallState : public std::enable_shared_from_this<CallState> {
   // Where the body of the call's 2xx answer goes as it arrives (empty: into
   // Response::body). Called by the transport, on its loop thread only.
   BodySink body_sink;
+  // With body_sink: the read-side flow control its reader drives
+  // (Request::StreamBodyTo(sink, window)).
+  std::shared_ptr<ReceiveWindow> receive_window;
   // The streamed body's own bound, from its headers (WithBodyTimeout).
   std::optional<Duration> body_timeout;
   // The caller's Context deadline: a stream's only bound once its request

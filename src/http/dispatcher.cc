@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "body_pipe_link.h"
+#include "receive_window_link.h"
 
 namespace outbound::http::internal {
 
@@ -140,6 +141,7 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
   exchange.admission = what.admission;
   exchange.call_endpoint = what.call_endpoint;
   exchange.sink = what.body_sink;
+  exchange.window = what.receive_window;
   if (stopped_) return End(exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
   // Two words, so std::function keeps it without a heap block.
   exchange.events->SetCanceller([this, id] {
@@ -148,6 +150,14 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
     });
   });
   std::weak_ptr<const char> alive = alive_;
+  if (exchange.window != nullptr) {
+    // As the pipe's below: the window wakes the exchange by its id.
+    WindowLink::Attach(*exchange.window, [this, loop = loop_, alive, id] {
+      loop->Post([this, alive, id] {
+        if (alive.lock()) Resume(id);
+      });
+    });
+  }
   if (const auto& pipe = exchange.request->body_source.pipe) {
     // The pipe wakes the exchange by its id: nothing of the exchange is
     // held by a writer, so a late wake finds it gone and does nothing.
@@ -237,6 +247,7 @@ void Dispatcher::End(Exchange& exchange, AttemptOutcome&& outcome) {
   auto node = exchanges_.extract(exchange.id);  // the exchange lives to the end of this
   // The pipe's body stays for another attempt; the call's end finishes it.
   if (exchange.pipe_attached) PipeLink::Detach(*exchange.request->body_source.pipe);
+  if (exchange.window != nullptr) WindowLink::Detach(*exchange.window);
   std::shared_ptr<ExchangeEvents> events = std::move(exchange.events);
   if (exchange.endpoint) {
     --exchange.endpoint->outstanding;

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // A client-streaming or bidirectional call on the call core: the request
 // body is a pipe the caller writes framed messages into while the answer
-// streams back through a Deframer into a queue the caller reads. The core
-// runs the call as any other (breaker, failure injection, telemetry); only
-// the context's deadline bounds it.
+// streams back through a Deframer into a queue the caller reads, held to
+// about kReadAhead bytes by the answer's ReceiveWindow. The core runs the
+// call as any other (breaker, failure injection, telemetry); only the
+// context's deadline bounds it.
 #include "outbound/rpc/stream.h"
 
 #include <condition_variable>
@@ -18,11 +19,17 @@
 #include "client_impl.h"
 #include "exchange.h"
 #include "outbound/http/body_pipe.h"
+#include "outbound/http/receive_window.h"
 #include "outbound/rpc/client.h"
 #include "wire/framing.h"
 
 namespace outbound::rpc {
 namespace {
+
+// Bytes of messages received and not read yet past which the server is
+// asked for no more (ReceiveWindow): it may still send the stream's
+// HTTP/2 window (1 MiB) before it waits. Half of it read, it may go on.
+constexpr std::size_t kReadAhead = std::size_t{1} << 20;
 
 // What the core's thread and the caller's share: the messages received
 // and not yet read, and the call's end.
@@ -30,13 +37,21 @@ struct Shared {
   explicit Shared(std::size_t receive_limit)
       : deframer(/*encoding=*/"", receive_limit, [this](std::string message) {
           std::lock_guard lock(mu);
+          if (discarding) return;
+          unread_bytes += message.size();
           messages.push_back(std::move(message));
+          if (unread_bytes > kReadAhead) window->Hold();
           changed.notify_all();
         }) {}
 
   std::mutex mu;
   std::condition_variable changed;
   std::deque<std::string> messages;
+  std::size_t unread_bytes = 0;  // of `messages`
+  // Finish has begun: what comes now is dropped, and the window stays open
+  // so the server can end the call.
+  bool discarding = false;
+  const std::shared_ptr<http::ReceiveWindow> window = std::make_shared<http::ReceiveWindow>();
   // Fed on the core's thread only, until `ended`; read by the caller after.
   internal::Deframer deframer;
   bool ended = false;
@@ -86,8 +101,9 @@ Stream Client::OpenStream(std::string_view method, const Context& context) {
   }
   http::Request request = internal::CallRequest(method, own, /*accept_gzip=*/false);
   request.StreamBodyFromPipe(impl->pipe);
-  request.StreamBodyTo(internal::DeframingSink(
-      std::shared_ptr<internal::Deframer>(impl->shared, &impl->shared->deframer)));
+  request.StreamBodyTo(internal::DeframingSink(std::shared_ptr<internal::Deframer>(
+                           impl->shared, &impl->shared->deframer)),
+                       impl->shared->window);
   // A pipe's call is sent again only while it opens, and only the
   // context's deadline bounds it once its headers are written
   // (outbound/http/body_pipe.h).
@@ -139,11 +155,16 @@ bool Stream::WritesDone() {
 bool Stream::Read(std::string* message) {
   if (impl_ == nullptr || impl_->local) return false;
   Shared& shared = *impl_->shared;
-  std::unique_lock lock(shared.mu);
-  shared.changed.wait(lock, [&shared] { return !shared.messages.empty() || shared.ended; });
-  if (shared.messages.empty()) return false;
-  *message = std::move(shared.messages.front());
-  shared.messages.pop_front();
+  {
+    std::unique_lock lock(shared.mu);
+    shared.changed.wait(lock, [&shared] { return !shared.messages.empty() || shared.ended; });
+    if (shared.messages.empty()) return false;
+    *message = std::move(shared.messages.front());
+    shared.messages.pop_front();
+    shared.unread_bytes -= message->size();
+    if (shared.unread_bytes > kReadAhead / 2) return true;
+  }
+  shared.window->Open();  // outside the lock: it wakes the client's loop
   return true;
 }
 
@@ -158,8 +179,13 @@ Status Stream::Finish() {
   std::exception_ptr thrown;
   {
     std::unique_lock lock(impl.shared->mu);
-    impl.WaitEnded(lock);
+    impl.shared->discarding = true;
     impl.shared->messages.clear();
+    impl.shared->unread_bytes = 0;
+    lock.unlock();
+    impl.shared->window->Open();
+    lock.lock();
+    impl.WaitEnded(lock);
     thrown = impl.shared->thrown;
   }
   impl.finished = true;

@@ -127,6 +127,37 @@ TEST_F(GrpcJsPeer, TheTraceContextBaggageAndDeadlineReachTheServer) {
   EXPECT_GT(last.at("deadline_ms").get<double>(), 6000);
 }
 
+// Policy per method (Settings::methods) against a stock server: the
+// method's own attempts and timeout replace its service's and the
+// client's, for its calls alone; the server is told the method's timeout.
+TEST_F(GrpcJsPeer, AMethodsOwnPolicyReplacesItsServicesAndTheClients) {
+  Settings settings = DefaultSettings();  // 3 attempts, 10 s
+  settings.methods = {
+      MethodPolicy{.method = "/outbound.test.Echo/", .max_attempts = 2},
+      MethodPolicy{.method = kSay, .timeout = std::chrono::seconds(4), .max_attempts = 1},
+  };
+  Start("UNAVAILABLE,UNAVAILABLE,OK", settings);
+  timeout_ = std::chrono::seconds(4);
+  Reply reply = Call();
+  EXPECT_EQ(reply.status.code, Code::kUnavailable) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(PeerCalls(), 1);
+  nlohmann::json last = peer_->Stats().at("last");
+  ASSERT_FALSE(last.at("deadline_ms").is_null()) << "no grpc-timeout arrived";
+  EXPECT_LE(last.at("deadline_ms").get<double>(), 4000);
+  EXPECT_GT(last.at("deadline_ms").get<double>(), 3000);
+}
+
+TEST_F(GrpcJsPeer, AServicesPolicyAppliesToItsMethodsWithoutOneOfTheirOwn) {
+  Settings settings = DefaultSettings();  // 3 attempts
+  settings.methods = {MethodPolicy{.method = "/outbound.test.Echo/", .max_attempts = 2}};
+  Start("UNAVAILABLE,UNAVAILABLE,OK", settings);
+  Reply reply = Call();
+  EXPECT_EQ(reply.status.code, Code::kUnavailable) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 2);
+  EXPECT_EQ(PeerCalls(), 2);
+}
+
 // A server that never answers: the attempt ends at Timeout with
 // DEADLINE_EXCEEDED, one breaker failure, and the server sees the call go.
 TEST_F(GrpcJsPeer, AHungCallEndsAtTimeoutAndTheServerSeesItCancelled) {

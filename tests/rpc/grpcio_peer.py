@@ -19,13 +19,17 @@ Methods (each message is raw bytes):
   Hang    unary: never answers; counts the call cancelled once the client
           leaves it.
   Count   server streaming: the request is a decimal n; messages "1".."n".
+  Flood   server streaming: the request is "n:size"; n messages of `size`
+          bytes, each its index in 8 digits and then '.', as fast as the
+          client's flow control lets grpcio take them.
   Join    client streaming: every message, joined with '+'.
   Chat    bidirectional: each message back, prefixed "echo:"; counts the
           call cancelled when the client cancels it.
 
 Control channel, as tests/peers/peer_common.js has it: the first line on
 stdout is {"port": n}; each "stats" line on stdin is answered with one line
-{"calls": {method: n}, "cancelled": n, "last_metadata": {...}}; the server
+{"calls": {method: n}, "cancelled": n, "last_metadata": {...},
+"flooded": n} (Flood's messages handed to grpcio so far); the server
 stops when stdin ends.
 """
 import json
@@ -41,6 +45,7 @@ SERVICE = "peer.Test"
 _lock = threading.Lock()
 _calls = {}
 _cancelled = 0
+_flooded = 0
 _last_metadata = {}
 
 
@@ -128,6 +133,16 @@ def count(request, context):
         yield str(i).encode("ascii")
 
 
+def flood(request, context):
+    global _flooded
+    _count("Flood", context)
+    n, size = (int(part) for part in request.decode("ascii").split(":"))
+    for i in range(n):
+        yield b"%08d" % i + b"." * (size - 8)
+        with _lock:
+            _flooded += 1
+
+
 def join(request_iterator, context):
     _count("Join", context)
     return b"+".join(request_iterator)
@@ -182,6 +197,7 @@ def main():
         "Deadline": grpc.unary_unary_rpc_method_handler(deadline),
         "Hang": grpc.unary_unary_rpc_method_handler(hang),
         "Count": grpc.unary_stream_rpc_method_handler(count),
+        "Flood": grpc.unary_stream_rpc_method_handler(flood),
         "Join": grpc.stream_unary_rpc_method_handler(join),
         "FlakyJoin": grpc.stream_unary_rpc_method_handler(flaky_join),
         "Chat": grpc.stream_stream_rpc_method_handler(chat),
@@ -207,6 +223,7 @@ def main():
                     "calls": dict(_calls),
                     "cancelled": _cancelled,
                     "last_metadata": dict(_last_metadata),
+                    "flooded": _flooded,
                 }
         else:
             answer = {"error": "unknown command " + command}

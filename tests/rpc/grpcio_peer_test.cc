@@ -16,6 +16,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -327,6 +328,35 @@ TEST_F(GrpcioPeerTest, AServerStreamOverTlsDeliversEveryMessage) {
       client_->ServerStream("/peer.Test/Count", "100", [&](std::string_view) { ++count; });
   ASSERT_TRUE(reply.status.ok()) << reply.status.message;
   EXPECT_EQ(count, 100);
+}
+
+// A reader far behind the server: the client stops asking for more once
+// about 1 MiB waits unread (rpc/stream.h), so grpcio runs ahead by what
+// that and the stream's 1 MiB window take and then waits; the reader that
+// catches up gets every message, in order, and the call ends OK.
+TEST_F(GrpcioPeerTest, AReaderFarBehindAFloodGetsEveryMessageInOrder) {
+  Start({}, DefaultSettings(), /*tls=*/true);
+  constexpr int kMessages = 4096;
+  constexpr int kSize = 4096;  // 16 MiB in all
+  Stream flood = client_->OpenStream("/peer.Test/Flood");
+  ASSERT_TRUE(flood.Write(std::to_string(kMessages) + ":" + std::to_string(kSize)));
+  ASSERT_TRUE(flood.WritesDone());
+  // Nothing read until the server has handed grpcio 1.5 MiB, past the
+  // 1 MiB the client reads ahead before it holds the stream's window.
+  ASSERT_TRUE(peer_->WaitFor([&](const nlohmann::json& stats) {
+    return stats.at("flooded").get<int>() * kSize >= 1536 * 1024;
+  }));
+  std::string message;
+  int next = 0;
+  while (flood.Read(&message)) {
+    ASSERT_EQ(message.size(), static_cast<std::size_t>(kSize));
+    char index[16];
+    std::snprintf(index, sizeof index, "%08d", next++);
+    ASSERT_EQ(message.substr(0, 8), index);
+  }
+  Status status = flood.Finish();
+  EXPECT_TRUE(status.ok()) << status.message;
+  EXPECT_EQ(next, kMessages);
 }
 
 TEST_F(GrpcioPeerTest, AClientStreamsMessagesAndTheOneReplyJoinsThem) {

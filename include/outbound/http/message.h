@@ -39,7 +39,8 @@
 
 namespace outbound::http {
 
-class BodyPipe;  // outbound/http/body_pipe.h
+class BodyPipe;       // outbound/http/body_pipe.h
+class ReceiveWindow;  // outbound/http/receive_window.h
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
@@ -196,6 +197,9 @@ struct Request {
   // Empty (the default): the body is read whole into Response::body, up to
   // Settings::max_response_bytes. Set (StreamBodyTo): see there.
   BodySink body_sink;
+  // With body_sink: read-side flow control between the sink and a reader
+  // on another thread (StreamBodyTo(sink, window)). Null: none.
+  std::shared_ptr<ReceiveWindow> receive_window;
   // With body_sink: the streamed body's own bound (WithBodyTimeout).
   std::optional<Duration> body_timeout;
 
@@ -260,6 +264,14 @@ struct Request {
   //       }));
   Request& StreamBodyTo(BodySink sink) {
     body_sink = std::move(sink);
+    return *this;
+  }
+  // The same, for a sink that hands the body to a reader on another
+  // thread: the sink Holds `window` when the reader is behind, the reader
+  // Opens it as it catches up (outbound/http/receive_window.h).
+  Request& StreamBodyTo(BodySink sink, std::shared_ptr<ReceiveWindow> window) {
+    body_sink = std::move(sink);
+    receive_window = std::move(window);
     return *this;
   }
   // Gives a streamed body (StreamBodyTo) a bound of its own: once the

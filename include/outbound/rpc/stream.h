@@ -30,7 +30,10 @@
 //
 // One thread may Write (and WritesDone) while another Reads; Finish and the
 // destructor run once neither is. Messages that arrive before the caller
-// reads them are held (each within Settings::max_receive_message_bytes).
+// reads them are held (each within Settings::max_receive_message_bytes),
+// about 1 MiB of them: past that the server is asked for no more until the
+// caller has read half (HTTP/2 flow control, http::ReceiveWindow), so a
+// slow reader holds a fast server back instead of filling memory.
 // A stream must end (Finish or destruction) before its Client is destroyed.
 #ifndef OUTBOUND_RPC_STREAM_H_
 #define OUTBOUND_RPC_STREAM_H_

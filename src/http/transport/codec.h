@@ -46,7 +46,8 @@ class Codec {
   virtual bool Cancel(Exchange& exchange) = 0;
   // The exchange's piped body (Request::StreamBodyFromPipe), which the
   // codec found empty, has bytes or its end: the codec reads it again at
-  // its next Produce.
+  // its next Produce. Or its ReceiveWindow opened: HTTP/2 acknowledges
+  // what it held back.
   virtual void Resume(Exchange& /*exchange*/) {}
   // Bytes read from the connection. False if the connection cannot go on
   // (a protocol error, a flood); the codec has said why in `error`.
@@ -56,6 +57,10 @@ class Codec {
   // nothing it wants: the connection stops reading until the socket is
   // readable again.
   virtual bool Quiet() const { return false; }
+  // Whether the codec wants nothing read for now: HTTP/1.1, the answer
+  // streams to a sink whose reader is behind (ReceiveWindow). Resume says
+  // when that may have changed.
+  virtual bool Held() const { return false; }
   // The peer closed its side (an orderly end of the stream).
   virtual void PeerClosed() = 0;
   // Appends what is to be written to `out`; false if it cannot go on.

@@ -147,7 +147,11 @@ void Connection::Cancel(Exchange& exchange) {
 void Connection::Resume(Exchange& exchange) {
   if (state_ != State::kOpen) return;  // still opening: started with what the pipe has
   codec_->Resume(exchange);
-  Flush();
+  Flush();  // watches the socket again, if the codec had stopped reading
+  // What TLS decrypted before reading stopped makes no socket event.
+  if (state_ == State::kOpen && ssl_ != nullptr && !codec_->Held() && SSL_pending(ssl_) > 0) {
+    events_.ConnectionHasMore(*this);
+  }
 }
 
 void Connection::Close(const std::string& why) { Fail(ErrorKind::kTransport, why); }
@@ -197,7 +201,9 @@ void Connection::Watch() {
       wanted = EPOLLIN | (handshake_wants_write_ ? EPOLLOUT : 0u);
       break;
     case State::kOpen:
-      wanted = EPOLLIN | (out_offset_ < out_.size() && !write_wants_read_ ? EPOLLOUT : 0u);
+      // A codec whose reader is behind reads nothing until it catches up.
+      wanted = (codec_->Held() ? 0u : EPOLLIN) |
+               (out_offset_ < out_.size() && !write_wants_read_ ? EPOLLOUT : 0u);
       break;
     default:
       return;
@@ -341,7 +347,7 @@ void Connection::ReadSome() {
     }
     // The answer is whole: another read would only find the socket empty
     // (a system call for nothing). Anything that comes wakes the loop again.
-    if (codec_->Quiet()) break;
+    if (codec_->Quiet() || codec_->Held()) break;
   }
   in_io_ = false;
   if (state_ != State::kOpen) return;

@@ -18,6 +18,7 @@
 #include "../client_transport.h"
 #include "../endpoint_health.h"
 #include "../gzip_decoder.h"
+#include "outbound/http/receive_window.h"
 
 namespace outbound::http::internal::transport {
 
@@ -76,6 +77,14 @@ struct Exchange {
   // The call's BodySink, if it has one; whether any of the body went to it.
   const BodySink* sink = nullptr;
   bool streamed = false;
+  // With `sink`: the reader's flow control (ReceiveWindow), attached for
+  // as long as the exchange lives; HTTP/2: body bytes taken while it was
+  // held, not yet acknowledged to the server.
+  ReceiveWindow* window = nullptr;
+  std::size_t withheld = 0;
+  // Whether the body is to stop flowing for now: it streams to a sink
+  // whose reader is behind.
+  bool Held() const { return window != nullptr && Streams() && window->held(); }
   // Whether the body goes to `sink`: a 2xx answer's (the status known).
   bool Streams() const { return sink != nullptr && response.successful(); }
   // Set once the head says the body is gzip-coded and the call asked for

@@ -46,6 +46,7 @@ class H1Exchange final : public Codec {
   bool Received(const std::uint8_t* data, std::size_t size) override;
   // No exchange, or one whose request is not written yet.
   bool Quiet() const override { return current_ == nullptr || !request_.empty(); }
+  bool Held() const override { return current_ != nullptr && current_->Held(); }
   void PeerClosed() override;
   bool Produce(std::string& out) override;
   bool Finished() const override { return false; }
@@ -71,10 +72,10 @@ class H1Exchange final : public Codec {
   Exchange* current_ = nullptr;
   bool reusable_ = true;
   bool head_ = false;
-  std::string request_;               // written once, by Produce
-  std::vector<char> upload_buffer_;   // a streamed body's piece being written
-  std::string in_;                    // read, not yet taken by the parser
-  std::string head_read_;             // of the head being read, what the parser took
+  std::string request_;              // written once, by Produce
+  std::vector<char> upload_buffer_;  // a streamed body's piece being written
+  std::string in_;                   // read, not yet taken by the parser
+  std::string head_read_;            // of the head being read, what the parser took
   std::unique_ptr<H1Reader> reader_;
 };
 

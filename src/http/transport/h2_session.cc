@@ -14,10 +14,6 @@ namespace {
 
 // Streams on one connection at most, whatever the server allows.
 constexpr std::uint32_t kMaxStreams = 1000;
-// Flow-control windows offered to the server: a 100-byte answer and a
-// 64 MiB one both flow without waiting for WINDOW_UPDATEs.
-constexpr std::int32_t kStreamWindow = 1 << 20;
-constexpr std::int32_t kConnectionWindow = 1 << 24;
 // Produce() hands the connection at most this much per call.
 constexpr std::size_t kProduceChunk = 64 * 1024;
 // Deliver keeps the room of its list of ended streams up to this many.
@@ -66,6 +62,9 @@ H2Session::H2Session(CodecEvents& events, std::uint64_t connection_id, Clock& cl
   // what nghttp2 assumes meanwhile.
   nghttp2_option_set_peer_max_concurrent_streams(raw_option, 100);
   nghttp2_option_set_no_closed_streams(raw_option, 1);
+  // The session acknowledges body bytes itself (OnDataChunk), so a stream
+  // whose reader is behind (ReceiveWindow) can leave its own unacknowledged.
+  nghttp2_option_set_no_auto_window_update(raw_option, 1);
   nghttp2_session_client_new3(&session_, raw, this, raw_option, memory_.mem());
   nghttp2_settings_entry settings[] = {
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
@@ -182,6 +181,11 @@ void H2Session::Resume(Exchange& exchange) {
   if (broken_ || Find(exchange.stream_id) != &exchange) return;
   // Fails harmlessly when the stream's data is not deferred (already resumed).
   nghttp2_session_resume_data(session_, exchange.stream_id);
+  // Its reader caught up: the server may send what it held back for.
+  if (exchange.withheld > 0 && !exchange.Held()) {
+    nghttp2_session_consume_stream(session_, exchange.stream_id, exchange.withheld);
+    exchange.withheld = 0;
+  }
 }
 
 bool H2Session::Received(const std::uint8_t* data, std::size_t size) {
@@ -435,11 +439,24 @@ int H2Session::OnDataChunk(nghttp2_session*, std::uint8_t, std::int32_t stream_i
                            const std::uint8_t* data, std::size_t len, void* user) {
   auto& self = *static_cast<H2Session*>(user);
   Exchange* exchange = self.Find(stream_id);
-  if (exchange == nullptr || len == 0) return 0;
+  if (exchange == nullptr) {
+    // A stream this end no longer reads: its bytes count as read.
+    nghttp2_session_consume(self.session_, stream_id, len);
+    return 0;
+  }
+  if (len == 0) return 0;
   self.frames_without_progress_ = 0;
   if (auto verdict =
           TakeWireBody(*exchange, std::string_view(reinterpret_cast<const char*>(data), len))) {
     self.Refuse(*exchange, std::move(*verdict));
+  }
+  // Acknowledged as taken, unless the sink's reader is behind: then only
+  // the connection's window is, so the connection's other streams go on.
+  if (exchange->Held()) {
+    nghttp2_session_consume_connection(self.session_, len);
+    exchange->withheld += len;
+  } else {
+    nghttp2_session_consume(self.session_, stream_id, len);
   }
   return 0;
 }

@@ -42,6 +42,12 @@ namespace outbound::http::internal::transport {
 // connection is taken for a flood (Envoy counts the same way).
 inline constexpr std::uint32_t kMaxFramesWithoutProgress = 1000;
 
+// Flow-control windows offered to the server: a 100-byte answer and a
+// 64 MiB one both flow without waiting for WINDOW_UPDATEs. A stream whose
+// reader is behind (ReceiveWindow) is sent at most kStreamWindow more.
+inline constexpr std::int32_t kStreamWindow = 1 << 20;
+inline constexpr std::int32_t kConnectionWindow = 1 << 24;
+
 class H2Session final : public Codec {
  public:
   H2Session(CodecEvents& events, std::uint64_t connection_id, Clock& clock);
