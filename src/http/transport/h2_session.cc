@@ -435,7 +435,7 @@ int H2Session::OnInvalidFrameRecv(nghttp2_session*, const nghttp2_frame* frame, 
   return 0;
 }
 
-int H2Session::OnDataChunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id,
+int H2Session::OnDataChunk(nghttp2_session*, std::uint8_t flags, std::int32_t stream_id,
                            const std::uint8_t* data, std::size_t len, void* user) {
   auto& self = *static_cast<H2Session*>(user);
   Exchange* exchange = self.Find(stream_id);
@@ -452,7 +452,10 @@ int H2Session::OnDataChunk(nghttp2_session*, std::uint8_t, std::int32_t stream_i
   }
   // Acknowledged as taken, unless the sink's reader is behind: then only
   // the connection's window is, so the connection's other streams go on.
-  if (exchange->Held()) {
+  // The stream's last frame needs no acknowledgement on the stream.
+  if ((flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+    nghttp2_session_consume_connection(self.session_, len);
+  } else if (exchange->Held()) {
     nghttp2_session_consume_connection(self.session_, len);
     exchange->withheld += len;
   } else {
