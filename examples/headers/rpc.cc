@@ -6,6 +6,8 @@
 // (scripts/check-doc-examples).
 #include <google/protobuf/descriptor.h>
 
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "cart.pb.h"
 #include "chat.pb.h"
 #include "outbound/config/rpc_settings.h"
+#include "outbound/rpc/asio.h"
 #include "outbound/rpc/client.h"
 #include "outbound/rpc/proto.h"
 #include "outbound/rpc/stream.h"
@@ -104,5 +107,16 @@ rpc::Status StreamExample(rpc::Client* carts, const chat::v1::Line& hello,
   // [end rpc-stream]
   return status;
 }
+
+namespace asio = boost::asio;
+
+// [example asio]
+asio::awaitable<void> Fetch(rpc::Client& carts, std::string request) {
+  constexpr char kGet[] = "/cart.v1.Carts/Get";
+  rpc::Reply reply =
+      co_await rpc::AsyncCall(carts, kGet, std::move(request), asio::use_awaitable);
+  // ...
+}
+// [end asio]
 
 }  // namespace outbound::examples

@@ -4,12 +4,18 @@
 // ManualClock the test advances to each timer the call sets.
 #include <gtest/gtest.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "node_peer.h"
+#include "outbound/rpc/asio.h"
 #include "outbound/rpc/client.h"
 #include "outbound/telemetry/propagation.h"
 #include "outbound/testing/fixed_random.h"
@@ -156,6 +162,41 @@ TEST_F(GrpcJsPeer, AServicesPolicyAppliesToItsMethodsWithoutOneOfTheirOwn) {
   EXPECT_EQ(reply.status.code, Code::kUnavailable) << reply.status.message;
   EXPECT_EQ(reply.attempts, 2);
   EXPECT_EQ(PeerCalls(), 2);
+}
+
+// The co_await form (outbound/rpc/asio.h): a coroutine awaits a call the
+// server pushes back once, whose wait runs on the client's clock, and
+// resumes on the thread running its own execution context.
+TEST_F(GrpcJsPeer, ACoroutineAwaitsACallRetriedAfterThePushback) {
+  namespace asio = boost::asio;
+  asio::io_context io;  // outlives the client: reset below
+  Start("RESOURCE_EXHAUSTED:2000,OK");
+  TimePoint start = clock_.Now();
+  std::optional<Reply> got;
+  std::thread::id resumed_on;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        got = co_await AsyncCall(*client_, kSay, "", asio::use_awaitable);
+        resumed_on = std::this_thread::get_id();
+      },
+      asio::detached);
+  std::thread::id runner;
+  auto ran = std::async(std::launch::async, [&] {
+    runner = std::this_thread::get_id();
+    io.run();  // until the call has completed: it holds the context's work
+  });
+  while (ran.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+    if (auto next = clock_.next_timer(); next && *next < start + timeout_) clock_.AdvanceTo(*next);
+  }
+  ran.get();
+  client_.reset();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_TRUE(got->status.ok()) << got->status.message;
+  EXPECT_EQ(got->attempts, 2);
+  EXPECT_EQ(PeerCalls(), 2);
+  EXPECT_EQ(clock_.Now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(resumed_on, runner);
 }
 
 // A server that never answers: the attempt ends at Timeout with
