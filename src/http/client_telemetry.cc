@@ -228,14 +228,58 @@ void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outco
   attributes[n++] = {"server.port", port_};
   attributes[n++] = {"url.scheme", scheme_};
   std::span<const KeyValue> used(attributes.data(), n);
-  duration_->Record(std::chrono::duration<double>(now - attempt.started).count(), used);
-  if (in_queue) time_in_queue_->Record(std::chrono::duration<double>(*in_queue).count(), used);
+  std::optional<double> body_size;
   const BodySource& source = attempt.request->body_source;
   if (!source) {
-    body_size_->Record(static_cast<double>(attempt.request->body.size()), used);
+    body_size = static_cast<double>(attempt.request->body.size());
   } else if (source.length) {
-    body_size_->Record(static_cast<double>(*source.length), used);
+    body_size = static_cast<double>(*source.length);
   }
+  double took = std::chrono::duration<double>(now - attempt.started).count();
+  if (const AttemptSeries* series =
+          SeriesFor(error_type, MethodAttribute(attempt.request->method), status, version, used)) {
+    series->duration->Record(took);
+    if (in_queue) series->time_in_queue->Record(std::chrono::duration<double>(*in_queue).count());
+    if (body_size) series->body_size->Record(*body_size);
+    return;
+  }
+  duration_->Record(took, used);
+  if (in_queue) time_in_queue_->Record(std::chrono::duration<double>(*in_queue).count(), used);
+  if (body_size) body_size_->Record(*body_size, used);
+}
+
+const ClientTelemetry::AttemptSeries* ClientTelemetry::SeriesFor(
+    std::string_view error_type, std::string_view method, int status, std::string_view version,
+    std::span<const KeyValue> attributes) const {
+  auto find = [&](std::size_t from, std::size_t to) -> const AttemptSeries* {
+    for (std::size_t i = from; i < to; ++i) {
+      const AttemptSeries* s = bound_[i].load(std::memory_order_relaxed);
+      if (s->status == status && s->method == method && s->version == version &&
+          s->error_type == error_type) {
+        return s;
+      }
+    }
+    return nullptr;
+  };
+  std::size_t seen = bound_count_.load(std::memory_order_acquire);
+  if (const AttemptSeries* s = find(0, seen)) return s;
+  std::lock_guard lock(bind_mu_);
+  std::size_t now = bound_count_.load(std::memory_order_relaxed);
+  if (const AttemptSeries* s = find(seen, now)) return s;  // bound meanwhile
+  if (now == kBoundSets) return nullptr;
+  auto made = std::make_unique<AttemptSeries>(AttemptSeries{
+      .error_type = std::string(error_type),
+      .method = method,
+      .status = status,
+      .version = std::string(version),
+      .duration = duration_->Bind(attributes),
+      .time_in_queue = time_in_queue_->Bind(attributes),
+      .body_size = body_size_->Bind(attributes),
+  });
+  bound_[now].store(made.get(), std::memory_order_relaxed);
+  bound_count_.store(now + 1, std::memory_order_release);
+  bound_owned_.push_back(std::move(made));
+  return bound_owned_.back().get();
 }
 
 // One debug record per attempt: what was asked of whom, how it ended and

@@ -9,9 +9,14 @@
 #ifndef OUTBOUND_SRC_HTTP_CLIENT_TELEMETRY_H_
 #define OUTBOUND_SRC_HTTP_CLIENT_TELEMETRY_H_
 
+#include <array>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "outbound/circuit/breaker.h"
 #include "outbound/retry/budget.h"
@@ -97,8 +102,34 @@ class ClientTelemetry {
   bool log_requests_ = false;
 
  private:
+  // The HTTP instruments' series of one attempt attribute set, bound the
+  // first time it is seen: an attempt then records with no lookup. The set
+  // is told apart by what varies in it.
+  struct AttemptSeries {
+    std::string error_type;
+    std::string_view method;  // MethodAttribute's, a literal
+    int status = 0;
+    std::string version;
+    std::unique_ptr<telemetry::BoundHistogram> duration;
+    std::unique_ptr<telemetry::BoundHistogram> time_in_queue;
+    std::unique_ptr<telemetry::BoundHistogram> body_size;
+  };
+  // Sets bound at most; an attempt with another records unbound.
+  static constexpr std::size_t kBoundSets = 32;
+
+  // The set's series, bound now if new and there is room; null if not.
+  // `attributes` is the set whose varying parts are the others.
+  const AttemptSeries* SeriesFor(std::string_view error_type, std::string_view method, int status,
+                                 std::string_view version,
+                                 std::span<const telemetry::KeyValue> attributes) const;
   void LogRequest(const Attempt& attempt, const AttemptOutcome& outcome, TimePoint now,
                   std::string_view error_type) const;
+  // Published slot by slot, read without a lock (only ever added to, under
+  // bind_mu_, until the client goes).
+  mutable std::array<std::atomic<const AttemptSeries*>, kBoundSets> bound_{};
+  mutable std::atomic<std::size_t> bound_count_{0};
+  mutable std::mutex bind_mu_;
+  mutable std::vector<std::unique_ptr<AttemptSeries>> bound_owned_;
   telemetry::ResilienceInstruments resilience_;
 };
 

@@ -193,7 +193,28 @@ struct MetricStore::Gauge final : GaugeRegistration {
   std::function<void(Observations&)> observe;
 };
 
-struct MetricStore::Instrument final : Counter, Histogram {
+namespace {
+
+// Counter::Bind and Histogram::Bind under names of their own, for the one
+// class that is both.
+struct CounterPart : Counter {
+  std::unique_ptr<BoundCounter> Bind(std::span<const KeyValue> attributes) final {
+    return BindCounter(attributes);
+  }
+  virtual std::unique_ptr<BoundCounter> BindCounter(std::span<const KeyValue> attributes) = 0;
+};
+struct HistogramPart : Histogram {
+  std::unique_ptr<BoundHistogram> Bind(std::span<const KeyValue> attributes) final {
+    return BindHistogram(attributes);
+  }
+  virtual std::unique_ptr<BoundHistogram> BindHistogram(std::span<const KeyValue> attributes) = 0;
+};
+
+}  // namespace
+
+struct MetricStore::Instrument final : CounterPart,
+                                       HistogramPart,
+                                       std::enable_shared_from_this<MetricStore::Instrument> {
   struct Series {
     std::uint64_t hash = 0;
     Attributes attributes;
@@ -286,13 +307,20 @@ struct MetricStore::Instrument final : Counter, Histogram {
   }
 
   void Record(double value, std::span<const KeyValue> attributes) override {
-    Series& s = Lookup(attributes);
+    Into(Lookup(attributes), value);
+  }
+
+  void Into(Series& s, double value) const {
     std::size_t bucket =
         std::lower_bound(boundaries.begin(), boundaries.end(), value) - boundaries.begin();
     s.buckets[bucket].fetch_add(1, std::memory_order_relaxed);
     s.count.fetch_add(1, std::memory_order_relaxed);
     AtomicAdd(s.sum, value);
   }
+
+  // The one series, found once.
+  std::unique_ptr<BoundHistogram> BindHistogram(std::span<const KeyValue> attributes) override;
+  std::unique_ptr<BoundCounter> BindCounter(std::span<const KeyValue> attributes) override;
 
   MetricData Snapshot() {
     MetricData data{scope, name, unit, description, kind, boundaries, {}};
@@ -316,6 +344,36 @@ struct MetricStore::Instrument final : Counter, Histogram {
     return data;
   }
 };
+
+namespace {
+
+// A series found once: its instrument is kept alive with it.
+class BoundSeries final : public BoundHistogram, public BoundCounter {
+ public:
+  using Series = MetricStore::Instrument::Series;
+  BoundSeries(std::shared_ptr<MetricStore::Instrument> instrument, Series& series)
+      : instrument_(std::move(instrument)), series_(series) {}
+  void Record(double value) override { instrument_->Into(series_, value); }
+  void Add(double value) override {
+    if (value >= 0) AtomicAdd(series_.value, value);  // a counter only grows
+  }
+
+ private:
+  std::shared_ptr<MetricStore::Instrument> instrument_;
+  Series& series_;
+};
+
+}  // namespace
+
+std::unique_ptr<BoundHistogram> MetricStore::Instrument::BindHistogram(
+    std::span<const KeyValue> attributes) {
+  return std::make_unique<BoundSeries>(shared_from_this(), Find(attributes));
+}
+
+std::unique_ptr<BoundCounter> MetricStore::Instrument::BindCounter(
+    std::span<const KeyValue> attributes) {
+  return std::make_unique<BoundSeries>(shared_from_this(), Find(attributes));
+}
 
 MetricStore::Gauge::~Gauge() {
   std::lock_guard lock(instrument->gauges_mu);

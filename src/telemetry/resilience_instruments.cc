@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbound/telemetry/resilience_instruments.h"
 
+#include <array>
+#include <atomic>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "outbound/telemetry/breaker_record.h"
 
@@ -19,11 +23,37 @@ thread_local const SpanContext* t_cause = nullptr;
 
 }  // namespace
 
+struct ResilienceInstruments::Bound {
+  static constexpr std::size_t kDecisions =
+      static_cast<std::size_t>(retry::DecisionKind::kRetryAfterTooLong) + 1;
+  static constexpr std::size_t kReasons =
+      static_cast<std::size_t>(retry::ReasonKind::kHedgeInFlight) + 1;
+  static constexpr std::array<std::string_view, 4> kOutcomes = {"success", "failure", "ignored",
+                                                                "rejected"};
+
+  // The slot's series, bound now if it has none yet.
+  BoundCounter& In(std::atomic<BoundCounter*>& slot, Counter& counter,
+                   std::span<const KeyValue> attributes) {
+    if (BoundCounter* known = slot.load(std::memory_order_acquire)) return *known;
+    std::lock_guard lock(mu);
+    if (BoundCounter* known = slot.load(std::memory_order_relaxed)) return *known;
+    owned.push_back(counter.Bind(attributes));
+    slot.store(owned.back().get(), std::memory_order_release);
+    return *owned.back();
+  }
+
+  std::array<std::atomic<BoundCounter*>, kDecisions * kReasons> decisions{};
+  std::array<std::atomic<BoundCounter*>, kOutcomes.size()> calls{};
+  std::mutex mu;
+  std::vector<std::unique_ptr<BoundCounter>> owned;
+};
+
 ResilienceInstruments::ResilienceInstruments(const Telemetry& telemetry, std::string_view scope,
                                              std::string host, std::int64_t port)
     : telemetry_(telemetry), scope_(scope), host_(std::move(host)), port_(port) {
   MeterProvider* meters = telemetry_.meters;
   if (meters == nullptr) return;
+  bound_ = std::make_unique<Bound>();
   transitions_ = meters->CreateCounter({scope_, "outbound.circuit.transitions", "{transition}",
                                         "Changes of a circuit breaker's state, by new state."});
   calls_ = meters->CreateCounter({scope_, "outbound.circuit.calls", "{call}",
@@ -95,6 +125,10 @@ void ResilienceInstruments::BreakerCounted(std::string_view outcome) const {
   if (calls_ == nullptr) return;
   const KeyValue attributes[] = {
       {"outcome", outcome}, {"server.address", host_}, {"server.port", port_}};
+  for (std::size_t i = 0; i < Bound::kOutcomes.size(); ++i) {
+    if (Bound::kOutcomes[i] == outcome)
+      return bound_->In(bound_->calls[i], *calls_, attributes).Add(1);
+  }
   calls_->Add(1, attributes);
 }
 
@@ -105,6 +139,11 @@ void ResilienceInstruments::RetryDecided(retry::DecisionKind decision, retry::Re
                                  {"reason", retry::ToString(reason)},
                                  {"server.address", host_},
                                  {"server.port", port_}};
+  auto d = static_cast<std::size_t>(decision);
+  auto r = static_cast<std::size_t>(reason.kind);
+  if (d < Bound::kDecisions && r < Bound::kReasons) {
+    return bound_->In(bound_->decisions[d * Bound::kReasons + r], *decisions_, attributes).Add(1);
+  }
   decisions_->Add(1, attributes);
 }
 

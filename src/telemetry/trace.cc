@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbound/telemetry/trace.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "outbound/telemetry/log.h"
@@ -32,16 +33,20 @@ std::string ToHex(const std::array<std::uint8_t, N>& bytes) {
   return hex;
 }
 
-// Random bytes, 16 bits per draw (Uniform gives at least 53 good bits),
-// drawn again in the unlikely case they are all zero.
+// Random bytes, 48 bits per draw (Uniform gives at least 53 good bits):
+// three draws for a trace id, two for a span id. Drawn again in the
+// unlikely case they are all zero.
 template <std::size_t N>
 std::array<std::uint8_t, N> RandomBytes(Random& random) {
+  constexpr std::size_t kBytesPerDraw = 6;
   std::array<std::uint8_t, N> bytes{};
   do {
-    for (std::size_t i = 0; i < N; i += 2) {
-      auto bits = static_cast<std::uint32_t>(random.Uniform() * 65536.0) & 0xffffu;
-      bytes[i] = static_cast<std::uint8_t>(bits >> 8);
-      bytes[i + 1] = static_cast<std::uint8_t>(bits);
+    for (std::size_t i = 0; i < N; i += kBytesPerDraw) {
+      auto bits = static_cast<std::uint64_t>(random.Uniform() * 0x1.0p48);
+      for (std::size_t j = i; j < std::min(N, i + kBytesPerDraw); ++j) {
+        bytes[j] = static_cast<std::uint8_t>(bits);
+        bits >>= 8;
+      }
     }
   } while (!AnyNonZero(bytes));
   return bytes;

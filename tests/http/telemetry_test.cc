@@ -250,6 +250,35 @@ TEST_F(TelemetryH1Test, TheTimeAnAttemptWaitedForAConnectionIsRecorded) {
   EXPECT_EQ(point->sum, 1.0);
 }
 
+// The client binds the series of the attribute sets it sees (at most 32);
+// beyond that it records unbound. Either way each set is one series with
+// every attempt of it: 40 statuses, each answered twice.
+TEST_F(TelemetryH2Test, EveryAttributeSetIsOneSeriesBeyondTheSetsTheClientBinds) {
+  Serve([](const ServerRequest& r) { return Reply::Status(std::stoi(r.target.substr(1))); },
+        Protocol::kHttp2);
+  Settings settings = PaymentsSettings();
+  settings.max_attempts = 1;
+  settings.breaker_policy.trip = [](const circuit::Counts&) { return false; };
+  auto client = MakeClient(settings);
+  for (int round = 0; round < 2; ++round) {
+    for (int status = 200; status < 240; ++status) {
+      ASSERT_TRUE(client->Send(Request::Get("/" + std::to_string(status))));
+    }
+  }
+  for (int status = 200; status < 240; ++status) {
+    auto point = recorded.Point("http.client.request.duration",
+                                {{"http.response.status_code", std::int64_t{status}}});
+    ASSERT_TRUE(point) << status;
+    EXPECT_EQ(point->count, 2u) << status;
+    auto size = recorded.Point("http.client.request.body.size",
+                               {{"http.response.status_code", std::int64_t{status}}});
+    ASSERT_TRUE(size) << status;
+    EXPECT_EQ(size->count, 2u) << status;
+  }
+  EXPECT_EQ(recorded.Value("outbound.circuit.calls", {{"outcome", "success"}}), 80);
+  EXPECT_EQ(recorded.Value("outbound.retry.decisions", {{"decision", "success"}}), 80);
+}
+
 TEST_F(TelemetryH2Test, ARejectedAttemptHasItsSpanAndDurationPoint) {
   Serve([](const ServerRequest&) { return Reply::Status(500); });
   auto client = MakeClient();

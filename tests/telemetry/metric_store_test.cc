@@ -3,7 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace outbound::telemetry {
 namespace {
@@ -133,6 +137,87 @@ TEST(MetricStoreTest, SetsAddedWhileOthersRecordAreEachOneSeries) {
     EXPECT_EQ(p.attributes[0].key, "a");
     EXPECT_EQ(p.value, 80);
   }
+}
+
+// A bound series (Counter::Bind, Histogram::Bind) is the set's one series:
+// what it records adds to what the set recorded unbound, in any key order,
+// and the attributes it was bound with may be gone.
+TEST(MetricStoreTest, ABoundSeriesIsItsSetsOneSeries) {
+  MetricStore store;
+  auto counter = store.CreateCounter({"s", "c", "", ""});
+  const double bounds[] = {1, 2};
+  auto histogram = store.CreateHistogram({"s", "h", "s", ""}, bounds);
+  std::unique_ptr<BoundCounter> bound_counter;
+  std::unique_ptr<BoundHistogram> bound_histogram;
+  {
+    std::string host = "payments";  // gone once bound
+    const KeyValue set[] = {{"b", host}, {"a", std::int64_t{1}}};
+    bound_counter = counter->Bind(set);
+    bound_histogram = histogram->Bind(set);
+  }
+  const KeyValue same[] = {{"a", std::int64_t{1}}, {"b", "payments"}};
+  const KeyValue other[] = {{"a", std::int64_t{2}}, {"b", "payments"}};
+  counter->Add(1, same);
+  bound_counter->Add(2);
+  bound_counter->Add(-5);  // a counter never goes down, bound or not
+  counter->Add(7, other);
+  histogram->Record(0.5, same);
+  bound_histogram->Record(1.5);
+  bound_histogram->Record(3);
+  auto metrics = store.Collect();
+  ASSERT_EQ(metrics.size(), 2u);
+  ASSERT_EQ(metrics[0].points.size(), 2u);
+  EXPECT_EQ(metrics[0].points[0].value + metrics[0].points[1].value, 10);
+  const DataPoint* counted = PointWith(metrics[0], "b", "payments");
+  ASSERT_NE(counted, nullptr);
+  for (const DataPoint& p : metrics[0].points) {
+    EXPECT_EQ(p.value, *Find(p.attributes, "a") == Value(std::int64_t{1}) ? 3 : 7);
+  }
+  ASSERT_EQ(metrics[1].points.size(), 1u);
+  EXPECT_EQ(metrics[1].points[0].bucket_counts, (std::vector<std::uint64_t>{1, 1, 1}));
+  EXPECT_EQ(metrics[1].points[0].count, 3u);
+  EXPECT_EQ(metrics[1].points[0].sum, 5.0);
+}
+
+// An instrument's bound series keeps it alive: the client that bound it
+// may outlive the shared_ptr it was created through.
+TEST(MetricStoreTest, ABoundSeriesOutlivesItsInstrumentsHandle) {
+  MetricStore store;
+  auto counter = store.CreateCounter({"s", "c", "", ""});
+  const KeyValue set[] = {{"a", "1"}};
+  std::unique_ptr<BoundCounter> bound = counter->Bind(set);
+  counter.reset();
+  bound->Add(4);
+  EXPECT_EQ(store.Collect()[0].points[0].value, 4);
+}
+
+// What another MeterProvider's instruments get without a Bind of their
+// own: the set kept, and recorded with each value through the unbound call.
+TEST(MetricStoreTest, TheDefaultBindRecordsTheKeptSetThroughTheUnboundCall) {
+  struct Recorded final : Counter, Histogram {
+    void Add(double value, std::span<const KeyValue> attributes) override {
+      seen.emplace_back(value, Own(attributes));
+    }
+    void Record(double value, std::span<const KeyValue> attributes) override {
+      seen.emplace_back(value, Own(attributes));
+    }
+    std::vector<std::pair<double, Attributes>> seen;
+  } recorded;
+  std::unique_ptr<BoundCounter> counter;
+  std::unique_ptr<BoundHistogram> histogram;
+  {
+    std::string host = "payments";
+    const KeyValue set[] = {{"server.address", host}, {"server.port", std::int64_t{8443}}};
+    counter = static_cast<Counter&>(recorded).Bind(set);
+    histogram = static_cast<Histogram&>(recorded).Bind(set);
+  }
+  counter->Add(2);
+  histogram->Record(0.25);
+  const Attributes expected = {{"server.address", std::string("payments")},
+                               {"server.port", std::int64_t{8443}}};
+  ASSERT_EQ(recorded.seen.size(), 2u);
+  EXPECT_EQ(recorded.seen[0], std::make_pair(2.0, expected));
+  EXPECT_EQ(recorded.seen[1], std::make_pair(0.25, expected));
 }
 
 }  // namespace

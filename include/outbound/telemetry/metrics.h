@@ -31,17 +31,42 @@ struct InstrumentDescriptor {
 
 // Implementations are thread-safe and allocate nothing once an attribute
 // set has been seen.
+// One attribute set's series of a Counter, fixed (Counter::Bind): an Add
+// on it looks nothing up. Thread-safe; valid while its Counter is.
+class BoundCounter {
+ public:
+  virtual ~BoundCounter() = default;
+  // `value` must not be negative.
+  virtual void Add(double value) = 0;
+};
+
 class Counter {
  public:
   virtual ~Counter() = default;
   // `value` must not be negative.
   virtual void Add(double value, std::span<const KeyValue> attributes) = 0;
+  // The series of `attributes` (copied), for a caller that adds to one set
+  // often. The default keeps the set and adds through Add(value,
+  // attributes); MetricStore finds the series once.
+  virtual std::unique_ptr<BoundCounter> Bind(std::span<const KeyValue> attributes);
+};
+
+// One attribute set's series of a Histogram, fixed (Histogram::Bind): a
+// record on it looks nothing up. Thread-safe; valid while its Histogram is.
+class BoundHistogram {
+ public:
+  virtual ~BoundHistogram() = default;
+  virtual void Record(double value) = 0;
 };
 
 class Histogram {
  public:
   virtual ~Histogram() = default;
   virtual void Record(double value, std::span<const KeyValue> attributes) = 0;
+  // The series of `attributes` (copied), for a caller that records one set
+  // often. The default keeps the set and records through Record(value,
+  // attributes); MetricStore finds the series once.
+  virtual std::unique_ptr<BoundHistogram> Bind(std::span<const KeyValue> attributes);
 };
 
 // What an observable gauge's callback reports its values to.

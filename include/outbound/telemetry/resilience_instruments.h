@@ -78,6 +78,10 @@ class ResilienceInstruments {
   void BreakerTransition(const circuit::Transition& transition, const SpanContext* cause) const;
 
  private:
+  // The counters' series a client adds to on every call, each bound the
+  // first time it is used.
+  struct Bound;
+
   const Telemetry telemetry_;
   const std::string_view scope_;
   const std::string host_;
@@ -88,6 +92,7 @@ class ResilienceInstruments {
   std::shared_ptr<Counter> overrides_;
   std::unique_ptr<GaugeRegistration> state_gauge_;
   std::unique_ptr<GaugeRegistration> tokens_gauge_;
+  std::unique_ptr<Bound> bound_;
 };
 
 // The trace of the call whose breaker step (Allow, Settle) runs on this
