@@ -16,43 +16,54 @@ bool UnderPrefix(std::string_view path, std::string_view prefix) {
   return next == '/' || next == '?' || next == '#';
 }
 
-Result<void> CheckRoutePolicies(const std::vector<RoutePolicy>& routes,
-                                std::string_view prefix_field) {
+std::vector<std::string> RoutePolicyProblems(const std::vector<RoutePolicy>& routes,
+                                             std::string_view prefix_field) {
+  std::vector<std::string> problems;
   for (std::size_t i = 0; i < routes.size(); ++i) {
     const RoutePolicy& route = routes[i];
-    std::string at = "[" + std::to_string(i) + "].";
     auto wrong = [&](std::string_view field, const std::string& why) {
-      return Fail(ErrorKind::kInvalidSettings, at + std::string(field) + ": " + why);
+      problems.push_back("[" + std::to_string(i) + "]." + std::string(field) + ": " + why);
     };
-    if (!route.path_prefix.starts_with('/')) {
-      return wrong(prefix_field, "must start with '/' (\"" + route.path_prefix + "\")");
-    }
-    if (route.path_prefix.find_first_of("?#") != std::string::npos) {
-      return wrong(prefix_field, "a path has no query or fragment (\"" + route.path_prefix + "\")");
-    }
-    for (std::size_t j = 0; j < i; ++j) {
-      if (routes[j].path_prefix == route.path_prefix) {
-        return wrong(prefix_field,
-                     "\"" + route.path_prefix + "\" is [" + std::to_string(j) + "]'s already");
+    const std::string& prefix = route.path_prefix;
+    if (!prefix.starts_with('/')) {
+      wrong(prefix_field, "must start with '/' (\"" + prefix + "\")");
+    } else if (prefix.find_first_of("?#") != std::string::npos) {
+      wrong(prefix_field, "a path has no query or fragment (\"" + prefix + "\")");
+    } else {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (routes[j].path_prefix == prefix) {
+          wrong(prefix_field, "\"" + prefix + "\" is [" + std::to_string(j) + "]'s already");
+          break;
+        }
       }
     }
     if (route.timeout) {
       if (auto checked = CheckTimeout(*route.timeout); !checked) {
-        return wrong("timeout", checked.error().message());
+        wrong("timeout", checked.error().message());
       }
     }
     if (route.attempt_timeout) {
       if (auto checked = CheckAttemptTimeout(*route.attempt_timeout); !checked) {
-        return wrong("attempt_timeout", checked.error().message());
+        wrong("attempt_timeout", checked.error().message());
       }
     }
     if (route.max_attempts) {
       if (auto checked = CheckMaxAttempts(*route.max_attempts); !checked) {
-        return wrong("max_attempts", checked.error().message());
+        wrong("max_attempts", checked.error().message());
       }
     }
   }
-  return {};
+  return problems;
+}
+
+Result<void> Refuse(const std::vector<std::string>& problems) {
+  if (problems.empty()) return {};
+  std::string message;
+  for (const std::string& problem : problems) {
+    if (!message.empty()) message += "; ";
+    message += problem;
+  }
+  return Fail(ErrorKind::kInvalidSettings, message);
 }
 
 Routes::Routes(const Settings& settings, std::optional<Duration> attempt_timeout,

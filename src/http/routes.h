@@ -59,11 +59,15 @@ class Routes {
   std::vector<CallPolicy> routes_;  // the client's own first, then longest prefix first
 };
 
-// The first wrong route of `routes`, as "[1].timeout: must be positive":
-// a prefix (named `prefix_field`) without a leading "/" or given twice, or
-// a timeout, attempt timeout or attempt count Settings would refuse.
-Result<void> CheckRoutePolicies(const std::vector<RoutePolicy>& routes,
-                                std::string_view prefix_field);
+// Every wrong field of `routes`, each as "[1].timeout: must be positive":
+// a prefix (named `prefix_field`) without a leading "/", with a query, or
+// given twice, or a timeout, attempt timeout or attempt count Settings
+// would refuse.
+std::vector<std::string> RoutePolicyProblems(const std::vector<RoutePolicy>& routes,
+                                             std::string_view prefix_field);
+
+// kInvalidSettings naming each of `problems` ("a; b"), or nothing if none.
+Result<void> Refuse(const std::vector<std::string>& problems);
 
 // Whether `path` is under `prefix` whole segments at a time: "/v1/reports"
 // holds "/v1/reports", "/v1/reports/2026" and "/v1/reports?year=2026", not

@@ -64,7 +64,7 @@ Result<void> CheckMaxAttempts(int max_attempts) {
 }
 
 Result<void> CheckRoutes(const std::vector<RoutePolicy>& routes) {
-  return internal::CheckRoutePolicies(routes, "path_prefix");
+  return internal::Refuse(internal::RoutePolicyProblems(routes, "path_prefix"));
 }
 
 Result<void> CheckMaxResponseBytes(std::size_t bytes) {
@@ -207,8 +207,8 @@ Result<void> Validate(const Settings& s) {
   check("adaptive_concurrency", CheckAdaptiveConcurrency(s.adaptive_concurrency));
   check("balancing", CheckBalancing(s.balancing));
   check("hedging", CheckHedging(s.hedging));
-  if (auto routes = CheckRoutes(s.routes); !routes) {
-    problems.push_back("Settings.routes" + routes.error().message());
+  for (const std::string& route : internal::RoutePolicyProblems(s.routes, "path_prefix")) {
+    problems.push_back("Settings.routes" + route);
   }
 
   if (s.backoff_base > Duration::zero() && s.backoff_max > Duration::zero() &&
@@ -244,13 +244,7 @@ Result<void> Validate(const Settings& s) {
       problems.push_back("Settings.attempt_middleware[" + std::to_string(i) + "] is null");
   }
 
-  if (problems.empty()) return {};
-  std::string message;
-  for (const std::string& problem : problems) {
-    if (!message.empty()) message += "; ";
-    message += problem;
-  }
-  return Fail(ErrorKind::kInvalidSettings, message);
+  return internal::Refuse(problems);
 }
 
 namespace {

@@ -153,21 +153,40 @@ std::string_view CodeName(Code code) {
   return i < std::size(kNames) ? kNames[i] : "UNKNOWN";
 }
 
-Result<void> CheckMethods(const std::vector<MethodPolicy>& methods) {
+namespace {
+
+// Every wrong field of `methods`, as http::internal::RoutePolicyProblems
+// has them: a name neither a method's nor a service's, or what a route
+// would refuse.
+std::vector<std::string> MethodProblems(const std::vector<MethodPolicy>& methods) {
+  std::vector<std::string> problems;
+  std::vector<bool> named(methods.size(), true);
   for (std::size_t i = 0; i < methods.size(); ++i) {
     const std::string& name = methods[i].method;
     // A service, "/pkg.Service/": one name between two slashes.
     bool service = name.size() > 2 && name.front() == '/' && name.back() == '/' &&
                    name.find('/', 1) == name.size() - 1;
-    if (service) continue;
-    if (auto method = CheckMethodName(name); !method) {
-      return Fail(ErrorKind::kInvalidSettings, "[" + std::to_string(i) + "].method: \"" + name +
-                                                   "\" is neither a method's full name "
-                                                   "(\"/pkg.Service/Method\") nor a service's "
-                                                   "(\"/pkg.Service/\")");
+    if (service || CheckMethodName(name)) continue;
+    named[i] = false;
+    problems.push_back("[" + std::to_string(i) + "].method: \"" + name +
+                       "\" is neither a method's full name (\"/pkg.Service/Method\") nor a "
+                       "service's (\"/pkg.Service/\")");
+  }
+  for (std::string& problem :
+       http::internal::RoutePolicyProblems(internal::CoreRoutes(methods), "method")) {
+    // A name refused above is not refused again as a route's prefix.
+    std::size_t index = std::stoul(problem.substr(1));
+    if (named[index] || problem.find("].method:") == std::string::npos) {
+      problems.push_back(std::move(problem));
     }
   }
-  return http::internal::CheckRoutePolicies(internal::CoreRoutes(methods), "method");
+  return problems;
+}
+
+}  // namespace
+
+Result<void> CheckMethods(const std::vector<MethodPolicy>& methods) {
+  return http::internal::Refuse(MethodProblems(methods));
 }
 
 Result<void> Validate(const Settings& s) {
@@ -207,20 +226,14 @@ Result<void> Validate(const Settings& s) {
   check("bulkhead", http::CheckBulkhead(s.bulkhead));
   check("adaptive_concurrency", http::CheckAdaptiveConcurrency(s.adaptive_concurrency));
   check("hedging", http::CheckHedging(s.hedging));
-  if (auto methods = CheckMethods(s.methods); !methods) {
-    problems.push_back("Settings.methods" + methods.error().message());
+  for (const std::string& method : MethodProblems(s.methods)) {
+    problems.push_back("Settings.methods" + method);
   }
   if (!s.classify) problems.push_back("Settings.classify must be set");
   if (!s.breaker_policy.trip) problems.push_back("Settings.breaker_policy.trip must be set");
   if (!s.breaker_policy.probe) problems.push_back("Settings.breaker_policy.probe must be set");
 
-  if (problems.empty()) return {};
-  std::string message;
-  for (const std::string& problem : problems) {
-    if (!message.empty()) message += "; ";
-    message += problem;
-  }
-  return Fail(ErrorKind::kInvalidSettings, message);
+  return http::internal::Refuse(problems);
 }
 
 }  // namespace outbound::rpc

@@ -241,5 +241,31 @@ TEST_F(RoutePolicyTest, ABadRouteIsRefusedNamingIt) {
   EXPECT_EQ(refused({.path_prefix = "/r", .max_attempts = 1}), "");
 }
 
+// Every wrong field of every route is named, once each, as every other
+// wrong setting is: one start-up refusal says all there is to fix.
+TEST_F(RoutePolicyTest, EveryBadRouteFieldIsNamedInOneRefusal) {
+  std::vector<RoutePolicy> routes = {
+      {.path_prefix = "/ok"},
+      {.path_prefix = "v1", .timeout = seconds(0)},
+      {.path_prefix = "/ok", .max_attempts = 0},
+  };
+  auto checked = CheckRoutes(routes);
+  ASSERT_FALSE(checked);
+  EXPECT_EQ(checked.error().message(),
+            "[1].path_prefix: must start with '/' (\"v1\"); [1].timeout: must be positive; "
+            "[2].path_prefix: \"/ok\" is [0]'s already; [2].max_attempts: must be 1 or more");
+  Settings settings = RouteSettings();
+  settings.routes = routes;
+  settings.max_attempts = 0;
+  auto made = Client::Create(runtime, std::move(settings));
+  ASSERT_FALSE(made);
+  const std::string& message = made.error().message();
+  for (const char* named :
+       {"Settings.max_attempts", "Settings.routes[1].path_prefix", "Settings.routes[1].timeout",
+        "Settings.routes[2].path_prefix", "Settings.routes[2].max_attempts"}) {
+    EXPECT_THAT(message, HasSubstr(named));
+  }
+}
+
 }  // namespace
 }  // namespace outbound::http

@@ -271,5 +271,19 @@ TEST_F(MethodPolicyTest, ABadPolicyIsRefusedNamingIt) {
       << refused.error().message();
 }
 
+// Every wrong field of every policy is named once: a bad name is not
+// named again as a route's prefix.
+TEST_F(MethodPolicyTest, EveryBadPolicyFieldIsNamedInOneRefusal) {
+  auto checked = CheckMethods({{.method = "search", .max_attempts = 0},
+                               {.method = kQuery},
+                               {.method = kQuery, .timeout = seconds(-1)}});
+  ASSERT_FALSE(checked);
+  EXPECT_EQ(checked.error().message(),
+            "[0].method: \"search\" is neither a method's full name (\"/pkg.Service/Method\") "
+            "nor a service's (\"/pkg.Service/\"); [0].max_attempts: must be 1 or more; "
+            "[2].method: \"" +
+                std::string(kQuery) + "\" is [1]'s already; [2].timeout: must be positive");
+}
+
 }  // namespace
 }  // namespace outbound::rpc

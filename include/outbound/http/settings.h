@@ -393,7 +393,8 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckTimeout(Duration timeout);
 [[nodiscard]] Result<void> CheckAttemptTimeout(Duration attempt_timeout);
 [[nodiscard]] Result<void> CheckMaxAttempts(int max_attempts);
-// Says which route is wrong and why ("[1].timeout: must be positive").
+// Names each wrong field of each route and why ("[1].timeout: must be
+// positive; [3].path_prefix: must start with '/' (\"v1\")").
 [[nodiscard]] Result<void> CheckRoutes(const std::vector<RoutePolicy>& routes);
 [[nodiscard]] Result<void> CheckBackoffBase(Duration backoff_base);
 [[nodiscard]] Result<void> CheckBackoffMax(Duration backoff_max);

@@ -272,7 +272,8 @@ Settings DefaultSettings();
 [[nodiscard]] Result<void> CheckTimeout(Duration timeout);
 [[nodiscard]] Result<void> CheckAttemptTimeout(const std::optional<Duration>& attempt_timeout);
 [[nodiscard]] Result<void> CheckMaxAttempts(int max_attempts);
-// Says which policy is wrong and why ("[1].timeout: must be positive").
+// Names each wrong field of each policy and why ("[1].timeout: must be
+// positive; [2].max_attempts: ...").
 [[nodiscard]] Result<void> CheckMethods(const std::vector<MethodPolicy>& methods);
 [[nodiscard]] Result<void> CheckBackoffBase(Duration backoff_base);
 [[nodiscard]] Result<void> CheckBackoffMax(Duration backoff_max);
