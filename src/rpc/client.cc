@@ -140,43 +140,59 @@ void Client::CallAsync(std::string_view method, std::string_view request, Done d
 Reply Client::ServerStream(std::string_view method, std::string_view request,
                            const std::function<void(std::string_view message)>& on_message,
                            const Context& context) {
+  std::promise<Reply> replied;
+  auto reply = replied.get_future();
+  ServerStreamAsync(
+      method, request, on_message,
+      [&replied](Reply r, std::exception_ptr thrown) {
+        if (thrown) {
+          replied.set_exception(thrown);
+        } else {
+          replied.set_value(std::move(r));
+        }
+      },
+      context);
+  return reply.get();
+}
+
+void Client::ServerStreamAsync(std::string_view method, std::string_view request,
+                               std::function<void(std::string_view message)> on_message, Done done,
+                               const Context& context) {
   Impl& impl = *impl_;
   internal::StatusOr<http::Request> sent = internal::MessageRequest(
       method, request, context, impl.send_limit, impl.gzip, /*accept_gzip=*/false);
-  if (!sent) return Reply{std::move(sent.error()), {}, {}, 0};
+  if (!sent) {
+    http::internal::ClientPeer::Post(
+        *impl.core, [done = std::move(done), status = std::move(sent.error())]() mutable {
+          done(Reply{std::move(status), {}, {}, 0}, nullptr);
+        });
+    return;
+  }
   // No grpc-accept-encoding is sent, so the server sends its messages as
   // they are; a compressed one is a malformed answer. The call may end
-  // inside on_message (a handler that cancels it), and this function
-  // returns then: the messages left in that piece are dropped, not handed
-  // to a caller that has gone.
+  // inside on_message (a handler that cancels it): the messages left in
+  // that piece are dropped, not handed to a caller told it has ended.
   auto open = std::make_shared<std::atomic<bool>>(true);
   auto deframer = std::make_shared<internal::Deframer>(
-      /*encoding=*/"", impl.receive_limit, [open, on_message](std::string message) {
+      /*encoding=*/"", impl.receive_limit,
+      [open, on_message = std::move(on_message)](std::string message) {
         if (open->load(std::memory_order_acquire)) on_message(message);
       });
   sent->StreamBodyTo(internal::DeframingSink(deframer));
-  // The call's result, and the Deframer's status as the call ended (read
-  // there, on the thread that feeds it).
-  std::promise<std::pair<Result<http::Response>, Status>> answered;
-  auto answer = answered.get_future();
   impl.Send(std::move(*sent), impl.Idempotent(method),
-            [&answered, open, deframer](Result<http::Response> result, std::exception_ptr thrown) {
+            [open, deframer, done = std::move(done)](Result<http::Response> result,
+                                                     std::exception_ptr thrown) {
               open->store(false, std::memory_order_release);
-              if (thrown) {
-                answered.set_exception(thrown);
-              } else {
-                answered.set_value({std::move(result), deframer->status()});
-              }
+              Reply reply;
+              reply.attempts = result ? result->attempts : result.error().attempts();
+              reply.status = internal::StatusOf(result);
+              if (result) reply.trailers = internal::TrailersOf(*result);
+              // A malformed message, or a body that ended inside one, ended
+              // the call (DeframingSink): the Deframer has its exact code,
+              // read here, on the thread that fed it.
+              if (Status framing = deframer->status(); !framing.ok()) reply.status = framing;
+              done(std::move(reply), thrown);
             });
-  auto [result, framing] = answer.get();
-  Reply reply;
-  reply.attempts = result ? result->attempts : result.error().attempts();
-  reply.status = internal::StatusOf(result);
-  if (result) reply.trailers = internal::TrailersOf(*result);
-  // A malformed message, or a body that ended inside one, ended the call
-  // (DeframingSink): the Deframer has its exact code.
-  if (!framing.ok()) reply.status = std::move(framing);
-  return reply;
 }
 
 std::future<Result<void>> Client::Warm(const Context& context) {

@@ -321,6 +321,61 @@ TEST_F(GrpcioPeerTest, AServerStreamDeliversEveryMessageInOrder) {
   EXPECT_EQ(got, (std::vector<std::string>{"1", "2", "3", "4", "5"}));
 }
 
+// The callback form: ServerStreamAsync returns at once; each message
+// comes in order, then `done` once with the status, and no message after.
+TEST_F(GrpcioPeerTest, AnAsyncServerStreamDeliversEveryMessageThenItsEnd) {
+  Start({}, DefaultSettings(), /*tls=*/true);
+  std::mutex mu;
+  std::vector<std::string> got;
+  bool ended = false;
+  int after_end = 0;
+  std::promise<Reply> replied;
+  client_->ServerStreamAsync(
+      "/peer.Test/Count", "50",
+      [&](std::string_view message) {
+        std::lock_guard lock(mu);
+        if (ended) ++after_end;
+        got.emplace_back(message);
+      },
+      [&](Reply reply, std::exception_ptr thrown) {
+        {
+          std::lock_guard lock(mu);
+          ended = true;
+        }
+        EXPECT_EQ(thrown, nullptr);
+        replied.set_value(std::move(reply));
+      });
+  Reply reply = replied.get_future().get();
+  EXPECT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 1);
+  std::lock_guard lock(mu);
+  ASSERT_EQ(got.size(), 50u);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(got[i], std::to_string(i + 1));
+  EXPECT_EQ(after_end, 0);
+}
+
+// A request over the send limit never leaves: `done` hears it, never on
+// the caller's own stack.
+TEST_F(GrpcioPeerTest, AnAsyncServerStreamThatCannotBeSentEndsThroughDone) {
+  Settings settings = DefaultSettings();
+  settings.max_send_message_bytes = 4;
+  Start({}, settings, /*tls=*/true);
+  std::promise<Reply> replied;
+  std::thread::id caller = std::this_thread::get_id();
+  std::thread::id told_on;
+  client_->ServerStreamAsync(
+      "/peer.Test/Count", "too long for the limit", [](std::string_view) {},
+      [&](Reply reply, std::exception_ptr) {
+        told_on = std::this_thread::get_id();
+        replied.set_value(std::move(reply));
+      });
+  Reply reply = replied.get_future().get();
+  EXPECT_EQ(reply.status.code, Code::kResourceExhausted) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 0);
+  EXPECT_NE(told_on, caller);
+  EXPECT_EQ(peer_->Calls("Count"), 0);
+}
+
 TEST_F(GrpcioPeerTest, AServerStreamOverTlsDeliversEveryMessage) {
   Start({}, DefaultSettings(), /*tls=*/true);
   int count = 0;

@@ -132,6 +132,13 @@ class Client {
                      const std::function<void(std::string_view message)>& on_message,
                      const Context& context = {});
 
+  // ServerStream, without blocking: returns at once; on_message gets each
+  // message as above, and `done` the Reply (no body) once the stream has
+  // ended, as CallAsync's does. on_message is never called after `done`.
+  void ServerStreamAsync(std::string_view method, std::string_view request,
+                         std::function<void(std::string_view message)> on_message, Done done,
+                         const Context& context = {});
+
   // Opens a client-streaming or bidirectional stream by full method name
   // (see outbound/rpc/stream.h) and returns at once: the stream's request
   // headers go out with its first write or its end, whichever comes first.
