@@ -16,6 +16,7 @@
 #include <string>
 #include <utility>
 
+#include "../http/client_peer.h"
 #include "client_impl.h"
 #include "exchange.h"
 #include "outbound/http/body_pipe.h"
@@ -36,13 +37,43 @@ constexpr std::size_t kReadAhead = std::size_t{1} << 20;
 struct Shared {
   explicit Shared(std::size_t receive_limit)
       : deframer(/*encoding=*/"", receive_limit, [this](std::string message) {
-          std::lock_guard lock(mu);
+          std::unique_lock lock(mu);
           if (discarding) return;
+          if (waiting_read) {
+            // Straight to the read that waits: nothing is held back for it.
+            auto read = std::exchange(waiting_read, nullptr);
+            lock.unlock();
+            read(std::move(message));
+            return;
+          }
           unread_bytes += message.size();
           messages.push_back(std::move(message));
           if (unread_bytes > kReadAhead) window->Hold();
           changed.notify_all();
         }) {}
+
+  // The call has ended: a read that waits hears so.
+  void End(Result<http::Response> answer, std::exception_ptr thrown_by) {
+    std::function<void(std::optional<std::string>)> read;
+    {
+      std::lock_guard lock(mu);
+      result = std::move(answer);
+      thrown = thrown_by;
+      ended = true;
+      read = std::exchange(waiting_read, nullptr);
+      changed.notify_all();
+    }
+    if (read) read(std::nullopt);
+  }
+
+  // Takes the next unread message, if any, under `mu`: whether the window
+  // may open now.
+  bool Take(std::string& message) {
+    message = std::move(messages.front());
+    messages.pop_front();
+    unread_bytes -= message.size();
+    return unread_bytes <= kReadAhead / 2;
+  }
 
   std::mutex mu;
   std::condition_variable changed;
@@ -57,6 +88,8 @@ struct Shared {
   bool ended = false;
   std::optional<Result<http::Response>> result;
   std::exception_ptr thrown;
+  // A ReadAsync waiting for a message (none was unread when it came).
+  std::function<void(std::optional<std::string>)> waiting_read;
 };
 
 }  // namespace
@@ -64,6 +97,7 @@ struct Shared {
 struct Stream::Impl {
   std::shared_ptr<Shared> shared;
   std::shared_ptr<http::BodyPipe> pipe;
+  http::Client* core = nullptr;  // outlives the stream (stream.h)
   // Ends the call: the caller's cancel is forwarded to it, and the
   // destructor and a local end use it.
   CancelSource cancel;
@@ -93,6 +127,7 @@ Stream Client::OpenStream(std::string_view method, const Context& context) {
   impl->shared = std::make_shared<Shared>(client.receive_limit);
   impl->pipe = std::make_shared<http::BodyPipe>();
   impl->send_limit = client.send_limit;
+  impl->core = client.core.get();
   Context own = context;
   own.cancel = impl->cancel.token();
   if (context.cancel) {
@@ -109,11 +144,7 @@ Stream Client::OpenStream(std::string_view method, const Context& context) {
   // (outbound/http/body_pipe.h).
   client.Send(std::move(request), client.Idempotent(method),
               [shared = impl->shared](Result<http::Response> result, std::exception_ptr thrown) {
-                std::lock_guard lock(shared->mu);
-                shared->result = std::move(result);
-                shared->thrown = thrown;
-                shared->ended = true;
-                shared->changed.notify_all();
+                shared->End(std::move(result), thrown);
               });
   return Stream(std::move(impl));
 }
@@ -155,17 +186,36 @@ bool Stream::WritesDone() {
 bool Stream::Read(std::string* message) {
   if (impl_ == nullptr || impl_->local) return false;
   Shared& shared = *impl_->shared;
+  bool open;
   {
     std::unique_lock lock(shared.mu);
+    if (shared.waiting_read) return false;  // a ReadAsync waits
     shared.changed.wait(lock, [&shared] { return !shared.messages.empty() || shared.ended; });
     if (shared.messages.empty()) return false;
-    *message = std::move(shared.messages.front());
-    shared.messages.pop_front();
-    shared.unread_bytes -= message->size();
-    if (shared.unread_bytes > kReadAhead / 2) return true;
+    open = shared.Take(*message);
   }
-  shared.window->Open();  // outside the lock: it wakes the client's loop
+  if (open) shared.window->Open();  // outside the lock: it wakes the client's loop
   return true;
+}
+
+void Stream::ReadAsync(std::function<void(std::optional<std::string> message)> done) {
+  if (impl_ == nullptr) return;
+  std::optional<std::string> now;  // what `done` is told at once, on the loop
+  bool open = false;
+  if (!impl_->local) {
+    Shared& shared = *impl_->shared;
+    std::lock_guard lock(shared.mu);
+    if (!shared.waiting_read && !shared.messages.empty()) {
+      open = shared.Take(now.emplace());
+    } else if (!shared.waiting_read && !shared.ended && !shared.discarding) {
+      shared.waiting_read = std::move(done);
+      return;
+    }
+  }
+  if (open) impl_->shared->window->Open();
+  http::internal::ClientPeer::Post(
+      *impl_->core,
+      [done = std::move(done), now = std::move(now)]() mutable { done(std::move(now)); });
 }
 
 Status Stream::Finish() {

@@ -14,6 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -32,6 +36,7 @@
 #include <vector>
 
 #include "outbound/http/middleware.h"
+#include "outbound/rpc/asio.h"
 #include "outbound/rpc/client.h"
 #include "outbound/telemetry/propagation.h"
 #include "outbound/testing/fixed_random.h"
@@ -412,6 +417,84 @@ TEST_F(GrpcioPeerTest, AReaderFarBehindAFloodGetsEveryMessageInOrder) {
   Status status = flood.Finish();
   EXPECT_TRUE(status.ok()) << status.message;
   EXPECT_EQ(next, kMessages);
+}
+
+// ReadAsync, each read asking for the next from its callback, through the
+// same flood: every message in order, then nullopt, then Finish says OK.
+TEST_F(GrpcioPeerTest, ReadsChainedFromTheirCallbacksGetAFloodInOrder) {
+  Start({}, DefaultSettings(), /*tls=*/true);
+  constexpr int kMessages = 4096;
+  constexpr int kSize = 4096;
+  Stream flood = client_->OpenStream("/peer.Test/Flood");
+  ASSERT_TRUE(flood.Write(std::to_string(kMessages) + ":" + std::to_string(kSize)));
+  ASSERT_TRUE(flood.WritesDone());
+  std::atomic<int> next{0};
+  std::atomic<int> wrong{0};
+  std::promise<void> ended;
+  std::function<void(std::optional<std::string>)> read = [&](std::optional<std::string> message) {
+    if (!message) return ended.set_value();
+    char index[16];
+    std::snprintf(index, sizeof index, "%08d", next.load());
+    if (message->size() != static_cast<std::size_t>(kSize) || message->substr(0, 8) != index) {
+      ++wrong;
+    }
+    ++next;
+    flood.ReadAsync(read);
+  };
+  flood.ReadAsync(read);
+  ended.get_future().get();
+  EXPECT_EQ(next.load(), kMessages);
+  EXPECT_EQ(wrong.load(), 0);
+  Status status = flood.Finish();
+  EXPECT_TRUE(status.ok()) << status.message;
+}
+
+// The co_await form (outbound/rpc/asio.h): a coroutine writes each line
+// and awaits its echo, then the stream's end.
+TEST_F(GrpcioPeerTest, ACoroutineAwaitsEachEchoOfABidiStream) {
+  namespace asio = boost::asio;
+  asio::io_context io;
+  Start({}, DefaultSettings(), /*tls=*/true);
+  Stream chat = client_->OpenStream("/peer.Test/Chat");
+  std::vector<std::optional<std::string>> got;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (const char* line : {"a", "b", "c"}) {
+          chat.Write(std::string_view(line));
+          got.push_back(co_await AsyncRead(chat, asio::use_awaitable));
+        }
+        chat.WritesDone();
+        got.push_back(co_await AsyncRead(chat, asio::use_awaitable));
+      },
+      asio::detached);
+  io.run();
+  EXPECT_EQ(got,
+            (std::vector<std::optional<std::string>>{"echo:a", "echo:b", "echo:c", std::nullopt}));
+  Status status = chat.Finish();
+  EXPECT_TRUE(status.ok()) << status.message;
+}
+
+// A read that waits for a message the server never sends hears the
+// stream's end; a second read while one waits gets nothing at once.
+TEST_F(GrpcioPeerTest, AWaitingReadHearsTheEndAndASecondReadGetsNothing) {
+  Start({}, DefaultSettings(), /*tls=*/true);
+  Stream chat = client_->OpenStream("/peer.Test/Chat");
+  ASSERT_TRUE(chat.Write(std::string_view("hello")));
+  std::promise<std::optional<std::string>> first;
+  chat.ReadAsync([&](std::optional<std::string> m) { first.set_value(std::move(m)); });
+  EXPECT_EQ(first.get_future().get(), std::optional<std::string>("echo:hello"));
+  std::promise<std::optional<std::string>> waiting;
+  std::promise<std::optional<std::string>> second;
+  chat.ReadAsync([&](std::optional<std::string> m) { waiting.set_value(std::move(m)); });
+  chat.ReadAsync([&](std::optional<std::string> m) { second.set_value(std::move(m)); });
+  EXPECT_EQ(second.get_future().get(), std::nullopt);
+  std::string blocked;
+  EXPECT_FALSE(chat.Read(&blocked)) << "a Read while a ReadAsync waits";
+  ASSERT_TRUE(chat.WritesDone());
+  EXPECT_EQ(waiting.get_future().get(), std::nullopt);
+  Status status = chat.Finish();
+  EXPECT_TRUE(status.ok()) << status.message;
 }
 
 TEST_F(GrpcioPeerTest, AClientStreamsMessagesAndTheOneReplyJoinsThem) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // outbound/rpc/asio.h
 //
-// A unary gRPC call (Client::CallAsync) as a Boost.Asio asynchronous
-// operation, so a C++20 coroutine awaits it:
+// A unary gRPC call (Client::CallAsync), and a stream's next message
+// (Stream::ReadAsync), as Boost.Asio asynchronous operations, so a C++20
+// coroutine awaits them:
 //
 // example: examples/headers/rpc.cc#asio
 //   asio::awaitable<void> Fetch(rpc::Client& carts, std::string request) {
@@ -35,10 +36,12 @@
 #include <boost/asio/post.hpp>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "outbound/rpc/client.h"
+#include "outbound/rpc/stream.h"
 
 namespace outbound::rpc {
 
@@ -79,6 +82,30 @@ template <typename CompletionToken>
 auto AsyncCall(Client& client, std::string method, std::string request, CompletionToken&& token) {
   return AsyncCall(client, std::move(method), std::move(request), Context{},
                    std::forward<CompletionToken>(token));
+}
+
+// The stream's next message (Stream::ReadAsync) as an operation whose
+// completion is `void(std::optional<std::string> message)`: nullopt once
+// the server has sent its last one or the stream ended. The same rules as
+// AsyncCall's; the stream must outlive the operation.
+template <typename CompletionToken>
+auto AsyncRead(Stream& stream, CompletionToken&& token) {
+  using Signature = void(std::optional<std::string>);
+  auto initiate = [&stream](auto handler) {
+    using Handler = decltype(handler);
+    auto work = boost::asio::make_work_guard(handler);
+    auto state =
+        std::make_shared<std::pair<Handler, decltype(work)>>(std::move(handler), std::move(work));
+    stream.ReadAsync([state](std::optional<std::string> message) {
+      auto executor = state->second.get_executor();
+      boost::asio::post(executor, [state, message = std::move(message)]() mutable {
+        Handler completion = std::move(state->first);
+        state->second.reset();
+        std::move(completion)(std::move(message));
+      });
+    });
+  };
+  return boost::asio::async_initiate<CompletionToken, Signature>(initiate, token);
 }
 
 }  // namespace outbound::rpc

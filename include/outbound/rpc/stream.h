@@ -39,7 +39,9 @@
 #define OUTBOUND_RPC_STREAM_H_
 
 #include <concepts>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -95,6 +97,15 @@ class Stream {
   // arrives; false when the server has sent its last one or the stream
   // ended: call Finish then.
   bool Read(std::string* message);
+
+  // Read, without blocking: `done` gets the next serialised message, or
+  // nullopt once the server has sent its last one or the stream ended
+  // (call Finish then). It runs on the client's event-loop thread, never on
+  // the caller's stack, and must be quick; it may call ReadAsync again. One
+  // read at a time: a Read or ReadAsync while another waits gets nothing
+  // (false, or nullopt at once). A read still waiting when the stream is
+  // finished or destroyed gets nullopt.
+  void ReadAsync(std::function<void(std::optional<std::string> message)> done);
 
   // Receives and parses the next protobuf message. One that does not parse
   // ends the stream, which Finish reports as INTERNAL (the breaker ignores
