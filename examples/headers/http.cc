@@ -5,6 +5,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -171,11 +172,19 @@ class Inbox {
   std::size_t Push(std::string_view piece) {
     std::lock_guard lock(mu_);
     waiting_ += piece;
+    changed_.notify_all();
     return waiting_.size();
   }
-  // What waits, if anything.
-  std::optional<std::string> Pop() {
+  // No more pieces will come.
+  void Close() {
     std::lock_guard lock(mu_);
+    closed_ = true;
+    changed_.notify_all();
+  }
+  // What waits, once something does; nullopt once closed and empty.
+  std::optional<std::string> Pop() {
+    std::unique_lock lock(mu_);
+    changed_.wait(lock, [this] { return !waiting_.empty() || closed_; });
     if (waiting_.empty()) return std::nullopt;
     return std::exchange(waiting_, {});
   }
@@ -186,25 +195,27 @@ class Inbox {
 
  private:
   std::mutex mu_;
+  std::condition_variable changed_;
   std::string waiting_;
+  bool closed_ = false;
 };
 
 void ReceiveWindowExample(http::Client* client, Inbox& inbox) {
   constexpr std::size_t kReadAhead = 1 << 20;
   // [example receive-window]
   auto window = std::make_shared<http::ReceiveWindow>();
-  auto answer = client->SendAsync(http::Request::Get("/feed").StreamBodyTo(
-      [&](std::string_view piece) {
-        if (inbox.Push(piece) > kReadAhead) window->Hold();  // the reader is behind
-        return true;
-      },
-      window));
+  client->SendAsync(http::Request::Get("/feed").StreamBodyTo(
+                        [&](std::string_view piece) {
+                          if (inbox.Push(piece) > kReadAhead) window->Hold();  // reader behind
+                          return true;
+                        },
+                        window),
+                    [&](Result<Response>, std::exception_ptr) { inbox.Close(); });
   while (std::optional<std::string> piece = inbox.Pop()) {  // the reader's thread
     if (inbox.bytes() < kReadAhead / 2) window->Open();
     Use(*piece);
   }
   // [end receive-window]
-  answer.wait();
 }
 
 void ResponseHeadersExample(const Response& response) {

@@ -17,7 +17,8 @@ namespace outbound {
 class Random {
  public:
   virtual ~Random() = default;
-  // A number drawn uniformly from [0, 1).
+  // A number drawn uniformly from [0, 1), with 48 random bits or more: a
+  // RecordingTracer draws its trace and span ids 48 bits at a time.
   virtual double Uniform() = 0;
 };
 

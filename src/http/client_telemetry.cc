@@ -272,9 +272,9 @@ const ClientTelemetry::AttemptSeries* ClientTelemetry::SeriesFor(
       .method = method,
       .status = status,
       .version = std::string(version),
-      .duration = duration_->Bind(attributes),
-      .time_in_queue = time_in_queue_->Bind(attributes),
-      .body_size = body_size_->Bind(attributes),
+      .duration = duration_->BindHistogram(attributes),
+      .time_in_queue = time_in_queue_->BindHistogram(attributes),
+      .body_size = body_size_->BindHistogram(attributes),
   });
   bound_[now].store(made.get(), std::memory_order_relaxed);
   bound_count_.store(now + 1, std::memory_order_release);

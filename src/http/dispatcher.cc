@@ -152,7 +152,7 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
   std::weak_ptr<const char> alive = alive_;
   if (exchange.window != nullptr) {
     // As the pipe's below: the window wakes the exchange by its id.
-    WindowLink::Attach(*exchange.window, [this, loop = loop_, alive, id] {
+    WindowLink::Attach(*exchange.window, id, [this, loop = loop_, alive, id] {
       loop->Post([this, alive, id] {
         if (alive.lock()) Resume(id);
       });
@@ -247,7 +247,7 @@ void Dispatcher::End(Exchange& exchange, AttemptOutcome&& outcome) {
   auto node = exchanges_.extract(exchange.id);  // the exchange lives to the end of this
   // The pipe's body stays for another attempt; the call's end finishes it.
   if (exchange.pipe_attached) PipeLink::Detach(*exchange.request->body_source.pipe);
-  if (exchange.window != nullptr) WindowLink::Detach(*exchange.window);
+  if (exchange.window != nullptr) WindowLink::Detach(*exchange.window, exchange.id);
   std::shared_ptr<ExchangeEvents> events = std::move(exchange.events);
   if (exchange.endpoint) {
     --exchange.endpoint->outstanding;

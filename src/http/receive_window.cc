@@ -19,14 +19,18 @@ void ReceiveWindow::Open() {
 
 namespace internal {
 
-void WindowLink::Attach(ReceiveWindow& window, std::function<void()> wake) {
+void WindowLink::Attach(ReceiveWindow& window, std::uint64_t exchange, std::function<void()> wake) {
   std::lock_guard lock(window.mu_);
-  window.wake_ = std::move(wake);
+  window.wake_.swap(wake);  // the one replaced goes outside the lock
+  window.exchange_ = exchange;
 }
 
-void WindowLink::Detach(ReceiveWindow& window) {
+void WindowLink::Detach(ReceiveWindow& window, std::uint64_t exchange) {
+  std::function<void()> gone;  // destroyed outside the lock: it holds the loop
   std::lock_guard lock(window.mu_);
-  window.wake_ = nullptr;
+  if (window.exchange_ != exchange) return;
+  gone.swap(window.wake_);
+  window.exchange_ = 0;
 }
 
 }  // namespace internal

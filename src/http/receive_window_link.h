@@ -5,6 +5,7 @@
 #ifndef OUTBOUND_SRC_HTTP_RECEIVE_WINDOW_LINK_H_
 #define OUTBOUND_SRC_HTTP_RECEIVE_WINDOW_LINK_H_
 
+#include <cstdint>
 #include <functional>
 
 #include "outbound/http/receive_window.h"
@@ -14,9 +15,12 @@ namespace outbound::http::internal {
 class WindowLink {
  public:
   // `wake` runs, on the opener's thread, each time the window opens after
-  // being held, until Detach.
-  static void Attach(ReceiveWindow& window, std::function<void()> wake);
-  static void Detach(ReceiveWindow& window);
+  // being held, until the exchange `exchange` Detaches. A later exchange's
+  // Attach (the call's next attempt) takes its place.
+  static void Attach(ReceiveWindow& window, std::uint64_t exchange, std::function<void()> wake);
+  // Lets go of the wake if it is still `exchange`'s: an attempt that ends
+  // after its call's next one began leaves that one's wake alone.
+  static void Detach(ReceiveWindow& window, std::uint64_t exchange);
 };
 
 }  // namespace outbound::http::internal

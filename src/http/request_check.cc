@@ -126,6 +126,10 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
     return Fail(ErrorKind::kInvalidRequest,
                 "a request has both a body and a body source (StreamBodyFrom); set one");
   }
+  if (request.receive_window && !request.body_sink) {
+    return Fail(ErrorKind::kInvalidRequest,
+                "a ReceiveWindow paces a streamed body: give it with StreamBodyTo(sink, window)");
+  }
   if (request.body_timeout && !request.body_sink) {
     return Fail(ErrorKind::kInvalidRequest,
                 "a body timeout (WithBodyTimeout) bounds a streamed body: set StreamBodyTo too");

@@ -193,27 +193,8 @@ struct MetricStore::Gauge final : GaugeRegistration {
   std::function<void(Observations&)> observe;
 };
 
-namespace {
-
-// Counter::Bind and Histogram::Bind under names of their own, for the one
-// class that is both.
-struct CounterPart : Counter {
-  std::unique_ptr<BoundCounter> Bind(std::span<const KeyValue> attributes) final {
-    return BindCounter(attributes);
-  }
-  virtual std::unique_ptr<BoundCounter> BindCounter(std::span<const KeyValue> attributes) = 0;
-};
-struct HistogramPart : Histogram {
-  std::unique_ptr<BoundHistogram> Bind(std::span<const KeyValue> attributes) final {
-    return BindHistogram(attributes);
-  }
-  virtual std::unique_ptr<BoundHistogram> BindHistogram(std::span<const KeyValue> attributes) = 0;
-};
-
-}  // namespace
-
-struct MetricStore::Instrument final : CounterPart,
-                                       HistogramPart,
+struct MetricStore::Instrument final : Counter,
+                                       Histogram,
                                        std::enable_shared_from_this<MetricStore::Instrument> {
   struct Series {
     std::uint64_t hash = 0;

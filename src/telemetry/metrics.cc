@@ -58,11 +58,11 @@ class KeptCounter final : public BoundCounter {
 
 }  // namespace
 
-std::unique_ptr<BoundHistogram> Histogram::Bind(std::span<const KeyValue> attributes) {
+std::unique_ptr<BoundHistogram> Histogram::BindHistogram(std::span<const KeyValue> attributes) {
   return std::make_unique<KeptHistogram>(*this, attributes);
 }
 
-std::unique_ptr<BoundCounter> Counter::Bind(std::span<const KeyValue> attributes) {
+std::unique_ptr<BoundCounter> Counter::BindCounter(std::span<const KeyValue> attributes) {
   return std::make_unique<KeptCounter>(*this, attributes);
 }
 

@@ -37,7 +37,7 @@ struct ResilienceInstruments::Bound {
     if (BoundCounter* known = slot.load(std::memory_order_acquire)) return *known;
     std::lock_guard lock(mu);
     if (BoundCounter* known = slot.load(std::memory_order_relaxed)) return *known;
-    owned.push_back(counter.Bind(attributes));
+    owned.push_back(counter.BindCounter(attributes));
     slot.store(owned.back().get(), std::memory_order_release);
     return *owned.back();
   }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../../src/http/receive_window_link.h"
 #include "../../src/http/transport/h2_session.h"
 #include "outbound/testing/manual_clock.h"
 
@@ -242,23 +243,76 @@ TEST_F(H2ReceiveWindowTest, AResumeWhileStillHeldAcknowledgesNothing) {
   EXPECT_EQ(server_.sent(kBigPath), static_cast<std::size_t>(kStreamWindow));
 }
 
-TEST_F(H2ReceiveWindowTest, AHeldStreamDoesNotHoldUpTheConnectionsOtherStreams) {
-  // More than the connection's window goes to the open stream, so it
-  // finishes only if the held stream's bytes were acknowledged for the
-  // connection, and its own were.
+TEST_F(H2ReceiveWindowTest, HeldStreamsDoNotHoldUpTheConnectionsOtherStreams) {
+  // Ten held streams hold 10 MiB back, more than half the connection's
+  // window (nghttp2 acknowledges the connection at half), and more than
+  // the connection's window goes to the open stream: it finishes only if
+  // the held streams' bytes were acknowledged for the connection, and its
+  // own were.
+  constexpr int kHeld = 10;
+  std::vector<std::unique_ptr<Download>> held;
+  for (int i = 0; i < kHeld; ++i) {
+    held.push_back(std::make_unique<Download>("/" + std::to_string(kBig + i)));
+    held.back()->window.Hold();
+    Start(*held.back());
+  }
   const std::size_t more_than_the_connection = 2 * static_cast<std::size_t>(kConnectionWindow);
   const std::string open_path = "/" + std::to_string(more_than_the_connection);
-  Download held(kBigPath);
   Download flowing(open_path);
-  held.window.Hold();
-  Start(held);
   Start(flowing);
   Settle();
   ASSERT_TRUE(flowing.outcome.has_value());
   ASSERT_TRUE(flowing.outcome->result.has_value()) << flowing.outcome->result.error().message();
   EXPECT_EQ(flowing.body, Expected(more_than_the_connection));
-  EXPECT_EQ(server_.sent(kBigPath), static_cast<std::size_t>(kStreamWindow));
-  EXPECT_FALSE(held.outcome.has_value());
+  for (int i = 0; i < kHeld; ++i) {
+    EXPECT_EQ(server_.sent("/" + std::to_string(kBig + i)),
+              static_cast<std::size_t>(kStreamWindow));
+    EXPECT_FALSE(held[i]->outcome.has_value());
+  }
+}
+
+// Each answer's last DATA frame (END_STREAM) is acknowledged on the
+// connection alone: answers whose bodies add up to more than the
+// connection's window, each in one frame, all arrive.
+TEST_F(H2ReceiveWindowTest, LastFramesAddUpPastTheConnectionsWindowAndStillFlow) {
+  constexpr std::size_t kFrame = 16 * 1024;  // one DATA frame: nghttp2's default largest
+  const std::size_t answers = 2 * static_cast<std::size_t>(kConnectionWindow) / kFrame;
+  for (std::size_t i = 0; i < answers; ++i) {
+    Download d("/" + std::to_string(kFrame));
+    Start(d);
+    Settle();
+    ASSERT_TRUE(d.outcome.has_value()) << "answer " << i << " never ended";
+    ASSERT_EQ(d.body.size(), kFrame);
+    downloads_.clear();
+  }
+}
+
+// Body bytes in flight for a stream the client has cancelled count as read
+// (nghttp2 drops them once the reset is queued; the session acknowledges
+// any it is handed): streams cancelled with more than the connection's
+// window in flight leave the connection open to the next one.
+TEST_F(H2ReceiveWindowTest, BytesOfCancelledStreamsAreAcknowledgedForTheConnection) {
+  const int cancelled = 2 * kConnectionWindow / kStreamWindow;
+  for (int i = 0; i < cancelled; ++i) {
+    Download d(kBigPath);
+    Start(d);
+    std::string to_server;
+    ASSERT_TRUE(client_.Produce(to_server));
+    server_.Received(to_server);
+    std::string in_flight = server_.Produce();  // the stream's window of body
+    ASSERT_TRUE(client_.Cancel(d.exchange));
+    // Read before the reset goes out: the stream is still open, its bytes
+    // no longer the exchange's.
+    ASSERT_TRUE(client_.Received(reinterpret_cast<const std::uint8_t*>(in_flight.data()),
+                                 in_flight.size()));
+    Settle();
+    downloads_.clear();
+  }
+  Download next("/1000");
+  Start(next);
+  Settle();
+  ASSERT_TRUE(next.outcome.has_value());
+  EXPECT_EQ(next.body, Expected(1000));
 }
 
 TEST_F(H2ReceiveWindowTest, AStreamWithNoWindowIsAcknowledgedAsItArrives) {
@@ -268,6 +322,28 @@ TEST_F(H2ReceiveWindowTest, AStreamWithNoWindowIsAcknowledgedAsItArrives) {
   Settle();
   ASSERT_TRUE(d.outcome.has_value());
   EXPECT_EQ(d.body, Expected(kBig));
+}
+
+// The window wakes the exchange carrying its call's latest attempt: an
+// earlier attempt that ends after the next one began (its cancel still on
+// the loop's queue) leaves the next one's wake alone.
+TEST(WindowLinkTest, AnEarlierAttemptsEndLeavesTheNextAttemptsWake) {
+  ReceiveWindow window;
+  int first = 0;
+  int second = 0;
+  WindowLink::Attach(window, 1, [&] { ++first; });
+  WindowLink::Attach(window, 2, [&] { ++second; });
+  WindowLink::Detach(window, 1);
+  window.Hold();
+  window.Open();
+  EXPECT_EQ(first, 0);
+  EXPECT_EQ(second, 1);
+  window.Open();  // open already: no wake
+  EXPECT_EQ(second, 1);
+  WindowLink::Detach(window, 2);
+  window.Hold();
+  window.Open();
+  EXPECT_EQ(second, 1);
 }
 
 }  // namespace

@@ -71,6 +71,13 @@ class Inbox {
     return true;
   }
 
+  // Until the sink has held the window once (a safety net of 10 s real
+  // time), so the reader starts behind.
+  void WaitForHold() {
+    std::unique_lock lock(mu_);
+    changed_.wait_for(lock, std::chrono::seconds(10), [this] { return holds_ > 0; });
+  }
+
   std::size_t most_given_while_held() const {
     std::lock_guard lock(mu_);
     return most_given_while_held_;
@@ -105,9 +112,11 @@ TEST_P(ReceiveWindowTest, AReaderBehindGetsTheWholeBodyAndIsGivenNoMoreThanThePr
   auto window = std::make_shared<ReceiveWindow>();
   Inbox inbox(window);
   auto call = client->SendAsync(Request::Get("/feed").StreamBodyTo(inbox.Sink(), window));
+  inbox.WaitForHold();
   std::string read;
   while (inbox.Read(read, call)) {
   }
+  EXPECT_GT(inbox.holds(), 0) << "the reader was never behind: nothing was held";
   auto result = call.get();
   ASSERT_TRUE(result) << result.error().message();
   EXPECT_EQ(read.size(), body.size());
@@ -144,6 +153,26 @@ TEST_P(ReceiveWindowTest, AHeldWindowDoesNotStopTheCallsDeadline) {
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().kind(), ErrorKind::kDeadline) << result.error().message();
   EXPECT_LT(given.load(), body.size());
+}
+
+// A window paces a sink: without one it is a mistake, said before anything
+// is sent; and a sink given again without a window drops the old one.
+TEST_P(ReceiveWindowTest, AWindowWithoutASinkIsRefusedBeforeAnythingIsSent) {
+  Serve([](const ServerRequest&) { return Reply::Ok("body"); }, GetParam());
+  auto client = MakeClient();
+  Request request = Request::Get("/feed");
+  request.receive_window = std::make_shared<ReceiveWindow>();
+  auto refused = client->Send(request);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind(), ErrorKind::kInvalidRequest);
+  EXPECT_NE(refused.error().message().find("ReceiveWindow"), std::string::npos)
+      << refused.error().message();
+  EXPECT_EQ(server->request_count(), 0u);
+  auto window = std::make_shared<ReceiveWindow>();
+  auto sink = [](std::string_view) { return true; };
+  Request again = Request::Get("/feed").StreamBodyTo(sink, window).StreamBodyTo(sink);
+  EXPECT_EQ(again.receive_window, nullptr);
+  EXPECT_TRUE(client->Send(again));
 }
 
 std::string ProtocolName(const ::testing::TestParamInfo<Protocol>& param) {

@@ -139,7 +139,7 @@ TEST(MetricStoreTest, SetsAddedWhileOthersRecordAreEachOneSeries) {
   }
 }
 
-// A bound series (Counter::Bind, Histogram::Bind) is the set's one series:
+// A bound series (Counter::BindCounter, Histogram::BindHistogram) is the set's one series:
 // what it records adds to what the set recorded unbound, in any key order,
 // and the attributes it was bound with may be gone.
 TEST(MetricStoreTest, ABoundSeriesIsItsSetsOneSeries) {
@@ -152,8 +152,8 @@ TEST(MetricStoreTest, ABoundSeriesIsItsSetsOneSeries) {
   {
     std::string host = "payments";  // gone once bound
     const KeyValue set[] = {{"b", host}, {"a", std::int64_t{1}}};
-    bound_counter = counter->Bind(set);
-    bound_histogram = histogram->Bind(set);
+    bound_counter = counter->BindCounter(set);
+    bound_histogram = histogram->BindHistogram(set);
   }
   const KeyValue same[] = {{"a", std::int64_t{1}}, {"b", "payments"}};
   const KeyValue other[] = {{"a", std::int64_t{2}}, {"b", "payments"}};
@@ -185,7 +185,7 @@ TEST(MetricStoreTest, ABoundSeriesOutlivesItsInstrumentsHandle) {
   MetricStore store;
   auto counter = store.CreateCounter({"s", "c", "", ""});
   const KeyValue set[] = {{"a", "1"}};
-  std::unique_ptr<BoundCounter> bound = counter->Bind(set);
+  std::unique_ptr<BoundCounter> bound = counter->BindCounter(set);
   counter.reset();
   bound->Add(4);
   EXPECT_EQ(store.Collect()[0].points[0].value, 4);
@@ -208,8 +208,8 @@ TEST(MetricStoreTest, TheDefaultBindRecordsTheKeptSetThroughTheUnboundCall) {
   {
     std::string host = "payments";
     const KeyValue set[] = {{"server.address", host}, {"server.port", std::int64_t{8443}}};
-    counter = static_cast<Counter&>(recorded).Bind(set);
-    histogram = static_cast<Histogram&>(recorded).Bind(set);
+    counter = recorded.BindCounter(set);
+    histogram = recorded.BindHistogram(set);
   }
   counter->Add(2);
   histogram->Record(0.25);

@@ -198,7 +198,8 @@ struct Request {
   // Settings::max_response_bytes. Set (StreamBodyTo): see there.
   BodySink body_sink;
   // With body_sink: read-side flow control between the sink and a reader
-  // on another thread (StreamBodyTo(sink, window)). Null: none.
+  // on another thread (StreamBodyTo(sink, window)). Null: none. Set without
+  // a sink, the call fails with kInvalidRequest. One window per call.
   std::shared_ptr<ReceiveWindow> receive_window;
   // With body_sink: the streamed body's own bound (WithBodyTimeout).
   std::optional<Duration> body_timeout;
@@ -264,6 +265,7 @@ struct Request {
   //       }));
   Request& StreamBodyTo(BodySink sink) {
     body_sink = std::move(sink);
+    receive_window = nullptr;
     return *this;
   }
   // The same, for a sink that hands the body to a reader on another

@@ -10,12 +10,13 @@
 //
 // example: examples/headers/http.cc#receive-window
 //   auto window = std::make_shared<http::ReceiveWindow>();
-//   auto answer = client->SendAsync(http::Request::Get("/feed").StreamBodyTo(
-//       [&](std::string_view piece) {
-//         if (inbox.Push(piece) > kReadAhead) window->Hold();  // the reader is behind
-//         return true;
-//       },
-//       window));
+//   client->SendAsync(http::Request::Get("/feed").StreamBodyTo(
+//                         [&](std::string_view piece) {
+//                           if (inbox.Push(piece) > kReadAhead) window->Hold();  // reader behind
+//                           return true;
+//                         },
+//                         window),
+//                     [&](Result<Response>, std::exception_ptr) { inbox.Close(); });
 //   while (std::optional<std::string> piece = inbox.Pop()) {  // the reader's thread
 //     if (inbox.bytes() < kReadAhead / 2) window->Open();
 //     Use(*piece);
@@ -33,6 +34,7 @@
 #define OUTBOUND_HTTP_RECEIVE_WINDOW_H_
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 
@@ -65,8 +67,10 @@ class ReceiveWindow {
 
   std::atomic<bool> held_{false};
   std::mutex mu_;
-  // Wakes the exchange carrying the call, while one does (WindowLink).
+  // Wakes the exchange carrying the call, while one does (WindowLink), and
+  // which exchange that is.
   std::function<void()> wake_;
+  std::uint64_t exchange_ = 0;
 };
 
 }  // namespace outbound::http

@@ -33,7 +33,12 @@
 // reads them are held (each within Settings::max_receive_message_bytes),
 // about 1 MiB of them: past that the server is asked for no more until the
 // caller has read half (HTTP/2 flow control, http::ReceiveWindow), so a
-// slow reader holds a fast server back instead of filling memory.
+// slow reader holds a fast server back instead of filling memory. A stream
+// holds at most that 1 MiB, the 1 MiB window the server may still send,
+// and one message being received. So read while writing: a caller that
+// writes everything before reading a server that answers each message may
+// wait forever once the answers fill both (the server, held, stops
+// reading; Write then blocks on HTTP/2 flow control).
 // A stream must end (Finish or destruction) before its Client is destroyed.
 #ifndef OUTBOUND_RPC_STREAM_H_
 #define OUTBOUND_RPC_STREAM_H_
@@ -101,7 +106,8 @@ class Stream {
   // Read, without blocking: `done` gets the next serialised message, or
   // nullopt once the server has sent its last one or the stream ended
   // (call Finish then). It runs on the client's event-loop thread, never on
-  // the caller's stack, and must be quick; it may call ReadAsync again. One
+  // the caller's stack, and must be quick; it may call ReadAsync again, but
+  // never Finish, Write or the destructor (they wait for that thread). One
   // read at a time: a Read or ReadAsync while another waits gets nothing
   // (false, or nullopt at once). A read still waiting when the stream is
   // finished or destroyed gets nullopt.

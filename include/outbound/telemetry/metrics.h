@@ -29,9 +29,7 @@ struct InstrumentDescriptor {
   std::string_view description;
 };
 
-// Implementations are thread-safe and allocate nothing once an attribute
-// set has been seen.
-// One attribute set's series of a Counter, fixed (Counter::Bind): an Add
+// One attribute set's series of a Counter, fixed (Counter::BindCounter): an Add
 // on it looks nothing up. Thread-safe; valid while its Counter is.
 class BoundCounter {
  public:
@@ -40,6 +38,8 @@ class BoundCounter {
   virtual void Add(double value) = 0;
 };
 
+// Implementations are thread-safe and allocate nothing once an attribute
+// set has been seen.
 class Counter {
  public:
   virtual ~Counter() = default;
@@ -47,11 +47,12 @@ class Counter {
   virtual void Add(double value, std::span<const KeyValue> attributes) = 0;
   // The series of `attributes` (copied), for a caller that adds to one set
   // often. The default keeps the set and adds through Add(value,
-  // attributes); MetricStore finds the series once.
-  virtual std::unique_ptr<BoundCounter> Bind(std::span<const KeyValue> attributes);
+  // attributes); MetricStore finds the series once. Named apart from
+  // Histogram::BindHistogram, so one class may be both and override both.
+  virtual std::unique_ptr<BoundCounter> BindCounter(std::span<const KeyValue> attributes);
 };
 
-// One attribute set's series of a Histogram, fixed (Histogram::Bind): a
+// One attribute set's series of a Histogram, fixed (Histogram::BindHistogram): a
 // record on it looks nothing up. Thread-safe; valid while its Histogram is.
 class BoundHistogram {
  public:
@@ -66,7 +67,7 @@ class Histogram {
   // The series of `attributes` (copied), for a caller that records one set
   // often. The default keeps the set and records through Record(value,
   // attributes); MetricStore finds the series once.
-  virtual std::unique_ptr<BoundHistogram> Bind(std::span<const KeyValue> attributes);
+  virtual std::unique_ptr<BoundHistogram> BindHistogram(std::span<const KeyValue> attributes);
 };
 
 // What an observable gauge's callback reports its values to.

@@ -440,7 +440,8 @@ int H2Session::OnDataChunk(nghttp2_session*, std::uint8_t flags, std::int32_t st
   auto& self = *static_cast<H2Session*>(user);
   Exchange* exchange = self.Find(stream_id);
   if (exchange == nullptr) {
-    // A stream this end no longer reads: its bytes count as read.
+    // A stream this end no longer reads (nghttp2 drops most such bytes
+    // itself, once the reset is queued): its bytes count as read.
     nghttp2_session_consume(self.session_, stream_id, len);
     return 0;
   }
