@@ -12,6 +12,8 @@
 #include <memory>
 #include <sstream>
 
+#include "outbound/internal/problems.h"
+
 namespace outbound::config {
 
 Lookup ProcessEnvironment() {
@@ -199,13 +201,7 @@ Result<void> Resolver::Finish() const {
       failures.push_back(std::move(failure));
     }
   }
-  if (failures.empty()) return {};
-  std::string message;
-  for (const std::string& failure : failures) {
-    if (!message.empty()) message += "; ";
-    message += failure;
-  }
-  return outbound::Fail(ErrorKind::kInvalidSettings, message);
+  return outbound::internal::Refuse(failures);
 }
 
 }  // namespace outbound::config

@@ -56,16 +56,6 @@ std::vector<std::string> RoutePolicyProblems(const std::vector<RoutePolicy>& rou
   return problems;
 }
 
-Result<void> Refuse(const std::vector<std::string>& problems) {
-  if (problems.empty()) return {};
-  std::string message;
-  for (const std::string& problem : problems) {
-    if (!message.empty()) message += "; ";
-    message += problem;
-  }
-  return Fail(ErrorKind::kInvalidSettings, message);
-}
-
 Routes::Routes(const Settings& settings, std::optional<Duration> attempt_timeout,
                retry::Budget& budget) {
   // Longest prefix first, so the first that matches is the longest.

@@ -66,9 +66,6 @@ class Routes {
 std::vector<std::string> RoutePolicyProblems(const std::vector<RoutePolicy>& routes,
                                              std::string_view prefix_field);
 
-// kInvalidSettings naming each of `problems` ("a; b"), or nothing if none.
-Result<void> Refuse(const std::vector<std::string>& problems);
-
 // Whether `path` is under `prefix` whole segments at a time: "/v1/reports"
 // holds "/v1/reports", "/v1/reports/2026" and "/v1/reports?year=2026", not
 // "/v1/reportsX"; a prefix ending in "/" holds whatever follows it.

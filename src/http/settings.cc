@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "origin.h"
+#include "outbound/internal/problems.h"
 #include "routes.h"
 
 namespace outbound::http {
@@ -64,7 +65,7 @@ Result<void> CheckMaxAttempts(int max_attempts) {
 }
 
 Result<void> CheckRoutes(const std::vector<RoutePolicy>& routes) {
-  return internal::Refuse(internal::RoutePolicyProblems(routes, "path_prefix"));
+  return outbound::internal::Refuse(internal::RoutePolicyProblems(routes, "path_prefix"));
 }
 
 Result<void> CheckMaxResponseBytes(std::size_t bytes) {
@@ -244,7 +245,7 @@ Result<void> Validate(const Settings& s) {
       problems.push_back("Settings.attempt_middleware[" + std::to_string(i) + "] is null");
   }
 
-  return internal::Refuse(problems);
+  return outbound::internal::Refuse(problems);
 }
 
 namespace {

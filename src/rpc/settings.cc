@@ -9,6 +9,7 @@
 #include "../http/routes.h"
 #include "address.h"
 #include "exchange.h"
+#include "outbound/internal/problems.h"
 
 namespace outbound::rpc {
 namespace {
@@ -186,7 +187,7 @@ std::vector<std::string> MethodProblems(const std::vector<MethodPolicy>& methods
 }  // namespace
 
 Result<void> CheckMethods(const std::vector<MethodPolicy>& methods) {
-  return http::internal::Refuse(MethodProblems(methods));
+  return outbound::internal::Refuse(MethodProblems(methods));
 }
 
 Result<void> Validate(const Settings& s) {
@@ -233,7 +234,7 @@ Result<void> Validate(const Settings& s) {
   if (!s.breaker_policy.trip) problems.push_back("Settings.breaker_policy.trip must be set");
   if (!s.breaker_policy.probe) problems.push_back("Settings.breaker_policy.probe must be set");
 
-  return http::internal::Refuse(problems);
+  return outbound::internal::Refuse(problems);
 }
 
 }  // namespace outbound::rpc

@@ -12,6 +12,7 @@
 
 #include "otlp_json.h"
 #include "outbound/http/client.h"
+#include "outbound/internal/problems.h"
 
 namespace outbound::telemetry {
 namespace {
@@ -280,13 +281,7 @@ Result<void> Validate(const OtlpSettings& s) {
       problems.push_back("OtlpSettings.tls must be empty for an http OtlpSettings.endpoint");
     }
   }
-  if (problems.empty()) return {};
-  std::string message;
-  for (const std::string& problem : problems) {
-    if (!message.empty()) message += "; ";
-    message += problem;
-  }
-  return Fail(ErrorKind::kInvalidSettings, message);
+  return outbound::internal::Refuse(problems);
 }
 
 Result<std::unique_ptr<OtlpExporter>> OtlpExporter::Create(const Runtime& runtime,
