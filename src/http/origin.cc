@@ -284,15 +284,43 @@ Result<ParsedUrl> ParseUrl(std::string_view text) {
   return FromParts(Split(text));
 }
 
-std::optional<std::string> JoinPlainPath(std::string_view origin, std::string_view target) {
+namespace {
+
+// What of `target` is a plain path on `origin` ("/x?y"), and whether the
+// origin came before it (`whole`); nullopt if it is neither such a path
+// nor the origin followed by one.
+std::optional<std::string_view> PlainPathOn(std::string_view origin, std::string_view target,
+                                            bool& whole) {
   std::string_view path = target;
-  if (path.substr(0, origin.size()) == origin) path.remove_prefix(origin.size());
+  whole = path.substr(0, origin.size()) == origin;
+  if (whole) path.remove_prefix(origin.size());
   if (path.size() < 2 || path[0] != '/' || path[1] == '/') return std::nullopt;
   if (!PlainTarget(path)) return std::nullopt;
+  return path;
+}
+
+std::string Joined(std::string_view origin, std::string_view path) {
   std::string full;
   full.reserve(origin.size() + path.size());
   full.append(origin).append(path);
   return full;
+}
+
+}  // namespace
+
+std::optional<std::string> JoinPlainPath(std::string_view origin, std::string_view target) {
+  bool whole = false;
+  auto path = PlainPathOn(origin, target, whole);
+  if (!path) return std::nullopt;
+  return Joined(origin, *path);
+}
+
+bool MakePlainUrl(std::string_view origin, std::string& target) {
+  bool whole = false;
+  auto path = PlainPathOn(origin, target, whole);
+  if (!path) return false;
+  if (!whole) target = Joined(origin, *path);
+  return true;
 }
 
 Result<ParsedUrl> ResolveTarget(const Origin& base, std::string_view origin,

@@ -64,6 +64,10 @@ struct ParsedUrl {
 // ("/charges/1?x=y": visible ASCII, no fragment or backslash) or that
 // origin followed by one. Null for anything else, which ResolveTarget parses.
 std::optional<std::string> JoinPlainPath(std::string_view origin_text, std::string_view target);
+// The same in place: makes `target` that URL and returns true (a target
+// that is already the whole URL, as most are, is kept with no copy), or
+// returns false and leaves it as it is.
+bool MakePlainUrl(std::string_view origin_text, std::string& target);
 
 // A request's `target` as an absolute URL: a path ("/x") is joined onto
 // `base`'s origin, a network-path reference ("//host/x") takes its scheme;

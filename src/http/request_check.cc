@@ -149,8 +149,7 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
   // A server's logs should say who called: the library names itself unless
   // the caller names its own program.
   if (!has_user_agent) request.headers.emplace_back("User-Agent", kDefaultUserAgent);
-  std::optional<std::string> full = JoinPlainPath(origin_text, request.url);
-  if (!full) {
+  if (!MakePlainUrl(origin_text, request.url)) {
     auto url = ResolveTarget(origin, origin_text, request.url);
     if (!url) return tl::unexpected(url.error());
     if (url->has_user_info) {
@@ -160,9 +159,9 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
       return Fail(ErrorKind::kOriginRefused, "a request to " + url->origin.ToString() +
                                                  " on a client for " + std::string(origin_text));
     }
-    full = std::move(url->full);
+    request.url = std::move(url->full);
   }
-  return CallRequest{std::move(request.method),      std::move(*full),
+  return CallRequest{std::move(request.method),      std::move(request.url),
                      std::move(request.headers),     std::move(request.body),
                      request.body_replayable,        std::nullopt,
                      std::move(request.body_source), decode_gzip};

@@ -123,14 +123,15 @@ class QuietEvents final : public ExchangeEvents {
 
 // One GET whose answer streams to a sink that keeps it, with its window.
 struct Download {
+  static constexpr std::string_view kOrigin = "https://bench.test";
   explicit Download(std::string path) {
     request.method = "GET";
-    request.url = "https://bench.test" + path;
+    request.url = std::string(kOrigin) + path;
     exchange.events = std::make_shared<QuietEvents>();
     exchange.request = &request;
     exchange.attempt_headers = &no_headers;
     exchange.authority = &authority;
-    exchange.path = std::move(path);
+    exchange.path = std::string_view(request.url).substr(kOrigin.size());  // a view, as the pool's
     exchange.max_body = SIZE_MAX;
     exchange.max_error_body = SIZE_MAX;
     exchange.sink = &sink;

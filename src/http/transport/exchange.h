@@ -42,8 +42,9 @@ struct Exchange {
   // set by the pool.
   std::atomic<std::uint64_t>* call_endpoint = nullptr;
   std::shared_ptr<EndpointHealth> endpoint;
-  // The request's target ("/charges/1?x=y") and authority ("payments:8443").
-  std::string path;
+  // The request's target ("/charges/1?x=y", a view of its URL) and
+  // authority ("payments:8443").
+  std::string_view path;
   const std::string* authority = nullptr;
   Response response;
   std::size_t max_body = 0;        // Settings::max_response_bytes

@@ -85,7 +85,8 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     const std::string& url = exchange.request->url;
     auto scheme_end = url.find("://");
     auto path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
-    exchange.path = path_start == std::string::npos ? "/" : url.substr(path_start);
+    exchange.path = path_start == std::string::npos ? std::string_view("/")
+                                                    : std::string_view(url).substr(path_start);
     Connection* connection = nullptr;
     EndpointHealth* endpoint = nullptr;
     if (balancing_) {
