@@ -13,29 +13,36 @@
 // length) and the body's first 5 bytes, "hello", then nothing more until
 // the client goes; on /held, the same, and the body's other 95 bytes once
 // the test sends "release" (it answers {"released": N}, the answers it
-// finished). Options:
+// finished); on /flood, --flood-bytes of tests/http/text_source.h's
+// pattern, with its length, in 16 KiB chunks, each written once the last
+// was taken. Options:
 //   --drop=close|reset     drop requests that are not the first on their
 //   --drop-methods=M,M     connection, of these methods (POST): close sends
 //                          FIN, reset sends TCP RST; off by default
+//   --flood-bytes=N        /flood's body size (8 MiB)
 //
 // "stats" on stdin prints: connections, requests, answered, dropped,
 // stalled (answers left at 5 bytes), abandoned (of those, the ones whose
 // connection the client has closed since; /held answers too), held (/held
-// answers started), released, and bodies ({body: {received, answered,
-// dropped}}) for requests with a body.
+// answers started), released, bodies ({body: {received, answered,
+// dropped}}) for requests with a body, and flushed (bytes of /flood answers
+// whose write callbacks have run: TLS has encrypted them and the kernel has
+// taken the records into the TCP socket's send buffer, so what the client
+// has not read waits in that buffer and the client's receive buffer).
 'use strict';
 const fs = require('node:fs');
 const https = require('node:https');
-const {parseArgs, serveControl, ignoreSocketErrors, digestBody, holdAnswers} =
+const {parseArgs, numberArg, serveControl, ignoreSocketErrors, digestBody, holdAnswers, flood} =
     require('./peer_common.js');
 
 const args = parseArgs(process.argv.slice(2));
 const body = Buffer.alloc(100, 'x');
 const drop = args.drop || '';
 const dropMethods = (args['drop-methods'] || 'POST').split(',');
+const floodBytes = numberArg(args, 'flood-bytes', 8 * 1024 * 1024);
 
 const stats = {connections: 0, requests: 0, answered: 0, dropped: 0, stalled: 0, abandoned: 0,
-               held: 0, released: 0, bodies: {}};
+               held: 0, released: 0, bodies: {}, flushed: 0};
 const held = holdAnswers(stats, body);
 
 const server = https.createServer({cert: fs.readFileSync(args.cert), key: fs.readFileSync(args.key)});
@@ -96,6 +103,11 @@ server.on('request', (req, res) => {
       res.on('close', () => stats.abandoned++);  // never finished: the client went
       res.writeHead(200, {'content-length': body.length});
       res.write('hello');
+      return;
+    }
+    if (req.url === '/flood') {
+      res.writeHead(200, {'content-length': floodBytes});
+      flood(res, floodBytes, stats);
       return;
     }
     stats.answered++;

@@ -11,7 +11,9 @@
 // /stall, with its length but only the first 5 bytes, "hello", and then
 // nothing until the client resets the stream or goes; on /held, the same,
 // and the rest of the body once the test sends "release", which answers
-// {"released": N}, the answers it finished).
+// {"released": N}, the answers it finished; on /flood, --flood-bytes of
+// tests/http/text_source.h's pattern, with its length, in 16 KiB chunks,
+// each written once the last was taken).
 // Options (all off by default):
 //   --plain                     HTTP/2 without TLS, prior knowledge only
 //                               (http2.createServer, "h2c"); --cert and
@@ -35,6 +37,7 @@
 //                               RST, streams open) after a random number of
 //                               streams in [1, MIN] (needs --lifetime)
 //   --seed=S                    the random source's seed (1)
+//   --flood-bytes=N             /flood's body size (8 MiB)
 //   --host=A --port=N           where to listen (127.0.0.1, a free port): a
 //                               replica on 127.0.0.2, one restarted on its
 //                               old port
@@ -46,12 +49,21 @@
 // streams open at once on one connection), stalled (/stall answers left at
 // 5 bytes), abandoned (of those, the ones closed since: the client reset
 // them or went; /held answers too), held (/held answers started), released,
-// bodies ({body: {received, answered, dropped}}).
+// bodies ({body: {received, answered, dropped}}), flushed (bytes of /flood
+// answers whose write callbacks have run). An http2 stream's write callback
+// runs once nghttp2 has framed the chunk as DATA and the session's write of
+// those frames to the socket has completed (Node 20, src/node_http2.cc:
+// Http2Stream::DoWrite queues the chunk with its write request on the
+// stream; nghttp2 pulls it only as far as the client's stream and
+// connection flow-control windows let it send; Http2Session::OnSendData
+// moves it to the session's outgoing buffers, and ClearOutgoing completes
+// the request once the socket write is done). So flushed never counts a
+// byte the client's windows did not let Node send.
 'use strict';
 const fs = require('node:fs');
 const http2 = require('node:http2');
 const {parseArgs, numberArg, seededRandom, serveControl, ignoreSocketErrors, digestBody,
-       holdAnswers} = require('./peer_common.js');
+       holdAnswers, flood} = require('./peer_common.js');
 
 const args = parseArgs(process.argv.slice(2));
 const body = Buffer.alloc(numberArg(args, 'body-bytes', 100), 'x');
@@ -67,6 +79,7 @@ const dropPost = args['drop-post'] === 'true';
 const lifetime = args.lifetime ? args.lifetime.split(':').map(Number) : null;
 const resetPercent = numberArg(args, 'reset-percent', 0);
 const random = seededRandom(numberArg(args, 'seed', 1));
+const floodBytes = numberArg(args, 'flood-bytes', 8 * 1024 * 1024);
 
 const settings = {};
 if (args['max-concurrent-streams'] !== undefined) {
@@ -74,7 +87,7 @@ if (args['max-concurrent-streams'] !== undefined) {
 }
 
 const stats = {sessions: 0, open: 0, streams: 0, refused: 0, answered: 0, delayed: 0, lost: 0, closed: 0,
-               max_open: 0, stalled: 0, abandoned: 0, held: 0, released: 0, bodies: {}};
+               max_open: 0, stalled: 0, abandoned: 0, held: 0, released: 0, bodies: {}, flushed: 0};
 const held = holdAnswers(stats, body);
 
 const server = args.plain === 'true'
@@ -131,6 +144,11 @@ function answer(stream, path) {
     stream.on('close', () => stats.abandoned++);  // never ended: the client went
     stream.respond({':status': 200, 'content-length': body.length});
     stream.write('hello');
+    return;
+  }
+  if (path === '/flood') {
+    stream.respond({':status': 200, 'content-length': floodBytes});
+    flood(stream, floodBytes, stats);
     return;
   }
   if (path === '/trailers') {

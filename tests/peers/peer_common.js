@@ -113,5 +113,40 @@ function holdAnswers(stats, body) {
   };
 }
 
+// The body's byte at offset k: tests/http/text_source.h's PatternByte, so a
+// test checks each byte where it lands, and a piece out of place shows.
+function patternByte(k) {
+  return 97 + ((k * 7 + Math.floor(k / 251)) % 26);
+}
+
+// Writes `bytes` of the pattern on an answer whose headers are sent, in
+// 16 KiB chunks, each only once the last was taken (on 'drain' when write
+// returns false), and ends it. stats.flushed counts a chunk's bytes once
+// its write callback has run without an error: the transport below the
+// writable has taken it (what that means for each protocol is said where
+// the script documents its "flushed" stat). Stops if the answer closes.
+function flood(writable, bytes, stats) {
+  const kChunk = 16 * 1024;
+  let at = 0;
+  const next = () => {
+    while (at < bytes) {
+      if (writable.destroyed) return;
+      const size = Math.min(kChunk, bytes - at);
+      const chunk = Buffer.allocUnsafe(size);
+      for (let i = 0; i < size; i++) chunk[i] = patternByte(at + i);
+      at += size;
+      const more = writable.write(chunk, (error) => {
+        if (!error) stats.flushed += size;
+      });
+      if (!more) {
+        writable.once('drain', next);
+        return;
+      }
+    }
+    writable.end();
+  };
+  next();
+}
+
 module.exports = {parseArgs, numberArg, seededRandom, serveControl, ignoreSocketErrors, digestBody,
-                  holdAnswers};
+                  holdAnswers, flood};
