@@ -77,18 +77,6 @@ class BodyTimeoutPeerTest : public PeerTestBase {
     return result.error().message();
   }
 
-  // Waits until `done` holds or `limit` of real time has passed (a safety
-  // net for a peer that misbehaves, not a tolerance).
-  template <typename Done>
-  static bool WaitUntil(Done done, seconds limit = seconds(10)) {
-    auto give_up = std::chrono::steady_clock::now() + limit;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() >= give_up) return false;
-      std::this_thread::sleep_for(milliseconds(1));
-    }
-    return true;
-  }
-
   testing::ManualClock clock;
   std::mutex got_mu;
   std::string got;  // of /stall's body

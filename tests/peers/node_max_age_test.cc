@@ -39,18 +39,6 @@ class NodeMaxAgeTest : public PeerTestBase, public ::testing::Test {
     return s;
   }
 
-  // Waits until `done` holds or 10 s of real time have passed (a safety
-  // net for a peer that misbehaves, not a tolerance).
-  template <typename Done>
-  static bool WaitUntil(Done done) {
-    auto give_up = std::chrono::steady_clock::now() + seconds(10);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() >= give_up) return false;
-      std::this_thread::sleep_for(milliseconds(1));
-    }
-    return true;
-  }
-
   testing::ManualClock clock;
 };
 

@@ -101,18 +101,6 @@ class NodeReceiveWindowTest : public PeerTestBase, public ::testing::TestWithPar
  protected:
   bool Http2() const { return std::string(GetParam()) == "h2_server.js"; }
 
-  // Waits until `done` holds or `limit` of real time has passed (a safety
-  // net for a peer that misbehaves, not a tolerance).
-  template <typename Done>
-  static bool WaitUntil(Done done, seconds limit = seconds(10)) {
-    auto give_up = std::chrono::steady_clock::now() + limit;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() >= give_up) return false;
-      std::this_thread::sleep_for(milliseconds(1));
-    }
-    return true;
-  }
-
   // Node's "flushed" once it has stopped growing: unchanged for 300 ms, or
   // what it is after 10 s (a hold that does nothing lets Node send the
   // whole body, which the bounds then catch).

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -20,6 +21,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "node_peer.h"
@@ -28,6 +30,18 @@
 #include "outbound/testing/test_ca.h"
 
 namespace outbound::peers {
+
+// Waits until `done` holds or `limit` of real time has passed: a safety
+// net for a peer that misbehaves, not a tolerance. False if it ran out.
+template <typename Done>
+bool WaitUntil(Done done, std::chrono::seconds limit = std::chrono::seconds(10)) {
+  auto give_up = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
 
 // This process's peak resident set so far, in KiB.
 inline long PeakResidentKib() {
