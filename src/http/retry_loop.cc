@@ -202,9 +202,12 @@ class RetryingRequest final : public Cancellable,
         hedge_timer_.Cancel();
         won = true;
       } else if (decided == retry::DecisionKind::kAgain) {
-        // A request the server did not process, or one a lost connection
-        // took down with others, goes again at once: nothing to wait out.
-        at_once = outcome.collateral || outcome.unprocessed || flight.repeat;
+        // A transparent retry (the server processed nothing, or a lost
+        // connection took the request down with others) and a middleware's
+        // repeat go at once: nothing to wait out. Every other retry waits
+        // its backoff, an unprocessed one too: sent at once again and
+        // again, a stream refused at a server's limit meets the same limit.
+        at_once = why == retry::ReasonKind::kTransparent || why == retry::ReasonKind::kRepeat;
         repeat_next_ = flight.repeat;
         waiting_ = true;
         hedge_timer_.Cancel();

@@ -198,6 +198,34 @@ TEST_F(DecisionReasonTest, ARefusedStreamSentAgainAtOnceSaysTransparent) {
   EXPECT_EQ(Counted("again", "transparent"), 1);
 }
 
+// Refused again and again: three transparent retries at once, then the
+// policy's retry, which waits its backoff like any other (a resend at
+// once would meet the same full server again).
+TEST_F(DecisionReasonTest, ARefusedStreamPastItsTransparentRetriesWaitsItsBackoff) {
+  std::atomic<int> seen{0};
+  Serve([&](const ServerRequest&) {
+    int n = ++seen;
+    return n > 3 && n <= 7 ? Reply::Reset() : Reply::Ok();
+  });
+  auto client = MakeClient();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(client->Send(Request::Get("/")));  // earn three
+  auto call = client->SendAsync(Request::Post("/charges", "charge-1"));
+  // Four refusals: the last waits 50 ms (jitter one half) with nothing sent.
+  ASSERT_TRUE(WaitForAttempts(3 + 4));
+  ASSERT_TRUE(clock.WaitForTimers(2));
+  EXPECT_EQ(server->request_count(), 3u + 4u);
+  EXPECT_EQ(call.wait_for(milliseconds(0)), std::future_status::timeout);
+  clock.Advance(milliseconds(50));
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(server->request_count(), 3u + 5u);
+  EXPECT_EQ(Reasons(), (std::vector{ReasonKind::kSuccess, ReasonKind::kSuccess,
+                                    ReasonKind::kSuccess, ReasonKind::kTransparent,
+                                    ReasonKind::kTransparent, ReasonKind::kTransparent,
+                                    ReasonKind::kRetryable, ReasonKind::kSuccess}));
+}
+
 TEST_F(DecisionReasonTest, AMiddlewaresRepeatSaysRepeat) {
   struct Refresh final : AttemptMiddleware {
     bool RepeatOnce(const Result<Response>& result, const AttemptInfo&) override {
