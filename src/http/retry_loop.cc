@@ -202,12 +202,10 @@ class RetryingRequest final : public Cancellable,
         hedge_timer_.Cancel();
         won = true;
       } else if (decided == retry::DecisionKind::kAgain) {
-        // A transparent retry (the server processed nothing, or a lost
-        // connection took the request down with others) and a middleware's
-        // repeat go at once: nothing to wait out. Every other retry waits
-        // its backoff, an unprocessed one too: sent at once again and
-        // again, a stream refused at a server's limit meets the same limit.
-        at_once = why == retry::ReasonKind::kTransparent || why == retry::ReasonKind::kRepeat;
+        // Nothing to wait out (Judge said so): a request a lost connection
+        // took down with others, one the server left unprocessed the first
+        // time, a middleware's repeat.
+        at_once = flight.wait == Duration{0};
         repeat_next_ = flight.repeat;
         waiting_ = true;
         hedge_timer_.Cancel();
@@ -374,18 +372,20 @@ class RetryingRequest final : public Cancellable,
     } else if (outcome.unprocessed && !outcome.thrown && replayable &&
                collateral_retries_ < kMaxCollateralRetries && options_.transparent != nullptr &&
                options_.transparent->TrySpend()) {
-      // Not processed, while the dependency answers others: sent again at
-      // once, outside the budget and MaxAttempts (see TransparentRetries).
+      // Not processed, while the dependency answers others: sent again
+      // outside the budget and MaxAttempts (see TransparentRetries).
       ++collateral_retries_;
       decided = DecisionKind::kAgain;
       reason.kind = ReasonKind::kTransparent;
+      wait = UnprocessedWait(call_->policy->retrier.policy().backoff.Wait(
+          unprocessed_resends_, options_.random->Uniform()));
     } else if (!outcome.thrown && !outcome.rejected && outcome.classification) {
       const Classification& c = *outcome.classification;
       retry::Decision d =
           loop_.Done(c.retry, c.retry_after, options_.clock->Now(), options_.random->Uniform());
       decided = d.kind;
       reason.kind = d.reason;
-      wait = d.wait;
+      wait = outcome.unprocessed ? UnprocessedWait(d.wait) : d.wait;
       if (d.kind == DecisionKind::kStopped) reason.kind = StopReason();
       if (d.kind == DecisionKind::kAgain) {
         // A request the server did not act on (it said so) or never
@@ -412,6 +412,7 @@ class RetryingRequest final : public Cancellable,
       call_->repeated = true;
       decided = DecisionKind::kAgain;
       reason.kind = ReasonKind::kRepeat;
+      wait = Duration{0};
     }
     // The next attempt takes the pipe's body from its start; more than
     // BodyPipe::kReplayBytes sent, the stream cannot go again.
@@ -420,6 +421,14 @@ class RetryingRequest final : public Cancellable,
       reason.kind = ReasonKind::kBodyNotReplayable;
       repeat = false;
     }
+  }
+
+  // How long a request the server left unprocessed waits before it goes
+  // again: nothing the first time (gRPC's A6: "immediately retry it
+  // once"), then `backoff`. Sent at once again and again, a stream refused
+  // at a server's limit meets the same limit. Under mu_, in Judge.
+  Duration UnprocessedWait(Duration backoff) {
+    return unprocessed_resends_++ == 0 ? Duration{0} : backoff;
   }
 
   // Why the classification said stop: the call's own end (its caller gave
@@ -503,6 +512,7 @@ class RetryingRequest final : public Cancellable,
   CancelReason cancelled_ = CancelReason::kNone;
   int collateral_retries_ = 0;
   int retired_retries_ = 0;
+  int unprocessed_resends_ = 0;   // of a request the server left unprocessed
   std::uint64_t keep_place_ = 0;  // the next attempt's queue place (Attempt::queue_place)
   bool repeat_next_ = false;
   // The attempts in flight, hedges included; each slot frees as its

@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <future>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,19 +26,6 @@ using testing::ServerRequest;
 class DecisionReasonTest : public FakeTransportTestBase, public ::testing::Test {
  protected:
   DecisionReasonTest() { runtime.telemetry = recorded.telemetry(); }
-
-  // Sends `request` on its own thread and moves the clock to each backoff
-  // as it begins: a timer due within a second (these tests' waits are 50 and
-  // 100 ms; the attempt's timeout, 5 s, and the call's deadline, 10 s, are
-  // further off, so they never fire early however slowly the call runs).
-  Result<Response> Drive(Client& client, Request request) {
-    auto future = std::async(std::launch::async, [&] { return client.Send(std::move(request)); });
-    while (future.wait_for(milliseconds(1)) != std::future_status::ready) {
-      std::optional<TimePoint> next = clock.next_timer();
-      if (next && *next <= clock.Now() + seconds(1)) clock.AdvanceTo(*next);
-    }
-    return future.get();
-  }
 
   std::vector<ReasonKind> Reasons() {
     std::vector<ReasonKind> out;
@@ -77,7 +63,7 @@ TEST_F(DecisionReasonTest, ASuccessSaysSuccessEverywhere) {
 TEST_F(DecisionReasonTest, RetriesUntilMaxAttemptsSayRetryableThenExhausted) {
   Serve([](const ServerRequest&) { return Reply::Status(503); });
   auto client = MakeClient();
-  ASSERT_TRUE(Drive(*client, Request::Get("/")));
+  ASSERT_TRUE(SendMovingToBackoffs(*client, Request::Get("/")));
   EXPECT_EQ(Reasons(),
             (std::vector{ReasonKind::kRetryable, ReasonKind::kRetryable, ReasonKind::kExhausted}));
   EXPECT_EQ(SpanReasons(), (std::vector<std::string>{"retryable", "retryable", "exhausted"}));
@@ -100,7 +86,7 @@ TEST_F(DecisionReasonTest, ARetryTheBudgetRefusesSaysBudget) {
   // Three tokens, no floor: the second failure leaves one, under half.
   s.retry_budget = {.max_tokens = 3, .token_ratio = 0.1, .min_retries_per_second = 0};
   auto client = MakeClient(std::move(s));
-  ASSERT_TRUE(Drive(*client, Request::Get("/")));
+  ASSERT_TRUE(SendMovingToBackoffs(*client, Request::Get("/")));
   EXPECT_EQ(Reasons(), (std::vector{ReasonKind::kRetryable, ReasonKind::kBudget}));
   EXPECT_EQ(Attempts()[1].decision, DecisionKind::kThrottled);
   EXPECT_EQ(SpanReasons(), (std::vector<std::string>{"retryable", "budget"}));
@@ -112,7 +98,7 @@ TEST_F(DecisionReasonTest, TheBudgetsFloorLetsTheRetryThroughItsTokensRefuse) {
   Settings s = PaymentsSettings();
   s.retry_budget = {.max_tokens = 3, .token_ratio = 0.1, .min_retries_per_second = 1};
   auto client = MakeClient(std::move(s));
-  ASSERT_TRUE(Drive(*client, Request::Get("/")));
+  ASSERT_TRUE(SendMovingToBackoffs(*client, Request::Get("/")));
   // The tokens refuse the second retry; the floor's one a second allows it.
   EXPECT_EQ(Reasons(),
             (std::vector{ReasonKind::kRetryable, ReasonKind::kRetryable, ReasonKind::kExhausted}));
@@ -198,10 +184,11 @@ TEST_F(DecisionReasonTest, ARefusedStreamSentAgainAtOnceSaysTransparent) {
   EXPECT_EQ(Counted("again", "transparent"), 1);
 }
 
-// Refused again and again: three transparent retries at once, then the
-// policy's retry, which waits its backoff like any other (a resend at
-// once would meet the same full server again).
-TEST_F(DecisionReasonTest, ARefusedStreamPastItsTransparentRetriesWaitsItsBackoff) {
+// Refused again and again: the first resend at once (gRPC's A6), each
+// later one after a backoff, transparent or not (a resend at once would
+// meet the same full server again): three transparent retries, then the
+// policy's.
+TEST_F(DecisionReasonTest, ARefusedStreamGoesAgainAtOnceOnlyTheFirstTime) {
   std::atomic<int> seen{0};
   Serve([&](const ServerRequest&) {
     int n = ++seen;
@@ -210,20 +197,26 @@ TEST_F(DecisionReasonTest, ARefusedStreamPastItsTransparentRetriesWaitsItsBackof
   auto client = MakeClient();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(client->Send(Request::Get("/")));  // earn three
   auto call = client->SendAsync(Request::Post("/charges", "charge-1"));
-  // Four refusals: the last waits 50 ms (jitter one half) with nothing sent.
-  ASSERT_TRUE(WaitForAttempts(3 + 4));
+  // Refused, sent again at once, refused again: a wait of 50 ms (the
+  // backoff after one attempt, jitter one half) with nothing sent.
+  ASSERT_TRUE(WaitForAttempts(3 + 2));
   ASSERT_TRUE(clock.WaitForTimers(2));
-  EXPECT_EQ(server->request_count(), 3u + 4u);
-  EXPECT_EQ(call.wait_for(milliseconds(0)), std::future_status::timeout);
-  clock.Advance(milliseconds(50));
+  EXPECT_EQ(server->request_count(), 3u + 2u);
+  clock.Advance(milliseconds(49));
+  EXPECT_EQ(server->request_count(), 3u + 2u);
+  clock.Advance(milliseconds(1));
+  // Refused a third time (the last transparent retry), then 100 ms; refused
+  // a fourth, and the policy's first retry waits 50 ms.
+  AdvanceAfterAttempt(3 + 3, milliseconds(100));
+  AdvanceAfterAttempt(3 + 4, milliseconds(50));
   auto response = call.get();
   ASSERT_TRUE(response) << response.error().message();
   EXPECT_EQ(response->status, 200);
   EXPECT_EQ(server->request_count(), 3u + 5u);
-  EXPECT_EQ(Reasons(), (std::vector{ReasonKind::kSuccess, ReasonKind::kSuccess,
-                                    ReasonKind::kSuccess, ReasonKind::kTransparent,
-                                    ReasonKind::kTransparent, ReasonKind::kTransparent,
-                                    ReasonKind::kRetryable, ReasonKind::kSuccess}));
+  EXPECT_EQ(Reasons(),
+            (std::vector{ReasonKind::kSuccess, ReasonKind::kSuccess, ReasonKind::kSuccess,
+                         ReasonKind::kTransparent, ReasonKind::kTransparent,
+                         ReasonKind::kTransparent, ReasonKind::kRetryable, ReasonKind::kSuccess}));
 }
 
 TEST_F(DecisionReasonTest, AMiddlewaresRepeatSaysRepeat) {

@@ -157,21 +157,6 @@ class NeverTwiceTest : public ClientTestBase, public ::testing::TestWithParam<Pa
     return s;
   }
 
-  // Waits for `call` to end, moving the clock to each backoff as it
-  // begins (a refused write on a fresh client's connection is retried by
-  // the policy, after 50 ms): a timer due within a second, which the
-  // attempt's timeout (5 s) and the call's deadline (10 s) never are.
-  // False after 10 s of real time: a safety net, not a tolerance.
-  bool AwaitMovingToBackoffs(std::future<Result<Response>>& call) {
-    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (call.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
-      if (std::chrono::steady_clock::now() > give_up) return false;
-      std::optional<TimePoint> next = clock.next_timer();
-      if (next && *next <= clock.Now() + std::chrono::seconds(1)) clock.AdvanceTo(*next);
-    }
-    return true;
-  }
-
   // Sends `calls` POSTs one after another and checks what each did.
   void Run(int calls) {
     Start();

@@ -109,7 +109,8 @@ TEST_F(OutageTest, AServerRefusingEveryStreamSeesFewStreamsPerCall) {
   auto client = MakeClient(settings);
   constexpr int kCalls = 200;
   for (int i = 0; i < kCalls; ++i) {
-    auto response = client->Send(Request::Get("/"));
+    // A stream refused again waits a backoff before the next resend.
+    auto response = SendMovingToBackoffs(*client, Request::Get("/"));
     ASSERT_FALSE(response);
     EXPECT_EQ(response.error().kind(), ErrorKind::kTransport);
   }

@@ -51,10 +51,14 @@ TEST_F(FramesMatrix, RefusedStreamBeforeHeadersRetriesEvenAPostWithoutAKey) {
 }
 
 // Issue 10 #2: a server refusing every stream costs it at most 1.2 streams
-// per call, and never opens the breaker (nothing was processed).
+// per call, and never opens the breaker (nothing was processed). A stream
+// refused again waits a backoff, and while the calls wait the budget's
+// floor (10 retries a second of the client's clock) allows its own: those
+// are counted apart.
 TEST_F(FramesMatrix, EveryStreamRefusedCostsAtMostOnePointTwoStreamsPerCall) {
   ServeAlways(Reply::Reset(h2::kRefusedStream));
   constexpr int kCalls = 100;
+  const TimePoint start = clock.Now();
   for (int i = 0; i < kCalls; ++i) {
     auto call = client->SendAsync(Request::Get("/"));
     ASSERT_TRUE(DriveBackoffs([&] { return call.wait_for(0s) == std::future_status::ready; }));
@@ -62,7 +66,8 @@ TEST_F(FramesMatrix, EveryStreamRefusedCostsAtMostOnePointTwoStreamsPerCall) {
     ASSERT_FALSE(result) << "answered " << result->status;
     EXPECT_EQ(ToString(result.error().kind()), ToString(ErrorKind::kTransport));
   }
-  EXPECT_LE(server->request_count(), kCalls * 12 / 10);
+  const auto waited_ms = ToMs(clock.Now() - start);
+  EXPECT_LE(server->request_count(), kCalls * 12 / 10 + waited_ms / 100) << waited_ms << " ms";
   EXPECT_EQ(BreakerFailures(), 0);
   EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
 }
