@@ -31,8 +31,9 @@ enum class ReasonKind : std::uint8_t {
   kBodyNotReplayable,  // the request's body cannot be sent again
   kTooLarge,           // the answer's body is over the retried-body limit (64 KiB)
   kRejected,           // turned away before anything was sent (see Rejecter)
-  kTransparent,        // sent again at once, spending nothing: unprocessed, taken
-                       // down with its connection, or left out by a retired one
+  kTransparent,        // sent again spending nothing: unprocessed (at once the first
+                       // time, then after a backoff), taken down with its
+                       // connection, or left out by a retired one (at once)
   kRepeat,             // a middleware asked for the request once more
   kCancelled,          // the caller gave up
   kHedge,              // a hedge: one more attempt started while the others wait for their
