@@ -20,7 +20,6 @@
 // answered), and the faults of a phase take turns call by call.
 #include <gtest/gtest.h>
 
-#include <future>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -167,12 +166,8 @@ class NeverTwiceTest : public ClientTestBase, public ::testing::TestWithParam<Pa
       std::unique_ptr<Client> own;
       if (connection() == Connection::kFresh) own = MakeClient(NeverTripping());
       Client& client = shared ? *shared : *own;
-      auto future = client.SendAsync(Request::Post(Target(call), Body(call)));
-      if (!AwaitMovingToBackoffs(future)) {
-        ADD_FAILURE() << "call " << call << " did not end";
-        clock.Advance(std::chrono::hours(1));
-      }
-      results.push_back(future.get());
+      SCOPED_TRACE("call " + std::to_string(call));
+      results.push_back(SendMovingToBackoffs(client, Request::Post(Target(call), Body(call))));
     }
     shared.reset();
     Check(results);
