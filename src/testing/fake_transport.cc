@@ -66,12 +66,21 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
         reply_(std::move(reply)),
         limits_(limits) {}
 
-  void Run(ExchangeEvents& attempt) {
+  // Arms the canceller and the headers' delay timer (if the reply has
+  // one), then calls `record`, then answers (unless the headers wait for
+  // that timer). So a test that sees the request may move the clock at
+  // once, and one that sees the timer fire also sees the request.
+  template <typename Record>
+  void Run(ExchangeEvents& attempt, Record record) {
     attempt.SetCanceller([self = shared_from_this()] { self->Cancelled(); });
-    if (reply_.header_delay > Duration::zero()) {
-      return After(reply_.header_delay, [](FakeExchange& self) { self.Head(); });
+    {
+      std::lock_guard lock(recording_);
+      if (reply_.header_delay > Duration::zero()) {
+        After(reply_.header_delay, [](FakeExchange& self) { self.Head(); });
+      }
+      record();
     }
-    Head();
+    if (reply_.header_delay <= Duration::zero()) Head();
   }
 
  private:
@@ -83,7 +92,9 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
     std::weak_ptr<FakeExchange> weak = weak_from_this();
     timer_ = state_->clock.ScheduleAfter(delay, [weak, step] {
       auto self = weak.lock();
-      if (self && !self->ended()) step(*self);
+      if (!self) return;
+      { std::lock_guard recorded(self->recording_); }  // the request counts first
+      if (!self->ended()) step(*self);
     });
   }
 
@@ -262,6 +273,7 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
   bool streams_ = false;
   bool streamed_ = false;
   std::size_t sent_ = 0;
+  std::mutex recording_;  // held while the request is recorded
   std::mutex mu_;
   bool done_ = false;  // guarded by mu_
   Timer timer_;        // guarded by mu_
@@ -295,12 +307,12 @@ class FakeClientTransport final : public ClientTransport {
     }
     if (what.request->body_source) attempt->RequestBodySent(state_->clock.Now());
     Reply reply = state_->handler(*request);
-    {
+    auto exchange =
+        std::make_shared<FakeExchange>(state_, attempt, what.body_sink, std::move(reply), limits_);
+    exchange->Run(*attempt, [&] {
       std::lock_guard lock(state_->mu);
       state_->requests.push_back(std::move(*request));
-    }
-    std::make_shared<FakeExchange>(state_, attempt, what.body_sink, std::move(reply), limits_)
-        ->Run(*attempt);
+    });
   }
 
   // No connection to open: always ready.

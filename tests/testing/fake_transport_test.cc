@@ -221,6 +221,45 @@ TEST_F(FakeTransportTest, ATrickledBodyReachesTheSinkPieceByPieceInFakeTime) {
   EXPECT_EQ(got, "abcdef");
 }
 
+// The clock a test moves, noting how many requests the transport had
+// recorded when each timer of `watched` length was armed.
+class WatchingClock final : public Clock {
+ public:
+  WatchingClock(ManualClock& clock, Duration watched) : clock_(clock), watched_(watched) {}
+  TimePoint Now() const override { return clock_.Now(); }
+  std::chrono::system_clock::time_point WallNow() const override { return clock_.WallNow(); }
+  Timer ScheduleAt(TimePoint when, std::function<void()> callback) override {
+    if (when - clock_.Now() == watched_) seen_at_arming.push_back(transport->request_count());
+    return clock_.ScheduleAt(when, std::move(callback));
+  }
+  FakeTransport* transport = nullptr;
+  std::vector<std::size_t> seen_at_arming;
+
+ private:
+  ManualClock& clock_;
+  Duration watched_;
+};
+
+// A test that moves the clock as soon as it sees a request (as a hedging
+// or retry test does) must find the answer's timer already pending: the
+// transport records the request only after arming it.
+TEST_F(FakeTransportTest, ARequestIsRecordedOnlyOnceItsAnswersDelayIsPending) {
+  WatchingClock watching(clock, seconds(3));
+  FakeTransport delayed(watching, [](const ServerRequest&) {
+    return Reply::Ok("late").DelayHeaders(seconds(3));
+  });
+  watching.transport = &delayed;
+  Runtime own{.clock = &watching, .random = &random, .transport = &delayed};
+  auto client = http::Client::CreateOrThrow(own, PaymentsSettings());
+  auto call = client->SendAsync(http::Request::Get("/"));
+  ASSERT_EQ(delayed.request_count(), 1u);
+  EXPECT_EQ(watching.seen_at_arming, std::vector<std::size_t>{0});
+  clock.Advance(seconds(3));
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "late");
+}
+
 TEST_F(FakeTransportTest, AHungExchangeEndsWhenTheCallerCancelsAndTheTransportHearsOfIt) {
   Script([](const ServerRequest&) { return Reply::Hang(); });
   auto client = MakeClient();

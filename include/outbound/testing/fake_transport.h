@@ -59,7 +59,9 @@ class FakeTransport final : public http::Transport {
 
   // Every request handed to the transport, in order, as a server would
   // see it (header names in lower case, the attempt's trace headers
-  // included, a streamed body read whole); `version` is "2".
+  // included, a streamed body read whole); `version` is "2". A request is
+  // here once its reply's DelayHeaders timer is pending and before any of
+  // the answer arrives, so a test may move the clock as soon as it sees it.
   std::vector<ServerRequest> requests() const;
   std::size_t request_count() const;
   // Exchanges the client cancelled before they ended (an attempt timeout,
