@@ -385,7 +385,8 @@ class RetryingRequest final : public Cancellable,
           loop_.Done(c.retry, c.retry_after, options_.clock->Now(), options_.random->Uniform());
       decided = d.kind;
       reason.kind = d.reason;
-      wait = outcome.unprocessed ? UnprocessedWait(d.wait) : d.wait;
+      wait =
+          outcome.unprocessed && d.kind == DecisionKind::kAgain ? UnprocessedWait(d.wait) : d.wait;
       if (d.kind == DecisionKind::kStopped) reason.kind = StopReason();
       if (d.kind == DecisionKind::kAgain) {
         // A request the server did not act on (it said so) or never

@@ -245,9 +245,8 @@ class WatchingClock final : public Clock {
 // transport records the request only after arming it.
 TEST_F(FakeTransportTest, ARequestIsRecordedOnlyOnceItsAnswersDelayIsPending) {
   WatchingClock watching(clock, seconds(3));
-  FakeTransport delayed(watching, [](const ServerRequest&) {
-    return Reply::Ok("late").DelayHeaders(seconds(3));
-  });
+  FakeTransport delayed(
+      watching, [](const ServerRequest&) { return Reply::Ok("late").DelayHeaders(seconds(3)); });
   watching.transport = &delayed;
   Runtime own{.clock = &watching, .random = &random, .transport = &delayed};
   auto client = http::Client::CreateOrThrow(own, PaymentsSettings());
