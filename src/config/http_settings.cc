@@ -258,6 +258,27 @@ void ReadCallLimits(Resolver& r, const std::string& prefix,
   adaptive = a;
 }
 
+http::TlsSettings ReadTls(Resolver& r, const std::string& prefix,
+                          const std::optional<http::TlsSettings>& d) {
+  auto name = [&](const char* field) { return prefix + field; };
+  http::TlsSettings tls;
+  std::string none;
+  Parser<std::string> certificate = ReadCertificateFile;
+  Parser<std::string> key = ReadPrivateKeyFile;
+  tls.root_pem = r.Get(name("CA_FILE"), certificate, std::optional(d ? d->root_pem : none));
+  tls.client_cert_pem =
+      r.Get(name("CERT_FILE"), certificate, std::optional(d ? d->client_cert_pem : none));
+  tls.client_key_pem = r.Get(name("KEY_FILE"), key, std::optional(d ? d->client_key_pem : none));
+  if (tls.client_cert_pem.empty() != tls.client_key_pem.empty()) {
+    r.Fail(name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
+           "a client certificate needs its key, and a key its certificate");
+  } else if (auto ok = http::CheckTls(tls); !ok) {
+    r.Fail(name("CA_FILE") + ", " + name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
+           ok.error().message());
+  }
+  return tls;
+}
+
 void ReadHedging(Resolver& r, const std::string& prefix, std::optional<http::Hedging>& hedging) {
   auto name = [&](const char* field) { return prefix + field; };
   // HEDGING turns it on; each of its numbers has its own variable, refused
@@ -362,24 +383,7 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
 
   bool https = StartsWithNoCase(s.base_url, "https:");
   if (https) {
-    http::TlsSettings tls;
-    std::string none;
-    Parser<std::string> certificate = ReadCertificateFile;
-    Parser<std::string> key = ReadPrivateKeyFile;
-    tls.root_pem =
-        r.Get(name("CA_FILE"), certificate, std::optional(d.tls ? d.tls->root_pem : none));
-    tls.client_cert_pem =
-        r.Get(name("CERT_FILE"), certificate, std::optional(d.tls ? d.tls->client_cert_pem : none));
-    tls.client_key_pem =
-        r.Get(name("KEY_FILE"), key, std::optional(d.tls ? d.tls->client_key_pem : none));
-    if (tls.client_cert_pem.empty() != tls.client_key_pem.empty()) {
-      r.Fail(name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
-             "a client certificate needs its key, and a key its certificate");
-    } else if (auto ok = http::CheckTls(tls); !ok) {
-      r.Fail(name("CA_FILE") + ", " + name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
-             ok.error().message());
-    }
-    s.tls = tls;
+    s.tls = internal::ReadTls(r, prefix, d.tls);
     if (s.http2_prior_knowledge) {
       std::string url = "\"" + s.base_url + "\"";
       r.Fail(name("HTTP2_PRIOR_KNOWLEDGE") + ": on, but " +

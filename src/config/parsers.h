@@ -117,6 +117,12 @@ void ReadHedging(Resolver& r, const std::string& prefix, std::optional<http::Hed
 void ReadBalancing(Resolver& r, const std::string& prefix,
                    std::optional<http::Balancing>& balancing);
 
+// TLS files, which HTTP and gRPC settings both have (PREFIX_CA_FILE,
+// PREFIX_CERT_FILE, PREFIX_KEY_FILE), read over `d` (none: the system's
+// roots, no client certificate) and checked: http_settings.cc.
+http::TlsSettings ReadTls(Resolver& r, const std::string& prefix,
+                          const std::optional<http::TlsSettings>& d);
+
 // The names ReadBalancing reads, after PREFIX_.
 inline constexpr const char* kBalancingFields[] = {"BALANCING", "ENDPOINTS", "RE_RESOLVE_EVERY",
                                                    "OUTLIER_CONSECUTIVE_FAILURES",

@@ -141,24 +141,7 @@ rpc::Settings ReadRpcSettings(Resolver& r, const std::string& prefix, rpc::Setti
   // TLS is its own variable, and the defaults' choice when it is unset.
   bool tls_on = r.Get(name("TLS"), Parser<bool>(ParseOnOff), std::optional(d.tls.has_value()));
   if (tls_on) {
-    rpc::TlsSettings tls;
-    std::string none;
-    Parser<std::string> certificate = ReadCertificateFile;
-    Parser<std::string> key = ReadPrivateKeyFile;
-    tls.root_pem =
-        r.Get(name("CA_FILE"), certificate, std::optional(d.tls ? d.tls->root_pem : none));
-    tls.client_cert_pem =
-        r.Get(name("CERT_FILE"), certificate, std::optional(d.tls ? d.tls->client_cert_pem : none));
-    tls.client_key_pem =
-        r.Get(name("KEY_FILE"), key, std::optional(d.tls ? d.tls->client_key_pem : none));
-    if (tls.client_cert_pem.empty() != tls.client_key_pem.empty()) {
-      r.Fail(name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
-             "a client certificate needs its key, and a key its certificate");
-    } else if (auto ok = rpc::CheckTls(tls); !ok) {
-      r.Fail(name("CA_FILE") + ", " + name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
-             ok.error().message());
-    }
-    s.tls = tls;
+    s.tls = internal::ReadTls(r, prefix, d.tls);
   } else {
     s.tls.reset();
     // A TLS file with TLS off would be ignored, and the calls made in plain

@@ -190,15 +190,7 @@ Result<void> Validate(const Settings& s) {
   check("max_attempts", CheckMaxAttempts(s.max_attempts));
   check("backoff_base", CheckBackoffBase(s.backoff_base));
   check("backoff_max", CheckBackoffMax(s.backoff_max));
-  check("retry_budget.max_tokens", retry::CheckMaxTokens(s.retry_budget.max_tokens));
-  check("retry_budget.token_ratio", retry::CheckTokenRatio(s.retry_budget.token_ratio));
-  check("breaker.window", circuit::CheckWindow(s.breaker.window));
-  check("breaker.probes", circuit::CheckProbes(s.breaker.probes));
-  check("breaker.open_for", circuit::CheckOpenFor(s.breaker.open_for));
-  check("breaker.probe_timeout", circuit::CheckProbeTimeout(s.breaker.probe_timeout));
-  check("breaker.initial_open_for", circuit::CheckInitialOpenFor(s.breaker.initial_open_for));
-  check("breaker.calls_per_probe", circuit::CheckCallsPerProbe(s.breaker.calls_per_probe));
-  check("breaker.slow_call", circuit::CheckSlowCall(s.breaker.slow_call));
+  outbound::internal::AddBudgetAndBreakerProblems(s.retry_budget, s.breaker, problems);
   check("max_response_bytes", CheckMaxResponseBytes(s.max_response_bytes));
   check("max_error_response_bytes", CheckMaxResponseBytes(s.max_error_response_bytes));
   check("max_connections", CheckMaxConnections(s.max_connections));

@@ -33,7 +33,7 @@ http::Settings CoreSettings(const Settings& s, const internal::Addr& addr) {
   std::string host = addr.host.find(':') == std::string::npos ? addr.host : "[" + addr.host + "]";
   core.base_url = (s.tls ? "https://" : "http://") + host + ":" + std::to_string(addr.port);
   if (s.tls) {
-    core.tls = http::TlsSettings{s.tls->root_pem, s.tls->client_cert_pem, s.tls->client_key_pem};
+    core.tls = s.tls;
   } else {
     core.http2_prior_knowledge = true;
   }

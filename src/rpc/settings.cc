@@ -77,24 +77,6 @@ Result<void> CheckAddr(const std::string& addr) {
   return {};
 }
 
-Result<void> CheckTls(const std::optional<TlsSettings>& tls) {
-  if (!tls) return {};
-  if (tls->client_cert_pem.empty() != tls->client_key_pem.empty()) {
-    return Fail(ErrorKind::kInvalidSettings,
-                "a client certificate needs its key, and a key its certificate");
-  }
-  for (const std::string* pem : {&tls->root_pem, &tls->client_cert_pem}) {
-    if (!pem->empty() && pem->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
-      return Fail(ErrorKind::kInvalidSettings, "holds no PEM certificate");
-    }
-  }
-  if (!tls->client_key_pem.empty() &&
-      tls->client_key_pem.find("PRIVATE KEY-----") == std::string::npos) {
-    return Fail(ErrorKind::kInvalidSettings, "holds no PEM private key");
-  }
-  return {};
-}
-
 Result<void> CheckTimeout(Duration timeout) { return Positive(timeout); }
 
 Result<void> CheckAttemptTimeout(const std::optional<Duration>& attempt_timeout) {
@@ -203,15 +185,7 @@ Result<void> Validate(const Settings& s) {
   check("max_attempts", CheckMaxAttempts(s.max_attempts));
   check("backoff_base", CheckBackoffBase(s.backoff_base));
   check("backoff_max", CheckBackoffMax(s.backoff_max));
-  check("retry_budget.max_tokens", retry::CheckMaxTokens(s.retry_budget.max_tokens));
-  check("retry_budget.token_ratio", retry::CheckTokenRatio(s.retry_budget.token_ratio));
-  check("breaker.window", circuit::CheckWindow(s.breaker.window));
-  check("breaker.probes", circuit::CheckProbes(s.breaker.probes));
-  check("breaker.open_for", circuit::CheckOpenFor(s.breaker.open_for));
-  check("breaker.probe_timeout", circuit::CheckProbeTimeout(s.breaker.probe_timeout));
-  check("breaker.initial_open_for", circuit::CheckInitialOpenFor(s.breaker.initial_open_for));
-  check("breaker.calls_per_probe", circuit::CheckCallsPerProbe(s.breaker.calls_per_probe));
-  check("breaker.slow_call", circuit::CheckSlowCall(s.breaker.slow_call));
+  outbound::internal::AddBudgetAndBreakerProblems(s.retry_budget, s.breaker, problems);
   if (s.backoff_base > Duration::zero() && s.backoff_max > Duration::zero() &&
       s.backoff_max < s.backoff_base) {
     problems.push_back("Settings.backoff_max must be at least Settings.backoff_base");

@@ -76,6 +76,7 @@ TEST(ValidateTest, NamesEveryBadFieldInOneError) {
   s.backoff_base = seconds(2);
   s.backoff_max = seconds(1);
   s.retry_budget.max_tokens = 2;
+  s.retry_budget.min_retries_per_second = -1;
   s.breaker.window = 0;
   s.breaker.initial_open_for = Duration::zero();
   s.breaker.calls_per_probe = 0;
@@ -91,6 +92,7 @@ TEST(ValidateTest, NamesEveryBadFieldInOneError) {
         "Settings.max_attempts: must be 1 or more", "Settings.timeout: must be positive",
         "Settings.backoff_max must be at least Settings.backoff_base",
         "Settings.retry_budget.max_tokens: must be from 3 to 1000",
+        "Settings.retry_budget.min_retries_per_second: must be from 0 (off) to",
         "Settings.breaker.window: must be from 1 to 10000",
         "Settings.breaker.initial_open_for: must be positive",
         "Settings.breaker.calls_per_probe: must be from 1 to 10000",

@@ -57,6 +57,7 @@ TEST(RpcSettings, ValidateNamesEveryBadField) {
   s.backoff_base = std::chrono::seconds(2);
   s.backoff_max = std::chrono::seconds(1);
   s.retry_budget.max_tokens = 0;
+  s.retry_budget.min_retries_per_second = 1e9;
   s.breaker.window = 0;
   s.classify = nullptr;
   auto result = Validate(s);
@@ -68,6 +69,7 @@ TEST(RpcSettings, ValidateNamesEveryBadField) {
   EXPECT_THAT(m, HasSubstr("Settings.max_attempts"));
   EXPECT_THAT(m, HasSubstr("Settings.backoff_max must be at least Settings.backoff_base"));
   EXPECT_THAT(m, HasSubstr("Settings.retry_budget.max_tokens"));
+  EXPECT_THAT(m, HasSubstr("Settings.retry_budget.min_retries_per_second"));
   EXPECT_THAT(m, HasSubstr("Settings.breaker.window"));
   EXPECT_THAT(m, HasSubstr("Settings.classify must be set"));
   s = DefaultSettings();

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "outbound/circuit/breaker.h"
 #include "outbound/error.h"
+#include "outbound/retry/budget.h"
 
 namespace outbound::internal {
 
@@ -23,6 +25,29 @@ inline Result<void> Refuse(const std::vector<std::string>& problems) {
     message += problem;
   }
   return Fail(ErrorKind::kInvalidSettings, message);
+}
+
+// Adds to `problems` what is wrong with the retry budget and the breaker
+// every client's settings hold, each as "Settings.retry_budget.max_tokens:
+// why".
+inline void AddBudgetAndBreakerProblems(const retry::BudgetConfig& budget,
+                                        const circuit::Config& breaker,
+                                        std::vector<std::string>& problems) {
+  auto check = [&](const char* field, const Result<void>& result) {
+    if (!result)
+      problems.push_back(std::string("Settings.") + field + ": " + result.error().message());
+  };
+  check("retry_budget.max_tokens", retry::CheckMaxTokens(budget.max_tokens));
+  check("retry_budget.token_ratio", retry::CheckTokenRatio(budget.token_ratio));
+  check("retry_budget.min_retries_per_second",
+        retry::CheckMinRetriesPerSecond(budget.min_retries_per_second));
+  check("breaker.window", circuit::CheckWindow(breaker.window));
+  check("breaker.probes", circuit::CheckProbes(breaker.probes));
+  check("breaker.open_for", circuit::CheckOpenFor(breaker.open_for));
+  check("breaker.probe_timeout", circuit::CheckProbeTimeout(breaker.probe_timeout));
+  check("breaker.initial_open_for", circuit::CheckInitialOpenFor(breaker.initial_open_for));
+  check("breaker.calls_per_probe", circuit::CheckCallsPerProbe(breaker.calls_per_probe));
+  check("breaker.slow_call", circuit::CheckSlowCall(breaker.slow_call));
 }
 
 }  // namespace outbound::internal

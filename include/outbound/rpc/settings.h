@@ -97,13 +97,10 @@ Classification DefaultClassify(std::string_view method, const Status& status,
 // duration when it is negative or malformed (the server asks for no retry).
 std::optional<Duration> Pushback(const Trailers& trailers);
 
-struct TlsSettings {
-  // PEM roots the server's certificate must chain to. Empty: the system's.
-  std::string root_pem;
-  // A client certificate and its key, both or neither: mutual TLS.
-  std::string client_cert_pem;
-  std::string client_key_pem;
-};
+// The HTTP client's: PEM roots the server's certificate must chain to
+// (empty: the system's), and for mutual TLS a client certificate and its
+// key, both or neither. Checked by the same CheckTls.
+using TlsSettings = http::TlsSettings;
 
 // A policy of its own for some methods of a client (Settings::methods):
 // what it sets replaces the client's setting for their calls, what it
@@ -268,7 +265,7 @@ struct Settings {
 Settings DefaultSettings();
 
 [[nodiscard]] Result<void> CheckAddr(const std::string& addr);
-[[nodiscard]] Result<void> CheckTls(const std::optional<TlsSettings>& tls);
+using http::CheckTls;
 [[nodiscard]] Result<void> CheckTimeout(Duration timeout);
 [[nodiscard]] Result<void> CheckAttemptTimeout(const std::optional<Duration>& attempt_timeout);
 [[nodiscard]] Result<void> CheckMaxAttempts(int max_attempts);
