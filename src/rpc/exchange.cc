@@ -125,8 +125,10 @@ http::Request CallRequest(std::string_view method, const Context& context, bool 
   std::string path(method);
   if (path.empty() || path.front() != '/') path.insert(path.begin(), '/');
   http::Request request = http::Request::Post(std::move(path), "");
-  // These three, grpc-encoding, and the User-Agent the core adds.
-  request.headers.reserve(5);
+  // Room for these three, grpc-encoding, and the two fields the core's
+  // CheckRequest may add (User-Agent, Accept-Encoding), so that its own
+  // reserve finds room already.
+  request.headers.reserve(6);
   request.Header("content-type", "application/grpc");
   request.Header("te", "trailers");
   if (accept_gzip) request.Header("grpc-accept-encoding", "gzip");
