@@ -510,9 +510,6 @@ constexpr std::size_t kFloodUnderWay = 20000;
 class GrpcFloodMatrix : public GrpcMatrix {
  protected:
   void Flood(h2::Frame frame, std::vector<h2::Frame> first = {}) {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-    GTEST_SKIP() << "real-time bounds: not meaningful under a sanitizer";
-#endif
     Serve([frame, first](const ServerRequest&) { return testing::Reply::Flood(frame, 0, first); });
     Settings settings = GrpcSettings();
     settings.timeout = 2s;
@@ -529,8 +526,10 @@ class GrpcFloodMatrix : public GrpcMatrix {
     clock.AdvanceTo(start + 2s);
     auto deadline_reached = std::chrono::steady_clock::now();
     ASSERT_EQ(call.wait_for(kSafetyNet), std::future_status::ready) << "the call hung";
-    EXPECT_LE(std::chrono::steady_clock::now() - deadline_reached, kAnswerBound)
-        << "real time from the deadline to the answer";
+    if (http::matrix::kAtSpeed) {
+      EXPECT_LE(std::chrono::steady_clock::now() - deadline_reached, kAnswerBound)
+          << "real time from the deadline to the answer";
+    }
     Reply reply = call.get();
     EXPECT_TRUE(reply.status.code == Code::kDeadlineExceeded ||
                 reply.status.code == Code::kUnavailable || reply.status.code == Code::kInternal ||

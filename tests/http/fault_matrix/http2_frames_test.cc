@@ -198,12 +198,6 @@ constexpr std::size_t kFloodUnderWay = 20000;
 class FloodMatrix : public FramesMatrix {
  protected:
   void Flood(h2::Frame frame, std::vector<h2::Frame> first = {}) {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-    // Each row bounds real time (the answer within 50 ms of the deadline),
-    // which a sanitizer's slowdown makes meaningless. The normal build runs
-    // every row, on both transports.
-    GTEST_SKIP() << "real-time bounds: not meaningful under a sanitizer";
-#endif
     Serve([frame, first](const ServerRequest&) { return Reply::Flood(frame, 0, first); });
     Settings settings = PaymentsSettings();
     settings.timeout = settings.attempt_timeout = 2s;
@@ -222,7 +216,9 @@ class FloodMatrix : public FramesMatrix {
         kSafetyNet));
     AdvanceToDeadline(2s);
     Result<Response> result = End();
-    EXPECT_LE(answered_after(), kAnswerBound) << "real time from the deadline to the answer";
+    if (kAtSpeed) {
+      EXPECT_LE(answered_after(), kAnswerBound) << "real time from the deadline to the answer";
+    }
     ASSERT_FALSE(result) << "answered " << result->status;
     ErrorKind kind = result.error().kind();
     EXPECT_TRUE(kind == ErrorKind::kTransport || kind == ErrorKind::kDeadline ||
