@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbound/config/http_settings.h"
 
-#include <cctype>
-
+#include "outbound/internal/ascii.h"
 #include "parsers.h"
 
 namespace outbound::config {
@@ -30,14 +29,6 @@ Result<std::string> ReadPem(const std::string& path, std::string_view marker,
                           "\"" + path + "\" holds no PEM " + std::string(what));
   }
   return contents;
-}
-
-bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
-  if (text.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
-  }
-  return true;
 }
 
 constexpr const char* kFields[] = {
@@ -381,7 +372,7 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
     r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
   }
 
-  bool https = StartsWithNoCase(s.base_url, "https:");
+  bool https = outbound::internal::StartsWithIgnoringAsciiCase(s.base_url, "https:");
   if (https) {
     s.tls = internal::ReadTls(r, prefix, d.tls);
     if (s.http2_prior_knowledge) {
@@ -394,7 +385,7 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
     s.tls.reset();
     // A TLS file beside an http URL would be ignored, and the client would
     // run in plain text: each one set is named, with the URL.
-    if (StartsWithNoCase(s.base_url, "http:")) {
+    if (outbound::internal::StartsWithIgnoringAsciiCase(s.base_url, "http:")) {
       std::string url = "\"" + s.base_url + "\"";
       std::string said = r.Has(name("URL")) ? name("URL") + " is " + url : "the URL is " + url;
       for (const char* field : {"CA_FILE", "CERT_FILE", "KEY_FILE"}) {

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -12,6 +11,7 @@
 #include <memory>
 #include <sstream>
 
+#include "outbound/internal/ascii.h"
 #include "outbound/internal/problems.h"
 
 namespace outbound::config {
@@ -72,12 +72,6 @@ std::string_view After(std::string_view name, std::string_view prefix) {
   return name.starts_with(prefix) ? name.substr(prefix.size()) : name;
 }
 
-std::string Upper(std::string_view text) {
-  std::string upper(text);
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return upper;
-}
-
 }  // namespace
 
 std::optional<std::string> NearestName(std::string_view name, const std::vector<std::string>& known,
@@ -85,13 +79,13 @@ std::optional<std::string> NearestName(std::string_view name, const std::vector<
   std::string_view typed = After(name, prefix);
   // Edits are counted without regard to case: a name typed in another case
   // is 0 edits from the setting it spells, the likeliest meaning of all.
-  std::string typed_upper = Upper(typed);
+  std::string typed_upper = outbound::internal::AsciiUppered(std::string(typed));
   const std::string* nearest = nullptr;
   std::size_t best = 0;
   for (const std::string& candidate : known) {
     std::string_view meant = After(candidate, prefix);
     if (typed == meant) continue;  // the name itself: not a misspelling
-    std::size_t d = Distance(typed_upper, Upper(meant));
+    std::size_t d = Distance(typed_upper, outbound::internal::AsciiUppered(std::string(meant)));
     if (d > 3 || 2 * d >= meant.size()) continue;
     if (nearest == nullptr || d < best) {
       nearest = &candidate;
@@ -120,12 +114,11 @@ Result<Duration> ParseDuration(const std::string& text) {
   double total = 0;
   while (i < text.size()) {
     std::size_t start = i;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
-      ++i;
+    while (i < text.size() && (outbound::internal::IsAsciiDigit(text[i]) || text[i] == '.')) ++i;
     if (i == start) return bad();
     double number = std::strtod(text.substr(start, i - start).c_str(), nullptr);
     std::size_t unit_start = i;
-    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    while (i < text.size() && outbound::internal::IsAsciiAlpha(text[i])) ++i;
     std::string_view unit(text.data() + unit_start, i - unit_start);
     bool known = false;
     for (const auto& [name, nanos] : kUnits) {

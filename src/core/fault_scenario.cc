@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "outbound/internal/ascii.h"
+
 namespace outbound::internal {
 namespace {
 
@@ -11,15 +13,6 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
-}
-
-bool SameText(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
 }
 
 template <typename T>
@@ -73,7 +66,8 @@ Result<std::optional<InjectedFault>> ParseFaultScenario(std::string_view scenari
     std::string_view rest = Trim(rule.substr(equals + 1));
     // The point is compared without regard to case, its scheme too.
     std::string_view scheme = name.substr(0, 5);
-    if (!SameText(scheme, "http:") && !SameText(scheme, "grpc:")) return malformed();
+    if (!EqualsIgnoringAsciiCase(scheme, "http:") && !EqualsIgnoringAsciiCase(scheme, "grpc:"))
+      return malformed();
     std::size_t comma = rest.find(',');
     auto fault = ParseAction(Trim(rest.substr(0, comma)));
     if (!fault) return malformed();
@@ -101,7 +95,7 @@ Result<std::optional<InjectedFault>> ParseFaultScenario(std::string_view scenari
         return malformed();
       }
     }
-    if (!found && SameText(name, point)) found = fault;
+    if (!found && EqualsIgnoringAsciiCase(name, point)) found = fault;
     if (end == std::string_view::npos) break;
     scenario.remove_prefix(end + 1);
   }

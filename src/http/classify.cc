@@ -3,22 +3,16 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
+#include "outbound/internal/ascii.h"
+
 namespace outbound::http {
 
 bool SameHeaderName(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
+  return outbound::internal::EqualsIgnoringAsciiCase(a, b);
 }
 
 std::string_view FindHeader(const Headers& headers, std::string_view name) {

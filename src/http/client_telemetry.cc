@@ -2,10 +2,10 @@
 #include "client_telemetry.h"
 
 #include <array>
-#include <cctype>
 
 #include "layers.h"
 #include "origin.h"
+#include "outbound/internal/ascii.h"
 #include "outbound/telemetry/propagation.h"
 
 namespace outbound::http::internal {
@@ -22,17 +22,6 @@ std::string_view MethodAttribute(std::string_view method) {
     if (method == known) return known;
   }
   return "_OTHER";
-}
-
-bool SameIgnoringCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
 }
 
 bool CarriesCredential(std::string_view key) {
@@ -53,7 +42,7 @@ bool CarriesCredential(std::string_view key) {
                                                              "secret",
                                                              "client_secret"};
   for (std::string_view k : kKeys) {
-    if (SameIgnoringCase(key, k)) return true;
+    if (outbound::internal::EqualsIgnoringAsciiCase(key, k)) return true;
   }
   return false;
 }

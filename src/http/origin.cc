@@ -8,13 +8,16 @@
 #include <cstddef>
 #include <vector>
 
+#include "outbound/internal/ascii.h"
+
 namespace outbound::http::internal {
 namespace {
 
-char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+using outbound::internal::AsciiLower;
+using outbound::internal::IsAsciiAlpha;
+using outbound::internal::IsAsciiDigit;
+
+bool IsHex(char c) { return IsAsciiDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 // What a path or query may hold: visible ASCII but '#' (a fragment) and
 // '\' (which some parsers read as '/'). The characters RFC 3986 leaves out
@@ -118,7 +121,7 @@ bool CanonicalIpv4(std::string_view host) {
     if (part.empty() || part.size() > 3 || (part.size() > 1 && part[0] == '0')) return false;
     int value = 0;
     for (char c : part) {
-      if (!IsDigit(c)) return false;
+      if (!IsAsciiDigit(c)) return false;
       value = value * 10 + (c - '0');
     }
     if (value > 255) return false;
@@ -141,11 +144,11 @@ Result<void> ParseName(std::string_view host, std::string& out) {
           "the URL's host is not ASCII: write an internationalized name in its punycode form "
           "(xn--...)");
     }
-    if (!IsAlpha(c) && !IsDigit(c) && c != '-' && c != '_' && c != '.') {
+    if (!IsAsciiAlpha(c) && !IsAsciiDigit(c) && c != '-' && c != '_' && c != '.') {
       return Invalid("the URL's host holds '" + std::string(1, c) +
                      "': a host is letters, digits, '-', '_' and '.'");
     }
-    out += Lower(c);
+    out += AsciiLower(c);
   }
   // Labels: none empty, but for the one after a trailing dot.
   std::string_view name = out;
@@ -164,7 +167,7 @@ Result<void> ParseName(std::string_view host, std::string& out) {
   bool numeric = last.substr(0, 2) == "0x";
   if (!numeric) {
     numeric = true;
-    for (char c : last) numeric = numeric && IsDigit(c);
+    for (char c : last) numeric = numeric && IsAsciiDigit(c);
   }
   if (numeric && !CanonicalIpv4(out)) {
     return Invalid("the URL's host \"" + out + "\" is not a dotted-quad IPv4 address");
@@ -224,7 +227,7 @@ Result<void> ParseAuthority(std::string_view authority, ParsedUrl& url) {
   if (has_port && !port.empty()) {
     number = 0;
     for (char c : port) {
-      if (!IsDigit(c)) return Invalid("the URL's port is not a number");
+      if (!IsAsciiDigit(c)) return Invalid("the URL's port is not a number");
       number = std::min<std::uint32_t>(number * 10 + static_cast<std::uint32_t>(c - '0'), 65536);
     }
     if (number == 0 || number > 65535) {
@@ -240,7 +243,7 @@ Result<void> ParseAuthority(std::string_view authority, ParsedUrl& url) {
 Result<ParsedUrl> FromParts(const Parts& parts) {
   if (!parts.scheme) return Fail(ErrorKind::kInvalidRequest, "the URL is not absolute");
   ParsedUrl url;
-  for (char c : *parts.scheme) url.origin.scheme += Lower(c);
+  for (char c : *parts.scheme) url.origin.scheme += AsciiLower(c);
   if (url.origin.scheme != "http" && url.origin.scheme != "https") {
     return Fail(ErrorKind::kInvalidRequest, "the URL is not an http or https URL");
   }

@@ -12,6 +12,7 @@
 
 #include "otlp_json.h"
 #include "outbound/http/client.h"
+#include "outbound/internal/ascii.h"
 #include "outbound/internal/problems.h"
 
 namespace outbound::telemetry {
@@ -22,17 +23,9 @@ Result<void> Positive(Duration d) {
   return {};
 }
 
-bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
-  if (text.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    char c = text[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != prefix[i]) return false;
-  }
-  return true;
+bool IsHttps(const std::string& endpoint) {
+  return outbound::internal::StartsWithIgnoringAsciiCase(endpoint, "https://");
 }
-
-bool IsHttps(const std::string& endpoint) { return StartsWithNoCase(endpoint, "https://"); }
 
 // Lets the destructor wait out a timer callback that has already begun:
 // cancelling a Timer does not wait for one running on another thread.
@@ -229,7 +222,7 @@ void OtlpExporter::Impl::Done(Signal signal, std::uint64_t items, bool accepted)
 
 Result<void> CheckOtlpEndpoint(const std::string& endpoint) {
   if (endpoint.empty()) return Fail(ErrorKind::kInvalidSettings, "must be set");
-  if (!StartsWithNoCase(endpoint, "http://") && !IsHttps(endpoint)) {
+  if (!outbound::internal::StartsWithIgnoringAsciiCase(endpoint, "http://") && !IsHttps(endpoint)) {
     return Fail(ErrorKind::kInvalidSettings, "must be an http or https URL");
   }
   return http::CheckBaseUrl(endpoint);

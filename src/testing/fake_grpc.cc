@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <string_view>
 #include <utility>
 
@@ -15,6 +14,7 @@
 #include "../rpc/wire/status.h"
 #include "../rpc/wire/timeout.h"
 #include "outbound/http/message.h"
+#include "outbound/internal/ascii.h"
 
 namespace outbound::testing {
 namespace {
@@ -34,8 +34,7 @@ bool IsProtocolField(std::string_view name) {
 // `name` lower-cased (each file of the kit names its helpers apart: a
 // unity build compiles several in one).
 std::string LowerCaseName(std::string name) {
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
+  return outbound::internal::AsciiLowered(std::move(name));
 }
 
 // A metadata entry as it goes on the wire: "-bin" values in base64.

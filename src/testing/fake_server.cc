@@ -2,9 +2,9 @@
 #include <openssl/ssl.h>
 
 #include <algorithm>
-#include <cctype>
 
 #include "fake_server_internal.h"
+#include "outbound/internal/ascii.h"
 
 namespace outbound::testing {
 
@@ -12,11 +12,7 @@ namespace outbound::testing {
 
 std::string ServerRequest::header(std::string_view name) const {
   for (const auto& [key, value] : headers) {
-    if (key.size() == name.size() &&
-        std::equal(key.begin(), key.end(), name.begin(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) ==
-                 std::tolower(static_cast<unsigned char>(b));
-        })) {
+    if (outbound::internal::EqualsIgnoringAsciiCase(key, name)) {
       return value;
     }
   }

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -13,6 +12,7 @@
 #include "../http/attempt.h"
 #include "../http/client_transport.h"
 #include "../http/transport_spec.h"
+#include "outbound/internal/ascii.h"
 
 namespace outbound::testing {
 
@@ -46,11 +46,7 @@ struct BodyLimits {
   std::size_t error_body;
 };
 
-std::string Lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
+std::string Lower(std::string text) { return outbound::internal::AsciiLowered(std::move(text)); }
 
 // One exchange in flight: its events, its reply, and the timer of its next
 // step. The events keep it (their canceller holds it) and it does not keep

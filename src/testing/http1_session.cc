@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "fake_server_internal.h"
+#include "outbound/internal/ascii.h"
 
 namespace outbound::testing {
 namespace {
@@ -97,9 +98,9 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
     request.method = std::string(req.method_string());
     request.target = std::string(req.target());
     for (const auto& field : req) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      request.headers.emplace_back(std::move(name), std::string(field.value()));
+      request.headers.emplace_back(
+          outbound::internal::AsciiLowered(std::string(field.name_string())),
+          std::string(field.value()));
     }
     request.body = req.body();
     request.version = "1.1";

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "fake_server_internal.h"
+#include "outbound/internal/ascii.h"
 
 namespace outbound::testing {
 namespace {
@@ -271,9 +272,7 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     storage.clear();
     storage.reserve(fields.size() * 2);
     for (const auto& [name, value] : fields) {
-      std::string lower = name;
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      storage.push_back(std::move(lower));
+      storage.push_back(outbound::internal::AsciiLowered(name));
       storage.push_back(value);
     }
     std::vector<nghttp2_nv> nva;

@@ -7,17 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
+
+#include "outbound/internal/ascii.h"
 
 namespace outbound::testing {
 namespace {
 
 // Host names compare without regard to case (RFC 3986 §3.2.2).
 std::string Lower(std::string_view host) {
-  std::string lower(host);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return lower;
+  return outbound::internal::AsciiLowered(std::string(host));
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 #include "common.h"
 
 #include <algorithm>
-#include <cctype>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -10,6 +9,7 @@
 #include <sstream>
 
 #include "outbound/config/http_settings.h"
+#include "outbound/internal/ascii.h"
 
 namespace outbound::tool {
 
@@ -93,9 +93,7 @@ UrlParts SplitUrl(const std::string& url) {
   UrlParts parts;
   std::size_t colon_slashes = url.find("://");
   if (colon_slashes == std::string::npos || colon_slashes == 0) return parts;
-  std::string scheme = url.substr(0, colon_slashes);
-  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string scheme = outbound::internal::AsciiLowered(url.substr(0, colon_slashes));
   std::size_t authority_start = colon_slashes + 3;
   std::size_t authority_end = url.find_first_of("/?#", authority_start);
   if (authority_end == std::string::npos) authority_end = url.size();
@@ -157,9 +155,7 @@ std::unique_ptr<http::Client> MakeClient(const http::Settings& settings, const N
 }
 
 bool IsHttpUrl(const std::string& url) {
-  std::string scheme = url.substr(0, url.find(':'));
-  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string scheme = outbound::internal::AsciiLowered(url.substr(0, url.find(':')));
   return url.find("://") == scheme.size() && (scheme == "http" || scheme == "https");
 }
 
@@ -289,11 +285,7 @@ std::optional<std::string> ReadData(const std::string& data, std::string* proble
 
 namespace {
 
-std::string Lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
+std::string Lower(std::string text) { return outbound::internal::AsciiLowered(std::move(text)); }
 
 }  // namespace
 

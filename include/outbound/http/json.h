@@ -16,7 +16,6 @@
 #ifndef OUTBOUND_HTTP_JSON_H_
 #define OUTBOUND_HTTP_JSON_H_
 
-#include <cctype>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -24,6 +23,7 @@
 
 #include "outbound/error.h"
 #include "outbound/http/message.h"
+#include "outbound/internal/ascii.h"
 
 namespace outbound::http {
 
@@ -37,7 +37,7 @@ inline bool IsJsonContentType(std::string_view value) {
   std::string type(value.substr(0, value.find(';')));
   while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.pop_back();
   while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.erase(0, 1);
-  for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  type = outbound::internal::AsciiLowered(std::move(type));
   return type == "application/json" ||
          (type.size() > 5 && type.find('/') != std::string::npos && type.ends_with("+json"));
 }

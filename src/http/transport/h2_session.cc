@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "outbound/internal/ascii.h"
+
 namespace outbound::http::internal::transport {
 namespace {
 
@@ -115,13 +117,9 @@ bool H2Session::Start(Exchange& exchange) {
   names.clear();
   ForEachRequestHeader(exchange, [&](const std::string& name, const std::string& value) {
     std::string_view field_name = name;
-    if (std::any_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+    if (std::any_of(name.begin(), name.end(), outbound::internal::IsAsciiUpper)) {
       if (names.empty()) names.reserve(header_count);  // never moved: fields point into it
-      std::string& lower = names.emplace_back(name);
-      for (char& c : lower) {
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-      }
-      field_name = lower;
+      field_name = names.emplace_back(outbound::internal::AsciiLowered(name));
     }
     nghttp2_nv& field = room[used++] = Field(field_name, value);
     // A traceparent is new on every request, and so is a gRPC attempt's

@@ -18,7 +18,7 @@ void AppendPrefix(std::string& out, bool compressed, std::size_t length) {
 }
 
 bool IsIdentity(std::string_view encoding) {
-  return encoding.empty() || FieldNameIs(encoding, "identity");
+  return encoding.empty() || EqualsIgnoringAsciiCase(encoding, "identity");
 }
 
 }  // namespace
@@ -108,7 +108,7 @@ void Deframer::StartMessage() {
                                        "grpc-encoding is " +
                                        (encoding_.empty() ? "absent" : "\"" + encoding_ + "\""));
   }
-  if (compressed_ && !FieldNameIs(encoding_, "gzip")) {
+  if (compressed_ && !EqualsIgnoringAsciiCase(encoding_, "gzip")) {
     return FailAs(Code::kUnimplemented, "message " + std::to_string(messages_ + 1) +
                                             " of the response is compressed with \"" + encoding_ +
                                             "\", which this client cannot decode (it takes gzip)");

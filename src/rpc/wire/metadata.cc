@@ -23,20 +23,12 @@ constexpr std::array<std::int8_t, 256> MakeDecodeTable() {
 }
 constexpr std::array<std::int8_t, 256> kDecodeTable = MakeDecodeTable();
 
-std::string Lowered(std::string_view name) {
-  std::string lowered(name);
-  for (char& c : lowered) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return lowered;
-}
-
 bool Hidden(std::string_view name) {
   static constexpr std::array<std::string_view, 5> kRead = {
       "content-type", "grpc-status", "grpc-message", "grpc-encoding", "grpc-accept-encoding"};
   if (name.starts_with(':')) return true;
   for (std::string_view read : kRead) {
-    if (FieldNameIs(name, read)) return true;
+    if (EqualsIgnoringAsciiCase(name, read)) return true;
   }
   return false;
 }
@@ -46,7 +38,7 @@ bool Hidden(std::string_view name) {
 std::optional<std::string_view> FindField(const http::ResponseHeaders& fields,
                                           std::string_view lower) {
   for (const auto& [field, value] : fields) {
-    if (FieldNameIs(field, lower)) return value;
+    if (EqualsIgnoringAsciiCase(field, lower)) return value;
   }
   return std::nullopt;
 }
@@ -76,7 +68,7 @@ bool ValidAsciiValue(std::string_view value) {
 }
 
 bool IsBinaryKey(std::string_view key) {
-  return key.size() >= 4 && FieldNameIs(key.substr(key.size() - 4), "-bin");
+  return key.size() >= 4 && EqualsIgnoringAsciiCase(key.substr(key.size() - 4), "-bin");
 }
 
 std::string EncodeBinaryValue(std::string_view bytes) {
@@ -135,7 +127,7 @@ Trailers MetadataOf(const http::ResponseHeaders& fields) {
   Trailers metadata;
   for (const auto& [name, value] : fields) {
     if (Hidden(name)) continue;
-    std::string key = Lowered(name);
+    std::string key = outbound::internal::AsciiLowered(std::string(name));
     if (!IsBinaryKey(key)) {
       metadata.emplace(std::move(key), value);
       continue;

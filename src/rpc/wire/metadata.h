@@ -16,25 +16,15 @@
 #include <string_view>
 
 #include "outbound/http/message.h"
+#include "outbound/internal/ascii.h"
 #include "outbound/rpc/settings.h"
 
 namespace outbound::rpc::internal {
 
-// Whether the field name `name` is `lower`, a name in lower case, ASCII
-// letters compared without case: http::SameHeaderName's answer for such a
-// name, without a C library call per byte (every answer asks it of each of
-// its fields several times).
-inline bool FieldNameIs(std::string_view name, std::string_view lower) {
-  if (name.size() != lower.size()) return false;
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != lower[i]) return false;
-  }
-  return true;
-}
+// Field names, metadata keys and encodings compare as ASCII, without case.
+using outbound::internal::EqualsIgnoringAsciiCase;
 
-// The value of the first of `fields` named `lower` (FieldNameIs), or
+// The value of the first of `fields` named `lower` (without case), or
 // nullopt: unlike ResponseHeaders::Find, it tells an absent field from an
 // empty one.
 std::optional<std::string_view> FindField(const http::ResponseHeaders& fields,

@@ -18,7 +18,7 @@ int HexValue(char c) {
 // application/grpc, alone or followed by "+subtype" or by parameters.
 bool IsGrpcContentType(std::string_view type) {
   constexpr std::string_view kGrpc = "application/grpc";
-  if (type.size() < kGrpc.size() || !FieldNameIs(type.substr(0, kGrpc.size()), kGrpc)) return false;
+  if (!outbound::internal::StartsWithIgnoringAsciiCase(type, kGrpc)) return false;
   if (type.size() == kGrpc.size()) return true;
   char next = type[kGrpc.size()];
   return next == '+' || next == ';';

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// outbound/internal/ascii.h
+//
+// Case and character classes of protocol text (header and field names,
+// schemes, hosts, metadata keys, units), byte for byte: one rule for the
+// whole library, whatever the program's C locale says.
+//
+// The C library's tolower, toupper, isalpha and isdigit follow the locale
+// the program set: under tr_TR.ISO-8859-9, tolower('I') is 0xFD (dotless
+// i), so "X-Request-ID" would not name the field x-request-id. Protocol
+// text is ASCII, and its case rules are ASCII's. Internal to the
+// library's parts; not for users.
+#ifndef OUTBOUND_INTERNAL_ASCII_H_
+#define OUTBOUND_INTERNAL_ASCII_H_
+
+#include <string>
+#include <string_view>
+
+namespace outbound::internal {
+
+constexpr bool IsAsciiUpper(char c) noexcept { return c >= 'A' && c <= 'Z'; }
+constexpr bool IsAsciiLower(char c) noexcept { return c >= 'a' && c <= 'z'; }
+constexpr bool IsAsciiAlpha(char c) noexcept { return IsAsciiUpper(c) || IsAsciiLower(c); }
+constexpr bool IsAsciiDigit(char c) noexcept { return c >= '0' && c <= '9'; }
+
+// `c` in lower (upper) case if it is an ASCII letter; any other byte as it is.
+constexpr char AsciiLower(char c) noexcept {
+  return IsAsciiUpper(c) ? static_cast<char>(c - 'A' + 'a') : c;
+}
+constexpr char AsciiUpper(char c) noexcept {
+  return IsAsciiLower(c) ? static_cast<char>(c - 'a' + 'A') : c;
+}
+
+// Whether `a` and `b` are the same text but for the case of ASCII letters.
+constexpr bool EqualsIgnoringAsciiCase(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
+  }
+  return true;
+}
+
+// Whether `text` begins with `prefix`, but for the case of ASCII letters.
+constexpr bool StartsWithIgnoringAsciiCase(std::string_view text,
+                                           std::string_view prefix) noexcept {
+  return text.size() >= prefix.size() &&
+         EqualsIgnoringAsciiCase(text.substr(0, prefix.size()), prefix);
+}
+
+// `text` with its ASCII letters in lower (upper) case.
+inline std::string AsciiLowered(std::string text) {
+  for (char& c : text) c = AsciiLower(c);
+  return text;
+}
+inline std::string AsciiUppered(std::string text) {
+  for (char& c : text) c = AsciiUpper(c);
+  return text;
+}
+
+}  // namespace outbound::internal
+
+#endif  // OUTBOUND_INTERNAL_ASCII_H_
