@@ -157,14 +157,15 @@ void Attempt::HeadersArrived(TimePoint now) {
   Tell(AttemptEvent::kHeaders, now);
 }
 
-void Attempt::SetCanceller(std::function<void()> canceller) {
+bool Attempt::SetCanceller(std::function<void()> canceller) {
   std::unique_lock lock(mu_);
   if (cancel_.load() != CancelReason::kNone) {
     lock.unlock();
     canceller();
-    return;
+    return false;
   }
   canceller_ = std::move(canceller);
+  return true;
 }
 
 void Attempt::Cancel(CancelReason reason) {

@@ -264,8 +264,9 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
 
   // Cancelling: the transport says how; layers above say when. Both
   // thread-safe; the canceller runs at most once, at Cancel or at
-  // SetCanceller if the attempt was cancelled already.
-  void SetCanceller(std::function<void()> canceller) override;
+  // SetCanceller if the attempt was cancelled already (which then says
+  // false).
+  [[nodiscard]] bool SetCanceller(std::function<void()> canceller) override;
   void Cancel(CancelReason reason);
   CancelReason cancel_reason() const { return cancel_.load(); }
   // How an attempt cancelled for `cancel_reason()` ends. The attempt

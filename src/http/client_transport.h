@@ -116,8 +116,10 @@ class ExchangeEvents {
   // transport then sends nothing and ends it with CancelledOutcome().
   [[nodiscard]] virtual bool Launch() = 0;
   // How to cancel the exchange: run at most once, on the cancelling thread,
-  // which must not wait on the transport.
-  virtual void SetCanceller(std::function<void()> canceller) = 0;
+  // which must not wait on the transport. False if the exchange was
+  // cancelled since Launch: the canceller has run already, and the
+  // transport must not send it (it ends it with CancelledOutcome()).
+  [[nodiscard]] virtual bool SetCanceller(std::function<void()> canceller) = 0;
   // Handed to a connection (counts as sent); the whole of a streamed
   // request body written; the response's headers; a 2xx body on its way
   // to the sink.

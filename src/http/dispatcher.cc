@@ -144,11 +144,14 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
   exchange.window = what.receive_window;
   if (stopped_) return End(exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
   // Two words, so std::function keeps it without a heap block.
-  exchange.events->SetCanceller([this, id] {
+  bool live = exchange.events->SetCanceller([this, id] {
     loop_->Post([this, alive = alive_watch_, id] {
       if (alive.lock()) Cancel(id);
     });
   });
+  // Cancelled after Start let it in, before this loop took it: nothing of
+  // it may be sent (a cancelled POST must not reach the server).
+  if (!live) return End(exchange, exchange.events->CancelledOutcome());
   std::weak_ptr<const char> alive = alive_;
   if (exchange.window != nullptr) {
     // As the pipe's below: the window wakes the exchange by its id.

@@ -99,10 +99,11 @@ class FaultInjection final : public AttemptLayer {
         if (live && live->cancel_reason() == CancelReason::kNone) live->Proceed(*this);
       });
     }
-    attempt->SetCanceller([delayed] {
+    // Cancelled already, the canceller has run: the delay ends unanswered.
+    static_cast<void>(attempt->SetCanceller([delayed] {
       std::lock_guard lock(delayed->mu);
       delayed->timer.Cancel();
-    });
+    }));
   }
 
   Clock& clock_;

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <string>
 #include <vector>
@@ -30,7 +31,14 @@ class RecordedExchange final : public ExchangeEvents {
   }
 
   bool Launch() override { return !cancelled_before; }
-  void SetCanceller(std::function<void()> c) override { canceller = std::move(c); }
+  bool SetCanceller(std::function<void()> c) override {
+    if (cancelled_since_launch) {
+      c();
+      return false;
+    }
+    canceller = std::move(c);
+    return true;
+  }
   void Sent(TimePoint) override { sent = true; }
   void RequestBodySent(TimePoint) override {}
   void RequestHeadersSent(TimePoint) override {}
@@ -54,6 +62,9 @@ class RecordedExchange final : public ExchangeEvents {
   std::uint64_t place = 0;
   ExchangeRequest what;
   bool cancelled_before = false;
+  // Cancelled after Launch, before the canceller was set: as an Attempt,
+  // ended at once, and its canceller runs when given.
+  std::atomic<bool> cancelled_since_launch{false};
   std::function<void()> canceller;
   bool sent = false;
   std::optional<AttemptOutcome> outcome;
@@ -234,6 +245,25 @@ TEST_F(DispatcherTest, AnAttemptCancelledOnItsWayDownIsNeitherQueuedNorSent) {
   EXPECT_EQ(exchange->kind(), ErrorKind::kCancelled);
   MakeRoom(1);
   EXPECT_TRUE(Carried().empty());
+}
+
+// Start let it in, then the call was cancelled before the loop took it:
+// the attempt ended then (it had no canceller yet), and the loop must not
+// send it afterwards.
+TEST_F(DispatcherTest, AnAttemptCancelledBeforeTheLoopTakesItIsNotSent) {
+  MakeRoom(1);
+  std::promise<void> release;
+  loop_->Post([held = release.get_future().share()] { held.wait(); });
+  auto exchange = std::make_shared<RecordedExchange>("late");
+  dispatcher_->Start(exchange, exchange->what);
+  exchange->cancelled_since_launch = true;
+  ASSERT_TRUE(exchange->End(exchange->CancelledOutcome()));
+  release.set_value();
+  OnLoop([] {});
+  EXPECT_TRUE(Carried().empty());
+  EXPECT_EQ(exchange->kind(), ErrorKind::kCancelled);
+  auto next = Start("next");
+  EXPECT_EQ(Carried(), (std::vector<std::string>{"next"}));
 }
 
 TEST_F(DispatcherTest, AnAttemptAConnectionDidNotTakeIsUnprocessed) {

@@ -111,7 +111,7 @@ class MemoryServer {
 class QuietEvents final : public ExchangeEvents {
  public:
   bool Launch() override { return true; }
-  void SetCanceller(std::function<void()>) override {}
+  bool SetCanceller(std::function<void()>) override { return true; }
   void Sent(TimePoint) override {}
   void RequestBodySent(TimePoint) override {}
   void RequestHeadersSent(TimePoint) override {}
