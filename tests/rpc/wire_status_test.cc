@@ -134,11 +134,28 @@ TEST(StatusOfResponseTest, AnHttpStatusOtherThan200KeepsAGrpcMessage) {
   EXPECT_EQ(status.message, "HTTP status 401: bad token");
 }
 
-TEST(StatusOfResponseTest, AnHttpStatusOtherThan200WinsOverAGrpcStatus) {
+// gRPC: "If grpc-status was provided, it must be used" (the HTTP status
+// mapping is for answers without one).
+TEST(StatusOfResponseTest, AGrpcStatusWinsOverAnHttpStatusOtherThan200) {
+  Status status =
+      StatusOfResponse(204, {{"grpc-status", "14"}, {"grpc-message", "unavailable"}}, {});
+  EXPECT_EQ(status.code, Code::kUnavailable);
+  EXPECT_EQ(status.message, "unavailable");
+  status = StatusOfResponse(503, {{"content-type", "application/grpc"}}, {{"grpc-status", "8"}});
+  EXPECT_EQ(status.code, Code::kResourceExhausted);
+  EXPECT_EQ(status.message, "");
+}
+
+// An error page is never a success, and a grpc-status that is no code is
+// none: the HTTP status's code stands.
+TEST(StatusOfResponseTest, AnHttpStatusOtherThan200WinsOverAnOkOrMalformedGrpcStatus) {
   Status status =
       StatusOfResponse(502, {{"content-type", "application/grpc"}, {"grpc-status", "0"}}, {});
   EXPECT_EQ(status.code, Code::kUnavailable);
   EXPECT_EQ(status.message, "HTTP status 502");
+  status = StatusOfResponse(503, {{"grpc-status", "99"}}, {});
+  EXPECT_EQ(status.code, Code::kUnavailable);
+  EXPECT_EQ(status.message, "HTTP status 503");
 }
 
 TEST(StatusOfResponseTest, AContentTypeOtherThanGrpcIsUnknownNamingIt) {

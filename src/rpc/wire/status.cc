@@ -97,7 +97,16 @@ Status StatusOfResponse(int http_status, const http::ResponseHeaders& headers,
   // A Trailers-Only answer has its grpc-status among the headers.
   const http::ResponseHeaders& status_fields = trailers.empty() ? headers : trailers;
   std::optional<std::string_view> message = FindField(status_fields, "grpc-message");
+  std::optional<std::string_view> status = FindField(status_fields, "grpc-status");
   if (http_status != 200) {
+    // A grpc-status the answer holds is its status, whatever the HTTP
+    // status: the mapping is for answers without one (nginx's gRPC error
+    // pages answer 204 with grpc-status 14). But an error page is never a
+    // success: under it, an OK grpc-status leaves the mapped code.
+    std::optional<Code> code = status ? ParseCode(*status) : std::nullopt;
+    if (code && *code != Code::kOk) {
+      return Status{*code, message ? DecodeStatusMessage(*message) : std::string()};
+    }
     std::string text = "HTTP status " + std::to_string(http_status);
     if (message) text += ": " + DecodeStatusMessage(*message);
     return Status{CodeForHttpStatus(http_status), std::move(text)};
@@ -108,7 +117,6 @@ Status StatusOfResponse(int http_status, const http::ResponseHeaders& headers,
     return Status{Code::kUnknown, "the answer's content-type is \"" + std::string(*content_type) +
                                       "\", not application/grpc"};
   }
-  std::optional<std::string_view> status = FindField(status_fields, "grpc-status");
   if (!status) return Status{Code::kInternal, "the answer had no grpc-status"};
   std::optional<Code> code = ParseCode(*status);
   if (!code) {

@@ -50,9 +50,12 @@ std::string DecodeStatusMessage(std::string_view encoded);
 Code CodeForHttpStatus(int http_status);
 
 // The call's status from the answer that came back, checked in this order:
-//  1. an HTTP status other than 200: CodeForHttpStatus's code, message
-//     "HTTP status N", followed by ": " and the decoded grpc-message when
-//     the answer had one (a proxy's answer has none);
+//  1. an HTTP status other than 200: the answer's grpc-status and
+//     grpc-message (as in 3 and 4) if it holds a valid one but OK (gRPC
+//     says a grpc-status must be used; an error page is never OK); else
+//     CodeForHttpStatus's code, message "HTTP status N",
+//     followed by ": " and the decoded grpc-message when the answer had one
+//     (a proxy's answer has none);
 //  2. a content-type other than application/grpc, application/grpc+NAME or
 //     application/grpc;PARAMS (any case): UNKNOWN, naming it;
 //  3. grpc-status from `trailers`, or from `headers` when `trailers` is

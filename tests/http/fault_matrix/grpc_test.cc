@@ -366,6 +366,31 @@ INSTANTIATE_TEST_SUITE_P(Statuses, HttpStatusMatrix,
                                            HttpStatusRow{504, Code::kUnavailable}),
                          HttpStatusName);
 
+// A grpc-status is the status whatever HTTP status comes with it: the
+// mapping above is only for answers without one. nginx's gRPC error page
+// (its documentation's) answers 204 with grpc-status 14, UNAVAILABLE,
+// which is retried; a 503 saying RESOURCE_EXHAUSTED is a failure, not
+// retried.
+TEST_F(GrpcMatrix, AGrpcStatusUnderAnotherHttpStatusIsTheStatus) {
+  ServeThenOk(
+      testing::Reply::Status(204).Header("grpc-status", "14").Header("grpc-message", "unavailable"),
+      3);
+  Begin();
+  WaitThenAdvance(50ms);
+  WaitThenAdvance(100ms);
+  ExpectEnds({.code = Code::kUnavailable,
+              .attempts = 3,
+              .server_saw = 3,
+              .breaker_failures = 3,
+              .took = 150ms});
+}
+
+TEST_F(GrpcMatrix, A503SayingResourceExhaustedIsResourceExhausted) {
+  ServeThenOk(testing::Reply::Status(503).Header("grpc-status", "8"));
+  Begin();
+  ExpectEnds({.code = Code::kResourceExhausted, .breaker_failures = 1});
+}
+
 // A 200 whose content-type is not gRPC's (an HTML error page).
 TEST_F(GrpcMatrix, AContentTypeOtherThanGrpcIsUnknown) {
   ServeThenOk(testing::Reply::Ok("<html>oops</html>").Header("content-type", "text/html"));
