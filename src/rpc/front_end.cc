@@ -100,7 +100,9 @@ class GrpcTelemetry final : public http::internal::ClientTelemetry {
 // pipe) is bounded by its context's deadline alone once it is on a
 // connection, so that is the one it sends, and none without one. A unary
 // call's attempt with a shorter attempt timeout (set by the layer above)
-// sends that: the client waits no longer.
+// sends that: the client waits no longer. A server stream's does not: its
+// attempt timeout bounds only the wait for the headers, and the call's
+// deadline the whole stream (a server told less would cut it short).
 //
 // An attempt its attempt timeout cut ends UNAVAILABLE, not
 // DEADLINE_EXCEEDED: the call's deadline has not passed, and as with a
@@ -116,8 +118,9 @@ class GrpcTimeout final : public http::internal::AttemptLayer {
     TimePoint now = clock_.Now();
     std::optional<TimePoint> deadline = attempt->call->deadline();
     bool stream = attempt->request->body_source.pipe != nullptr;
+    bool answer_streams = static_cast<bool>(attempt->call->body_sink);
     if (stream) deadline = attempt->call->context_deadline;
-    if (!stream && attempt->attempt_timeout > Duration::zero()) {
+    if (!stream && !answer_streams && attempt->attempt_timeout > Duration::zero()) {
       deadline = std::min(deadline.value_or(TimePoint::max()), now + attempt->attempt_timeout);
     }
     if (deadline)

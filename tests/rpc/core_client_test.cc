@@ -12,6 +12,7 @@
 #include "echo_server.h"
 #include "outbound/rpc/client.h"
 #include "outbound/telemetry/propagation.h"
+#include "outbound/testing/fake_grpc.h"
 #include "outbound/testing/fake_transport.h"
 #include "outbound/testing/telemetry.h"
 #include "outbound/testing/test_ca.h"
@@ -236,6 +237,29 @@ class CoreRpcOnFakeTransport : public ::testing::Test {
   testing::FakeTransport transport_;
   Runtime runtime_;
 };
+
+// A server stream's attempt timeout bounds the wait for its headers, not
+// the stream: the server is told the call's deadline, or it would cancel
+// a stream that outlasts the attempt timeout. A unary call's server is
+// told the attempt timeout.
+TEST_F(CoreRpcOnFakeTransport, AServerStreamTellsTheServerTheCallsDeadlineNotItsAttemptTimeout) {
+  answers_ = {testing::GrpcReply::Messages({"a", "b"}).ToReply(),
+              testing::GrpcReply::Ok("c").ToReply()};
+  Settings settings = DefaultSettings();
+  settings.attempt_timeout = std::chrono::milliseconds(200);
+  auto client = Make(settings);
+  std::vector<std::string> messages;
+  Reply streamed =
+      client->ServerStream(kSay, "x", [&](std::string_view m) { messages.emplace_back(m); });
+  EXPECT_TRUE(streamed.status.ok()) << streamed.status.message;
+  EXPECT_EQ(messages, (std::vector<std::string>{"a", "b"}));
+  Reply unary = client->Call(kSay, "x");
+  EXPECT_TRUE(unary.status.ok()) << unary.status.message;
+  auto requests = transport_.requests();
+  ASSERT_EQ(requests.size(), 2U);
+  EXPECT_EQ(requests[0].header("grpc-timeout"), "10000000u");
+  EXPECT_EQ(requests[1].header("grpc-timeout"), "200000u");
+}
 
 TEST_F(CoreRpcOnFakeTransport, EachAttemptSendsTheTimeTheCallHasLeftAsGrpcTimeout) {
   auto client = Make();
