@@ -159,8 +159,11 @@ void Client::ServerStreamAsync(std::string_view method, std::string_view request
                                std::function<void(std::string_view message)> on_message, Done done,
                                const Context& context) {
   Impl& impl = *impl_;
+  // Neither gzip-coded nor asking for gzip: a server answers in the
+  // request's encoding (grpc-go does), and the stream's messages are read
+  // as they come, without the grpc-encoding its headers name.
   internal::StatusOr<http::Request> sent = internal::MessageRequest(
-      method, request, context, impl.send_limit, impl.gzip, /*accept_gzip=*/false);
+      method, request, context, impl.send_limit, /*gzip=*/false, /*accept_gzip=*/false);
   if (!sent) {
     http::internal::ClientPeer::Post(
         *impl.core, [done = std::move(done), status = std::move(sent.error())]() mutable {
@@ -168,10 +171,10 @@ void Client::ServerStreamAsync(std::string_view method, std::string_view request
         });
     return;
   }
-  // No grpc-accept-encoding is sent, so the server sends its messages as
-  // they are; a compressed one is a malformed answer. The call may end
-  // inside on_message (a handler that cancels it): the messages left in
-  // that piece are dropped, not handed to a caller told it has ended.
+  // So the server sends its messages as they are; a compressed one is a
+  // malformed answer. The call may end inside on_message (a handler that
+  // cancels it): the messages left in that piece are dropped, not handed
+  // to a caller told it has ended.
   auto open = std::make_shared<std::atomic<bool>>(true);
   auto deframer = std::make_shared<internal::Deframer>(
       /*encoding=*/"", impl.receive_limit,

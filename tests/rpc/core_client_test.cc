@@ -261,6 +261,29 @@ TEST_F(CoreRpcOnFakeTransport, AServerStreamTellsTheServerTheCallsDeadlineNotIts
   EXPECT_EQ(requests[1].header("grpc-timeout"), "200000u");
 }
 
+// gzip_requests codes unary requests only. A server stream's request goes
+// as it is: grpc-go answers in the request's encoding, and a stream's
+// answer is read as it comes, without the grpc-encoding its headers would
+// name, so a gzip-coded one could not be read.
+TEST_F(CoreRpcOnFakeTransport, AServerStreamsRequestIsNotGzipCoded) {
+  Settings settings = DefaultSettings();
+  settings.gzip_requests = true;
+  auto client = Make(settings);
+  answers_ = {testing::GrpcReply::Messages({"a"}).ToReply(), testing::GrpcReply::Ok("b").ToReply()};
+  std::vector<std::string> messages;
+  Reply streamed =
+      client->ServerStream(kSay, "x", [&](std::string_view m) { messages.emplace_back(m); });
+  EXPECT_TRUE(streamed.status.ok()) << streamed.status.message;
+  EXPECT_TRUE(client->Call(kSay, "x").status.ok());
+  auto requests = transport_.requests();
+  ASSERT_EQ(requests.size(), 2U);
+  EXPECT_EQ(requests[0].header("grpc-encoding"), "");
+  EXPECT_EQ(requests[0].body, std::string("\0\0\0\0\1x", 6));
+  EXPECT_EQ(requests[1].header("grpc-encoding"), "gzip");
+  ASSERT_FALSE(requests[1].body.empty());
+  EXPECT_EQ(requests[1].body[0], '\1') << "the unary request's message is compressed";
+}
+
 TEST_F(CoreRpcOnFakeTransport, EachAttemptSendsTheTimeTheCallHasLeftAsGrpcTimeout) {
   auto client = Make();
   std::promise<Reply> replied;

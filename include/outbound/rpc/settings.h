@@ -193,6 +193,9 @@ struct Settings {
   // Sends each unary request message gzip-coded (grpc-encoding: gzip).
   // Answers may be gzip-coded either way (grpc-accept-encoding: gzip is
   // sent on unary calls), decoded within max_receive_message_bytes.
+  // Streams (ServerStream, OpenStream) send and ask for messages as they
+  // are: a server answers in the request's encoding, and a stream's
+  // messages are read as they arrive.
   bool gzip_requests = false;
 
   // A connection's maximum age, as http::Settings::max_connection_age
