@@ -154,6 +154,14 @@ class RetryingRequest final : public Cancellable,
         // Any outcome but another attempt or a wait for one ends the call.
         if (decided != DecisionKind::kAgain && reason.kind != ReasonKind::kHedgeInFlight) {
           winner_ = &flight;
+        } else if (repeat) {
+          // The repeat carries what the hedges in flight lack (a refreshed
+          // credential): they lose to it now, so an answer of theirs to the
+          // stale request cannot end the call (the one retry that starts
+          // while others are in flight).
+          for (InFlight& other : flights_) {
+            other.lost = other.lost || (other.attempt != nullptr && !other.decided);
+          }
         }
       }
       flight.repeat = repeat;
@@ -207,6 +215,9 @@ class RetryingRequest final : public Cancellable,
         // time, a middleware's repeat.
         at_once = flight.wait == Duration{0};
         repeat_next_ = flight.repeat;
+        for (InFlight& other : flights_) {
+          if (other.attempt != nullptr && other.lost) losers.push_back(other.attempt);
+        }
         waiting_ = true;
         hedge_timer_.Cancel();
         // Left out, not failed: the next attempt keeps this one's turn.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "client_test_support.h"
+#include "outbound/http/auth.h"
 #include "outbound/http/body_pipe.h"
 #include "outbound/testing/telemetry.h"
 
@@ -59,7 +60,8 @@ class HedgingTest : public FakeTransportTestBase, public ::testing::Test {
   // Sends `request` on this thread and moves the clock a millisecond at a
   // time until its callback has run (at most `limit` of fake time). The
   // callback comes from the client's loop: once an attempt's record says
-  // it ended the call, the clock waits for it.
+  // it ended the call (not a retry, a wait for a hedge, or a loss to
+  // another attempt), the clock waits for it.
   Ended Run(Client& client, Request request, Duration limit = seconds(5)) {
     auto ended = std::make_shared<std::promise<Ended>>();
     TimePoint start = clock.Now();
@@ -76,7 +78,7 @@ class HedgingTest : public FakeTransportTestBase, public ::testing::Test {
       for (; records < now.size(); ++records) {
         const AttemptRecord& r = now[records];
         if (r.decision != retry::DecisionKind::kAgain &&
-            r.reason.kind != ReasonKind::kHedgeInFlight) {
+            r.reason.kind != ReasonKind::kHedgeInFlight && r.reason.kind != ReasonKind::kHedgeWon) {
           (void)future.wait_for(seconds(5));
         }
       }
@@ -357,6 +359,35 @@ TEST_F(HedgingTest, AFailureWaitingForTheHedgeLeavesTheBudgetsFloorAlone) {
   ASSERT_TRUE(second.result);
   EXPECT_EQ(second.result->body, "retried");
   EXPECT_EQ(Counted("again", "retryable"), 1);
+}
+
+// A repeat with a refreshed credential (WithBearerToken after a 401)
+// supersedes the hedge in flight, which went with the stale one: the
+// hedge's 401 loses to the repeat and does not end the call.
+TEST_F(HedgingTest, ARepeatWithAFreshCredentialSupersedesTheHedgeInFlight) {
+  Settings s = Hedged(Hedging{.delay = milliseconds(100)});
+  s.attempt_middleware = {
+      WithBearerToken([](bool refresh) { return std::string(refresh ? "fresh" : "stale"); })};
+  auto client = MakeClient(std::move(s));
+  // The first attempt at 0 and the hedge at 100 carry the stale token: 401
+  // after 300 ms each. The repeat, at 300 with the fresh one: 200 at 600.
+  Serve([](const ServerRequest& request) {
+    if (request.header("Authorization") == "Bearer fresh") {
+      return Reply::Ok("in").DelayHeaders(milliseconds(300));
+    }
+    return Reply::Status(401).Header("WWW-Authenticate", "Bearer").DelayHeaders(milliseconds(300));
+  });
+  Ended call = Run(*client, Request::Get("/cart"));
+  ASSERT_TRUE(call.result) << call.result.error().message();
+  EXPECT_EQ(call.result->status, 200);
+  EXPECT_EQ(call.took, milliseconds(600));
+  EXPECT_EQ(server->request_count(), 3u);
+  EXPECT_EQ(server->cancelled(), 1) << "the stale hedge, cancelled when the repeat went";
+  auto records = Attempts();
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].reason.kind, ReasonKind::kRepeat);
+  EXPECT_EQ(records[1].reason.kind, ReasonKind::kHedgeWon) << "the stale hedge lost";
+  EXPECT_EQ(records[2].reason.kind, ReasonKind::kSuccess);
 }
 
 TEST_F(HedgingTest, TheDeadlineCancelsEveryAttemptInFlight) {
