@@ -30,15 +30,20 @@ void AttemptTimer::Arm(outbound::internal::TimeoutList& list, TimePoint at, Atte
 }
 
 void AttemptTimer::Disarm() {
-  if (disarmed_.load(std::memory_order_acquire)) return;  // disarmed before: never armed since
+  if (settled_.load(std::memory_order_acquire)) return;
+  outbound::internal::TimeoutList* list;
   {
     std::lock_guard lock(mu_);
-    disarmed_.store(true, std::memory_order_release);
-    if (!std::exchange(armed_, false)) return;
+    disarmed_ = true;
+    armed_ = false;
+    list = list_;
   }
   // Outside the lock: Cancel waits for an expiry running on another
-  // thread, and that expiry may take the attempt's lock (Cancel).
-  list_->Cancel(*this);
+  // thread, and that expiry may take the attempt's lock (Cancel). Each
+  // Disarm that comes before the first has returned waits so: the layer
+  // calling it may go on to what the expiry touches (the breaker's ticket).
+  if (list != nullptr) list->Cancel(*this);
+  settled_.store(true, std::memory_order_release);
 }
 
 void AttemptTimer::Expired() {

@@ -158,10 +158,13 @@ class AttemptTimer final : outbound::internal::TimeoutList::Entry {
 
   std::mutex mu_;
   bool armed_ = false;  // guarded by mu_
-  // Set under mu_, never cleared: a later Arm does nothing, and a later
-  // Disarm (the attempt ends, or is destroyed) returns at once.
-  std::atomic<bool> disarmed_{false};
-  outbound::internal::TimeoutList* list_ = nullptr;
+  // Set under mu_, never cleared: a later Arm does nothing.
+  bool disarmed_ = false;
+  // Set once a Disarm has returned, any expiry over: a later one (the
+  // attempt ends, or is destroyed) returns at once. A Disarm while another
+  // still waits for the expiry waits too.
+  std::atomic<bool> settled_{false};
+  outbound::internal::TimeoutList* list_ = nullptr;  // guarded by mu_
   Attempt* attempt_ = nullptr;
   Fire fire_ = nullptr;
   void* context_ = nullptr;
