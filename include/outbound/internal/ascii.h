@@ -32,10 +32,12 @@ constexpr char AsciiUpper(char c) noexcept {
 }
 
 // Whether `a` and `b` are the same text but for the case of ASCII letters.
+// Bytes that are equal cost one comparison: names compared are mostly
+// written in one case.
 constexpr bool EqualsIgnoringAsciiCase(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
+    if (a[i] != b[i] && (AsciiLower(a[i]) != AsciiLower(b[i]))) return false;
   }
   return true;
 }

@@ -117,9 +117,12 @@ bool H2Session::Start(Exchange& exchange) {
   names.clear();
   ForEachRequestHeader(exchange, [&](const std::string& name, const std::string& value) {
     std::string_view field_name = name;
-    if (std::any_of(name.begin(), name.end(), outbound::internal::IsAsciiUpper)) {
+    if (std::any_of(name.begin(), name.end(),
+                    [](char c) { return outbound::internal::IsAsciiUpper(c); })) {
       if (names.empty()) names.reserve(header_count);  // never moved: fields point into it
-      field_name = names.emplace_back(outbound::internal::AsciiLowered(name));
+      std::string& lower = names.emplace_back(name);
+      for (char& c : lower) c = outbound::internal::AsciiLower(c);
+      field_name = lower;
     }
     nghttp2_nv& field = room[used++] = Field(field_name, value);
     // A traceparent is new on every request, and so is a gRPC attempt's
