@@ -209,6 +209,13 @@ class RetryingRequest final : public Cancellable,
         }
         hedge_timer_.Cancel();
         won = true;
+        // A hedge the breaker turned away unsent, after an earlier answer
+        // waited for it: that answer ends the call, as it would have
+        // without the hedge (its retry would be turned away too).
+        if (outcome.rejected && last_ &&
+            last_->record.reason.kind == retry::ReasonKind::kHedgeInFlight) {
+          outcome = *std::exchange(last_, std::nullopt);
+        }
       } else if (decided == retry::DecisionKind::kAgain) {
         // Nothing to wait out (Judge said so): a request a lost connection
         // took down with others, one the server left unprocessed the first
