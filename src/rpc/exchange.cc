@@ -85,28 +85,28 @@ StatusOr<std::string> OnlyMessage(const http::Response& response, std::size_t li
 }
 
 // Whether a unary answer with status OK is one whole length-prefixed
-// message with a valid flag: INTERNAL when a flag is neither 0 nor 1, is
-// 1 without a grpc-encoding, the body ends inside a prefix or a message,
-// or it holds no message or several (an answer over the receive limit
-// never gets here whole: the core stops it first). Only the prefixes are
-// read, nothing is copied or inflated.
+// message the client can decode: CheckPrefix's code for a prefix it
+// refuses (a flag neither 0 nor 1, compressed without an encoding or with
+// one the client does not decode), INTERNAL when the body ends inside a
+// prefix or a message, or holds no message or several (an answer over the
+// receive limit never gets here whole: the core stops it first). Only the
+// prefixes are read, nothing is copied or inflated: a gzip body that does
+// not inflate is found by the reply alone.
 Status UnaryFramingOf(const http::Response& response) {
   std::string_view body = response.body;
   std::string_view encoding = response.headers.Find("grpc-encoding");
-  bool coded = !encoding.empty() && encoding != "identity";
   std::size_t count = 0;
   while (!body.empty()) {
     if (body.size() < kFramePrefixSize) {
       return {Code::kInternal, "the response ended inside a message's prefix"};
     }
-    auto flag = static_cast<unsigned char>(body[0]);
-    if (flag > 1 || (flag == 1 && !coded)) {
-      return {Code::kInternal, "a message's prefix has a flag the response cannot have"};
-    }
     std::size_t length = 0;
     for (std::size_t i = 1; i < kFramePrefixSize; ++i) {
       length = (length << 8) | static_cast<unsigned char>(body[i]);
     }
+    Status wrong = CheckPrefix(static_cast<unsigned char>(body[0]), length, encoding,
+                               kMaxFrameLength, count + 1);
+    if (!wrong.ok()) return wrong;
     if (body.size() - kFramePrefixSize < length) {
       return {Code::kInternal, "the response ended inside a message"};
     }

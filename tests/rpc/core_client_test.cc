@@ -284,6 +284,26 @@ TEST_F(CoreRpcOnFakeTransport, AServerStreamsRequestIsNotGzipCoded) {
   EXPECT_EQ(requests[1].body[0], '\1') << "the unary request's message is compressed";
 }
 
+// classify hears what the caller hears: a message compressed with an
+// encoding the client cannot decode is UNIMPLEMENTED to both, though the
+// answer's grpc-status says OK.
+TEST_F(CoreRpcOnFakeTransport, ClassifyHearsAnUndecodableMessageAsTheCallerDoes) {
+  answers_ = {testing::Reply::Ok(std::string("\1\0\0\0\3abc", 8))
+                  .Header("content-type", "application/grpc")
+                  .Header("grpc-encoding", "deflate")
+                  .Trailer("grpc-status", "0")};
+  Settings settings = DefaultSettings();
+  std::vector<Code> heard;
+  settings.classify = [&](std::string_view method, const Status& status, const Trailers& trailers) {
+    heard.push_back(status.code);
+    return DefaultClassify(method, status, trailers);
+  };
+  auto client = Make(settings);
+  Reply reply = client->Call(kSay, "x");
+  EXPECT_EQ(reply.status.code, Code::kUnimplemented) << reply.status.message;
+  EXPECT_EQ(heard, (std::vector<Code>{Code::kUnimplemented}));
+}
+
 TEST_F(CoreRpcOnFakeTransport, EachAttemptSendsTheTimeTheCallHasLeftAsGrpcTimeout) {
   auto client = Make();
   std::promise<Reply> replied;

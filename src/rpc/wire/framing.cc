@@ -92,32 +92,38 @@ Status Deframer::Finish() {
   return status_;
 }
 
+Status CheckPrefix(unsigned char flag, std::size_t length, std::string_view encoding,
+                   std::size_t receive_limit, std::size_t number) {
+  std::string which = "message " + std::to_string(number) + " of the response";
+  if (flag > 1) {
+    return {Code::kInternal,
+            which + " has compressed flag " + std::to_string(flag) + ", not 0 or 1"};
+  }
+  if (flag == 1 && IsIdentity(encoding)) {
+    return {Code::kInternal,
+            which + " is compressed, but the response's grpc-encoding is " +
+                (encoding.empty() ? std::string("absent") : "\"" + std::string(encoding) + "\"")};
+  }
+  if (flag == 1 && !EqualsIgnoringAsciiCase(encoding, "gzip")) {
+    return {Code::kUnimplemented, which + " is compressed with \"" + std::string(encoding) +
+                                      "\", which this client cannot decode (it takes gzip)"};
+  }
+  if (length > receive_limit) {
+    return {Code::kResourceExhausted, "the response message is " + std::to_string(length) +
+                                          " bytes, over the receive limit of " +
+                                          std::to_string(receive_limit) + " bytes"};
+  }
+  return {};
+}
+
 void Deframer::StartMessage() {
   unsigned char flag = prefix_[0];
   length_ = (std::size_t{prefix_[1]} << 24) | (std::size_t{prefix_[2]} << 16) |
             (std::size_t{prefix_[3]} << 8) | std::size_t{prefix_[4]};
-  if (flag > 1) {
-    return FailAs(Code::kInternal, "message " + std::to_string(messages_ + 1) +
-                                       " of the response has compressed flag " +
-                                       std::to_string(flag) + ", not 0 or 1");
+  if (Status wrong = CheckPrefix(flag, length_, encoding_, limit_, messages_ + 1); !wrong.ok()) {
+    return FailAs(wrong.code, std::move(wrong.message));
   }
   compressed_ = flag == 1;
-  if (compressed_ && IsIdentity(encoding_)) {
-    return FailAs(Code::kInternal, "message " + std::to_string(messages_ + 1) +
-                                       " of the response is compressed, but the response's "
-                                       "grpc-encoding is " +
-                                       (encoding_.empty() ? "absent" : "\"" + encoding_ + "\""));
-  }
-  if (compressed_ && !EqualsIgnoringAsciiCase(encoding_, "gzip")) {
-    return FailAs(Code::kUnimplemented, "message " + std::to_string(messages_ + 1) +
-                                            " of the response is compressed with \"" + encoding_ +
-                                            "\", which this client cannot decode (it takes gzip)");
-  }
-  if (length_ > limit_) {
-    return FailAs(Code::kResourceExhausted, "the response message is " + std::to_string(length_) +
-                                                " bytes, over the receive limit of " +
-                                                std::to_string(limit_) + " bytes");
-  }
   in_body_ = true;
   body_.clear();
   body_.reserve(length_);

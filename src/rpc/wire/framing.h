@@ -50,6 +50,13 @@ std::string Frame(std::string_view message);
 [[nodiscard]] StatusOr<std::string> FrameForSending(std::string_view message, std::size_t max_send,
                                                     bool gzip);
 
+// What is wrong with the `number`-th message of a response (from 1) by its
+// prefix alone (its `flag` and announced `length`) under the response's
+// grpc-encoding `encoding`, or OK: the prefix rules of Deframer below (the
+// limit, the flag, the encoding), with the same codes and messages.
+[[nodiscard]] Status CheckPrefix(unsigned char flag, std::size_t length, std::string_view encoding,
+                                 std::size_t receive_limit, std::size_t number);
+
 // Takes a response body in pieces as they arrive, split anywhere, and hands
 // each whole message to its sink, in order, decoded. Each Feed and Finish
 // says whether the body is still good; the first error is the call's
