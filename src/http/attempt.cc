@@ -43,13 +43,17 @@ void AttemptTimer::Disarm() {
   // Disarm that comes before the first has returned waits so: the layer
   // calling it may go on to what the expiry touches (the breaker's ticket).
   if (list != nullptr) list->Cancel(*this);
-  settled_.store(true, std::memory_order_release);
+  if (!in_expiry_.load(std::memory_order_acquire)) settled_.store(true, std::memory_order_release);
 }
 
 void AttemptTimer::Expired() {
   // Null when the attempt is being destroyed on another thread (which
   // waits for this to return).
-  if (auto live = attempt_->weak_from_this().lock()) fire_(*live, context_);
+  if (auto live = attempt_->weak_from_this().lock()) {
+    in_expiry_.store(true, std::memory_order_relaxed);
+    fire_(*live, context_);
+    in_expiry_.store(false, std::memory_order_release);
+  }
 }
 
 Attempt::Attempt(const AttemptPath& path) : path_(path) {

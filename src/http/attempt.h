@@ -162,8 +162,10 @@ class AttemptTimer final : outbound::internal::TimeoutList::Entry {
   bool disarmed_ = false;
   // Set once a Disarm has returned, any expiry over: a later one (the
   // attempt ends, or is destroyed) returns at once. A Disarm while another
-  // still waits for the expiry waits too.
+  // still waits for the expiry waits too. One from within the expiry (it
+  // ended the attempt) settles nothing: the expiry still runs.
   std::atomic<bool> settled_{false};
+  std::atomic<bool> in_expiry_{false};
   outbound::internal::TimeoutList* list_ = nullptr;  // guarded by mu_
   Attempt* attempt_ = nullptr;
   Fire fire_ = nullptr;

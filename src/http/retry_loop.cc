@@ -53,7 +53,9 @@ struct InFlight final : AttemptOwner {
   std::shared_ptr<Attempt> attempt;    // set while in flight: the slot is taken
   bool hedge = false;
   bool decided = false;  // Decide ran: no longer counted as awaiting an answer
-  bool lost = false;     // cancelled because another attempt answered first
+  // Cancelled: another attempt's answer ends the call, or a repeat
+  // supersedes this one. Never awaited: its answer decides nothing.
+  bool lost = false;
   // What Decide decided, for Ended.
   bool repeat = false;
   Duration wait{0};
@@ -154,7 +156,9 @@ class RetryingRequest final : public Cancellable,
         // Any outcome but another attempt or a wait for one ends the call.
         if (decided != DecisionKind::kAgain && reason.kind != ReasonKind::kHedgeInFlight) {
           winner_ = &flight;
-        } else if (repeat) {
+        }
+        again_decided_ = again_decided_ || decided == DecisionKind::kAgain;
+        if (repeat) {
           // The repeat carries what the hedges in flight lack (a refreshed
           // credential): they lose to it now, so an answer of theirs to the
           // stale request cannot end the call (the one retry that starts
@@ -243,7 +247,10 @@ class RetryingRequest final : public Cancellable,
         // Failed while another attempt is in flight (the call waits for
         // that one), or lost to one: what the call returns if the rest
         // are cut short, unless an answer already ends it.
-        if (why == retry::ReasonKind::kHedgeInFlight && !ending_) last_ = std::move(outcome);
+        // A rejection (nothing sent) never replaces an answer kept before.
+        bool keep = why == retry::ReasonKind::kHedgeInFlight && !ending_ &&
+                    !(outcome.rejected && last_ && !last_->rejected);
+        if (keep) last_ = std::move(outcome);
         last = ending_ && InFlightCount() == 0;
       }
     }
@@ -268,6 +275,7 @@ class RetryingRequest final : public Cancellable,
     flight.wait = Duration{0};
     auto attempt = std::make_shared<Attempt>(attempts_path_);
     waiting_ = false;
+    if (!hedge) again_decided_ = false;
     attempt->request = request_;
     attempt->number = ++attempts_;
     attempt->resend_count = call_->attempts++;
@@ -295,7 +303,7 @@ class RetryingRequest final : public Cancellable,
     retry::DecisionKind decided;
     {
       std::lock_guard lock(mu_);
-      if (finished_ || ending_ || winner_ != nullptr || waiting_ ||
+      if (finished_ || ending_ || winner_ != nullptr || waiting_ || again_decided_ ||
           cancelled_ != CancelReason::kNone) {
         return;
       }
@@ -330,10 +338,13 @@ class RetryingRequest final : public Cancellable,
     return DecisionKind::kAgain;
   }
 
-  // Attempts in flight whose outcome is not decided yet. Under mu_.
+  // Attempts in flight whose outcome is not decided yet, and may still
+  // decide the call (not lost). Under mu_.
   int Awaiting() const {
     int n = 0;
-    for (const InFlight& flight : flights_) n += flight.attempt && !flight.decided ? 1 : 0;
+    for (const InFlight& flight : flights_) {
+      n += flight.attempt && !flight.decided && !flight.lost ? 1 : 0;
+    }
     return n;
   }
   // Attempts in flight, decided or not. Under mu_.
@@ -528,6 +539,9 @@ class RetryingRequest final : public Cancellable,
   int attempts_ = 0;
   bool finished_ = false;
   bool waiting_ = false;
+  // An attempt decided on another (kAgain), which has not started yet: no
+  // hedge starts meanwhile (a repeat's would carry what it replaces).
+  bool again_decided_ = false;
   CancelReason cancelled_ = CancelReason::kNone;
   int collateral_retries_ = 0;
   int retired_retries_ = 0;

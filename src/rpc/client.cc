@@ -45,7 +45,7 @@ http::Settings CoreSettings(const Settings& s, const internal::Addr& addr) {
   core.retry_budget = s.retry_budget;
   core.breaker = s.breaker;
   core.breaker_policy = s.breaker_policy;
-  core.classify = internal::CoreClassify(s.classify);
+  core.classify = internal::CoreClassify(s.classify, s.max_receive_message_bytes);
   // A gzip-coded answer is smaller than its message; the Deframer holds the
   // decoded message to max_receive_message_bytes.
   core.max_response_bytes = s.max_receive_message_bytes + internal::kFramePrefixSize;
@@ -58,7 +58,7 @@ http::Settings CoreSettings(const Settings& s, const internal::Addr& addr) {
   core.bulkhead = s.bulkhead;
   core.adaptive_concurrency = s.adaptive_concurrency;
   core.hedging = s.hedging;
-  core.routes = internal::CoreRoutes(s.methods);
+  core.routes = internal::CoreRoutes(s.methods, s.max_receive_message_bytes);
   return core;
 }
 
@@ -74,8 +74,9 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   if (auto valid = Validate(settings); !valid) return tl::unexpected(valid.error());
   auto addr = internal::ParseAddr(settings.addr);
   if (!addr) return tl::unexpected(addr.error());
-  auto core = http::internal::CreateClient(runtime, CoreSettings(settings, *addr),
-                                           internal::GrpcFrontEnd(settings.attempt_timeout));
+  auto core = http::internal::CreateClient(
+      runtime, CoreSettings(settings, *addr),
+      internal::GrpcFrontEnd(settings.attempt_timeout, settings.max_receive_message_bytes));
   if (!core) return tl::unexpected(core.error());
   auto impl = std::make_unique<Impl>();
   impl->core = std::move(*core);

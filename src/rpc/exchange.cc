@@ -87,12 +87,11 @@ StatusOr<std::string> OnlyMessage(const http::Response& response, std::size_t li
 // Whether a unary answer with status OK is one whole length-prefixed
 // message the client can decode: CheckPrefix's code for a prefix it
 // refuses (a flag neither 0 nor 1, compressed without an encoding or with
-// one the client does not decode), INTERNAL when the body ends inside a
-// prefix or a message, or holds no message or several (an answer over the
-// receive limit never gets here whole: the core stops it first). Only the
-// prefixes are read, nothing is copied or inflated: a gzip body that does
-// not inflate is found by the reply alone.
-Status UnaryFramingOf(const http::Response& response) {
+// one the client does not decode, announced over `receive_limit`),
+// INTERNAL when the body ends inside a prefix or a message, or holds no
+// message or several. Only the prefixes are read, nothing is copied or
+// inflated.
+Status UnaryFramingOf(const http::Response& response, std::size_t receive_limit) {
   std::string_view body = response.body;
   std::string_view encoding = response.headers.Find("grpc-encoding");
   std::size_t count = 0;
@@ -104,8 +103,8 @@ Status UnaryFramingOf(const http::Response& response) {
     for (std::size_t i = 1; i < kFramePrefixSize; ++i) {
       length = (length << 8) | static_cast<unsigned char>(body[i]);
     }
-    Status wrong = CheckPrefix(static_cast<unsigned char>(body[0]), length, encoding,
-                               kMaxFrameLength, count + 1);
+    Status wrong = CheckPrefix(static_cast<unsigned char>(body[0]), length, encoding, receive_limit,
+                               count + 1);
     if (!wrong.ok()) return wrong;
     if (body.size() - kFramePrefixSize < length) {
       return {Code::kInternal, "the response ended inside a message"};
@@ -156,26 +155,32 @@ Trailers TrailersOf(const http::Response& response) { return MetadataOf(StatusFi
 
 std::string_view MethodOf(std::string_view url) { return http::internal::PathOf(url); }
 
-http::Classify CoreClassify(Classify classify) {
-  return [classify = std::move(classify)](const http::SentRequest& sent,
-                                          const Result<http::Response>& result) {
-    Status status = StatusOf(result);
+Status AttemptStatusOf(const Result<http::Response>& result, bool body_streams,
+                       std::size_t receive_limit) {
+  Status status = StatusOf(result);
+  if (status.ok() && result && !body_streams) status = UnaryFramingOf(*result, receive_limit);
+  return status;
+}
+
+http::Classify CoreClassify(Classify classify, std::size_t receive_limit) {
+  return [classify = std::move(classify), receive_limit](const http::SentRequest& sent,
+                                                         const Result<http::Response>& result) {
     // A malformed answer under status OK is the dependency's failure, as
-    // the caller hears it (ReplyOf): classify is told so. A unary answer
-    // (its body not streamed to a sink) must also hold exactly one message.
-    if (status.ok() && result && !sent.body_streams) status = UnaryFramingOf(*result);
+    // the caller hears it (ReplyOf): classify is told so.
+    Status status = AttemptStatusOf(result, sent.body_streams, receive_limit);
     Trailers trailers = result ? TrailersOf(*result) : Trailers{};
     Classification c = classify(MethodOf(sent.url), status, trailers);
     return http::Classification{c.retry, c.retry_after, c.breaker};
   };
 }
 
-std::vector<http::RoutePolicy> CoreRoutes(const std::vector<MethodPolicy>& methods) {
+std::vector<http::RoutePolicy> CoreRoutes(const std::vector<MethodPolicy>& methods,
+                                          std::size_t receive_limit) {
   std::vector<http::RoutePolicy> routes;
   routes.reserve(methods.size());
   for (const MethodPolicy& m : methods) {
     routes.push_back({m.method, m.timeout, m.attempt_timeout, m.max_attempts,
-                      m.classify ? CoreClassify(m.classify) : http::Classify()});
+                      m.classify ? CoreClassify(m.classify, receive_limit) : http::Classify()});
   }
   return routes;
 }

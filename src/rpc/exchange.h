@@ -51,12 +51,23 @@ Trailers TrailersOf(const http::Response& response);
 // The method an attempt called, from its URL's path: "/pkg.Service/Method".
 std::string_view MethodOf(std::string_view url);
 
-// `classify` as the call core runs it for every attempt.
-http::Classify CoreClassify(Classify classify);
+// The status of one attempt as its caller would hear it, for classify,
+// the span and the metrics: StatusOf, and under OK a unary answer's (its
+// body not streamed to a sink) framing as ReplyOf reads it, by the
+// prefixes alone: one message, whose flag and encoding the client can
+// decode, announced within `receive_limit`. (A gzip body that does not
+// inflate is found by ReplyOf alone: nothing is inflated here.)
+Status AttemptStatusOf(const Result<http::Response>& result, bool body_streams,
+                       std::size_t receive_limit);
+
+// `classify` as the call core runs it for every attempt, told
+// AttemptStatusOf's status.
+http::Classify CoreClassify(Classify classify, std::size_t receive_limit);
 
 // The methods' policies as the call core's routes: a method's path is the
 // route's prefix (a service's "/pkg.Service/" holds its methods).
-std::vector<http::RoutePolicy> CoreRoutes(const std::vector<MethodPolicy>& methods);
+std::vector<http::RoutePolicy> CoreRoutes(const std::vector<MethodPolicy>& methods,
+                                          std::size_t receive_limit);
 
 // A streamed answer's body fed to `deframer`, as the call's BodySink: its
 // end is checked too, and a message that breaks the framing ends the call

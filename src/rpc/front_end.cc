@@ -24,8 +24,8 @@ using telemetry::KeyValue;
 class GrpcTelemetry final : public http::internal::ClientTelemetry {
  public:
   GrpcTelemetry(const telemetry::Telemetry& telemetry, const http::internal::Origin& origin,
-                Clock& clock)
-      : ClientTelemetry(telemetry, origin, clock, kScope) {
+                Clock& clock, std::size_t receive_limit)
+      : ClientTelemetry(telemetry, origin, clock, kScope), receive_limit_(receive_limit) {
     if (meters_ == nullptr) return;
     call_duration_ = meters_->CreateHistogram(
         {kScope, "rpc.client.call.duration", "s", "Duration of each attempt of a gRPC call."},
@@ -53,7 +53,9 @@ class GrpcTelemetry final : public http::internal::ClientTelemetry {
                     std::optional<Duration> in_queue) const override {
     if (attempt.span == nullptr && meters_ == nullptr) return;
     TimePoint now = clock_.Now();
-    Status status = StatusOf(outcome.result);
+    // What classify heard, and the caller hears.
+    Status status =
+        AttemptStatusOf(outcome.result, static_cast<bool>(attempt.call->body_sink), receive_limit_);
     std::string_view code = CodeName(status.code);
     std::string_view error_type = status.ok() ? std::string_view() : code;
     if (attempt.span != nullptr) {
@@ -93,6 +95,7 @@ class GrpcTelemetry final : public http::internal::ClientTelemetry {
   }
 
   std::shared_ptr<telemetry::Histogram> call_duration_;
+  std::size_t receive_limit_;
 };
 
 // Tells the server how long the attempt has: the call's time left as the
@@ -158,15 +161,16 @@ http::Response InjectedAnswer(int status, std::optional<std::uint32_t> retry_aft
 
 }  // namespace
 
-http::internal::FrontEnd GrpcFrontEnd(const std::optional<Duration>& attempt_timeout) {
+http::internal::FrontEnd GrpcFrontEnd(const std::optional<Duration>& attempt_timeout,
+                                      std::size_t receive_limit) {
   http::internal::FrontEnd front_end;
   front_end.fault_scheme = "grpc";
   front_end.injected_answer = InjectedAnswer;
   front_end.redirects = false;
   front_end.attempt_timeout = attempt_timeout.has_value();
-  front_end.telemetry = [](const telemetry::Telemetry& telemetry,
-                           const http::internal::Origin& origin, Clock& clock) {
-    return std::make_unique<GrpcTelemetry>(telemetry, origin, clock);
+  front_end.telemetry = [receive_limit](const telemetry::Telemetry& telemetry,
+                                        const http::internal::Origin& origin, Clock& clock) {
+    return std::make_unique<GrpcTelemetry>(telemetry, origin, clock, receive_limit);
   };
   front_end.attempt_layers =
       [](http::internal::AttemptSlots& /*slots*/, Clock& clock,

@@ -9,6 +9,7 @@
 #ifndef OUTBOUND_SRC_RPC_FRONT_END_H_
 #define OUTBOUND_SRC_RPC_FRONT_END_H_
 
+#include <cstddef>
 #include <optional>
 
 #include "../http/front_end.h"
@@ -16,7 +17,10 @@
 
 namespace outbound::rpc::internal {
 
-http::internal::FrontEnd GrpcFrontEnd(const std::optional<Duration>& attempt_timeout);
+// `receive_limit` (rpc::Settings::max_receive_message_bytes): the
+// telemetry hears each attempt's status as its caller would (AttemptStatusOf).
+http::internal::FrontEnd GrpcFrontEnd(const std::optional<Duration>& attempt_timeout,
+                                      std::size_t receive_limit);
 
 }  // namespace outbound::rpc::internal
 

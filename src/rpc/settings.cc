@@ -155,8 +155,8 @@ std::vector<std::string> MethodProblems(const std::vector<MethodPolicy>& methods
                        "\" is neither a method's full name (\"/pkg.Service/Method\") nor a "
                        "service's (\"/pkg.Service/\")");
   }
-  for (std::string& problem :
-       http::internal::RoutePolicyProblems(internal::CoreRoutes(methods), "method")) {
+  for (std::string& problem : http::internal::RoutePolicyProblems(
+           internal::CoreRoutes(methods, internal::kMaxFrameLength), "method")) {
     // A name refused above is not refused again as a route's prefix.
     std::size_t index = std::stoul(problem.substr(1));
     if (named[index] || problem.find("].method:") == std::string::npos) {

@@ -68,7 +68,8 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
   // once, and one that sees the timer fire also sees the request.
   template <typename Record>
   void Run(ExchangeEvents& attempt, Record record) {
-    // Cancelled since Start launched it: never received, never answered.
+    // Cancelled since Start launched it: not recorded, never answered (the
+    // handler has run).
     if (!attempt.SetCanceller([self = shared_from_this()] { self->Cancelled(); })) return;
     {
       std::lock_guard lock(recording_);

@@ -31,7 +31,8 @@ class TurkishLocaleTest : public FakeTransportTestBase, public ::testing::Test {
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
     std::string compile = "localedef -i tr_TR -f ISO-8859-9 " + dir_ + "/tr_TR.ISO-8859-9";
-    ASSERT_EQ(std::system(compile.c_str()), 0) << compile;
+    ASSERT_EQ(std::system(compile.c_str()), 0)
+        << compile << ": the locale's source comes with Debian's `locales`";
     setenv("LOCPATH", dir_.c_str(), 1);
     ASSERT_NE(std::setlocale(LC_CTYPE, "tr_TR.ISO-8859-9"), nullptr);
     // The premise: here the C library's case rule is not ASCII's.

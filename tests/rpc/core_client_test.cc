@@ -284,15 +284,26 @@ TEST_F(CoreRpcOnFakeTransport, AServerStreamsRequestIsNotGzipCoded) {
   EXPECT_EQ(requests[1].body[0], '\1') << "the unary request's message is compressed";
 }
 
-// classify hears what the caller hears: a message compressed with an
-// encoding the client cannot decode is UNIMPLEMENTED to both, though the
-// answer's grpc-status says OK.
-TEST_F(CoreRpcOnFakeTransport, ClassifyHearsAnUndecodableMessageAsTheCallerDoes) {
-  answers_ = {testing::Reply::Ok(std::string("\1\0\0\0\3abc", 8))
-                  .Header("content-type", "application/grpc")
-                  .Header("grpc-encoding", "deflate")
-                  .Trailer("grpc-status", "0")};
+// classify, the span and the metrics hear what the caller hears: a
+// message compressed with an encoding the client cannot decode is
+// UNIMPLEMENTED to all, though the answer's grpc-status says OK; and a
+// message announced over the receive limit RESOURCE_EXHAUSTED, though the
+// whole answer is within the core's bound.
+TEST_F(CoreRpcOnFakeTransport, ClassifyAndTelemetryHearAnUndecodableMessageAsTheCallerDoes) {
+  auto answer = [](std::string body) {
+    return testing::Reply::Ok(std::move(body))
+        .Header("content-type", "application/grpc")
+        .Header("grpc-encoding", "deflate")
+        .Trailer("grpc-status", "0");
+  };
+  // Compressed, 3 bytes; then uncompressed, announcing 100 bytes of 3.
+  answers_ = {answer(std::string("\1\0\0\0\3abc", 8)), answer(std::string("\0\0\0\0\x64"
+                                                                          "abc",
+                                                                          8))};
+  testing::InMemoryTelemetry recorded;
+  runtime_.telemetry = recorded.telemetry();
   Settings settings = DefaultSettings();
+  settings.max_receive_message_bytes = 10;
   std::vector<Code> heard;
   settings.classify = [&](std::string_view method, const Status& status, const Trailers& trailers) {
     heard.push_back(status.code);
@@ -301,7 +312,14 @@ TEST_F(CoreRpcOnFakeTransport, ClassifyHearsAnUndecodableMessageAsTheCallerDoes)
   auto client = Make(settings);
   Reply reply = client->Call(kSay, "x");
   EXPECT_EQ(reply.status.code, Code::kUnimplemented) << reply.status.message;
-  EXPECT_EQ(heard, (std::vector<Code>{Code::kUnimplemented}));
+  Reply over = client->Call(kSay, "x");
+  EXPECT_EQ(over.status.code, Code::kResourceExhausted) << over.status.message;
+  EXPECT_EQ(heard, (std::vector<Code>{Code::kUnimplemented, Code::kResourceExhausted}));
+  for (const char* code : {"UNIMPLEMENTED", "RESOURCE_EXHAUSTED"}) {
+    auto point = recorded.Point("rpc.client.call.duration", {{"rpc.response.status_code", code}});
+    ASSERT_TRUE(point) << code;
+    EXPECT_EQ(point->count, 1U) << code;
+  }
 }
 
 TEST_F(CoreRpcOnFakeTransport, EachAttemptSendsTheTimeTheCallHasLeftAsGrpcTimeout) {

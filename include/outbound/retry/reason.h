@@ -38,7 +38,8 @@ enum class ReasonKind : std::uint8_t {
   kCancelled,          // the caller gave up
   kHedge,              // a hedge: one more attempt started while the others wait for their
                        // answers (http::Hedging)
-  kHedgeWon,           // another attempt of the call answered first: this one was cancelled
+  kHedgeWon,           // another attempt of the call answered first, or a repeat replaced
+                       // this one (a refreshed credential): it was cancelled
   kHedgeInFlight,      // failed while another attempt of the call is in flight: the call
                        // waits for that one instead of retrying
 };
