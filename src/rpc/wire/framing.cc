@@ -94,18 +94,19 @@ Status Deframer::Finish() {
 
 Status CheckPrefix(unsigned char flag, std::size_t length, std::string_view encoding,
                    std::size_t receive_limit, std::size_t number) {
-  std::string which = "message " + std::to_string(number) + " of the response";
+  // Built only for a prefix refused: every message of every answer passes here.
+  auto which = [number] { return "message " + std::to_string(number) + " of the response"; };
   if (flag > 1) {
     return {Code::kInternal,
-            which + " has compressed flag " + std::to_string(flag) + ", not 0 or 1"};
+            which() + " has compressed flag " + std::to_string(flag) + ", not 0 or 1"};
   }
   if (flag == 1 && IsIdentity(encoding)) {
     return {Code::kInternal,
-            which + " is compressed, but the response's grpc-encoding is " +
+            which() + " is compressed, but the response's grpc-encoding is " +
                 (encoding.empty() ? std::string("absent") : "\"" + std::string(encoding) + "\"")};
   }
   if (flag == 1 && !EqualsIgnoringAsciiCase(encoding, "gzip")) {
-    return {Code::kUnimplemented, which + " is compressed with \"" + std::string(encoding) +
+    return {Code::kUnimplemented, which() + " is compressed with \"" + std::string(encoding) +
                                       "\", which this client cannot decode (it takes gzip)"};
   }
   if (length > receive_limit) {
