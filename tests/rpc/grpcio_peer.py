@@ -19,6 +19,7 @@ Methods (each message is raw bytes):
   Hang    unary: never answers; counts the call cancelled once the client
           leaves it.
   Count   server streaming: the request is a decimal n; messages "1".."n".
+  DeadlineStream server streaming: one message, as Deadline answers.
   Flood   server streaming: the request is "n:size"; n messages of `size`
           bytes, each its index in 8 digits and then '.', as fast as the
           client's flow control lets grpcio take them.
@@ -127,6 +128,12 @@ def hang(request, context):
     return b""
 
 
+def deadline_stream(request, context):
+    _count("DeadlineStream", context)
+    left = context.time_remaining()
+    yield b"none" if left is None else str(int(left * 1000)).encode("ascii")
+
+
 def count(request, context):
     _count("Count", context)
     for i in range(1, int(request.decode("ascii")) + 1):
@@ -197,6 +204,7 @@ def main():
         "Deadline": grpc.unary_unary_rpc_method_handler(deadline),
         "Hang": grpc.unary_unary_rpc_method_handler(hang),
         "Count": grpc.unary_stream_rpc_method_handler(count),
+        "DeadlineStream": grpc.unary_stream_rpc_method_handler(deadline_stream),
         "Flood": grpc.unary_stream_rpc_method_handler(flood),
         "Join": grpc.stream_unary_rpc_method_handler(join),
         "FlakyJoin": grpc.stream_unary_rpc_method_handler(flaky_join),

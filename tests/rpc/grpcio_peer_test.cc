@@ -627,6 +627,29 @@ TEST_F(GrpcioPeerTest, TheDeadlineReachesTheServerAsGrpcTimeout) {
   EXPECT_GT(left_ms, 6000);
 }
 
+// With an attempt timeout of 200 ms, a unary call's attempt tells grpcio
+// 200 ms; a server stream's tells it the call's 7 s, for its attempt
+// timeout bounds only the wait for its headers (told 200 ms, grpcio would
+// cancel a stream that outlasted them).
+TEST_F(GrpcioPeerTest, AServerStreamTellsTheServerTheCallsDeadlineNotItsAttemptTimeout) {
+  Settings settings = DefaultSettings();
+  settings.timeout = 7s;
+  settings.attempt_timeout = 200ms;
+  Start({}, settings);
+  Reply unary = Call("Deadline", "");
+  ASSERT_TRUE(unary.status.ok()) << unary.status.message;
+  EXPECT_LE(std::stoi(unary.body), 200);
+  std::vector<std::string> got;
+  Reply stream =
+      client_->ServerStream("/peer.Test/DeadlineStream", "",
+                            [&](std::string_view message) { got.emplace_back(message); });
+  ASSERT_TRUE(stream.status.ok()) << stream.status.message;
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_NE(got[0], "none") << "no grpc-timeout arrived";
+  EXPECT_LE(std::stoi(got[0]), 7000);
+  EXPECT_GT(std::stoi(got[0]), 6000);
+}
+
 // A call that outlives its deadline ends DEADLINE_EXCEEDED when the clock
 // reaches it, once, and the server sees the call go. The deadline is long
 // (60 s) so grpcio's own timer, in real time, never ends it first.
