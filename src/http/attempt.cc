@@ -20,8 +20,7 @@ void AttemptSlots::Destroy(std::byte* block) const {
 void AttemptTimer::Arm(outbound::internal::TimeoutList& list, TimePoint at, Attempt& attempt,
                        Fire fire, void* context) {
   std::lock_guard lock(mu_);
-  if (armed_ || disarmed_) return;
-  armed_ = true;
+  if (list_ != nullptr || disarmed_) return;  // armed once at most
   list_ = &list;
   attempt_ = &attempt;
   fire_ = fire;
@@ -35,7 +34,6 @@ void AttemptTimer::Disarm() {
   {
     std::lock_guard lock(mu_);
     disarmed_ = true;
-    armed_ = false;
     list = list_;
   }
   // Outside the lock: Cancel waits for an expiry running on another

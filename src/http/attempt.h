@@ -157,7 +157,6 @@ class AttemptTimer final : outbound::internal::TimeoutList::Entry {
   void Expired() override;
 
   std::mutex mu_;
-  bool armed_ = false;  // guarded by mu_
   // Set under mu_, never cleared: a later Arm does nothing.
   bool disarmed_ = false;
   // Set once a Disarm has returned, any expiry over: a later one (the
@@ -166,7 +165,8 @@ class AttemptTimer final : outbound::internal::TimeoutList::Entry {
   // ended the attempt) settles nothing: the expiry still runs.
   std::atomic<bool> settled_{false};
   std::atomic<bool> in_expiry_{false};
-  outbound::internal::TimeoutList* list_ = nullptr;  // guarded by mu_
+  // Guarded by mu_; set by the one Arm, so non-null once armed.
+  outbound::internal::TimeoutList* list_ = nullptr;
   Attempt* attempt_ = nullptr;
   Fire fire_ = nullptr;
   void* context_ = nullptr;

@@ -13,29 +13,41 @@ using std::chrono::milliseconds;
 using testing::Reply;
 using testing::ServerRequest;
 
-class HedgingBreakerTest : public ClientTestBase, public ::testing::Test {};
+// The first attempt's 503 comes at (hedges + 1) * 50 ms, over one HTTP/1.1
+// connection; a hedge is due every 50 ms before it, and waits in the queue
+// behind the first attempt. The 503 opens the breaker (its policy trips at
+// one failure) and waits for the hedges; the queue then finds each hedge
+// no longer admitted.
+class HedgingBreakerTest : public ClientTestBase, public ::testing::Test {
+ protected:
+  Result<Response> CallWithHedgesQueued(int hedges) {
+    const Duration answer_after = milliseconds(50) * (hedges + 1);
+    Serve([answer_after](
+              const ServerRequest&) { return Reply::Status(503).DelayHeaders(answer_after); },
+          Protocol::kHttp11);
+    Settings settings = PaymentsSettings();
+    settings.hedging = Hedging{.delay = milliseconds(50), .max_attempts_in_flight = hedges + 1};
+    settings.max_connections = 1;
+    settings.breaker_policy.trip = [](const circuit::Counts& c) { return c.failures >= 1; };
+    client = MakeClient(settings);
+    auto call = client->SendAsync(Request::Get("/cart"));
+    EXPECT_TRUE(server->WaitFor([](const testing::FakeServer& s) { return s.request_count() == 1; },
+                                std::chrono::seconds(10)));
+    for (int i = 0; i <= hedges; ++i) clock.Advance(milliseconds(50));  // each hedge, the 503
+    if (call.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      return Fail(ErrorKind::kDeadline, "the call hung");  // the assertions after fail
+    }
+    return call.get();
+  }
 
-// One HTTP/1.1 connection: the hedge, due at 50 ms, waits in the queue
-// behind the first attempt. The first attempt's 503 at 100 ms opens the
-// breaker (its policy trips at one failure) and waits for the hedge; the queue then finds
-// the hedge no longer admitted. The caller hears the 503, as a call
-// without the hedge would have (its retry turned away too), not "the
-// circuit breaker opened before the attempt was sent".
+  std::unique_ptr<Client> client;
+};
+
+// The caller hears the 503, as a call without the hedge would have (its
+// retry turned away too), not "the circuit breaker opened before the
+// attempt was sent".
 TEST_F(HedgingBreakerTest, AHedgeTurnedAwayInTheQueueLeavesTheAnswerThatWaitedForIt) {
-  Serve([](const ServerRequest&) { return Reply::Status(503).DelayHeaders(milliseconds(100)); },
-        Protocol::kHttp11);
-  Settings settings = PaymentsSettings();
-  settings.hedging = Hedging{.delay = milliseconds(50)};
-  settings.max_connections = 1;
-  settings.breaker_policy.trip = [](const circuit::Counts& c) { return c.failures >= 1; };
-  auto client = MakeClient(settings);
-  auto call = client->SendAsync(Request::Get("/cart"));
-  ASSERT_TRUE(server->WaitFor([](const testing::FakeServer& s) { return s.request_count() == 1; },
-                              std::chrono::seconds(10)));
-  clock.Advance(milliseconds(50));  // the hedge: queued behind the first attempt
-  clock.Advance(milliseconds(50));  // the 503
-  ASSERT_EQ(call.wait_for(std::chrono::seconds(10)), std::future_status::ready);
-  Result<Response> response = call.get();
+  Result<Response> response = CallWithHedgesQueued(1);
   ASSERT_TRUE(response) << response.error().message();
   EXPECT_EQ(response->status, 503);
   EXPECT_EQ(response->attempts, 1);
@@ -43,25 +55,10 @@ TEST_F(HedgingBreakerTest, AHedgeTurnedAwayInTheQueueLeavesTheAnswerThatWaitedFo
   EXPECT_EQ(client->breaker_state(), circuit::State::kOpen);
 }
 
-// Two hedges queued (at 50 and 100 ms) when the 503 comes at 150 ms: the
-// first turned away waits for the second, and is no answer to keep; the
-// second turned away ends the call with the 503.
+// Two hedges queued: the first turned away waits for the second, and is no
+// answer to keep; the second turned away ends the call with the 503.
 TEST_F(HedgingBreakerTest, TwoHedgesTurnedAwayInTheQueueLeaveTheAnswerThatWaitedForThem) {
-  Serve([](const ServerRequest&) { return Reply::Status(503).DelayHeaders(milliseconds(150)); },
-        Protocol::kHttp11);
-  Settings settings = PaymentsSettings();
-  settings.hedging = Hedging{.delay = milliseconds(50), .max_attempts_in_flight = 3};
-  settings.max_connections = 1;
-  settings.breaker_policy.trip = [](const circuit::Counts& c) { return c.failures >= 1; };
-  auto client = MakeClient(settings);
-  auto call = client->SendAsync(Request::Get("/cart"));
-  ASSERT_TRUE(server->WaitFor([](const testing::FakeServer& s) { return s.request_count() == 1; },
-                              std::chrono::seconds(10)));
-  clock.Advance(milliseconds(50));  // the first hedge, queued
-  clock.Advance(milliseconds(50));  // the second, queued too
-  clock.Advance(milliseconds(50));  // the 503
-  ASSERT_EQ(call.wait_for(std::chrono::seconds(10)), std::future_status::ready);
-  Result<Response> response = call.get();
+  Result<Response> response = CallWithHedgesQueued(2);
   ASSERT_TRUE(response) << response.error().message();
   EXPECT_EQ(response->status, 503);
   EXPECT_EQ(server->request_count(), 1u);
