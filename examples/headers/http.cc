@@ -141,6 +141,19 @@ void BodyTimeoutExample(http::Client* client, const http::BodySink& write) {
   // [end body-timeout]
 }
 
+void BodyHeadExample(http::Client* client, const http::BodySink& write) {
+  // [example body-head]
+  std::optional<std::uint64_t> total;  // for a progress bar
+  auto got = client->Send(http::Request::Get("/big.tar")
+                              .StreamBodyTo(write)
+                              .OnBodyHead([&](const http::Response& head) -> Result<void> {
+                                std::string_view length = head.headers.Find("content-length");
+                                if (!length.empty()) total = std::stoull(std::string(length));
+                                return {};
+                              }));
+  // [end body-head]
+}
+
 void StreamBodyFromExample(http::Client* client) {
   // [example stream-body-from]
   std::string path = "/var/backups/today.tar";

@@ -109,6 +109,7 @@ ExchangeRequest Attempt::exchange() {
   return {.request = request.get(),
           .attempt_headers = &attempt_headers,
           .body_sink = call->body_sink ? &call->body_sink : nullptr,
+          .body_head = call->body_head ? &call->body_head : nullptr,
           .receive_window = call->receive_window.get(),
           .queue_place = &queue_place,
           .admission = admission,

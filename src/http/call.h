@@ -157,6 +157,9 @@ class CallState : public std::enable_shared_from_this<CallState> {
   // Where the body of the call's 2xx answer goes as it arrives (empty: into
   // Response::body). Called by the transport, on its loop thread only.
   BodySink body_sink;
+  // With body_sink: hears the head of the answer whose body streams, first
+  // (Request::OnBodyHead). Called by the transport, on its loop thread only.
+  BodyHeadSink body_head;
   // With body_sink: the read-side flow control its reader drives
   // (Request::StreamBodyTo(sink, window)).
   std::shared_ptr<ReceiveWindow> receive_window;

@@ -365,6 +365,7 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
   call->policy = &policy;
   call->parent = std::move(request.context.trace);
   call->body_sink = std::move(request.body_sink);
+  call->body_head = std::move(request.body_head);
   call->receive_window = std::move(request.receive_window);
   call->body_timeout = request.body_timeout;
   call->context_deadline = request.context.deadline;

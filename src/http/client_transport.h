@@ -94,6 +94,8 @@ struct ExchangeRequest {
   // Where the body of a 2xx answer goes as it arrives; null: into
   // Response::body.
   const BodySink* body_sink = nullptr;
+  // With body_sink: hears that answer's head first; null: nobody does.
+  const BodyHeadSink* body_head = nullptr;
   // With body_sink: held while its reader is behind; null: never held.
   ReceiveWindow* receive_window = nullptr;
   // The exchange's place in the transport's queue: 0 until queued. Kept

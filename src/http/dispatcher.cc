@@ -141,6 +141,7 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
   exchange.admission = what.admission;
   exchange.call_endpoint = what.call_endpoint;
   exchange.sink = what.body_sink;
+  exchange.head_sink = what.body_head;
   exchange.window = what.receive_window;
   if (stopped_) return End(exchange, Failed(ErrorKind::kCancelled, "the client was destroyed"));
   // Two words, so std::function keeps it without a heap block.

@@ -134,6 +134,10 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
     return Fail(ErrorKind::kInvalidRequest,
                 "a body timeout (WithBodyTimeout) bounds a streamed body: set StreamBodyTo too");
   }
+  if (request.body_head && !request.body_sink) {
+    return Fail(ErrorKind::kInvalidRequest,
+                "OnBodyHead hears the head of a streamed body: set StreamBodyTo too");
+  }
   if (request.body_timeout && *request.body_timeout <= Duration::zero()) {
     return Fail(ErrorKind::kInvalidRequest, "a body timeout must be positive");
   }

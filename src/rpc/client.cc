@@ -160,11 +160,11 @@ void Client::ServerStreamAsync(std::string_view method, std::string_view request
                                std::function<void(std::string_view message)> on_message, Done done,
                                const Context& context) {
   Impl& impl = *impl_;
-  // Neither gzip-coded nor asking for gzip: a server answers in the
-  // request's encoding (grpc-go does), and the stream's messages are read
-  // as they come, without the grpc-encoding its headers name.
+  // Not gzip-coded: a server answers in the request's encoding (grpc-go
+  // does), and a stream is read as it comes. Answers may be gzip-coded,
+  // as a unary call's: the answer's head tells the Deframer (DeframingHead).
   internal::StatusOr<http::Request> sent = internal::MessageRequest(
-      method, request, context, impl.send_limit, /*gzip=*/false, /*accept_gzip=*/false);
+      method, request, context, impl.send_limit, /*gzip=*/false, /*accept_gzip=*/true);
   if (!sent) {
     http::internal::ClientPeer::Post(
         *impl.core, [done = std::move(done), status = std::move(sent.error())]() mutable {
@@ -172,17 +172,17 @@ void Client::ServerStreamAsync(std::string_view method, std::string_view request
         });
     return;
   }
-  // So the server sends its messages as they are; a compressed one is a
-  // malformed answer. The call may end inside on_message (a handler that
-  // cancels it): the messages left in that piece are dropped, not handed
-  // to a caller told it has ended.
+  // The call may end inside on_message (a handler that cancels it): the
+  // messages left in that piece are dropped, not handed to a caller told
+  // it has ended.
   auto open = std::make_shared<std::atomic<bool>>(true);
   auto deframer = std::make_shared<internal::Deframer>(
       /*encoding=*/"", impl.receive_limit,
       [open, on_message = std::move(on_message)](std::string message) {
         if (open->load(std::memory_order_acquire)) on_message(message);
       });
-  sent->StreamBodyTo(internal::DeframingSink(deframer));
+  sent->StreamBodyTo(internal::DeframingSink(deframer))
+      .OnBodyHead(internal::DeframingHead(deframer));
   impl.Send(std::move(*sent), impl.Idempotent(method),
             [open, deframer, done = std::move(done)](Result<http::Response> result,
                                                      std::exception_ptr thrown) {

@@ -195,6 +195,18 @@ http::BodySink DeframingSink(std::shared_ptr<Deframer> deframer) {
   };
 }
 
+http::BodyHeadSink DeframingHead(std::shared_ptr<Deframer> deframer) {
+  return [deframer = std::move(deframer)](const http::Response& head) -> Result<void> {
+    std::optional<std::string_view> type = FindField(head.headers, "content-type");
+    if (head.status != 200 || !type || !IsGrpcContentType(*type)) {
+      deframer->IgnoreBody();
+    } else {
+      deframer->SetEncoding(FindField(head.headers, "grpc-encoding").value_or(""));
+    }
+    return {};
+  };
+}
+
 Reply ReplyOf(Result<http::Response> result, std::size_t receive_limit) {
   Reply reply;
   reply.attempts = result ? result->attempts : result.error().attempts();

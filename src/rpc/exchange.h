@@ -78,6 +78,13 @@ std::vector<http::RoutePolicy> CoreRoutes(const std::vector<MethodPolicy>& metho
 // cancels it), and the caller may then be gone while Feed returns.
 http::BodySink DeframingSink(std::shared_ptr<Deframer> deframer);
 
+// The head of a streamed answer told to `deframer`, as the call's
+// BodyHeadSink: the messages are decoded by its grpc-encoding, and a body
+// that is not gRPC's (a 200 with another content-type, or a 2xx but 200)
+// is dropped rather than read as messages, so the call's status is the
+// one its headers give (UNKNOWN), as for a unary call.
+http::BodyHeadSink DeframingHead(std::shared_ptr<Deframer> deframer);
+
 // The reply of a call that answers with one message: the call's status,
 // the message when it is OK (exactly one, within `receive_limit`), the
 // trailers and the attempts sent.

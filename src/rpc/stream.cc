@@ -134,11 +134,11 @@ Stream Client::OpenStream(std::string_view method, const Context& context) {
     impl->caller_cancel = context.cancel;
     impl->forward_id = context.cancel->OnCancel([token = own.cancel] { token->Cancel(); });
   }
-  http::Request request = internal::CallRequest(method, own, /*accept_gzip=*/false);
+  http::Request request = internal::CallRequest(method, own, /*accept_gzip=*/true);
   request.StreamBodyFromPipe(impl->pipe);
-  request.StreamBodyTo(internal::DeframingSink(std::shared_ptr<internal::Deframer>(
-                           impl->shared, &impl->shared->deframer)),
-                       impl->shared->window);
+  std::shared_ptr<internal::Deframer> deframer(impl->shared, &impl->shared->deframer);
+  request.StreamBodyTo(internal::DeframingSink(deframer), impl->shared->window)
+      .OnBodyHead(internal::DeframingHead(deframer));
   // A pipe's call is sent again only while it opens, and only the
   // context's deadline bounds it once its headers are written
   // (outbound/http/body_pipe.h).

@@ -54,11 +54,12 @@ std::string Lower(std::string text) { return outbound::internal::AsciiLowered(st
 class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
  public:
   FakeExchange(std::shared_ptr<FakeTransport::State> state,
-               const std::shared_ptr<ExchangeEvents>& events, const http::BodySink* sink,
+               const std::shared_ptr<ExchangeEvents>& events, const ExchangeRequest& what,
                Reply reply, BodyLimits limits)
       : state_(std::move(state)),
         attempt_(events),
-        sink_(sink),
+        sink_(what.body_sink),
+        head_sink_(what.body_head),
         reply_(std::move(reply)),
         limits_(limits) {}
 
@@ -210,6 +211,7 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
     if (!attempt) return false;
     if (streams_) {
       if (piece.empty()) return true;
+      if (!streamed_ && head_sink_ != nullptr && !ToHeadSink()) return false;
       if (!ToSink(piece)) return false;
       streamed_ = true;
       return true;
@@ -250,6 +252,20 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
     return false;
   }
 
+  // Hands the head sink the answer about to stream, as the transports do
+  // (BodyHeadSink). False if the exchange ended: refused is final.
+  bool ToHeadSink() {
+    Result<void> heard = (*head_sink_)(response_);
+    if (heard) return true;
+    AttemptOutcome outcome;
+    outcome.result = tl::unexpected(std::move(heard.error()));
+    outcome.body_failed = true;
+    streamed_ = true;
+    outcome.body_streamed = true;
+    End(std::move(outcome));
+    return false;
+  }
+
   void Done() {
     if (!reply_.headers_only) {  // the trailers' HEADERS frame, after the body
       for (const auto& [name, value] : reply_.trailers) response_.trailers.Add(name, value);
@@ -265,6 +281,7 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
   std::weak_ptr<ExchangeEvents> attempt_;
   // The call's body sink (null: none), valid while the attempt lives.
   const http::BodySink* sink_;
+  const http::BodyHeadSink* head_sink_;
   Reply reply_;
   BodyLimits limits_;
   http::Response response_;
@@ -306,7 +323,7 @@ class FakeClientTransport final : public ClientTransport {
     if (what.request->body_source) attempt->RequestBodySent(state_->clock.Now());
     Reply reply = state_->handler(*request);
     auto exchange =
-        std::make_shared<FakeExchange>(state_, attempt, what.body_sink, std::move(reply), limits_);
+        std::make_shared<FakeExchange>(state_, attempt, what, std::move(reply), limits_);
     exchange->Run(*attempt, [&] {
       std::lock_guard lock(state_->mu);
       state_->requests.push_back(std::move(*request));

@@ -119,7 +119,11 @@ void ScriptedClient::Answer(Call& call) {
     // The body in one piece, then its end, as a transport hands them (a
     // sink given nothing hears no end).
     Result<bool> answer = true;
-    if (!body.empty()) answer = call.request.body_sink(body);
+    if (!body.empty() && call.request.body_head) {
+      Result<void> heard = call.request.body_head(*result);
+      if (!heard) answer = tl::unexpected(std::move(heard.error()));
+    }
+    if (!body.empty() && answer) answer = call.request.body_sink(body);
     if (!body.empty() && answer && *answer)
       answer = call.request.body_sink(std::string_view("", 0));
     if (!answer) {

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "client_test_support.h"
 
@@ -375,6 +376,91 @@ TEST_P(StreamedBodyTest, ASinkErrorThatIsTheCallersOwnLimitIsNotTheDependencysFa
   EXPECT_EQ(result.error().attempts(), 1);
   EXPECT_TRUE(Transitions().empty());
   EXPECT_TRUE(client->Send(Request::Get("/again")));
+}
+
+// The head of the answer that streams reaches OnBodyHead once, before the
+// sink has any of its body; the 503 read whole before it never does.
+TEST_P(StreamedBodyTest, TheHeadOfTheAnswerThatStreamsIsHeardOnceBeforeItsBody) {
+  std::atomic<int> seen{0};
+  Serve(
+      [&](const ServerRequest&) {
+        return seen++ == 0 ? Reply::Status(503, "busy")
+                           : Reply::Ok("a,b\n1,2\n").Header("Content-Type", "text/csv");
+      },
+      GetParam());
+  auto client = MakeClient();
+  Collected got;
+  std::vector<std::string> heads;  // what each head said, and when
+  auto call = client->SendAsync(
+      Request::Get("/export")
+          .StreamBodyTo(got.Sink())
+          .OnBodyHead([&](const Response& head) -> Result<void> {
+            heads.push_back(std::to_string(head.status) + " " +
+                            std::string(head.headers.Find("content-type")) + " body=" + head.body +
+                            " after " + std::to_string(got.chunks()) + " pieces");
+            return {};
+          }));
+  AdvanceAfterAttempt(1, milliseconds(50));
+  auto result = call.get();
+  ASSERT_TRUE(result) << result.error().message();
+  EXPECT_EQ(result->attempts, 2);
+  EXPECT_EQ(got.text(), "a,b\n1,2\n");
+  EXPECT_EQ(heads, std::vector<std::string>{"200 text/csv body= after 0 pieces"});
+}
+
+// A head the caller refuses ends the call with its error: final (the 2xx
+// is the dependency's answer), a failure to the breaker, and the sink
+// hears nothing of the body.
+TEST_P(StreamedBodyTest, AHeadTheCallerRefusesEndsTheCallWithItsErrorOnce) {
+  Serve(
+      [](const ServerRequest&) { return Reply::Ok("<html>").Header("Content-Type", "text/html"); },
+      GetParam());
+  auto client = MakeClient(TripOnFirstFailure(PaymentsSettings()));
+  Collected got;
+  auto result = client->Send(
+      Request::Get("/export").StreamBodyTo(got.Sink()).OnBodyHead([](const Response& head) {
+        return Fail(
+            ErrorKind::kInvalidResponse,
+            "the export is " + std::string(head.headers.Find("content-type")) + ", not CSV");
+      }));
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().kind(), ErrorKind::kInvalidResponse);
+  EXPECT_EQ(result.error().message(), "payments:8443: the export is text/html, not CSV");
+  EXPECT_EQ(result.error().attempts(), 1);
+  EXPECT_EQ(server->request_count(), 1u);
+  EXPECT_EQ(got.chunks(), 0);
+  EXPECT_EQ(Transitions().size(), 1u) << "the breaker counts the failure";
+}
+
+// An answer with no body gives the sink nothing, and OnBodyHead nothing:
+// the head is the call's Response.
+TEST_P(StreamedBodyTest, AnEmptyBodyIsNotHeardAsAHead) {
+  Serve([](const ServerRequest&) { return Reply::Ok("").Header("X-Count", "0"); }, GetParam());
+  auto client = MakeClient();
+  int heads = 0;
+  auto result = client->Send(Request::Get("/none")
+                                 .StreamBodyTo([](std::string_view) { return true; })
+                                 .OnBodyHead([&](const Response&) -> Result<void> {
+                                   ++heads;
+                                   return {};
+                                 }));
+  ASSERT_TRUE(result) << result.error().message();
+  EXPECT_EQ(result->headers.Find("x-count"), "0");
+  EXPECT_EQ(heads, 0);
+}
+
+// OnBodyHead hears a streamed body's head: without StreamBodyTo it is the
+// caller's mistake, refused before anything is sent.
+TEST_P(StreamedBodyTest, OnBodyHeadWithoutASinkIsRefused) {
+  Serve([](const ServerRequest&) { return Reply::Ok("x"); }, GetParam());
+  auto client = MakeClient();
+  auto result = client->Send(
+      Request::Get("/x").OnBodyHead([](const Response&) -> Result<void> { return {}; }));
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().kind(), ErrorKind::kInvalidRequest);
+  EXPECT_NE(result.error().message().find("OnBodyHead"), std::string::npos)
+      << result.error().message();
+  EXPECT_EQ(server->request_count(), 0u);
 }
 
 std::string ProtocolName(const ::testing::TestParamInfo<Protocol>& param) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../../src/rpc/wire/framing.h"
 #include "echo_server.h"
 #include "outbound/rpc/client.h"
 #include "outbound/telemetry/propagation.h"
@@ -282,6 +283,42 @@ TEST_F(CoreRpcOnFakeTransport, AServerStreamsRequestIsNotGzipCoded) {
   EXPECT_EQ(requests[1].header("grpc-encoding"), "gzip");
   ASSERT_FALSE(requests[1].body.empty());
   EXPECT_EQ(requests[1].body[0], '\1') << "the unary request's message is compressed";
+}
+
+// A stream's Deframer is made before the answer: the answer's head tells it
+// the grpc-encoding, so a server that compresses a stream's messages (as
+// the call asked for gzip) is read as a unary call is.
+TEST_F(CoreRpcOnFakeTransport, AServerStreamsGzipCodedMessagesAreDecodedByItsHead) {
+  auto client = Make(DefaultSettings());
+  std::string body = *internal::FrameForSending("first", 1 << 20, /*gzip=*/true) +
+                     *internal::FrameForSending("second", 1 << 20, /*gzip=*/true);
+  answers_ = {testing::Reply::Ok(body)
+                  .Header("content-type", "application/grpc")
+                  .Header("grpc-encoding", "gzip")
+                  .Trailer("grpc-status", "0")};
+  std::vector<std::string> messages;
+  Reply streamed =
+      client->ServerStream(kSay, "x", [&](std::string_view m) { messages.emplace_back(m); });
+  EXPECT_TRUE(streamed.status.ok()) << streamed.status.message;
+  EXPECT_EQ(messages, (std::vector<std::string>{"first", "second"}));
+  ASSERT_EQ(transport_.requests().size(), 1U);
+  EXPECT_EQ(transport_.requests()[0].header("grpc-accept-encoding"), "gzip");
+}
+
+// A 200 that is not gRPC's (a proxy's page) is UNKNOWN on a stream, as on
+// a unary call: its body is not read as messages.
+TEST_F(CoreRpcOnFakeTransport, AServerStreamAnsweredByAnHtmlPageIsUnknown) {
+  auto client = Make(DefaultSettings());
+  auto page = [] {
+    return testing::Reply::Ok("<html>upstream down</html>").Header("content-type", "text/html");
+  };
+  answers_ = {page(), page()};
+  Reply streamed = client->ServerStream(
+      kSay, "x", [](std::string_view) { ADD_FAILURE() << "a page is not a message"; });
+  EXPECT_EQ(streamed.status.code, Code::kUnknown) << streamed.status.message;
+  EXPECT_NE(streamed.status.message.find("text/html"), std::string::npos)
+      << streamed.status.message;
+  EXPECT_EQ(client->Call(kSay, "x").status.code, Code::kUnknown);
 }
 
 // classify, the span and the metrics hear what the caller hears: a

@@ -20,12 +20,16 @@ Methods (each message is raw bytes):
           leaves it.
   Count   server streaming: the request is a decimal n; messages "1".."n".
   DeadlineStream server streaming: one message, as Deadline answers.
+  GzipStream server streaming: the request is a decimal n; messages "1".."n",
+          each repeated 100 times, gzip-coded.
   Flood   server streaming: the request is "n:size"; n messages of `size`
           bytes, each its index in 8 digits and then '.', as fast as the
           client's flow control lets grpcio take them.
   Join    client streaming: every message, joined with '+'.
   Chat    bidirectional: each message back, prefixed "echo:"; counts the
           call cancelled when the client cancels it.
+  GzipChat bidirectional: each message back, prefixed "echo:" and repeated
+          100 times, gzip-coded.
 
 Control channel, as tests/peers/peer_common.js has it: the first line on
 stdout is {"port": n}; each "stats" line on stdin is answered with one line
@@ -140,6 +144,13 @@ def count(request, context):
         yield str(i).encode("ascii")
 
 
+def gzip_stream(request, context):
+    _count("GzipStream", context)
+    context.set_compression(grpc.Compression.Gzip)
+    for i in range(1, int(request.decode("ascii")) + 1):
+        yield str(i).encode("ascii") * 100
+
+
 def flood(request, context):
     global _flooded
     _count("Flood", context)
@@ -194,6 +205,13 @@ def chat(request_iterator, context):
         settle(False)
 
 
+def gzip_chat(request_iterator, context):
+    _count("GzipChat", context)
+    context.set_compression(grpc.Compression.Gzip)
+    for message in request_iterator:
+        yield b"echo:" + message * 100
+
+
 def main():
     handlers = {
         "Echo": grpc.unary_unary_rpc_method_handler(echo),
@@ -205,10 +223,12 @@ def main():
         "Hang": grpc.unary_unary_rpc_method_handler(hang),
         "Count": grpc.unary_stream_rpc_method_handler(count),
         "DeadlineStream": grpc.unary_stream_rpc_method_handler(deadline_stream),
+        "GzipStream": grpc.unary_stream_rpc_method_handler(gzip_stream),
         "Flood": grpc.unary_stream_rpc_method_handler(flood),
         "Join": grpc.stream_unary_rpc_method_handler(join),
         "FlakyJoin": grpc.stream_unary_rpc_method_handler(flaky_join),
         "Chat": grpc.stream_stream_rpc_method_handler(chat),
+        "GzipChat": grpc.stream_stream_rpc_method_handler(gzip_chat),
     }
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=16),

@@ -221,6 +221,35 @@ TEST_F(FakeTransportTest, ATrickledBodyReachesTheSinkPieceByPieceInFakeTime) {
   EXPECT_EQ(got, "abcdef");
 }
 
+// The kit hands a streamed answer's head to OnBodyHead as the transports
+// do: once, before the body's first piece; a head refused ends the call
+// with the caller's error and nothing of the body reaches the sink.
+TEST_F(FakeTransportTest, AStreamedAnswersHeadIsHeardBeforeItsBody) {
+  Script([](const ServerRequest& r) {
+    return Reply::Ok("abc").Header("Content-Type", r.target == "/csv" ? "text/csv" : "text/html");
+  });
+  auto client = MakeClient();
+  std::string got;  // the loop thread writes, the test reads after get()
+  auto csv_only = [&](const http::Response& head) -> Result<void> {
+    got += "head " + std::string(head.headers.Find("content-type")) + ";";
+    if (head.headers.Find("content-type") == "text/csv") return {};
+    return Fail(ErrorKind::kInvalidResponse, "not CSV");
+  };
+  auto sink = [&](std::string_view piece) {
+    got.append(piece);
+    return true;
+  };
+  auto csv = client->Send(http::Request::Get("/csv").StreamBodyTo(sink).OnBodyHead(csv_only));
+  ASSERT_TRUE(csv) << csv.error().message();
+  EXPECT_EQ(got, "head text/csv;abc");
+  got.clear();
+  auto html = client->Send(http::Request::Get("/html").StreamBodyTo(sink).OnBodyHead(csv_only));
+  ASSERT_FALSE(html);
+  EXPECT_EQ(html.error().kind(), ErrorKind::kInvalidResponse);
+  EXPECT_EQ(html.error().attempts(), 1);
+  EXPECT_EQ(got, "head text/html;");
+}
+
 // The clock a test moves, noting how many requests the transport had
 // recorded when each timer of `watched` length was armed.
 class WatchingClock final : public Clock {

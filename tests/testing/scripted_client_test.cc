@@ -90,6 +90,20 @@ TEST(ScriptedClientTest, ASinkGetsTheBodyOfA2xxThenItsEndAndCanStopOrFail) {
   EXPECT_EQ(cut.error().kind(), ErrorKind::kInvalidResponse);
   EXPECT_EQ(cut.error().message(), "the export ended inside a row");
   EXPECT_EQ(ends, 1);
+
+  // The head before the body, as a Client hands it; refused, the sink
+  // hears nothing.
+  std::string heard;
+  auto head = [&](const Response& answer) -> Result<void> {
+    heard += std::to_string(answer.status) + ";";
+    return Fail(ErrorKind::kInvalidResponse, "not CSV");
+  };
+  streamed.clear();
+  auto refused = exports.Send(Request::Get("/ok").StreamBodyTo(sink).OnBodyHead(head));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message(), "not CSV");
+  EXPECT_EQ(heard, "200;");
+  EXPECT_EQ(streamed, "");
 }
 
 TEST(ScriptedClientTest, WhatTheHandlerThrowsReachesTheCaller) {

@@ -133,6 +133,30 @@ struct Body {
 //       }));
 using BodySink = std::function<Result<bool>(std::string_view chunk)>;
 
+struct Response;
+
+// Hears the head of the answer whose body streams (Request::OnBodyHead):
+// its status, version and headers, with an empty body and no trailers yet.
+// Called once, on the client's event-loop thread, just before the BodySink
+// hears that body's first piece, so a caller can size a download by its
+// Content-Length or pick a parser by its Content-Type. An answer that
+// gives the sink nothing (an empty body, a HEAD, a 2xx the client makes
+// itself) never reaches it: the call's Response has its head. It returns
+// an Error to refuse the answer (a Content-Type the caller cannot read):
+// the call ends with that error as with a BodySink's, not retried, and a
+// failure to the breaker unless the kind is the caller's own limit.
+//
+// example: examples/headers/http.cc#body-head
+//   std::optional<std::uint64_t> total;  // for a progress bar
+//   auto got = client->Send(http::Request::Get("/big.tar")
+//                               .StreamBodyTo(write)
+//                               .OnBodyHead([&](const http::Response& head) -> Result<void> {
+//                                 std::string_view length = head.headers.Find("content-length");
+//                                 if (!length.empty()) total = std::stoull(std::string(length));
+//                                 return {};
+//                               }));
+using BodyHeadSink = std::function<Result<void>(const Response& head)>;
+
 // Gives a request body as it is sent (Request::StreamBodyFrom): writes up to
 // `buffer.size()` bytes of the body's next bytes into `buffer` and returns
 // how many, 0 once the body has ended. Called on the client's event-loop
@@ -203,6 +227,9 @@ struct Request {
   std::shared_ptr<ReceiveWindow> receive_window;
   // With body_sink: the streamed body's own bound (WithBodyTimeout).
   std::optional<Duration> body_timeout;
+  // With body_sink: hears the streamed answer's head first (OnBodyHead).
+  // Set without a sink, the call fails with kInvalidRequest.
+  BodyHeadSink body_head;
 
   static Request Get(std::string url) { return Request{"GET", std::move(url)}; }
   static Request Head(std::string url) { return Request{"HEAD", std::move(url)}; }
@@ -292,6 +319,13 @@ struct Request {
   //                               .WithBodyTimeout(10min));  // the body, from its headers
   Request& WithBodyTimeout(Duration d) {
     body_timeout = d;
+    return *this;
+  }
+  // Hands the head of the answer whose body streams (StreamBodyTo) to
+  // `head` before its body: see BodyHeadSink. The call fails with
+  // kInvalidRequest without StreamBodyTo.
+  Request& OnBodyHead(BodyHeadSink head) {
+    body_head = std::move(head);
     return *this;
   }
   // Sends a body read as it goes, in constant memory, instead of `body`

@@ -191,11 +191,11 @@ struct Settings {
   // announce (4 GiB - 1). At least 1.
   std::size_t max_send_message_bytes = 0xFFFF'FFFF;
   // Sends each unary request message gzip-coded (grpc-encoding: gzip).
-  // Answers may be gzip-coded either way (grpc-accept-encoding: gzip is
-  // sent on unary calls), decoded within max_receive_message_bytes.
-  // Streams (ServerStream, OpenStream) send and ask for messages as they
-  // are: a server answers in the request's encoding, and a stream's
-  // messages are read as they arrive.
+  // Answers may be gzip-coded either way (every call sends
+  // grpc-accept-encoding: gzip), decoded within max_receive_message_bytes,
+  // a stream's as they arrive. Streams (ServerStream, OpenStream) send
+  // their messages as they are: a server may answer in the request's
+  // encoding (grpc-go does), and an answer is read before it has ended.
   bool gzip_requests = false;
 
   // A connection's maximum age, as http::Settings::max_connection_age

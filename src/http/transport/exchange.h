@@ -78,6 +78,9 @@ struct Exchange {
   // The call's BodySink, if it has one; whether any of the body went to it.
   const BodySink* sink = nullptr;
   bool streamed = false;
+  // With `sink`: who hears the head before the sink hears the body; null:
+  // nobody.
+  const BodyHeadSink* head_sink = nullptr;
   // With `sink`: the reader's flow control (ReceiveWindow), attached for
   // as long as the exchange lives; HTTP/2: body bytes taken while it was
   // held, not yet acknowledged to the server.
@@ -124,12 +127,27 @@ inline std::optional<AttemptOutcome> ToSink(Exchange& exchange, std::string_view
   return outcome;
 }
 
+// Hands the head sink the answer whose body is about to stream: empty to
+// go on, or the outcome that ends the exchange, the caller having refused
+// the answer (BodyHeadSink). Refused is final, as a body found bad.
+inline std::optional<AttemptOutcome> ToHeadSink(Exchange& exchange) {
+  Result<void> heard = (*exchange.head_sink)(exchange.response);
+  if (heard) return std::nullopt;
+  exchange.streamed = true;
+  AttemptOutcome outcome;
+  outcome.result = tl::unexpected(std::move(heard.error()));
+  return outcome;
+}
+
 // Takes a piece of the (decoded) body: to the sink when the body streams,
 // else into the response within max_body. Empty, or the outcome that ends
 // the exchange (too large, the caller stopped reading or found it bad).
 inline std::optional<AttemptOutcome> TakeBody(Exchange& exchange, std::string_view piece) {
   if (exchange.Streams()) {
     if (piece.empty()) return std::nullopt;  // the sink's empty piece is the end
+    if (!exchange.streamed && exchange.head_sink != nullptr) {
+      if (auto verdict = ToHeadSink(exchange)) return verdict;
+    }
     if (auto verdict = ToSink(exchange, piece)) return verdict;
     // The answer's first piece: a stream is never sent again from here, so
     // its pipe lets go of what it kept for that.

@@ -62,7 +62,7 @@ Deframer::Deframer(std::string_view encoding, std::size_t receive_limit, Message
     : encoding_(encoding), limit_(receive_limit), sink_(std::move(sink)) {}
 
 Status Deframer::Feed(std::string_view bytes) {
-  while (status_.ok() && !bytes.empty()) {
+  while (status_.ok() && !ignoring_ && !bytes.empty()) {
     if (!in_body_) {
       std::size_t take = std::min(kFramePrefixSize - prefix_have_, bytes.size());
       std::copy_n(bytes.data(), take, prefix_.data() + prefix_have_);
@@ -80,7 +80,7 @@ Status Deframer::Feed(std::string_view bytes) {
 }
 
 Status Deframer::Finish() {
-  if (!status_.ok()) return status_;
+  if (!status_.ok() || ignoring_) return status_;
   if (in_body_) {
     FailAs(Code::kInternal, "the response ended inside a message: " + std::to_string(body_.size()) +
                                 " of " + std::to_string(length_) + " bytes");

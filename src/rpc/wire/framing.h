@@ -84,6 +84,13 @@ class Deframer {
   // sink is called from within Feed.
   Deframer(std::string_view encoding, std::size_t receive_limit, MessageSink sink);
 
+  // What the answer's head says, for a Deframer made before it (a
+  // stream's): its grpc-encoding decodes the messages from here on.
+  void SetEncoding(std::string_view encoding) { encoding_ = encoding; }
+  // The body is not gRPC's (a proxy's HTML page): it is read and dropped,
+  // not taken for messages; the answer's headers give the call's status.
+  void IgnoreBody() { ignoring_ = true; }
+
   // The next bytes of the body. Returns the Deframer's status after them.
   [[nodiscard]] Status Feed(std::string_view bytes);
 
@@ -114,6 +121,7 @@ class Deframer {
   std::size_t length_ = 0;  // the announced length of the message in body_
   std::string body_;
   std::size_t messages_ = 0;
+  bool ignoring_ = false;
 };
 
 }  // namespace outbound::rpc::internal

@@ -15,15 +15,6 @@ int HexValue(char c) {
   return -1;
 }
 
-// application/grpc, alone or followed by "+subtype" or by parameters.
-bool IsGrpcContentType(std::string_view type) {
-  constexpr std::string_view kGrpc = "application/grpc";
-  if (!outbound::internal::StartsWithIgnoringAsciiCase(type, kGrpc)) return false;
-  if (type.size() == kGrpc.size()) return true;
-  char next = type[kGrpc.size()];
-  return next == '+' || next == ';';
-}
-
 // grpc-status as gRPC writes it: 0-16 in decimal without a leading zero.
 std::optional<Code> ParseCode(std::string_view value) {
   if (value.empty() || value.size() > 2) return std::nullopt;
@@ -38,6 +29,14 @@ std::optional<Code> ParseCode(std::string_view value) {
 }
 
 }  // namespace
+
+bool IsGrpcContentType(std::string_view type) {
+  constexpr std::string_view kGrpc = "application/grpc";
+  if (!outbound::internal::StartsWithIgnoringAsciiCase(type, kGrpc)) return false;
+  if (type.size() == kGrpc.size()) return true;
+  char next = type[kGrpc.size()];
+  return next == '+' || next == ';';
+}
 
 std::string EncodeStatusMessage(std::string_view message) {
   static constexpr char kHex[] = "0123456789ABCDEF";

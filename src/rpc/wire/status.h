@@ -49,6 +49,10 @@ std::string DecodeStatusMessage(std::string_view encoded);
 // anything else (200 included) UNKNOWN.
 Code CodeForHttpStatus(int http_status);
 
+// application/grpc, alone or followed by "+subtype" or by parameters, in
+// any case.
+bool IsGrpcContentType(std::string_view type);
+
 // The call's status from the answer that came back, checked in this order:
 //  1. an HTTP status other than 200: the answer's grpc-status and
 //     grpc-message (as in 3 and 4) if it holds a valid one but OK (gRPC
