@@ -150,6 +150,39 @@ TEST_P(NginxTest, AGibibyteDownloadStreamsInConstantMemory) {
 #endif
 }
 
+// OnBodyHead on nginx's answers: a download's head, its length and type,
+// comes before any of its body; a gzip-coded one's too, its body then
+// reaching the sink decoded.
+TEST_P(NginxTest, AStreamedAnswersHeadComesBeforeItsBody) {
+  StartNginx({.big_bytes = 1 << 20});
+  http::Settings settings = PaymentsSettings();
+  settings.gzip = true;
+  auto client = MakeClient(settings);
+  std::string heard;  // each head, with what the sink had by then
+  std::string body;
+  auto sink = [&](std::string_view chunk) {
+    body.append(chunk);
+    return true;
+  };
+  auto head = [&](const http::Response& answer) -> Result<void> {
+    heard += std::to_string(answer.status) + " " +
+             std::string(answer.headers.Find("content-length")) + " " +
+             std::string(answer.headers.Find("content-encoding")) + " after " +
+             std::to_string(body.size()) + ";";
+    return {};
+  };
+  auto big = client->Send(Request::Get("/big").StreamBodyTo(sink).OnBodyHead(head));
+  ASSERT_TRUE(big) << big.error().message();
+  EXPECT_EQ(heard, "200 1048576  after 0;");
+  EXPECT_EQ(body.size(), std::size_t{1} << 20);
+  heard.clear();
+  body.clear();
+  auto text = client->Send(Request::Get("/text").StreamBodyTo(sink).OnBodyHead(head));
+  ASSERT_TRUE(text) << text.error().message();
+  EXPECT_EQ(heard, "200  gzip after 0;") << "nginx did not gzip: the test proves less";
+  EXPECT_EQ(body, NginxText());
+}
+
 // Settings::gzip against nginx's own gzip: the request asks for it, nginx
 // codes the body, the client decodes it; without the setting nothing is
 // asked and the body comes as it is.
