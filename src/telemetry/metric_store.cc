@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cmath>
 #include <cstring>
 
 namespace outbound::telemetry {
@@ -200,8 +201,9 @@ struct MetricStore::Instrument final : Counter,
     std::uint64_t hash = 0;
     Attributes attributes;
     std::atomic<double> value{0};
+    // The count is theirs summed: a scrape while a value is recorded then
+    // never reads a count its buckets disagree with.
     std::vector<std::atomic<std::uint64_t>> buckets;
-    std::atomic<std::uint64_t> count{0};
     std::atomic<double> sum{0};
   };
 
@@ -292,10 +294,11 @@ struct MetricStore::Instrument final : Counter,
   }
 
   void Into(Series& s, double value) const {
+    // NaN has no bucket, and an infinity would make the sum one for good.
+    if (!std::isfinite(value)) return;
     std::size_t bucket =
         std::lower_bound(boundaries.begin(), boundaries.end(), value) - boundaries.begin();
     s.buckets[bucket].fetch_add(1, std::memory_order_relaxed);
-    s.count.fetch_add(1, std::memory_order_relaxed);
     AtomicAdd(s.sum, value);
   }
 
@@ -316,8 +319,10 @@ struct MetricStore::Instrument final : Counter,
     for (const auto& s : series) {
       DataPoint point{.attributes = s->attributes, .value = s->value.load()};
       if (kind == InstrumentKind::kHistogram) {
-        for (auto& bucket : s->buckets) point.bucket_counts.push_back(bucket.load());
-        point.count = s->count.load();
+        for (auto& bucket : s->buckets) {
+          point.bucket_counts.push_back(bucket.load());
+          point.count += point.bucket_counts.back();
+        }
         point.sum = s->sum.load();
       }
       data.points.push_back(std::move(point));

@@ -6,6 +6,8 @@
 #include <prometheus/metric_family.h>
 
 #include <exception>
+#include <map>
+#include <string_view>
 
 namespace outbound::telemetry {
 namespace {
@@ -21,39 +23,73 @@ std::string Sanitize(std::string_view name) {
   return out;
 }
 
-std::vector<prometheus::ClientMetric::Label> Labels(const Attributes& attributes) {
+// A point's labels: its attributes, then its instrument's scope, so the
+// same instrument of two scopes (an HTTP and a gRPC client both count
+// breaker transitions) gives two series of one family.
+std::vector<prometheus::ClientMetric::Label> Labels(const Attributes& attributes,
+                                                    const std::string& scope) {
   std::vector<prometheus::ClientMetric::Label> labels;
-  labels.reserve(attributes.size());
+  labels.reserve(attributes.size() + 1);
   for (const Attribute& attribute : attributes) {
     labels.push_back({Sanitize(attribute.key), ToString(attribute.value)});
   }
+  labels.push_back({"otel_scope_name", scope});
   return labels;
+}
+
+// HELP text as the format wants it: a backslash and a line feed escaped
+// (prometheus-cpp writes it as given).
+std::string HelpText(std::string_view description) {
+  std::string out;
+  out.reserve(description.size());
+  for (char c : description) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+prometheus::MetricType TypeOf(InstrumentKind kind) {
+  switch (kind) {
+    case InstrumentKind::kCounter:
+      return prometheus::MetricType::Counter;
+    case InstrumentKind::kGauge:
+      return prometheus::MetricType::Gauge;
+    case InstrumentKind::kHistogram:
+      break;
+  }
+  return prometheus::MetricType::Histogram;
 }
 
 class StoreCollectable final : public prometheus::Collectable {
  public:
   explicit StoreCollectable(const MetricStore& store) : store_(store) {}
 
+  // One family per name, whatever scopes record it: the format allows one
+  // HELP and TYPE per name. An instrument of another kind under a name
+  // already taken is left out (its points would be read as the other's).
   std::vector<prometheus::MetricFamily> Collect() const override {
     std::vector<prometheus::MetricFamily> families;
+    std::map<std::string, std::size_t, std::less<>> by_name;
     for (const MetricData& metric : store_.Collect()) {
-      prometheus::MetricFamily family;
-      family.name = PrometheusName(metric);
-      family.help = metric.description;
-      switch (metric.kind) {
-        case InstrumentKind::kCounter:
-          family.type = prometheus::MetricType::Counter;
-          break;
-        case InstrumentKind::kGauge:
-          family.type = prometheus::MetricType::Gauge;
-          break;
-        case InstrumentKind::kHistogram:
-          family.type = prometheus::MetricType::Histogram;
-          break;
+      std::string name = PrometheusName(metric);
+      auto [at, added] = by_name.try_emplace(name, families.size());
+      if (added) {
+        prometheus::MetricFamily& made = families.emplace_back();
+        made.name = std::move(name);
+        made.help = HelpText(metric.description);
+        made.type = TypeOf(metric.kind);
       }
+      prometheus::MetricFamily& family = families[at->second];
+      if (family.type != TypeOf(metric.kind)) continue;
       for (const DataPoint& point : metric.points) {
         prometheus::ClientMetric m;
-        m.label = Labels(point.attributes);
+        m.label = Labels(point.attributes, metric.scope);
         if (metric.kind == InstrumentKind::kCounter) m.counter.value = point.value;
         if (metric.kind == InstrumentKind::kGauge) m.gauge.value = point.value;
         if (metric.kind == InstrumentKind::kHistogram) {
@@ -69,7 +105,6 @@ class StoreCollectable final : public prometheus::Collectable {
         }
         family.metric.push_back(std::move(m));
       }
-      families.push_back(std::move(family));
     }
     return families;
   }

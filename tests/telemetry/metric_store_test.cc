@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -63,6 +64,24 @@ TEST(MetricStoreTest, AHistogramCountsEachValueInTheBucketOfItsUpperBound) {
   EXPECT_EQ(p.count, 5u);
   EXPECT_EQ(p.sum, 15.0);
   EXPECT_EQ(metrics[0].boundaries, (std::vector<double>{1, 2, 5}));
+}
+
+// NaN has no bucket and an infinity no sum: both are dropped, and the
+// count is the buckets' total.
+TEST(MetricStoreTest, AHistogramDropsNanAndInfinities) {
+  MetricStore store;
+  const double bounds[] = {1};
+  auto histogram = store.CreateHistogram({"s", "h", "s", ""}, bounds);
+  histogram->Record(std::numeric_limits<double>::quiet_NaN(), {});
+  histogram->Record(std::numeric_limits<double>::infinity(), {});
+  histogram->Record(0.5, {});
+  auto metrics = store.Collect();
+  ASSERT_EQ(metrics.size(), 1u);
+  ASSERT_EQ(metrics[0].points.size(), 1u);
+  const DataPoint& point = metrics[0].points[0];
+  EXPECT_EQ(point.count, 1u);
+  EXPECT_EQ(point.sum, 0.5);
+  EXPECT_EQ(point.bucket_counts, (std::vector<std::uint64_t>{1, 0}));
 }
 
 TEST(MetricStoreTest, GaugesAreReadAtCollectionAndAddUpAcrossCallbacks) {

@@ -32,26 +32,57 @@ TEST(PrometheusTest, NamesFollowOpenTelemetrysMapping) {
   EXPECT_NE(text.find("# TYPE outbound_circuit_transitions_total counter"), std::string::npos)
       << text;
   EXPECT_NE(text.find("outbound_circuit_transitions_total{server_address=\"payments\","
-                      "server_port=\"8443\",state=\"open\"} 2"),
+                      "server_port=\"8443\",state=\"open\",otel_scope_name=\"outbound.http\"} 2"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("# TYPE outbound_circuit_state gauge"), std::string::npos) << text;
   EXPECT_NE(text.find("outbound_circuit_state{server_address=\"payments\",server_port=\"8443\","
-                      "state=\"open\"} 1"),
+                      "state=\"open\",otel_scope_name=\"outbound.http\"} 1"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("# TYPE http_client_request_duration_seconds histogram"), std::string::npos)
       << text;
   EXPECT_NE(text.find("http_client_request_duration_seconds_bucket{server_address=\"payments\","
-                      "server_port=\"8443\",state=\"open\",le=\"0.1\"} 0"),
+                      "server_port=\"8443\",state=\"open\",otel_scope_name=\"outbound.http\","
+                      "le=\"0.1\"} 0"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("le=\"1\"} 1"), std::string::npos) << text;
   EXPECT_NE(text.find("le=\"+Inf\"} 1"), std::string::npos) << text;
   EXPECT_NE(text.find("http_client_request_duration_seconds_count{server_address=\"payments\","
-                      "server_port=\"8443\",state=\"open\"} 1"),
+                      "server_port=\"8443\",state=\"open\",otel_scope_name=\"outbound.http\"} 1"),
             std::string::npos)
       << text;
+}
+
+// One name, one family: the same instrument of an HTTP and a gRPC client
+// is one HELP, one TYPE and a series per scope, as the format requires.
+TEST(PrometheusTest, OneInstrumentOfTwoScopesIsOneFamily) {
+  MetricStore store;
+  const KeyValue open[] = {{"state", "open"}};
+  for (const char* scope : {"outbound.http", "outbound.rpc"}) {
+    store.CreateCounter({scope, "outbound.circuit.transitions", "{transition}", "T."})
+        ->Add(1, open);
+  }
+  std::string text = Exposition(store);
+  auto count = [&](std::string_view what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("# TYPE outbound_circuit_transitions_total"), 1u) << text;
+  EXPECT_EQ(count("# HELP outbound_circuit_transitions_total"), 1u) << text;
+  EXPECT_EQ(count("outbound_circuit_transitions_total{state=\"open\",otel_scope_name=\"outbound."),
+            2u)
+      << text;
+}
+
+// A description with a backslash and a line break stays one HELP line.
+TEST(PrometheusTest, HelpTextIsEscaped) {
+  MetricStore store;
+  store.CreateCounter({"outbound.http", "x", "", "a\\b\nc"})->Add(1, {});
+  std::string text = Exposition(store);
+  EXPECT_NE(text.find("# HELP x_total a\\\\b\\nc\n"), std::string::npos) << text;
 }
 
 TEST(PrometheusTest, AnAddressItCannotListenOnIsAnError) {

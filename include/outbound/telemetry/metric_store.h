@@ -2,8 +2,9 @@
 // outbound/telemetry/metric_store.h
 //
 // The library's MeterProvider: aggregates every instrument in memory
-// (counters as running sums, histograms as bucket counts, gauges read at
-// collection) and hands out a snapshot on `Collect`. Readers are the test
+// (counters as running sums, a negative or NaN value dropped; histograms
+// as bucket counts, a NaN or infinite value dropped, the count their sum;
+// gauges read at collection) and hands out a snapshot on `Collect`. Readers are the test
 // kit (testing::InMemoryTelemetry), the Prometheus exposer
 // (outbound/telemetry/prometheus.h) and the OTLP exporter.
 //
