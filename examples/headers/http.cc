@@ -4,6 +4,7 @@
 // quotes the region its `// example:` line names (scripts/check-doc-examples).
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -144,13 +145,15 @@ void BodyTimeoutExample(http::Client* client, const http::BodySink& write) {
 void BodyHeadExample(http::Client* client, const http::BodySink& write) {
   // [example body-head]
   std::optional<std::uint64_t> total;  // for a progress bar
-  auto got = client->Send(http::Request::Get("/big.tar")
-                              .StreamBodyTo(write)
-                              .OnBodyHead([&](const http::Response& head) -> Result<void> {
-                                std::string_view length = head.headers.Find("content-length");
-                                if (!length.empty()) total = std::stoull(std::string(length));
-                                return {};
-                              }));
+  auto size_it = [&](const http::Response& head) -> Result<void> {
+    std::string_view length = head.headers.Find("content-length");
+    std::uint64_t n = 0;
+    auto [end, error] = std::from_chars(length.data(), length.data() + length.size(), n);
+    if (error == std::errc() && end != length.data()) total = n;
+    return {};
+  };
+  auto got =
+      client->Send(http::Request::Get("/big.tar").StreamBodyTo(write).OnBodyHead(size_it));
   // [end body-head]
 }
 

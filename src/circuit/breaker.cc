@@ -172,6 +172,12 @@ auto Breaker::Locked(TimePoint now, Step step) {
 }
 
 tl::expected<Ticket, Rejection> Breaker::Allow(TimePoint now) {
+  // As if admitted under mu_ at this load: a ticket of a generation left
+  // meanwhile counts for nothing (SameState).
+  if (std::uint64_t closed = closed_generation_.load(std::memory_order_acquire);
+      closed != kNotClosed) {
+    return Ticket(this, closed, -1, 0);
+  }
   return Locked(now, [&]() -> tl::expected<Ticket, Rejection> {
     switch (state_) {
       case State::kClosed:
@@ -196,6 +202,7 @@ tl::expected<Ticket, Rejection> Breaker::Allow(TimePoint now) {
 }
 
 State Breaker::state(TimePoint now) {
+  if (closed_generation_.load(std::memory_order_acquire) != kNotClosed) return State::kClosed;
   return Locked(now, [&] { return state_; });
 }
 
@@ -346,6 +353,8 @@ void Breaker::Enter(State to, TimePoint now, bool forced) {
   }
   state_ = to;
   ++generation_;  // tickets of the state left no longer count
+  closed_generation_.store(to == State::kClosed ? generation_ : kNotClosed,
+                           std::memory_order_release);
   if (to == State::kOpen) {
     opened_at_ = now;
     open_interval_ = interval;

@@ -7,6 +7,7 @@
 #include "origin.h"
 #include "outbound/internal/ascii.h"
 #include "outbound/telemetry/propagation.h"
+#include "request_check.h"
 
 namespace outbound::http::internal {
 namespace {
@@ -171,11 +172,17 @@ telemetry::Span& ClientTelemetry::StartSpan(Attempt& attempt, std::string_view n
 void ClientTelemetry::SetTraceHeaders(Attempt& attempt, const telemetry::SpanContext& context) {
   Headers& headers = attempt.attempt_headers;
   headers.clear();
+  // tracestate and baggage carry the caller's own text, sent as it is: one
+  // with a control character (CR, LF) would split the field on HTTP/1.1,
+  // so it is left out, as a tracestate that does not parse is (W3C).
   if (context.valid()) {
     headers.emplace_back("traceparent", telemetry::FormatTraceparent(context));
-    if (!context.trace_state.empty()) headers.emplace_back("tracestate", context.trace_state);
+    if (!context.trace_state.empty() && IsFieldValue(context.trace_state)) {
+      headers.emplace_back("tracestate", context.trace_state);
+    }
   }
-  if (!attempt.call->baggage.empty()) headers.emplace_back("baggage", attempt.call->baggage);
+  const std::string& baggage = attempt.call->baggage;
+  if (!baggage.empty() && IsFieldValue(baggage)) headers.emplace_back("baggage", baggage);
 }
 
 void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome,

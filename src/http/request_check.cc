@@ -2,6 +2,7 @@
 // The checks every request passes before anything is dialled.
 #include "request_check.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -114,6 +115,11 @@ Result<void> CheckHeader(std::string_view name, std::string& value) {
 }
 
 }  // namespace
+
+bool IsFieldValue(std::string_view value) {
+  return std::all_of(value.begin(), value.end(),
+                     [](char c) { return kValueChars[static_cast<unsigned char>(c)]; });
+}
 
 // The origin check: the request names the client's origin (or a path on
 // it) and carries nothing that would change its meaning on the wire.

@@ -27,6 +27,10 @@ inline constexpr char kDefaultUserAgent[] = "outbound/" OUTBOUND_VERSION_STRING;
 // `origin.ToString()`. Moves the request's parts out of `request`. With
 // `ask_gzip` (Settings::gzip), a request without an Accept-Encoding of its
 // own gets `Accept-Encoding: gzip` and CallRequest::decode_gzip.
+// Whether `value` may be sent as a field's value as it is: no control
+// character but HTAB (RFC 9110 §5.5), so it cannot split the field.
+bool IsFieldValue(std::string_view value);
+
 [[nodiscard]] Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_text,
                                                Request& request, bool ask_gzip = false);
 

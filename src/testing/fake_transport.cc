@@ -255,6 +255,8 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
   // Hands the head sink the answer about to stream, as the transports do
   // (BodyHeadSink). False if the exchange ended: refused is final.
   bool ToHeadSink() {
+    std::shared_ptr<ExchangeEvents> attempt = attempt_.lock();
+    if (!attempt || ended()) return false;
     Result<void> heard = (*head_sink_)(response_);
     if (heard) return true;
     AttemptOutcome outcome;

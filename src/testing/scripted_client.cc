@@ -120,7 +120,10 @@ void ScriptedClient::Answer(Call& call) {
     // sink given nothing hears no end).
     Result<bool> answer = true;
     if (!body.empty() && call.request.body_head) {
-      Result<void> heard = call.request.body_head(*result);
+      // The head alone: its trailers come after the body.
+      http::Response head = *result;
+      head.trailers = {};
+      Result<void> heard = call.request.body_head(head);
       if (!heard) answer = tl::unexpected(std::move(heard.error()));
     }
     if (!body.empty() && answer) answer = call.request.body_sink(body);

@@ -444,6 +444,26 @@ TEST_F(ClientH2Test, ACutStreamBesideAnotherEndsAtTheServerAndSparesTheOther) {
   EXPECT_EQ(server->connections_opened(), 1);
 }
 
+// The trailers are a field section of their own: 80 KiB of headers and
+// 20 KiB of trailers are each within the 96 KiB bound, though not together.
+TEST_F(ClientH2Test, TrailersAreBoundedApartFromTheHeaders) {
+  Serve([](const ServerRequest&) {
+    Reply reply = Reply::Ok("body");
+    for (int i = 0; i < 5; ++i)
+      reply.Header("X-Head-" + std::to_string(i), std::string(16000, 'h'));
+    for (int i = 0; i < 2; ++i)
+      reply.Trailer("X-Tail-" + std::to_string(i), std::string(10000, 't'));
+    return reply;
+  });
+  auto client = MakeClient();
+  auto call = client->SendAsync(Request::Get("/"));
+  ASSERT_EQ(call.wait_for(seconds(20)), std::future_status::ready) << "stalled";
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "body");
+  EXPECT_EQ(response->trailers.Find("x-tail-1").size(), 10000u);
+}
+
 TEST_F(ClientH2Test, A503WithALargeBodyIsReturnedAfterOneAttempt) {
   Serve([](const ServerRequest&) { return Reply::Status(503, std::string(1 << 20, 'x')); });
   auto client = MakeClient();

@@ -321,6 +321,28 @@ TEST_F(CoreRpcOnFakeTransport, AServerStreamAnsweredByAnHtmlPageIsUnknown) {
   EXPECT_EQ(client->Call(kSay, "x").status.code, Code::kUnknown);
 }
 
+// A page over the receive limit is RESOURCE_EXHAUSTED on a stream as on a
+// unary call, to the caller and to the metrics alike: a stream's body has
+// no core limit, so the bytes it drops are held to the same one.
+TEST_F(CoreRpcOnFakeTransport, AServerStreamsHtmlPageOverTheReceiveLimitIsResourceExhausted) {
+  testing::InMemoryTelemetry recorded;
+  runtime_.telemetry = recorded.telemetry();
+  Settings settings = DefaultSettings();
+  settings.max_receive_message_bytes = 10;
+  auto client = Make(settings);
+  auto page = [] {
+    return testing::Reply::Ok(std::string(100, 'h')).Header("content-type", "text/html");
+  };
+  answers_ = {page(), page()};
+  Reply streamed = client->ServerStream(kSay, "x", [](std::string_view) {});
+  EXPECT_EQ(streamed.status.code, Code::kResourceExhausted) << streamed.status.message;
+  EXPECT_EQ(client->Call(kSay, "x").status.code, Code::kResourceExhausted);
+  auto point = recorded.Point("rpc.client.call.duration",
+                              {{"rpc.response.status_code", "RESOURCE_EXHAUSTED"}});
+  ASSERT_TRUE(point);
+  EXPECT_EQ(point->count, 2U);
+}
+
 // classify, the span and the metrics hear what the caller hears: a
 // message compressed with an encoding the client cannot decode is
 // UNIMPLEMENTED to all, though the answer's grpc-status says OK; and a

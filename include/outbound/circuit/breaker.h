@@ -48,6 +48,7 @@
 #ifndef OUTBOUND_CIRCUIT_BREAKER_H_
 #define OUTBOUND_CIRCUIT_BREAKER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -295,6 +296,11 @@ class Breaker {
   State state_ = State::kClosed;
   Hold hold_ = Hold::kNone;
   std::uint64_t generation_ = 0;
+  // generation_ while closed, else kNotClosed; written with state_. Allow
+  // and state read it without mu_: closed, the usual case, nothing moves
+  // with time, so a closed breaker admits at once.
+  static constexpr std::uint64_t kNotClosed = ~std::uint64_t{0};
+  std::atomic<std::uint64_t> closed_generation_{0};
   TimePoint opened_at_;
   Duration open_interval_{};  // of the current (or last) open state
   int opens_in_a_row_ = 0;    // opens since the breaker last closed

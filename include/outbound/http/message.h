@@ -139,7 +139,9 @@ struct Response;
 // its status, version and headers, with an empty body and no trailers yet.
 // Called once, on the client's event-loop thread, just before the BodySink
 // hears that body's first piece, so a caller can size a download by its
-// Content-Length or pick a parser by its Content-Type. An answer that
+// Content-Length or pick a parser by its Content-Type. (A body the client
+// decodes, Settings::gzip, keeps the coded body's headers, Content-Length
+// included, while the sink hears it decoded.) An answer that
 // gives the sink nothing (an empty body, a HEAD, a 2xx the client makes
 // itself) never reaches it: the call's Response has its head. It returns
 // an Error to refuse the answer (a Content-Type the caller cannot read):
@@ -148,13 +150,15 @@ struct Response;
 //
 // example: examples/headers/http.cc#body-head
 //   std::optional<std::uint64_t> total;  // for a progress bar
-//   auto got = client->Send(http::Request::Get("/big.tar")
-//                               .StreamBodyTo(write)
-//                               .OnBodyHead([&](const http::Response& head) -> Result<void> {
-//                                 std::string_view length = head.headers.Find("content-length");
-//                                 if (!length.empty()) total = std::stoull(std::string(length));
-//                                 return {};
-//                               }));
+//   auto size_it = [&](const http::Response& head) -> Result<void> {
+//     std::string_view length = head.headers.Find("content-length");
+//     std::uint64_t n = 0;
+//     auto [end, error] = std::from_chars(length.data(), length.data() + length.size(), n);
+//     if (error == std::errc() && end != length.data()) total = n;
+//     return {};
+//   };
+//   auto got = client->Send(
+//       http::Request::Get("/big.tar").StreamBodyTo(write).OnBodyHead(size_it));
 using BodyHeadSink = std::function<Result<void>(const Response& head)>;
 
 // Gives a request body as it is sent (Request::StreamBodyFrom): writes up to
@@ -448,9 +452,10 @@ struct Response {
   ResponseHeaders headers;
   std::string body;
   // HTTP/2: the trailer section, a HEADERS frame after the body (gRPC ends
-  // every answer with one: grpc-status); empty when none came. Counted in
-  // the same 96 KiB as the headers. HTTP/1.1's trailer fields (after a
-  // chunked body) are read and dropped.
+  // every answer with one: grpc-status); empty when none came. Held to 96
+  // KiB of its own, as the headers are (RFC 9113 §6.5.2: each section is
+  // measured alone). HTTP/1.1's trailer fields (after a chunked body) are
+  // read and dropped.
   ResponseHeaders trailers;
   // The protocol of the attempt that answered: "1.1" or "2" (HTTP/1.1 or
   // HTTP/2).

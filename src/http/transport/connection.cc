@@ -301,7 +301,10 @@ void Connection::ReadSome() {
   in_io_ = true;
   std::size_t total = 0;
   std::string ended;  // why the connection ends, if it does
-  bool peer_closed = false;
+  // The server closed it in order (a FIN; TLS: its close_notify), which
+  // alone may end a body that runs to the close (RFC 9112 §9.8): a reset
+  // or a TLS end without close_notify cuts such a body short.
+  bool orderly_close = false;
   while (state_ == State::kOpen && total < kReadBudget) {
     std::size_t n = 0;
     if (ssl_ != nullptr) {
@@ -314,8 +317,8 @@ void Connection::ReadSome() {
           flush_again_ = true;
           break;
         }
-        peer_closed = true;
         if (error == SSL_ERROR_ZERO_RETURN) {
+          orderly_close = true;
           ended = "the server closed the connection";
         } else if (error == SSL_ERROR_SYSCALL && errno != 0) {
           ended = std::string("the connection failed: ") + std::strerror(errno);
@@ -333,7 +336,7 @@ void Connection::ReadSome() {
       ssize_t r = recv(fd_, buffer_.data(), buffer_.size(), 0);
       if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
       if (r <= 0) {
-        peer_closed = true;
+        orderly_close = r == 0;
         ended = r == 0 ? "the server closed the connection"
                        : std::string("the connection failed: ") + std::strerror(errno);
         break;
@@ -357,7 +360,7 @@ void Connection::ReadSome() {
           " before its HTTP/2 SETTINGS (HTTP/2 with prior knowledge: does the server speak "
           "only HTTP/1.1?)";
     }
-    if (peer_closed) codec_->PeerClosed();
+    if (orderly_close) codec_->PeerClosed();
     return Close(ended);
   }
   if (total >= kReadBudget && ssl_ != nullptr && SSL_pending(ssl_) > 0) {

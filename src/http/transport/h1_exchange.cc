@@ -32,12 +32,12 @@ class H1Parser final : public beast_http::basic_parser<false> {
   int version() const { return version_; }
   // Both a Transfer-Encoding and a Content-Length came in the final head.
   bool both_lengths() const { return transfer_encoding_ && content_length_; }
-  // Whether the connection may carry another exchange after this one, as
-  // Beast's message::keep_alive() says: by the version and the first
-  // Connection field.
+  // Whether the connection may carry another exchange after this one: by
+  // the version and the Connection fields, every one of them (RFC 9110
+  // §5.3: several are one list), a "close" in any winning.
   bool KeepAlive() const {
-    if (version_ < 11) return connection_keep_alive_;
-    return !connection_close_;
+    if (connection_close_) return false;
+    return version_ >= 11 || connection_keep_alive_;
   }
   // Why the body cannot go on (too large, the caller stopped reading).
   std::optional<AttemptOutcome>& verdict() { return verdict_; }
@@ -63,11 +63,10 @@ class H1Parser final : public beast_http::basic_parser<false> {
     if (status_ < 200 || is_header_done()) return;
     if (name == beast_http::field::transfer_encoding) transfer_encoding_ = true;
     if (name == beast_http::field::content_length) content_length_ = true;
-    if (name == beast_http::field::connection && !connection_seen_) {
-      connection_seen_ = true;
+    if (name == beast_http::field::connection) {
       beast_http::token_list tokens(value);
-      connection_close_ = tokens.exists("close");
-      connection_keep_alive_ = tokens.exists("keep-alive");
+      connection_close_ = connection_close_ || tokens.exists("close");
+      connection_keep_alive_ = connection_keep_alive_ || tokens.exists("keep-alive");
     }
     Response& response = exchange_.response;
     if (response.headers.empty()) response.headers.reserve(512);
@@ -102,7 +101,6 @@ class H1Parser final : public beast_http::basic_parser<false> {
   int version_ = 0;
   bool transfer_encoding_ = false;
   bool content_length_ = false;
-  bool connection_seen_ = false;
   bool connection_close_ = false;
   bool connection_keep_alive_ = false;
   std::optional<AttemptOutcome> verdict_;
@@ -306,6 +304,15 @@ bool H1Exchange::Parse() {
       }
       Fail(Failed(ErrorKind::kResponseTooLarge, "the response's header section is larger than " +
                                                     std::to_string(kMaxHeaderBytes) + " bytes"));
+      return false;
+    }
+    // Past the head the parser is eager: what it leaves is an unfinished
+    // chunk-size line or trailer section, held to the head's bound (else a
+    // server could fill the client's memory with one endless line).
+    if (current_->headers_done && in_.size() > kMaxHeaderBytes) {
+      Fail(Failed(ErrorKind::kResponseTooLarge,
+                  "the response's chunk-size line or trailer section is larger than " +
+                      std::to_string(kMaxHeaderBytes) + " bytes"));
       return false;
     }
     if (ec && !need_more) {

@@ -79,9 +79,12 @@ H2Session::H2Session(CodecEvents& events, std::uint64_t connection_id, Clock& cl
 
 H2Session::~H2Session() { nghttp2_session_del(session_); }
 
+bool H2Session::StreamIdsSpent() const {
+  return nghttp2_session_get_next_stream_id(session_) > (1u << 31) - 3;
+}
+
 bool H2Session::HasRoom() const {
-  if (!settings_received_ || goaway_ || broken_) return false;
-  if (nghttp2_session_get_next_stream_id(session_) > (1u << 31) - 3) return false;
+  if (!settings_received_ || goaway_ || broken_ || StreamIdsSpent()) return false;
   std::uint32_t allowed = std::min(
       kMaxStreams,
       nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
@@ -230,6 +233,7 @@ void H2Session::Closed(const std::string& why) {
       outcome =
           Failed(ErrorKind::kTransport, "the connection ended before the request was sent: " + why);
       outcome.unprocessed = true;
+      outcome.connection_retired = Retiring();
     } else {
       outcome = Failed(ErrorKind::kTransport, why);
       outcome.body_failed = exchange->headers_done;
@@ -394,6 +398,9 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
     }
     if (!exchange->headers_done && exchange->response.status != 0) {
       exchange->headers_done = true;
+      // The trailers are a field section of their own (RFC 9113 §6.5.2):
+      // measured from nothing, not on top of the headers.
+      exchange->header_bytes = exchange->header_wire_bytes = 0;
       exchange->response.version = "2";
       exchange->response.received_at = self.clock_.WallNow();
       ChooseDecoder(*exchange);
@@ -507,6 +514,7 @@ int H2Session::OnFrameNotSend(nghttp2_session*, const nghttp2_frame* frame, int 
     AttemptOutcome outcome = Failed(
         ErrorKind::kTransport, std::string("the request was not sent: ") + nghttp2_strerror(error));
     outcome.unprocessed = true;
+    outcome.connection_retired = self.Retiring();
     self.End(frame->hd.stream_id, std::move(outcome));
   }
   return 0;
@@ -537,7 +545,7 @@ AttemptOutcome H2Session::Closing(Exchange& exchange, std::int32_t stream_id,
     // RFC 9113 §8.7 says the server did not process it.
     // Above a GOAWAY that kept others (last-stream-id > 0): the server is
     // retiring a connection it used, not refusing work.
-    bool retired = goaway_ && goaway_last_stream_ > 0 && stream_id > goaway_last_stream_;
+    bool retired = Retiring() && stream_id > goaway_last_stream_;
     outcome =
         Failed(ErrorKind::kTransport,
                retired ? "the server ended the connection (GOAWAY) before processing the stream"

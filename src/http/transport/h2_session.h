@@ -58,7 +58,9 @@ class H2Session final : public Codec {
   bool Ready() const override { return settings_received_; }
   bool HasRoom() const override;
   bool Idle() const override { return streams_.empty(); }
-  bool Reusable() const override { return !goaway_ && !broken_; }
+  // Spent stream ids end a connection as a GOAWAY does: it serves out its
+  // streams and is closed, rather than hold a connection slot for nothing.
+  bool Reusable() const override { return !goaway_ && !broken_ && !StreamIdsSpent(); }
   bool Start(Exchange& exchange) override;
   bool Cancel(Exchange& exchange) override;
   void Resume(Exchange& exchange) override;
@@ -130,6 +132,12 @@ class H2Session final : public Codec {
   bool room_changed_ = false;
   bool goaway_ = false;
   std::int32_t goaway_last_stream_ = 0;  // the GOAWAY's last-stream-id, once one came
+  // The server retires a connection it used (a GOAWAY that kept streams,
+  // as nginx's keepalive_requests): a request it left out, sent or not,
+  // is no refusal of the dependency's.
+  bool Retiring() const { return goaway_ && goaway_last_stream_ > 0; }
+  // No stream id is left for another request.
+  bool StreamIdsSpent() const;
   bool broken_ = false;
   std::uint32_t frames_without_progress_ = 0;
 };
