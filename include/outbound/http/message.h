@@ -157,8 +157,8 @@ struct Response;
 //     if (error == std::errc() && end != length.data()) total = n;
 //     return {};
 //   };
-//   auto got = client->Send(
-//       http::Request::Get("/big.tar").StreamBodyTo(write).OnBodyHead(size_it));
+//   auto got =
+//       client->Send(http::Request::Get("/big.tar").StreamBodyTo(write).OnBodyHead(size_it));
 using BodyHeadSink = std::function<Result<void>(const Response& head)>;
 
 // Gives a request body as it is sent (Request::StreamBodyFrom): writes up to
