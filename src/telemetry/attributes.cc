@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbound/telemetry/attributes.h"
 
-#include <cstdio>
+#include <charconv>
 
 namespace outbound::telemetry {
 
@@ -39,10 +39,11 @@ std::string ToString(const Value& value) {
   struct Visitor {
     std::string operator()(bool v) const { return v ? "true" : "false"; }
     std::string operator()(std::int64_t v) const { return std::to_string(v); }
+    // The shortest text that reads back as `v` ("0.1", not
+    // "0.10000000000000001"), with a point whatever the C locale says.
     std::string operator()(double v) const {
       char text[32];
-      std::snprintf(text, sizeof text, "%.17g", v);
-      return text;
+      return std::string(text, std::to_chars(text, text + sizeof text, v).ptr);
     }
     std::string operator()(const std::string& v) const { return v; }
   };

@@ -464,6 +464,39 @@ TEST_F(ClientH2Test, TrailersAreBoundedApartFromTheHeaders) {
   EXPECT_EQ(response->trailers.Find("x-tail-1").size(), 10000u);
 }
 
+// A connection the server went silent on without a FIN (a dropped flow):
+// the attempt that timed out on it asks with a PING whether anyone is
+// there, and, unanswered for a second, the connection takes no new call:
+// the next goes on a new one rather than time out in turn.
+TEST_F(ClientH2Test, AConnectionThatAnswersNoPingTakesNoNewCall) {
+  std::atomic<int> seen{0};
+  // The first request's connection becomes a black hole: nothing is
+  // answered on it, PINGs included.
+  Serve([&](const ServerRequest&) { return seen++ == 0 ? Reply::Frames({}) : Reply::Ok("fresh"); });
+  Settings settings = PaymentsSettings();
+  settings.max_attempts = 1;
+  auto client = MakeClient(settings);
+  auto first = client->SendAsync(Request::Get("/1"));
+  ASSERT_TRUE(server->WaitForRequests(1));
+  ASSERT_TRUE(clock.WaitForTimers(2));  // the deadline, and the attempt's timeout
+  clock.Advance(settings.attempt_timeout);
+  auto timed_out = first.get();
+  ASSERT_FALSE(timed_out);
+  EXPECT_EQ(timed_out.error().kind(), ErrorKind::kDeadline);
+  clock.Advance(seconds(1));  // the PING's time to be answered
+  auto second = client->SendAsync(Request::Get("/2"));
+  // A safety net of 10 s real time: on the silent connection it would wait
+  // for its own attempt timeout, which the clock never reaches.
+  ASSERT_EQ(second.wait_for(seconds(10)), std::future_status::ready)
+      << "the call went to the silent connection";
+  auto answer = second.get();
+  ASSERT_TRUE(answer) << answer.error().message();
+  EXPECT_EQ(answer->body, "fresh");
+  auto requests = server->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].connection_id, 2);
+}
+
 TEST_F(ClientH2Test, A503WithALargeBodyIsReturnedAfterOneAttempt) {
   Serve([](const ServerRequest&) { return Reply::Status(503, std::string(1 << 20, 'x')); });
   auto client = MakeClient();

@@ -85,6 +85,17 @@ TEST(PrometheusTest, HelpTextIsEscaped) {
   EXPECT_NE(text.find("# HELP x_total a\\\\b\\nc\n"), std::string::npos) << text;
 }
 
+// A double attribute is a label as the shortest text that reads back as
+// it, with a point: "0.1", never "0.10000000000000001" (nor "0,1" under a
+// program's comma locale).
+TEST(PrometheusTest, ADoubleLabelIsItsShortestText) {
+  MetricStore store;
+  const KeyValue ratio[] = {{"ratio", 0.1}};
+  store.CreateCounter({"outbound.http", "x", "", "X."})->Add(1, ratio);
+  std::string text = Exposition(store);
+  EXPECT_NE(text.find("x_total{ratio=\"0.1\","), std::string::npos) << text;
+}
+
 TEST(PrometheusTest, AnAddressItCannotListenOnIsAnError) {
   MetricStore store;
   auto exposer = PrometheusExposer::Start(store, "256.0.0.1:1");

@@ -45,7 +45,7 @@ AttemptOutcome TooLarge(const std::string& what) {
 }  // namespace
 
 H2Session::H2Session(CodecEvents& events, std::uint64_t connection_id, Clock& clock)
-    : events_(events), connection_id_(connection_id), clock_(clock) {
+    : events_(events), connection_id_(connection_id), clock_(clock), last_heard_(clock.Now()) {
   nghttp2_session_callbacks* raw = nullptr;
   nghttp2_session_callbacks_new(&raw);
   std::unique_ptr<nghttp2_session_callbacks, CallbacksFree> callbacks(raw);
@@ -84,7 +84,7 @@ bool H2Session::StreamIdsSpent() const {
 }
 
 bool H2Session::HasRoom() const {
-  if (!settings_received_ || goaway_ || broken_ || StreamIdsSpent()) return false;
+  if (!settings_received_ || goaway_ || broken_ || StreamIdsSpent() || Degraded()) return false;
   std::uint32_t allowed = std::min(
       kMaxStreams,
       nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
@@ -178,6 +178,12 @@ bool H2Session::Cancel(Exchange& exchange) {
   nghttp2_session_set_stream_user_data(session_, exchange.stream_id, nullptr);
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, exchange.stream_id, NGHTTP2_CANCEL);
   room_changed_ = true;
+  // Is anyone there? (Degraded)
+  TimePoint now = clock_.Now();
+  if (!ping_sent_ && now - last_heard_ >= kQuietBeforePing &&
+      nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr) == 0) {
+    ping_sent_ = now;
+  }
   return true;
 }
 
@@ -193,6 +199,7 @@ void H2Session::Resume(Exchange& exchange) {
 }
 
 bool H2Session::Received(const std::uint8_t* data, std::size_t size) {
+  last_heard_ = clock_.Now();
   ssize_t used = nghttp2_session_mem_recv(session_, data, size);
   if (used < 0 && error_.empty())
     error_ = std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(used));
@@ -374,6 +381,9 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
         self.settings_received_ = true;
         self.room_changed_ = true;
       }
+      return 0;
+    case NGHTTP2_PING:
+      if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) self.ping_sent_.reset();  // still there
       return 0;
     case NGHTTP2_GOAWAY:
       // No new stream here; those above last-stream-id are closed by

@@ -26,7 +26,9 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -60,7 +62,9 @@ class H2Session final : public Codec {
   bool Idle() const override { return streams_.empty(); }
   // Spent stream ids end a connection as a GOAWAY does: it serves out its
   // streams and is closed, rather than hold a connection slot for nothing.
-  bool Reusable() const override { return !goaway_ && !broken_ && !StreamIdsSpent(); }
+  bool Reusable() const override {
+    return !goaway_ && !broken_ && !StreamIdsSpent() && !Degraded();
+  }
   bool Start(Exchange& exchange) override;
   bool Cancel(Exchange& exchange) override;
   void Resume(Exchange& exchange) override;
@@ -140,6 +144,16 @@ class H2Session final : public Codec {
   bool StreamIdsSpent() const;
   bool broken_ = false;
   std::uint32_t frames_without_progress_ = 0;
+  // A connection whose peer is gone without a FIN (a NAT's dropped flow, a
+  // dead host) would take every new stream until the kernel gives up on
+  // it, many minutes on. So a stream cancelled while the server has been
+  // quiet for kQuietBeforePing sends a PING; unanswered for kPongTimeout,
+  // the connection is degraded: no new stream, closed once it is idle.
+  static constexpr Duration kQuietBeforePing = std::chrono::seconds(1);
+  static constexpr Duration kPongTimeout = std::chrono::seconds(1);
+  bool Degraded() const { return ping_sent_ && clock_.Now() - *ping_sent_ >= kPongTimeout; }
+  TimePoint last_heard_;                // when the server's last bytes came
+  std::optional<TimePoint> ping_sent_;  // a PING awaits its ACK since then
 };
 
 }  // namespace outbound::http::internal::transport
