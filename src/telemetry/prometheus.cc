@@ -31,6 +31,8 @@ std::vector<prometheus::ClientMetric::Label> Labels(const Attributes& attributes
   std::vector<prometheus::ClientMetric::Label> labels;
   labels.reserve(attributes.size() + 1);
   for (const Attribute& attribute : attributes) {
+    // An empty key makes no label name ("{=" breaks the page): left out.
+    if (attribute.key.empty()) continue;
     labels.push_back({Sanitize(attribute.key), ToString(attribute.value)});
   }
   labels.push_back({"otel_scope_name", scope});

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbound/telemetry/propagation.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace outbound::telemetry {
@@ -131,7 +132,10 @@ std::string FormatBaggage(const Baggage& baggage) {
         header += encoded;
       }
     }
-    if (!entry.properties.empty()) {
+    bool properties_fit =
+        std::none_of(entry.properties.begin(), entry.properties.end(),
+                     [](unsigned char c) { return c == ',' || c < 0x20 || c == 0x7f; });
+    if (!entry.properties.empty() && properties_fit) {
       header += ';';
       header += entry.properties;
     }

@@ -96,6 +96,17 @@ TEST(PrometheusTest, ADoubleLabelIsItsShortestText) {
   EXPECT_NE(text.find("x_total{ratio=\"0.1\","), std::string::npos) << text;
 }
 
+// An attribute with an empty key is no label: the page stays readable.
+TEST(PrometheusTest, AnEmptyKeyIsNoLabel) {
+  MetricStore store;
+  const KeyValue odd[] = {{"", "v"}, {"k", "w"}};
+  store.CreateCounter({"outbound.http", "x", "", "X."})->Add(1, odd);
+  std::string text = Exposition(store);
+  EXPECT_EQ(text.find("{="), std::string::npos) << text;
+  EXPECT_NE(text.find("x_total{k=\"w\",otel_scope_name=\"outbound.http\"} 1"), std::string::npos)
+      << text;
+}
+
 TEST(PrometheusTest, AnAddressItCannotListenOnIsAnError) {
   MetricStore store;
   auto exposer = PrometheusExposer::Start(store, "256.0.0.1:1");

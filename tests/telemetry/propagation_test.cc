@@ -65,6 +65,9 @@ TEST(BaggageTest, SkipsMalformedMembersAndKeysThatAreNotTokens) {
   EXPECT_EQ(parsed[0], (BaggageEntry{"a", "1", ""}));
   EXPECT_EQ(parsed[1], (BaggageEntry{"b", "2", ""}));
   EXPECT_EQ(FormatBaggage({{"bad key", "x", ""}, {"ok", "y", ""}}), "ok=y");
+  // Properties that would add a member, or split the header, are left out.
+  EXPECT_EQ(FormatBaggage({{"a", "1", "p, evil=1"}, {"b", "2", "q\r\nX: y"}, {"c", "3", "ttl=5"}}),
+            "a=1,b=2,c=3;ttl=5");
   EXPECT_EQ(*FindBaggage(parsed, "b"), "2");
   EXPECT_EQ(FindBaggage(parsed, "c"), nullptr);
 }

@@ -40,7 +40,9 @@ struct BaggageEntry {
 using Baggage = std::vector<BaggageEntry>;
 
 // The value of a `baggage` header: values percent-encoded, members joined
-// with ",". Members whose key is not a token are left out.
+// with ",". Members whose key is not a token are left out, and so are
+// properties holding a "," (it would start a member of its own) or a
+// control character: the member goes without them.
 std::string FormatBaggage(const Baggage& baggage);
 
 // The members of a `baggage` header value, values percent-decoded;
