@@ -270,6 +270,18 @@ http::TlsSettings ReadTls(Resolver& r, const std::string& prefix,
   return tls;
 }
 
+void CheckBackoff(Resolver& r, const std::string& prefix, Duration base, Duration max) {
+  if (max >= base) return;
+  std::string base_name = prefix + "BACKOFF_BASE";
+  std::string max_name = prefix + "BACKOFF_MAX";
+  if (r.Has(max_name)) {
+    r.Fail(max_name + ": must be at least " + base_name +
+           (r.Has(base_name) ? "" : " (unset: its default)"));
+  } else if (r.Has(base_name)) {
+    r.Fail(base_name + ": must be at most " + max_name + " (unset: its default)");
+  }
+}
+
 void ReadHedging(Resolver& r, const std::string& prefix, std::optional<http::Hedging>& hedging) {
   auto name = [&](const char* field) { return prefix + field; };
   // HEDGING turns it on; each of its numbers has its own variable, refused
@@ -368,9 +380,7 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
   s.max_connection_age =
       internal::ReadMaxConnectionAge(r, prefix, d.max_connection_age, http::CheckMaxConnectionAge);
   internal::ReadBalancing(r, prefix, s.balancing);
-  if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
-    r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
-  }
+  internal::CheckBackoff(r, prefix, s.backoff_base, s.backoff_max);
 
   bool https = outbound::internal::StartsWithIgnoringAsciiCase(s.base_url, "https:");
   if (https) {

@@ -110,6 +110,11 @@ void ReadCallLimits(Resolver& r, const std::string& prefix,
 // over what it holds: http_settings.cc.
 void ReadHedging(Resolver& r, const std::string& prefix, std::optional<http::Hedging>& hedging);
 
+// The backoff's base at most its maximum, which HTTP and gRPC settings
+// both ask, judged on the values read (a base set over the default
+// maximum fails too), naming the variables set: http_settings.cc.
+void CheckBackoff(Resolver& r, const std::string& prefix, Duration base, Duration max);
+
 // Several endpoints, which HTTP and gRPC settings both have
 // (PREFIX_BALANCING, PREFIX_ENDPOINTS, PREFIX_RE_RESOLVE_EVERY,
 // PREFIX_OUTLIER_CONSECUTIVE_FAILURES, PREFIX_OUTLIER_BASE_EJECTION),

@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -116,7 +116,11 @@ Result<Duration> ParseDuration(const std::string& text) {
     std::size_t start = i;
     while (i < text.size() && (outbound::internal::IsAsciiDigit(text[i]) || text[i] == '.')) ++i;
     if (i == start) return bad();
-    double number = std::strtod(text.substr(start, i - start).c_str(), nullptr);
+    // The whole run of digits and points is one number ("1..5" is none),
+    // read with a point whatever the C locale says.
+    double number = 0;
+    auto [end, error] = std::from_chars(text.data() + start, text.data() + i, number);
+    if (error != std::errc() || end != text.data() + i) return bad();
     std::size_t unit_start = i;
     while (i < text.size() && outbound::internal::IsAsciiAlpha(text[i])) ++i;
     std::string_view unit(text.data() + unit_start, i - unit_start);
@@ -133,21 +137,22 @@ Result<Duration> ParseDuration(const std::string& text) {
   return Duration(static_cast<Duration::rep>(std::llround(total)));
 }
 
+// Both read the whole text or fail, with no sign but "-", no space, and a
+// point as the decimal separator whatever the C locale says.
 Result<int> ParseInt(const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  long value = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || value < INT32_MIN || value > INT32_MAX) {
+  int value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
     return outbound::Fail(ErrorKind::kInvalidSettings, "\"" + text + "\" is not an integer");
   }
-  return static_cast<int>(value);
+  return value;
 }
 
 Result<double> ParseDouble(const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(value)) {
+  double value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() ||
+      !std::isfinite(value)) {
     return outbound::Fail(ErrorKind::kInvalidSettings, "\"" + text + "\" is not a number");
   }
   return value;

@@ -133,9 +133,7 @@ rpc::Settings ReadRpcSettings(Resolver& r, const std::string& prefix, rpc::Setti
   internal::ReadCallLimits(r, prefix, s.rate_limit, s.bulkhead, s.adaptive_concurrency);
   internal::ReadBalancing(r, prefix, s.balancing);
   internal::ReadHedging(r, prefix, s.hedging);
-  if (s.backoff_max < s.backoff_base && r.Has(name("BACKOFF_BASE")) && r.Has(name("BACKOFF_MAX"))) {
-    r.Fail(name("BACKOFF_MAX") + ": must be at least " + name("BACKOFF_BASE"));
-  }
+  internal::CheckBackoff(r, prefix, s.backoff_base, s.backoff_max);
 
   // No scheme says TLS or plain text here, as an http or https URL does:
   // TLS is its own variable, and the defaults' choice when it is unset.

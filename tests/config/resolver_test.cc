@@ -19,9 +19,19 @@ TEST(ParseDurationTest, ReadsGoStyleDurations) {
   EXPECT_EQ(*ParseDuration("1m30s"), seconds(90));
   EXPECT_EQ(*ParseDuration("1.5s"), milliseconds(1500));
   EXPECT_EQ(*ParseDuration("2h"), std::chrono::hours(2));
-  for (const char* bad : {"", "10", "s", "10 s", "-1s", "10parsecs", "1e3s"}) {
+  for (const char* bad :
+       {"", "10", "s", "10 s", "-1s", "10parsecs", "1e3s", "1..5s", "1.2.3s", ".s"}) {
     EXPECT_FALSE(ParseDuration(bad)) << bad;
   }
+}
+
+// Numbers are read whole, or not at all: nothing after them, no space.
+TEST(ParseNumberTest, ReadsTheWholeTextOrFails) {
+  EXPECT_EQ(*ParseInt("3"), 3);
+  EXPECT_EQ(*ParseInt("-3"), -3);
+  for (const char* bad : {"", "3x", " 3", "3 ", "99999999999"}) EXPECT_FALSE(ParseInt(bad)) << bad;
+  EXPECT_EQ(*ParseDouble("0.5"), 0.5);
+  for (const char* bad : {"", "0.5x", "nan", "inf", "1..5"}) EXPECT_FALSE(ParseDouble(bad)) << bad;
 }
 
 TEST(ResolverTest, AppliesDefaultsWhenUnset) {
@@ -209,6 +219,30 @@ TEST(ResolverTest, ATransportVariableIsRefusedNowThatThereIsOne) {
               "PAYMENTS_TRANSPORT: the library has one transport now (libcurl was removed); "
               "unset it")
         << value;
+  }
+}
+
+// The backoff's base over its maximum fails when one of the two alone is
+// set and the other is its default, naming the one set; else Client::Create
+// would refuse the settings with no variable named.
+TEST(ResolverTest, ABackoffBaseOverTheDefaultMaximumIsNamed) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"PAYMENTS_BACKOFF_BASE",
+       "PAYMENTS_BACKOFF_BASE: must be at most PAYMENTS_BACKOFF_MAX "
+       "(unset: its default)"},
+      {"PAYMENTS_BACKOFF_MAX",
+       "PAYMENTS_BACKOFF_MAX: must be at least PAYMENTS_BACKOFF_BASE "
+       "(unset: its default)"}};
+  for (const auto& [variable, expected] : cases) {
+    // A base of 10s over the default maximum (5s); a maximum of 1ms under
+    // the default base (100ms).
+    bool base = std::string_view(variable).ends_with("BASE");
+    Resolver r(
+        FromMap({{"PAYMENTS_URL", "https://payments:8443"}, {variable, base ? "10s" : "1ms"}}));
+    (void)ReadHttpSettings(r, "PAYMENTS_", http::DefaultSettings());
+    auto done = r.Finish();
+    ASSERT_FALSE(done) << variable;
+    EXPECT_EQ(done.error().message(), expected);
   }
 }
 

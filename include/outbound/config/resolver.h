@@ -102,8 +102,10 @@ std::optional<std::string> NearestName(std::string_view name, const std::vector<
 template <typename T>
 using Parser = std::function<Result<T>(const std::string& text)>;
 [[nodiscard]] Result<Duration> ParseDuration(const std::string& text);  // "250ms", "10s", "1m30s"
+// The whole text or an error: no space, no "+", nothing after the number,
+// and a point as the decimal separator whatever the C locale says.
 [[nodiscard]] Result<int> ParseInt(const std::string& text);
-[[nodiscard]] Result<double> ParseDouble(const std::string& text);
+[[nodiscard]] Result<double> ParseDouble(const std::string& text);    // finite
 [[nodiscard]] Result<std::string> ReadFile(const std::string& path);  // a file's contents
 
 template <typename T>
