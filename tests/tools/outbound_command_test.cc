@@ -370,6 +370,11 @@ TEST_F(OutboundCallTest, OutputThatCannotBeWrittenExits23) {
     std::string err = Stderr();
     EXPECT_NE(err.find("cannot write /dev/full"), std::string::npos) << err;
     EXPECT_EQ(err.find("cancelled"), std::string::npos) << err;
+    // The same for the standard output, and for a reader gone away (no
+    // SIGPIPE death: the write fails, and the command says so).
+    result = Call("/", ">/dev/full");
+    EXPECT_EQ(result.exit_code, 23);
+    EXPECT_NE(Stderr().find("cannot write the output"), std::string::npos) << Stderr();
   }
 }
 
@@ -549,6 +554,20 @@ TEST(OutboundCommandTest, AnFtpUrlWithoutAPortIsAUsageErrorSayingSo) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.output.find("\"ftp://files/a\" is not an http or https URL"), std::string::npos)
       << result.output;
+}
+
+// Numbers are read whole: "1e6" calls, "5s" or "nan" seconds are usage
+// errors (a NaN once ran the overload demo for ever), and so is a count of
+// calls past what the machine can keep the latencies of.
+TEST(OutboundCommandTest, NumbersThatDoNotReadWholeAreUsageErrors) {
+  for (const char* line :
+       {" bench -n 1e6 https://x:1/", " bench -c 8x https://x:1/",
+        " bench -n 100000000000 https://x:1/", " bench --rss-every 1e3 https://x:1/",
+        " demo --seconds nan", " demo --scenario overload --seconds nan", " demo --seconds 5s",
+        " demo --rps 10x"}) {
+    CommandResult result = RunCommand("timeout 20 " + kOutbound + line + " 2>&1");
+    EXPECT_EQ(result.exit_code, 2) << line << "\n" << result.output;
+  }
 }
 
 TEST(OutboundCommandTest, AnFtpUrlIsAUsageError) {

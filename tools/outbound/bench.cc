@@ -116,8 +116,8 @@ int ReportBench(BenchFigures& f, const std::string& json_path) {
             << " us/call  peak rss: " << PeakRssKb() / 1024 << " MiB\n";
   if (json_path == "-") {
     std::cout << report.dump() << "\n";
-  } else if (!json_path.empty()) {
-    std::ofstream(json_path) << report.dump(2) << "\n";
+  } else if (!json_path.empty() && !WriteFileOrSay(json_path, report.dump(2) + "\n")) {
+    return kExitWriteError;
   }
   return f.errors.empty() ? kExitOk : 1;
 }
@@ -134,46 +134,47 @@ int RunBench(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     bool has_value = i + 1 < args.size();
-    try {
-      if (a == "-h" || a == "--help") {
-        std::cout << kBenchHelp;
-        return kExitOk;
-      } else if (a == "-n" && has_value) {
-        n = std::stol(args[++i]);
-      } else if (a == "-c" && has_value) {
-        concurrency = std::stoi(args[++i]);
-      } else if ((a == "-X" || a == "--method") && has_value) {
-        proto.method = args[++i];
-        http_only.push_back(a);
-      } else if ((a == "-H" || a == "--header") && has_value) {
-        if (!AddHeader(proto, args[++i])) return Usage("bench", "-H needs 'Name: value'");
-        http_only.push_back(a);
-      } else if ((a == "-d" || a == "--data") && has_value) {
-        std::string problem;
-        std::optional<std::string> data = ReadData(args[++i], &problem);
-        if (!data) return Usage("bench", problem);
-        proto.body = std::move(*data);
-        if (proto.method == "GET") proto.method = "POST";
-      } else if (a == "--connect-to" && has_value) {
-        if (!network.Add(args[++i]))
-          return Usage("bench", "--connect-to needs HOST:PORT:ADDR:PORT");
-      } else if (a == "--telemetry") {
-        with_telemetry = true;
-      } else if (a == "--rss-every" && has_value) {
-        rss_every = std::stol(args[++i]);
-      } else if (a == "--json" && has_value) {
-        json_path = args[++i];
-      } else if (!a.empty() && a[0] == '-') {
-        return Usage("bench", "unknown option " + a);
-      } else {
-        url = a;
-      }
-    } catch (...) {
-      return Usage("bench", a + " needs a number");
+    if (a == "-h" || a == "--help") {
+      std::cout << kBenchHelp;
+      return kExitOk;
+    } else if (a == "-n" && has_value) {
+      n = ParseNumber<long>(args[++i]).value_or(0);
+    } else if (a == "-c" && has_value) {
+      concurrency = ParseNumber<int>(args[++i]).value_or(0);
+    } else if ((a == "-X" || a == "--method") && has_value) {
+      proto.method = args[++i];
+      http_only.push_back(a);
+    } else if ((a == "-H" || a == "--header") && has_value) {
+      if (!AddHeader(proto, args[++i])) return Usage("bench", "-H needs 'Name: value'");
+      http_only.push_back(a);
+    } else if ((a == "-d" || a == "--data") && has_value) {
+      std::string problem;
+      std::optional<std::string> data = ReadData(args[++i], &problem);
+      if (!data) return Usage("bench", problem);
+      proto.body = std::move(*data);
+      if (proto.method == "GET") proto.method = "POST";
+    } else if (a == "--connect-to" && has_value) {
+      if (!network.Add(args[++i])) return Usage("bench", "--connect-to needs HOST:PORT:ADDR:PORT");
+    } else if (a == "--telemetry") {
+      with_telemetry = true;
+    } else if (a == "--rss-every" && has_value) {
+      auto every = ParseNumber<long>(args[++i]);
+      if (!every || *every < 0) return Usage("bench", "--rss-every needs a number of calls");
+      rss_every = *every;
+    } else if (a == "--json" && has_value) {
+      json_path = args[++i];
+    } else if (!a.empty() && a[0] == '-') {
+      return Usage("bench", "unknown option " + a);
+    } else {
+      url = a;
     }
   }
   if (url.empty()) return Usage("bench", "a URL is needed");
-  if (n < 1 || concurrency < 1) return Usage("bench", "-n and -c must be positive");
+  // Each call's latency is kept: a bound the machine can hold.
+  constexpr long kMostCalls = 100'000'000;
+  if (n < 1 || n > kMostCalls || concurrency < 1 || concurrency > 100'000) {
+    return Usage("bench", "-n must be 1 to 100000000 and -c 1 to 100000, whole numbers");
+  }
   if (IsGrpcUrl(url)) {
     if (!http_only.empty()) {
       return Usage("bench", http_only.front() + " does not apply to a gRPC call");

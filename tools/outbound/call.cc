@@ -456,8 +456,9 @@ int RunCall(const std::vector<std::string>& args) {
         std::cerr << "outbound: cannot write " << file->path() << "\n";
         code = kExitWriteError;
       }
-    } else {
-      std::cout << head << response->body << std::flush;
+    } else if (!(std::cout << head << response->body << std::flush)) {
+      std::cerr << "outbound: cannot write the output\n";
+      code = kExitWriteError;
     }
     if (code == kExitOk && fail_on_status && response->status >= 400) code = kExitHttpError;
     // The client follows redirects within the origin only: a redirect that

@@ -57,20 +57,24 @@ bool ConnectToNetwork::Add(const std::string& spec) {
   if (address.size() > 2 && address.front() == '[' && address.back() == ']') {
     address = address.substr(1, address.size() - 2);
   }
-  try {
-    int port = std::stoi(spec.substr(first + 1, second - first - 1));
-    int to_port = std::stoi(spec.substr(last + 1));
-    if (port <= 0 || port > 65535 || to_port <= 0 || to_port > 65535 || host.empty() ||
-        address.empty()) {
-      return false;
-    }
-    Route route{Route::Kind::kEndpoint, {Endpoint{address, static_cast<std::uint16_t>(to_port)}}};
-    std::erase_if(routes_, [&](const Entry& e) { return e.host == host && e.port == port; });
-    routes_.push_back({host, static_cast<std::uint16_t>(port), std::move(route)});
-  } catch (...) {
+  int port = ParseNumber<int>(spec.substr(first + 1, second - first - 1)).value_or(0);
+  int to_port = ParseNumber<int>(spec.substr(last + 1)).value_or(0);
+  if (port <= 0 || port > 65535 || to_port <= 0 || to_port > 65535 || host.empty() ||
+      address.empty()) {
     return false;
   }
+  Route route{Route::Kind::kEndpoint, {Endpoint{address, static_cast<std::uint16_t>(to_port)}}};
+  std::erase_if(routes_, [&](const Entry& e) { return e.host == host && e.port == port; });
+  routes_.push_back({host, static_cast<std::uint16_t>(port), std::move(route)});
   return true;
+}
+
+bool WriteFileOrSay(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) std::cerr << "outbound: cannot write " << path << "\n";
+  return static_cast<bool>(out);
 }
 
 Route ConnectToNetwork::Resolve(std::string_view host, std::uint16_t port) const {

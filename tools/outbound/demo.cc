@@ -424,27 +424,24 @@ int RunDemo(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     bool has_value = i + 1 < args.size();
-    try {
-      if (a == "-h" || a == "--help") {
-        std::cout << kDemoHelp;
-        return kExitOk;
-      } else if (a == "--seconds" && has_value) {
-        run_seconds = std::stod(args[++i]);
-      } else if (a == "--rps" && has_value) {
-        rps_option = std::stoi(args[++i]);
-      } else if (a == "--svg" && has_value) {
-        svg_path = args[++i];
-      } else if (a == "--json" && has_value) {
-        json_path = args[++i];
-      } else if (a == "--fault" && has_value) {
-        fault = args[++i];
-      } else if (a == "--scenario" && has_value) {
-        scenario = args[++i];
-      } else {
-        return Usage("demo", "unknown option " + a);
-      }
-    } catch (...) {
-      return Usage("demo", a + " needs a number");
+    if (a == "-h" || a == "--help") {
+      std::cout << kDemoHelp;
+      return kExitOk;
+    } else if (a == "--seconds" && has_value) {
+      // Not a number ("nan", "5s"): 0, which the range below refuses.
+      run_seconds = ParseNumber<double>(args[++i]).value_or(0);
+    } else if (a == "--rps" && has_value) {
+      rps_option = ParseNumber<int>(args[++i]).value_or(0);
+    } else if (a == "--svg" && has_value) {
+      svg_path = args[++i];
+    } else if (a == "--json" && has_value) {
+      json_path = args[++i];
+    } else if (a == "--fault" && has_value) {
+      fault = args[++i];
+    } else if (a == "--scenario" && has_value) {
+      scenario = args[++i];
+    } else {
+      return Usage("demo", "unknown option " + a);
     }
   }
   if (scenario != "outage" && scenario != "overload" && scenario != "slow-tail" &&
@@ -826,14 +823,15 @@ int RunDemo(const std::vector<std::string>& args) {
             << "naive client: one attempt, no breaker, Timeout " << span(naive_settings.timeout)
             << ".\n";
 
+  std::string svg;
   {
     std::lock_guard a(naive.mu), b(resilient.mu);
-    std::ofstream(svg_path) << Svg(naive, resilient, run_seconds, end_seconds, rps, healed_at,
-                                   closed_at);
+    svg = Svg(naive, resilient, run_seconds, end_seconds, rps, healed_at, closed_at);
   }
+  if (!WriteFileOrSay(svg_path, svg)) return kExitWriteError;
   std::cout << "timeline: " << svg_path << "\n";
   if (!json_path.empty()) {
-    std::ofstream(json_path) << report.dump(2) << "\n";
+    if (!WriteFileOrSay(json_path, report.dump(2) + "\n")) return kExitWriteError;
     std::cout << "series: " << json_path << "\n";
   }
   return kExitOk;

@@ -5,6 +5,8 @@
 #include <iostream>
 #include <utility>
 
+#include "common.h"
+
 namespace outbound::tool {
 
 http::Settings DemoDependency(const std::string& host, const testing::TestCA& ca) {
@@ -46,13 +48,15 @@ void PrintDemoRow(const std::string& label, const std::string& naive, const std:
   std::cout << "  " << pad(label, label_width) << pad(naive, 16) << outbound << "\n";
 }
 
-void WriteDemoFiles(const std::string& svg_path, const std::string& svg,
-                    const std::string& json_path, const nlohmann::json& report) {
-  std::ofstream(svg_path) << svg;
-  std::cout << "\nwrote " << svg_path << "\n";
-  if (json_path.empty()) return;
-  std::ofstream(json_path) << report.dump(2) << "\n";
+int WriteDemoFiles(const std::string& svg_path, const std::string& svg,
+                   const std::string& json_path, const nlohmann::json& report) {
+  std::cout << "\n";
+  if (!WriteFileOrSay(svg_path, svg)) return kExitWriteError;
+  std::cout << "wrote " << svg_path << "\n";
+  if (json_path.empty()) return kExitOk;
+  if (!WriteFileOrSay(json_path, report.dump(2) + "\n")) return kExitWriteError;
   std::cout << "wrote " << json_path << "\n";
+  return kExitOk;
 }
 
 }  // namespace outbound::tool

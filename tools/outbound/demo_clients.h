@@ -39,9 +39,10 @@ void PrintDemoRow(const std::string& label, const std::string& naive, const std:
                   std::size_t label_width = 44);
 
 // Writes the scenario's picture to `svg_path`, and its report to
-// `json_path` unless that is empty, saying so on stdout.
-void WriteDemoFiles(const std::string& svg_path, const std::string& svg,
-                    const std::string& json_path, const nlohmann::json& report);
+// `json_path` unless that is empty, saying so on stdout: the demo's exit
+// code, kExitWriteError if either could not be written.
+int WriteDemoFiles(const std::string& svg_path, const std::string& svg,
+                   const std::string& json_path, const nlohmann::json& report);
 
 }  // namespace outbound::tool
 

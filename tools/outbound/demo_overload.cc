@@ -321,11 +321,10 @@ int Run(double run_seconds, const std::string& svg_path, const std::string& json
   row("most calls the dependency held", text(nj["dependency_held_max"], 0, ""),
       text(oj["dependency_held_max"], 0, ""));
 
-  WriteDemoFiles(svg_path,
-                 Svg(GoodputBySecond(naive, seconds), HeldBySecond(naive, seconds),
-                     GoodputBySecond(ours, seconds), HeldBySecond(ours, seconds)),
-                 json_path, report);
-  return kExitOk;
+  return WriteDemoFiles(svg_path,
+                        Svg(GoodputBySecond(naive, seconds), HeldBySecond(naive, seconds),
+                            GoodputBySecond(ours, seconds), HeldBySecond(ours, seconds)),
+                        json_path, report);
 }
 
 }  // namespace overload_demo

@@ -248,8 +248,7 @@ int Run(double run_seconds, const std::string& svg_path, const std::string& json
       number(oj["failed_after_the_death"]));
   row("attempts sent", number(nj["attempts"]), number(oj["attempts"]));
 
-  WriteDemoFiles(svg_path, Svg(naive, ours, run_seconds, died_at), json_path, report);
-  return kExitOk;
+  return WriteDemoFiles(svg_path, Svg(naive, ours, run_seconds, died_at), json_path, report);
 }
 
 }  // namespace replica_demo

@@ -278,8 +278,7 @@ int Run(double run_seconds, const std::string& svg_path, const std::string& json
       text(oj["extra_attempts_share"].get<double>() * 100, 1, "%"));
   row("hedges that answered first", "–", text(oj["hedges_won"].get<double>(), 0, ""));
 
-  WriteDemoFiles(svg_path, Svg(naive, ours, run_seconds, limit_ms), json_path, report);
-  return kExitOk;
+  return WriteDemoFiles(svg_path, Svg(naive, ours, run_seconds, limit_ms), json_path, report);
 }
 
 }  // namespace slow_tail_demo

@@ -207,7 +207,10 @@ int RunGrpcCall(const GrpcCall& call) {
       }
     } else {
       std::cout.write(reply.body.data(), static_cast<std::streamsize>(reply.body.size()));
-      std::cout.flush();
+      if (!std::cout.flush()) {
+        std::cerr << "outbound: cannot write the output\n";
+        code = kExitWriteError;
+      }
     }
   }
   if (call.report) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `outbound` command.
+#include <csignal>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -40,6 +41,9 @@ version.
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A reader that goes away (`outbound call URL | head -c 10`) fails the
+  // write, which the command reports (exit 23), rather than killing it.
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     std::cout << kUsage;
