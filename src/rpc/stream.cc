@@ -7,6 +7,7 @@
 // context's deadline bounds it.
 #include "outbound/rpc/stream.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -104,7 +105,11 @@ struct Stream::Impl {
   std::shared_ptr<outbound::internal::CancelState> caller_cancel;
   int forward_id = -1;
   std::size_t send_limit = 0;
-  std::optional<Status> local;  // ended on this side (EndLocally)
+  // Ended on this side (EndLocally), by the writer's thread (a message
+  // that does not serialise) or the reader's (one that does not parse):
+  // the status under shared->mu, set before the flag the other side reads.
+  std::optional<Status> local;
+  std::atomic<bool> ended_locally{false};
   bool writes_done = false;
   bool finished = false;
   Status status;
@@ -157,7 +162,7 @@ Stream::~Stream() = default;
 int Stream::attempts() const { return impl_ == nullptr ? 0 : impl_->attempts; }
 
 bool Stream::Write(std::string_view message) {
-  if (impl_ == nullptr || impl_->local || impl_->writes_done) return false;
+  if (impl_ == nullptr || impl_->ended_locally.load() || impl_->writes_done) return false;
   internal::StatusOr<std::string> framed =
       internal::FrameForSending(message, impl_->send_limit, /*gzip=*/false);
   if (!framed) {
@@ -168,7 +173,7 @@ bool Stream::Write(std::string_view message) {
 }
 
 bool Stream::WritesDone() {
-  if (impl_ == nullptr || impl_->local) return false;
+  if (impl_ == nullptr || impl_->ended_locally.load()) return false;
   // Asked before the half-close: once it is sent, a quick server may end
   // the stream before this returns, and that end is the answer to it.
   bool open;
@@ -184,7 +189,7 @@ bool Stream::WritesDone() {
 }
 
 bool Stream::Read(std::string* message) {
-  if (impl_ == nullptr || impl_->local) return false;
+  if (impl_ == nullptr || impl_->ended_locally.load()) return false;
   Shared& shared = *impl_->shared;
   bool open;
   {
@@ -202,7 +207,7 @@ void Stream::ReadAsync(std::function<void(std::optional<std::string> message)> d
   if (impl_ == nullptr) return;
   std::optional<std::string> now;  // what `done` is told at once, on the loop
   bool open = false;
-  if (!impl_->local) {
+  if (!impl_->ended_locally.load()) {
     Shared& shared = *impl_->shared;
     std::lock_guard lock(shared.mu);
     if (!shared.waiting_read && !shared.messages.empty()) {
@@ -227,6 +232,7 @@ Status Stream::Finish() {
     impl.pipe->Close();
   }
   std::exception_ptr thrown;
+  std::optional<Status> local;
   {
     std::unique_lock lock(impl.shared->mu);
     impl.shared->discarding = true;
@@ -237,13 +243,14 @@ Status Stream::Finish() {
     lock.lock();
     impl.WaitEnded(lock);
     thrown = impl.shared->thrown;
+    local = impl.local;
   }
   impl.finished = true;
   const Result<http::Response>& result = *impl.shared->result;
   impl.attempts = result ? result->attempts : result.error().attempts();
   if (result) impl.trailers = internal::TrailersOf(*result);
-  if (impl.local) {
-    impl.status = *impl.local;
+  if (local) {
+    impl.status = *local;
   } else if (!impl.shared->deframer.status().ok()) {
     // A malformed message ended the call (DeframingSink): the Deframer
     // has its exact code.
@@ -261,8 +268,13 @@ const Trailers& Stream::trailers() const {
 }
 
 void Stream::EndLocally(Status status) {
-  if (impl_ == nullptr || impl_->local) return;
-  impl_->local = std::move(status);
+  if (impl_ == nullptr) return;
+  {
+    std::lock_guard lock(impl_->shared->mu);
+    if (impl_->local) return;  // the other side's came first
+    impl_->local = std::move(status);
+    impl_->ended_locally.store(true);
+  }
   impl_->cancel.Cancel();
 }
 
