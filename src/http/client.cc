@@ -199,7 +199,8 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
   if (c.runtime.transport != nullptr) {
     transport = c.runtime.transport->CarryFor({c.runtime, c.settings, c.origin});
   } else {
-    auto pool = internal::NativePoolFor(c.runtime, c.settings, c.origin, c.loop);
+    auto pool =
+        internal::NativePoolFor(c.runtime, c.settings, c.origin, c.loop, front_end.http2_only);
     if (!pool) return tl::unexpected(pool.error());
     auto dispatcher = std::make_unique<internal::Dispatcher>(*c.runtime.clock, c.loop, *pool);
     c.dispatcher = dispatcher.get();

@@ -29,6 +29,10 @@ struct FrontEnd {
   InjectedAnswer injected_answer;
   // Whether the call path follows redirects (gRPC has none).
   bool redirects = true;
+  // Whether the dependency must speak HTTP/2 (gRPC): over TLS, ALPN offers
+  // h2 alone, and a handshake that does not choose it fails the connection
+  // (kTransport, saying so) rather than carry calls over HTTP/1.1.
+  bool http2_only = false;
   // Whether each attempt has Settings::attempt_timeout for its headers (a
   // route's own attempt_timeout applies either way). gRPC's attempt has
   // the call's time left, which the server is told (grpc-timeout), unless

@@ -167,6 +167,7 @@ http::internal::FrontEnd GrpcFrontEnd(const std::optional<Duration>& attempt_tim
   front_end.fault_scheme = "grpc";
   front_end.injected_answer = InjectedAnswer;
   front_end.redirects = false;
+  front_end.http2_only = true;
   front_end.attempt_timeout = attempt_timeout.has_value();
   front_end.telemetry = [receive_limit](const telemetry::Telemetry& telemetry,
                                         const http::internal::Origin& origin, Clock& clock) {

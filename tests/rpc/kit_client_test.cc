@@ -112,6 +112,28 @@ TEST_F(RpcOnKit, WarmToAnUntrustedServerIsNamedAndNotConnected) {
   EXPECT_FALSE(client->Connected());
 }
 
+// gRPC needs HTTP/2: over TLS the client offers h2 alone, so a server that
+// speaks only HTTP/1.1 (a TLS proxy without h2) is never connected, where
+// the calls once went over HTTP/1.1 and failed one by one.
+TEST_F(RpcOnKit, ATlsServerWithoutHttp2IsNotConnected) {
+  testing::FakeServer::Options options;
+  options.handler = [](const testing::ServerRequest&) { return testing::Reply::Ok("hi"); };
+  options.clock = &clock_;
+  options.tls = testing::ServerTls(ca_.IssueServer({"backend"}));
+  options.tls->alpn = {"http/1.1"};
+  auto started = testing::FakeServer::Start(std::move(options));
+  ASSERT_TRUE(started) << started.error().message();
+  server_ = std::move(*started);
+  network_.Add("backend", 9090, "127.0.0.1", server_->port());
+  auto client = Make(/*tls=*/true);
+  Result<void> warmed = client->Warm().get();
+  ASSERT_FALSE(warmed) << "connected without HTTP/2";
+  EXPECT_EQ(warmed.error().kind(), ErrorKind::kTransport) << warmed.error().message();
+  EXPECT_FALSE(client->Connected());
+  Reply reply = client->Call(kSay, "x");
+  EXPECT_EQ(reply.status.code, Code::kUnavailable) << reply.status.message;
+}
+
 // No SETTINGS ever comes: the server's TLS refuses the HTTP/2 preface and
 // closes, or reads it as the start of a record it waits to complete, and
 // Warm ends at its deadline.

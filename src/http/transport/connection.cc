@@ -256,6 +256,11 @@ void Connection::Handshake() {
     unsigned int length = 0;
     SSL_get0_alpn_selected(ssl_, &alpn, &length);
     bool h2 = length == 2 && alpn[0] == 'h' && alpn[1] == '2';
+    if (!h2 && tls_->http2_only()) {
+      return Fail(ErrorKind::kTransport,
+                  "the server did not choose HTTP/2 in the TLS handshake (ALPN), and gRPC needs it",
+                  /*cannot_improve=*/true);
+    }
     protocol_ = h2 ? Protocol::kHttp2 : Protocol::kHttp11;
     return Opened();
   }

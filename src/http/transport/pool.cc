@@ -599,10 +599,10 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
 
 Result<std::function<std::unique_ptr<Carrier>(CarrierEvents&)>> NativePoolFor(
     const Runtime& runtime, const Settings& settings, const Origin& origin,
-    std::shared_ptr<EventLoop> loop) {
+    std::shared_ptr<EventLoop> loop, bool http2_only) {
   std::shared_ptr<transport::TlsContext> tls;
   if (settings.tls) {
-    auto made = transport::TlsContext::Create(*settings.tls);
+    auto made = transport::TlsContext::Create(*settings.tls, http2_only);
     if (!made) return tl::unexpected(made.error());
     tls = std::move(*made);
   }

@@ -36,7 +36,7 @@ namespace outbound::http::internal {
 // MakeCarrier). kInvalidSettings if the TLS material is unreadable.
 [[nodiscard]] Result<std::function<std::unique_ptr<Carrier>(CarrierEvents&)>> NativePoolFor(
     const Runtime& runtime, const Settings& settings, const Origin& origin,
-    std::shared_ptr<EventLoop> loop);
+    std::shared_ptr<EventLoop> loop, bool http2_only = false);
 
 }  // namespace outbound::http::internal
 

@@ -79,8 +79,9 @@ bool IsIpLiteral(const std::string& host) {
 
 }  // namespace
 
-Result<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsSettings& tls) {
+Result<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsSettings& tls, bool http2_only) {
   std::shared_ptr<TlsContext> made(new TlsContext());
+  made->http2_only_ = http2_only;
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   if (ctx == nullptr) return Fail(ErrorKind::kLocalResource, "OpenSSL could not make a context");
   made->ctx_ = ctx;
@@ -95,7 +96,8 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsSettings& tls) {
   // and an HTTP/1.1 connection drains them on every exchange.
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
-  SSL_CTX_set_alpn_protos(ctx, kAlpn, sizeof kAlpn);
+  // h2 is kAlpn's first entry.
+  SSL_CTX_set_alpn_protos(ctx, kAlpn, http2_only ? 3 : sizeof kAlpn);
   SSL_CTX_set_keylog_callback(ctx, nullptr);
   if (tls.root_pem.empty()) {
     // The system's roots, from where OpenSSL was built to find them, and

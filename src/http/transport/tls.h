@@ -30,7 +30,12 @@ namespace outbound::http::internal::transport {
 class TlsContext {
  public:
   // kInvalidSettings if the roots or the client certificate cannot be read.
-  [[nodiscard]] static Result<std::shared_ptr<TlsContext>> Create(const TlsSettings& tls);
+  // `http2_only`: ALPN offers h2 alone (h2 and http/1.1 otherwise).
+  [[nodiscard]] static Result<std::shared_ptr<TlsContext>> Create(const TlsSettings& tls,
+                                                                  bool http2_only = false);
+  // Whether a connection must speak HTTP/2: one whose handshake chose
+  // anything else fails.
+  bool http2_only() const { return http2_only_; }
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
@@ -43,6 +48,7 @@ class TlsContext {
  private:
   TlsContext() = default;
   SSL_CTX* ctx_ = nullptr;
+  bool http2_only_ = false;
 };
 
 // Why a handshake failed, read from OpenSSL's error queue and the session
