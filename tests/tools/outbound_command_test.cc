@@ -166,6 +166,21 @@ TEST_F(OutboundCallTest, ReportsTheCallAsJson) {
   EXPECT_EQ(requests[0].header("content-type"), "text/plain");
 }
 
+// Data makes a POST, as with curl, unless -X names the method: -X GET
+// with data stays a GET, whichever comes first.
+TEST_F(OutboundCallTest, DataMakesAPostUnlessTheMethodIsNamed) {
+  Serve([](const ServerRequest&) { return Reply::Ok(); });
+  for (const char* options : {"-d q=1", "-X GET -d q=1", "-d q=1 -X GET"}) {
+    EXPECT_EQ(Call("/", options).exit_code, 0) << options;
+  }
+  auto requests = server->requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].method, "POST");
+  EXPECT_EQ(requests[1].method, "GET");
+  EXPECT_EQ(requests[2].method, "GET");
+  EXPECT_EQ(requests[1].body, "q=1");
+}
+
 TEST_F(OutboundCallTest, BadVariablesAreAllNamedAndExit78) {
   Serve([](const ServerRequest&) { return Reply::Ok(); });
   CommandResult result = Call("/", "", "OUTBOUND_TIMEOUT=soon OUTBOUND_MAX_ATTEMPTS=0");

@@ -131,6 +131,7 @@ int RunBench(const std::vector<std::string>& args) {
   long rss_every = 0;
   bool with_telemetry = false;
   std::vector<std::string> http_only;  // given, and of no use to a gRPC call
+  bool method_given = false;           // -X or --method
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     bool has_value = i + 1 < args.size();
@@ -143,6 +144,7 @@ int RunBench(const std::vector<std::string>& args) {
       concurrency = ParseNumber<int>(args[++i]).value_or(0);
     } else if ((a == "-X" || a == "--method") && has_value) {
       proto.method = args[++i];
+      method_given = true;
       http_only.push_back(a);
     } else if ((a == "-H" || a == "--header") && has_value) {
       if (!AddHeader(proto, args[++i])) return Usage("bench", "-H needs 'Name: value'");
@@ -152,7 +154,7 @@ int RunBench(const std::vector<std::string>& args) {
       std::optional<std::string> data = ReadData(args[++i], &problem);
       if (!data) return Usage("bench", problem);
       proto.body = std::move(*data);
-      if (proto.method == "GET") proto.method = "POST";
+      if (!method_given) proto.method = "POST";  // as `call` does
     } else if (a == "--connect-to" && has_value) {
       if (!network.Add(args[++i])) return Usage("bench", "--connect-to needs HOST:PORT:ADDR:PORT");
     } else if (a == "--telemetry") {

@@ -245,6 +245,7 @@ int RunCall(const std::vector<std::string>& args) {
   std::string url;
   // The options a gRPC call has no use for, as given: refused with one.
   std::vector<std::string> http_only;
+  bool method_given = false;  // -X or --method
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::optional<std::string> {
@@ -276,6 +277,7 @@ int RunCall(const std::vector<std::string>& args) {
       auto v = value();
       if (!v) return Usage("call", a + " needs a method");
       request.method = *v;
+      method_given = true;
       http_only.push_back(a);
     } else if (a == "-H" || a == "--header") {
       auto v = value();
@@ -288,7 +290,8 @@ int RunCall(const std::vector<std::string>& args) {
       std::optional<std::string> data = ReadData(*v, &problem);
       if (!data) return Usage("call", problem);
       request.body = std::move(*data);
-      if (request.method == "GET") request.method = "POST";
+      // Data makes a POST, as with curl, unless -X named the method.
+      if (!method_given) request.method = "POST";
     } else if (a == "--connect-to") {
       auto v = value();
       if (!v || !network.Add(*v)) return Usage("call", "--connect-to needs HOST:PORT:ADDR:PORT");

@@ -110,7 +110,8 @@ class Stream {
   // never Finish, Write or the destructor (they wait for that thread). One
   // read at a time: a Read or ReadAsync while another waits gets nothing
   // (false, or nullopt at once). A read still waiting when the stream is
-  // finished or destroyed gets nullopt.
+  // finished or destroyed gets nullopt. On a moved-from stream, which has
+  // no loop to run `done` on, it does nothing: `done` is never called.
   void ReadAsync(std::function<void(std::optional<std::string> message)> done);
 
   // Receives and parses the next protobuf message. One that does not parse
