@@ -139,13 +139,17 @@ Result<std::optional<http::Bulkhead>> ParseBulkhead(const std::string& text) {
   return std::optional(bulkhead);
 }
 
-// "10.0.0.7:8443,[::1]:8443": IP literals and ports, comma-separated.
+// "10.0.0.7:8443,[::1]:8443": IP literals and ports, comma-separated
+// (spaces around each are allowed, as in "a:1, b:2").
 Result<std::vector<Endpoint>> ParseEndpoints(const std::string& text) {
   std::vector<Endpoint> endpoints;
   std::size_t start = 0;
   while (start <= text.size()) {
     std::size_t comma = std::min(text.find(',', start), text.size());
     std::string one = text.substr(start, comma - start);
+    std::size_t first = one.find_first_not_of(" \t");
+    one = first == std::string::npos ? ""
+                                     : one.substr(first, one.find_last_not_of(" \t") - first + 1);
     std::size_t colon = one.rfind(':');
     Result<int> port = colon == std::string::npos
                            ? Result<int>(Fail(ErrorKind::kInvalidSettings, ""))

@@ -322,6 +322,14 @@ TEST(ResolverTest, BalancingIsOnWithTheNameOrAListAndItsNumbersOnlyWhenOn) {
   EXPECT_EQ(s.balancing->outlier_detection.consecutive_failures, 3);
   EXPECT_EQ(s.balancing->outlier_detection.base_ejection, std::chrono::seconds(10));
 
+  // A space after each comma, as a list is often written.
+  Resolver spaced(FromMap({{"PAYMENTS_URL", "http://payments:8080"},
+                           {"PAYMENTS_ENDPOINTS", "10.0.0.7:8080, [::1]:8081 "}}));
+  s = ReadHttpSettings(spaced, "PAYMENTS_", http::DefaultSettings());
+  ASSERT_TRUE(spaced.Finish()) << spaced.Finish().error().message();
+  ASSERT_TRUE(s.balancing);
+  EXPECT_EQ(s.balancing->endpoints, (std::vector<Endpoint>{{"10.0.0.7", 8080}, {"::1", 8081}}));
+
   Resolver named(FromMap({{"PAYMENTS_URL", "http://payments:8080"},
                           {"PAYMENTS_BALANCING", "on"},
                           {"PAYMENTS_RE_RESOLVE_EVERY", "5s"}}));

@@ -583,6 +583,10 @@ TEST(OutboundCommandTest, NumbersThatDoNotReadWholeAreUsageErrors) {
     CommandResult result = RunCommand("timeout 20 " + kOutbound + line + " 2>&1");
     EXPECT_EQ(result.exit_code, 2) << line << "\n" << result.output;
   }
+  // A flag at the end without its value says so.
+  CommandResult bare = RunCommand(kOutbound + " demo --seconds 2>&1");
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_NE(bare.output.find("--seconds needs a value"), std::string::npos) << bare.output;
 }
 
 TEST(OutboundCommandTest, AnFtpUrlIsAUsageError) {

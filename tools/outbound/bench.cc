@@ -166,7 +166,10 @@ int RunBench(const std::vector<std::string>& args) {
     } else if (a == "--json" && has_value) {
       json_path = args[++i];
     } else if (!a.empty() && a[0] == '-') {
-      return Usage("bench", "unknown option " + a);
+      bool takes_value = a == "-n" || a == "-c" || a == "-X" || a == "--method" || a == "-H" ||
+                         a == "--header" || a == "-d" || a == "--data" || a == "--connect-to" ||
+                         a == "--rss-every" || a == "--json";
+      return Usage("bench", takes_value ? a + " needs a value" : "unknown option " + a);
     } else {
       url = a;
     }

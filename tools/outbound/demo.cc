@@ -441,7 +441,9 @@ int RunDemo(const std::vector<std::string>& args) {
     } else if (a == "--scenario" && has_value) {
       scenario = args[++i];
     } else {
-      return Usage("demo", "unknown option " + a);
+      bool takes_value = a == "--seconds" || a == "--rps" || a == "--svg" || a == "--json" ||
+                         a == "--fault" || a == "--scenario";
+      return Usage("demo", takes_value ? a + " needs a value" : "unknown option " + a);
     }
   }
   if (scenario != "outage" && scenario != "overload" && scenario != "slow-tail" &&
