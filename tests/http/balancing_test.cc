@@ -59,6 +59,39 @@ TEST_F(BalancingTest, SpreadsCallsOverEveryEndpointWithOneHttp2ConnectionEach) {
   }
 }
 
+// Calls carried to a connection that has no room for them yet (one stream
+// at a time here) go back at once when it gets a GOAWAY, and go on a new
+// connection, rather than wait for its last stream (one the server holds)
+// and then fail.
+TEST_F(BalancingTest, CallsWaitingOnAConnectionThatGoesAwayGoOnAnother) {
+  testing::ServerTls tls(ca.IssueServer({"payments"}));
+  std::atomic<int> seen{0};
+  auto started = testing::FakeServer::Start(
+      {.tls = std::move(tls),
+       .handler = [&](const ServerRequest& r) { return seen++ == 0 ? Reply::Hang() : Echo(r); },
+       .clock = &clock,
+       .goaway_after_streams = 1,
+       .max_concurrent_streams = 1});
+  ASSERT_TRUE(started) << started.error().message();
+  replicas.push_back(std::move(*started));
+  Name({replicas[0]->port()});
+  auto client = MakeClient(BalancedSettings());
+  auto held = client->SendAsync(Request::Get("/held"));
+  auto second = client->SendAsync(Request::Get("/2"));
+  auto third = client->SendAsync(Request::Get("/3"));
+  // A safety net of 10 s real time: the clock never moves, so the held
+  // stream never ends, and a call left waiting behind it never would.
+  for (auto* call : {&second, &third}) {
+    ASSERT_EQ(call->wait_for(std::chrono::seconds(10)), std::future_status::ready)
+        << "a call still waits on the connection that went away";
+    auto answer = call->get();
+    ASSERT_TRUE(answer) << answer.error().message();
+    EXPECT_EQ(answer->status, 200);
+  }
+  EXPECT_GE(replicas[0]->connections_opened(), 2);  // each goes away after one stream
+  EXPECT_EQ(held.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+}
+
 TEST_F(BalancingTest, AnEndpointInTheSettingsIsCalledInsteadOfTheName) {
   StartReplica(Echo);
   StartReplica(Echo);

@@ -300,6 +300,23 @@ void Connection::StartWaiting() {
       events_.ExchangeEnded(*exchange, std::move(outcome));
     }
   }
+  // A connection that will take no new stream (a GOAWAY, spent stream ids,
+  // no answer to its PING) sends back what waits for room on it, unsent,
+  // to go at once on another: else it would wait for this one's last
+  // stream to end, and then fail.
+  if (waiting_.empty() || state_ != State::kOpen || codec_->Reusable()) return;
+  std::vector<Exchange*> waiting;
+  waiting.swap(waiting_);
+  for (Exchange* exchange : waiting) {
+    exchange->connection = nullptr;
+    AttemptOutcome outcome =
+        Failed(ErrorKind::kTransport, "the connection took no more requests (it is going away)");
+    outcome.unprocessed = true;
+    outcome.connection_retired = true;
+    outcome.not_sent = true;
+    outcome.connection = id_;
+    events_.ExchangeEnded(*exchange, std::move(outcome));
+  }
 }
 
 void Connection::ReadSome() {
