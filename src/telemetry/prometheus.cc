@@ -5,6 +5,7 @@
 #include <prometheus/exposer.h>
 #include <prometheus/metric_family.h>
 
+#include <algorithm>
 #include <exception>
 #include <map>
 #include <string_view>
@@ -33,7 +34,17 @@ std::vector<prometheus::ClientMetric::Label> Labels(const Attributes& attributes
   for (const Attribute& attribute : attributes) {
     // An empty key makes no label name ("{=" breaks the page): left out.
     if (attribute.key.empty()) continue;
-    labels.push_back({Sanitize(attribute.key), ToString(attribute.value)});
+    std::string name = Sanitize(attribute.key);
+    // Keys that sanitise alike ("a.b", "a_b") are one label, their values
+    // joined with ";" in the keys' order (OpenTelemetry's mapping): a name
+    // twice breaks the page.
+    auto same = std::find_if(labels.begin(), labels.end(),
+                             [&](const auto& label) { return label.name == name; });
+    if (same != labels.end()) {
+      same->value += ";" + ToString(attribute.value);
+    } else {
+      labels.push_back({std::move(name), ToString(attribute.value)});
+    }
   }
   labels.push_back({"otel_scope_name", scope});
   return labels;

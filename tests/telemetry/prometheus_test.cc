@@ -96,6 +96,18 @@ TEST(PrometheusTest, ADoubleLabelIsItsShortestText) {
   EXPECT_NE(text.find("x_total{ratio=\"0.1\","), std::string::npos) << text;
 }
 
+// Keys that sanitise alike are one label, their values joined in the keys'
+// order: a label name twice would break the page.
+TEST(PrometheusTest, KeysThatSanitiseAlikeAreOneLabel) {
+  MetricStore store;
+  const KeyValue both[] = {{"a.b", "1"}, {"a_b", "2"}};
+  store.CreateCounter({"outbound.http", "x", "", "X."})->Add(1, both);
+  std::string text = Exposition(store);
+  EXPECT_NE(text.find("x_total{a_b=\"1;2\",otel_scope_name=\"outbound.http\"} 1"),
+            std::string::npos)
+      << text;
+}
+
 // An attribute with an empty key is no label: the page stays readable.
 TEST(PrometheusTest, AnEmptyKeyIsNoLabel) {
   MetricStore store;
