@@ -10,7 +10,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -20,6 +19,7 @@
 #include "commands.h"
 #include "common.h"
 #include "grpc.h"
+#include "outbound/config/resolver.h"
 #include "outbound/http/client.h"
 #include "outbound/telemetry/metric_store.h"
 #include "outbound/telemetry/prometheus.h"
@@ -139,9 +139,9 @@ int RunBench(const std::vector<std::string>& args) {
       std::cout << kBenchHelp;
       return kExitOk;
     } else if (a == "-n" && has_value) {
-      n = ParseNumber<long>(args[++i]).value_or(0);
+      n = config::ParseInt(args[++i]).value_or(0);
     } else if (a == "-c" && has_value) {
-      concurrency = ParseNumber<int>(args[++i]).value_or(0);
+      concurrency = config::ParseInt(args[++i]).value_or(0);
     } else if ((a == "-X" || a == "--method") && has_value) {
       proto.method = args[++i];
       method_given = true;
@@ -160,7 +160,7 @@ int RunBench(const std::vector<std::string>& args) {
     } else if (a == "--telemetry") {
       with_telemetry = true;
     } else if (a == "--rss-every" && has_value) {
-      auto every = ParseNumber<long>(args[++i]);
+      auto every = config::ParseInt(args[++i]);
       if (!every || *every < 0) return Usage("bench", "--rss-every needs a number of calls");
       rss_every = *every;
     } else if (a == "--json" && has_value) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "outbound/config/http_settings.h"
+#include "outbound/config/resolver.h"
 #include "outbound/internal/ascii.h"
 
 namespace outbound::tool {
@@ -57,8 +58,8 @@ bool ConnectToNetwork::Add(const std::string& spec) {
   if (address.size() > 2 && address.front() == '[' && address.back() == ']') {
     address = address.substr(1, address.size() - 2);
   }
-  int port = ParseNumber<int>(spec.substr(first + 1, second - first - 1)).value_or(0);
-  int to_port = ParseNumber<int>(spec.substr(last + 1)).value_or(0);
+  int port = config::ParseInt(spec.substr(first + 1, second - first - 1)).value_or(0);
+  int to_port = config::ParseInt(spec.substr(last + 1)).value_or(0);
   if (port <= 0 || port > 65535 || to_port <= 0 || to_port > 65535 || host.empty() ||
       address.empty()) {
     return false;

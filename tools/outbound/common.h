@@ -4,14 +4,10 @@
 #ifndef OUTBOUND_TOOLS_OUTBOUND_COMMON_H_
 #define OUTBOUND_TOOLS_OUTBOUND_COMMON_H_
 
-#include <charconv>
-#include <cmath>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <string_view>
-#include <type_traits>
 #include <vector>
 
 #include "outbound/error.h"
@@ -45,19 +41,6 @@ inline constexpr int kExitConfig = 78;            // EX_CONFIG: bad settings
 
 // `text` written to `path` whole: false, said on stderr, if it was not.
 bool WriteFileOrSay(const std::string& path, const std::string& text);
-
-// `text` read whole as a number, with a point whatever the locale says:
-// "8x", " 8", "1e6" for an integer, "nan" and infinities are none.
-template <typename T>
-std::optional<T> ParseNumber(std::string_view text) {
-  T value{};
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  if constexpr (std::is_floating_point_v<T>) {
-    if (!std::isfinite(value)) return std::nullopt;
-  }
-  return value;
-}
 
 int ExitCodeFor(ErrorKind kind);
 

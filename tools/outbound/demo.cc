@@ -39,6 +39,7 @@
 #include "commands.h"
 #include "common.h"
 #include "demo_clients.h"
+#include "outbound/config/resolver.h"
 #include "outbound/http/client.h"
 #include "outbound/testing/fake_server.h"
 #include "outbound/testing/network_map.h"
@@ -429,9 +430,9 @@ int RunDemo(const std::vector<std::string>& args) {
       return kExitOk;
     } else if (a == "--seconds" && has_value) {
       // Not a number ("nan", "5s"): 0, which the range below refuses.
-      run_seconds = ParseNumber<double>(args[++i]).value_or(0);
+      run_seconds = config::ParseDouble(args[++i]).value_or(0);
     } else if (a == "--rps" && has_value) {
-      rps_option = ParseNumber<int>(args[++i]).value_or(0);
+      rps_option = config::ParseInt(args[++i]).value_or(0);
     } else if (a == "--svg" && has_value) {
       svg_path = args[++i];
     } else if (a == "--json" && has_value) {

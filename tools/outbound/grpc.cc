@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -198,13 +197,7 @@ int RunGrpcCall(const GrpcCall& call) {
   }
   if (reply.status.ok()) {
     if (call.output) {
-      std::ofstream out(*call.output, std::ios::binary | std::ios::trunc);
-      out.write(reply.body.data(), static_cast<std::streamsize>(reply.body.size()));
-      out.close();
-      if (!out) {
-        std::cerr << "outbound: cannot write " << *call.output << "\n";
-        code = kExitWriteError;
-      }
+      if (!WriteFileOrSay(*call.output, reply.body)) code = kExitWriteError;
     } else {
       std::cout.write(reply.body.data(), static_cast<std::streamsize>(reply.body.size()));
       if (!std::cout.flush()) {
