@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// HTTP/2 read-side flow control (ReceiveWindow) in the codec, against
-// nghttp2's own server session in memory, so "the server sent all it was
-// allowed" is a fact of the exchange, not a wait: while a stream's reader
-// is behind, the server is sent no WINDOW_UPDATE for it and stops at the
+// The HTTP/2 codec against nghttp2's own server session in memory, so "the
+// server sent all it was allowed" is a fact of the exchange, not a wait.
+// Read-side flow control (ReceiveWindow): while a stream's reader is
+// behind, the server is sent no WINDOW_UPDATE for it and stops at the
 // stream's window; once the reader catches up the rest flows whole; and a
-// held stream never holds up the connection's other streams.
+// held stream never holds up the connection's other streams. The flood
+// bound: frames that carry nothing end the connection when they come in a
+// run, never when they come seconds apart for hours.
 #include <gtest/gtest.h>
 #include <nghttp2/nghttp2.h>
 
@@ -53,6 +55,8 @@ class MemoryServer {
     }
     return out;
   }
+  // Queues a PING (sent by the next Produce).
+  void Ping() { ASSERT_EQ(nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr), 0); }
   // Body bytes sent on `path`'s stream so far.
   std::size_t sent(const std::string& path) const {
     for (const auto& [id, body] : bodies_) {
@@ -345,6 +349,52 @@ TEST(WindowLinkTest, AnEarlierAttemptsEndLeavesTheNextAttemptsWake) {
   window.Hold();
   window.Open();
   EXPECT_EQ(second, 1);
+}
+
+// --- The flood bound ---
+
+class H2FloodBoundTest : public H2ReceiveWindowTest {
+ protected:
+  // `pings` PINGs, each read on its own, `apart` after the one before it on
+  // the client's clock. False once the client has ended the connection.
+  bool PingsApart(int pings, Duration apart) {
+    for (int i = 0; i < pings; ++i) {
+      clock_.Advance(apart);
+      server_.Ping();
+      std::string to_client = server_.Produce();
+      if (!client_.Received(reinterpret_cast<const std::uint8_t*>(to_client.data()),
+                            to_client.size())) {
+        return false;
+      }
+      std::string acks;
+      if (!client_.Produce(acks)) return false;
+      server_.Received(acks);
+    }
+    return true;
+  }
+};
+
+// A server's keepalive PINGs every 30 s, on a connection that carries no
+// answer for longer than a thousand of them (a quiet watch stream, say).
+TEST_F(H2FloodBoundTest, KeepalivePingsSecondsApartAreNeverAFlood) {
+  ASSERT_TRUE(
+      PingsApart(2 * static_cast<int>(kMaxFramesWithoutProgress), std::chrono::seconds(30)));
+  Download d("/1000");
+  Start(d);
+  Settle();
+  ASSERT_TRUE(d.outcome.has_value());
+  EXPECT_EQ(d.body, Expected(1000));
+}
+
+TEST_F(H2FloodBoundTest, PingsWithoutAPauseAreAFlood) {
+  EXPECT_FALSE(
+      PingsApart(2 * static_cast<int>(kMaxFramesWithoutProgress), std::chrono::milliseconds(1)));
+}
+
+// A pause just short of kFloodPause does not end the run.
+TEST_F(H2FloodBoundTest, PingsJustUnderThePauseApartAreAFlood) {
+  EXPECT_FALSE(PingsApart(static_cast<int>(kMaxFramesWithoutProgress) + 1,
+                          kFloodPause - std::chrono::milliseconds(1)));
 }
 
 }  // namespace

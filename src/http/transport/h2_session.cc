@@ -199,7 +199,9 @@ void H2Session::Resume(Exchange& exchange) {
 }
 
 bool H2Session::Received(const std::uint8_t* data, std::size_t size) {
-  last_heard_ = clock_.Now();
+  TimePoint now = clock_.Now();
+  if (now - last_heard_ >= kFloodPause) frames_without_progress_ = 0;
+  last_heard_ = now;
   ssize_t used = nghttp2_session_mem_recv(session_, data, size);
   if (used < 0 && error_.empty())
     error_ = std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(used));

@@ -19,7 +19,8 @@
 //  - floods: nghttp2's own bounds (queued SETTINGS/PING acks), and ours:
 //    kMaxFramesWithoutProgress frames in a row that carry nothing for any
 //    exchange (PING, SETTINGS, WINDOW_UPDATE, PRIORITY, empty DATA or
-//    CONTINUATION, unknown types) end the connection.
+//    CONTINUATION, unknown types), with no pause of kFloodPause between
+//    the server's bytes, end the connection.
 // Internal.
 #ifndef OUTBOUND_SRC_HTTP_TRANSPORT_H2_SESSION_H_
 #define OUTBOUND_SRC_HTTP_TRANSPORT_H2_SESSION_H_
@@ -41,8 +42,11 @@
 namespace outbound::http::internal::transport {
 
 // Frames in a row that carry nothing for any exchange before the
-// connection is taken for a flood (Envoy counts the same way).
+// connection is taken for a flood (Envoy counts the same way). A pause of
+// kFloodPause in what the server sends ends the run: a long-lived
+// connection's keepalive PINGs, seconds apart for hours, are no flood.
 inline constexpr std::uint32_t kMaxFramesWithoutProgress = 1000;
+inline constexpr std::chrono::seconds kFloodPause{1};
 
 // Flow-control windows offered to the server: a 100-byte answer and a
 // 64 MiB one both flow without waiting for WINDOW_UPDATEs. A stream whose
