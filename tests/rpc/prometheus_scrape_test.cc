@@ -10,10 +10,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "../telemetry/prometheus_server.h"
 #include "echo_server.h"
+#include "outbound/http/client.h"
 #include "outbound/telemetry/metric_store.h"
 #include "outbound/telemetry/prometheus.h"
 
@@ -75,6 +79,51 @@ TEST_F(RpcPrometheusScrape, PrometheusSeesTheBreakerOpenAndTheOpeningAfterItClos
   EXPECT_FALSE(
       api.Query(R"(rpc_client_call_duration_seconds_count{rpc_response_status_code="OK"} == 3)")
           .empty());
+}
+
+// An HTTP and a gRPC client on one store each record the resilience
+// instruments under a scope of their own: one family per name on the page
+// (strict parsers refuse a TYPE line twice), its series told apart by
+// otel_scope_name, as Prometheus reads them.
+TEST_F(RpcPrometheusScrape, AnHttpAndAGrpcClientOnOneStoreAreOnePageOfTwoScopes) {
+  EchoServer server(Echoing());
+  auto exposer = telemetry::PrometheusExposer::Start(metrics_, "127.0.0.1:0");
+  ASSERT_TRUE(exposer) << exposer.error().message();
+  testing::Prometheus prometheus((*exposer)->port());
+  ASSERT_TRUE(prometheus.started()) << "cannot start /usr/bin/prometheus";
+  testing::PrometheusApi api(prometheus.port());
+  ASSERT_TRUE(api.ready());
+  auto carts = Make(server);
+  ASSERT_TRUE(carts);
+  http::Settings web_settings;
+  web_settings.base_url = "http://web:8080";
+  auto web = http::Client::Create(runtime_, web_settings);
+  ASSERT_TRUE(web) << web.error().message();
+
+  nlohmann::json both;
+  ASSERT_TRUE(
+      api.Eventually(R"(count(outbound_circuit_transitions_total{state="open"}) == 2)", &both))
+      << prometheus.Log();
+  nlohmann::json series = api.Query(R"(outbound_circuit_transitions_total{state="open"})");
+  ASSERT_EQ(series.size(), 2u) << series.dump();
+  std::map<std::string, std::string> address_by_scope;
+  for (const nlohmann::json& one : series) {
+    address_by_scope[one["metric"].value("otel_scope_name", std::string())] =
+        one["metric"].value("server_address", std::string());
+  }
+  EXPECT_EQ(address_by_scope["outbound.http"], "web") << series.dump();
+  EXPECT_EQ(address_by_scope["outbound.rpc"], "backend") << series.dump();
+  EXPECT_FALSE(api.Query(R"(up == 1)").empty()) << prometheus.Log();
+  // And Prometheus's own strict reader of a page finds no error in it.
+  std::string command = "curl -sS http://127.0.0.1:" + std::to_string((*exposer)->port()) +
+                        "/metrics | promtool check metrics 2>&1";
+  std::string said;
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) said.append(buffer, n);
+  EXPECT_EQ(pclose(pipe), 0) << said;
+  EXPECT_EQ(said, "") << said;
 }
 
 }  // namespace
