@@ -75,6 +75,8 @@ TEST_F(PrometheusScrapeTest, PrometheusSeesTheBreakerOpenAndTheOpeningAfterItClo
       api.Query(
              R"(http_client_request_duration_seconds_count{http_response_status_code="500"} == 5)")
           .empty());
+  // Prometheus's own strict reader of a page finds nothing wrong in it.
+  EXPECT_EQ(outbound::testing::PromtoolProblems((*exposer)->port()), "");
 }
 
 }  // namespace

@@ -144,6 +144,23 @@ class PrometheusApi {
   std::unique_ptr<http::Client> client_;
 };
 
+// What Prometheus's strict reader of a page, `promtool check metrics`, says
+// of the one the exposer on `exposer_port` serves: empty when it finds
+// nothing wrong.
+inline std::string PromtoolProblems(int exposer_port) {
+  std::string command =
+      "bash -o pipefail -c 'curl -sS --fail http://127.0.0.1:" + std::to_string(exposer_port) +
+      "/metrics | promtool check metrics' 2>&1";
+  std::string said;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "cannot run: " + command;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) said.append(buffer, n);
+  int status = pclose(pipe);
+  if (status != 0 && said.empty()) said = command + ": exit status " + std::to_string(status);
+  return said;
+}
+
 }  // namespace outbound::testing
 
 #endif  // OUTBOUND_TESTS_TELEMETRY_PROMETHEUS_SERVER_H_
