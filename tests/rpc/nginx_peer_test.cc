@@ -30,9 +30,9 @@ class RpcNginxPeer : public ::testing::Test {
     network_.Add("backend", 443, "127.0.0.1", nginx_.port());
   }
 
-  std::unique_ptr<Client> MakeClient() {
+  std::unique_ptr<Client> MakeClient(std::string addr = "backend:443") {
     Settings settings = DefaultSettings();
-    settings.addr = "backend:443";
+    settings.addr = std::move(addr);
     settings.tls = TlsSettings{ca_.pem(), "", ""};
     auto client = Client::Create(runtime_, settings);
     EXPECT_TRUE(client) << client.error().message();
@@ -97,6 +97,25 @@ TEST_F(RpcNginxPeer, AnHtmlPageIsUnknownOnAUnaryCallAndOnAStream) {
       << streamed.status.message;
   EXPECT_EQ(messages, 0);
   EXPECT_EQ(nginx_.WaitForRequests(2).size(), 2u);
+}
+
+// nginx serving HTTPS without HTTP/2 (its ALPN offers http/1.1 alone): a
+// gRPC client, which offers h2 alone, does not connect, and says why; no
+// call reaches nginx over HTTP/1.1.
+TEST_F(RpcNginxPeer, AServerWithoutHttp2IsNotConnected) {
+  peers::NginxPeer http1_only(files_, {.http2 = false});
+  network_.Add("backend", 8443, "127.0.0.1", http1_only.port());
+  auto client = MakeClient("backend:8443");
+  ASSERT_NE(client, nullptr);
+  Result<void> warmed = client->Warm().get();
+  ASSERT_FALSE(warmed) << "connected without HTTP/2";
+  EXPECT_EQ(warmed.error().kind(), ErrorKind::kTransport) << warmed.error().message();
+  EXPECT_NE(warmed.error().message().find("does not speak HTTP/2"), std::string::npos)
+      << warmed.error().message();
+  EXPECT_FALSE(client->Connected());
+  Reply reply = Run([&] { return client->Call("/peer.Any/Say", "x"); });
+  EXPECT_EQ(reply.status.code, Code::kUnavailable) << reply.status.message;
+  EXPECT_TRUE(http1_only.WaitForRequests(1, std::chrono::seconds(1)).empty());
 }
 
 }  // namespace

@@ -23,6 +23,11 @@ constexpr std::size_t kWriteBudget = 256 * 1024;
 // One TLS record's worth per write call.
 constexpr std::size_t kWriteChunk = 64 * 1024;
 
+// Why a connection that must speak HTTP/2 (gRPC's) failed its handshake:
+// the server chose another protocol, or refused ALPN's offer of h2 alone.
+constexpr std::string_view kNoHttp2 =
+    "the server does not speak HTTP/2 over TLS (ALPN chose no h2), and gRPC needs it";
+
 bool LocalShortage(int error) {
   return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
 }
@@ -257,9 +262,7 @@ void Connection::Handshake() {
     SSL_get0_alpn_selected(ssl_, &alpn, &length);
     bool h2 = length == 2 && alpn[0] == 'h' && alpn[1] == '2';
     if (!h2 && tls_->http2_only()) {
-      return Fail(ErrorKind::kTransport,
-                  "the server did not choose HTTP/2 in the TLS handshake (ALPN), and gRPC needs it",
-                  /*cannot_improve=*/true);
+      return Fail(ErrorKind::kTransport, std::string(kNoHttp2), /*cannot_improve=*/true);
     }
     protocol_ = h2 ? Protocol::kHttp2 : Protocol::kHttp11;
     return Opened();
@@ -270,6 +273,7 @@ void Connection::Handshake() {
     return Watch();
   }
   HandshakeFailure failure = DescribeHandshakeFailure(ssl_, error);
+  if (failure.no_application_protocol && tls_->http2_only()) failure.message = kNoHttp2;
   Fail(failure.kind, failure.message, failure.cannot_improve);
 }
 

@@ -187,7 +187,11 @@ HandshakeFailure DescribeHandshakeFailure(SSL* ssl, int ssl_error) {
     ERR_clear_error();
     return failure;
   }
-  if (err != 0) {
+  if (ERR_GET_REASON(err) == SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL) {
+    failure.no_application_protocol = failure.cannot_improve = true;
+    failure.message =
+        "TLS handshake failed: the server speaks none of the protocols the client offered (ALPN)";
+  } else if (err != 0) {
     const char* reason = ERR_reason_error_string(err);
     std::string text = reason != nullptr ? reason : "unknown error";
     // A handshake the server refuses for its protocol version or cipher, or

@@ -56,6 +56,9 @@ class TlsContext {
 struct HandshakeFailure {
   ErrorKind kind = ErrorKind::kTransport;  // kTlsUntrusted for a certificate refused
   bool cannot_improve = false;             // the server offers the same next time
+  // The server speaks none of the protocols ALPN offered (RFC 7301 §3.2's
+  // no_application_protocol alert).
+  bool no_application_protocol = false;
   std::string message;
 };
 HandshakeFailure DescribeHandshakeFailure(SSL* ssl, int ssl_error);
