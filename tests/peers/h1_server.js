@@ -9,7 +9,9 @@
 //   node h1_server.js --cert=chain.pem --key=key.pem [options]
 //
 // Answers with 200 and a 100-byte body; on /trailers, chunked with a
-// trailer field (x-checksum) after it; on /stall, its headers (a 100-byte
+// trailer field (x-checksum) after it; on /to-close and /to-reset, a body
+// of neither length nor chunks, 50 bytes of it, then the connection ends:
+// with a FIN (the body is whole), or with a TCP RST (it is cut short); on /stall, its headers (a 100-byte
 // length) and the body's first 5 bytes, "hello", then nothing more until
 // the client goes; on /held, the same, and the body's other 95 bytes once
 // the test sends "release" (it answers {"released": N}, the answers it
@@ -112,6 +114,19 @@ server.on('request', (req, res) => {
     }
     stats.answered++;
     if (record) record.answered++;
+    if (req.url === '/to-close' || req.url === '/to-reset') {
+      // No length, not chunked: the body runs to the connection's end
+      // (RFC 9112 §6.3 rule 8). Half of it, then a FIN, or a TCP RST,
+      // which cuts the body short.
+      res.useChunkedEncodingByDefault = false;
+      res.writeHead(200, {'connection': 'close'});
+      res.write(body.subarray(0, 50), () => {
+        const tcp = tcpByPort.get(port);
+        if (req.url === '/to-close' || !tcp) res.end();
+        else setTimeout(() => tcp.resetAndDestroy(), 50);  // the half has gone out first
+      });
+      return;
+    }
     if (req.url === '/trailers') {
       res.writeHead(200, {'trailer': 'x-checksum'});
       res.addTrailers({'x-checksum': 'sha256=abc'});

@@ -87,6 +87,28 @@ TEST_F(NodeHttpsTrailersTest, TrailerFieldsDoNotJoinTheHeaders) {
   EXPECT_EQ(peer->Stats()["connections"].get<int>(), 1);
 }
 
+// A body that runs to the connection's end is whole only if the end is
+// orderly (RFC 9112 §9.8): Node's FIN after 50 bytes gives the 50 bytes;
+// its TCP RST after the same 50 is a body cut short, never a success.
+class NodeHttpsToCloseTest : public PeerTestBase, public ::testing::Test {};
+
+TEST_F(NodeHttpsToCloseTest, ABodyToTheConnectionsEndIsWholeAfterAFinAndCutShortByAReset) {
+  StartPeer("h1_server.js", {});
+  http::Settings settings = PaymentsSettings();
+  settings.max_attempts = 1;
+  auto client = MakeClient(settings);
+  auto closed = client->Send(Request::Get("/to-close"));
+  ASSERT_TRUE(closed) << closed.error().message();
+  EXPECT_EQ(closed->body, std::string(50, 'x'));
+  EXPECT_EQ(closed->header("content-length"), "");
+  EXPECT_EQ(closed->header("transfer-encoding"), "");
+  auto reset = client->Send(Request::Get("/to-reset"));
+  ASSERT_FALSE(reset) << "a body cut by a reset taken whole: " << reset->body.size() << " bytes";
+  // ("cut short" once the half was read; a loop slower than the reset's
+  // 50 ms reads the reset first, and says so.)
+  EXPECT_EQ(reset.error().kind(), ErrorKind::kTransport) << reset.error().message();
+}
+
 INSTANTIATE_TEST_SUITE_P(Peers, NodeHttpsTest, ::testing::Values("close", "reset"), PeerParamName);
 
 }  // namespace
