@@ -51,6 +51,13 @@ Result<void> CheckTls(const std::optional<TlsSettings>& tls) {
       tls->client_key_pem.find("PRIVATE KEY-----") == std::string::npos) {
     return Fail(ErrorKind::kInvalidSettings, "holds no PEM private key");
   }
+  // PKCS#8's "BEGIN ENCRYPTED PRIVATE KEY", or a traditional key's
+  // "Proc-Type: 4,ENCRYPTED": the library asks nobody for a passphrase.
+  if (tls->client_key_pem.find("ENCRYPTED") != std::string::npos) {
+    return Fail(ErrorKind::kInvalidSettings,
+                "holds an encrypted private key: give the key unencrypted (no passphrase is asked "
+                "for)");
+  }
   return {};
 }
 

@@ -117,7 +117,9 @@ Certificate Leaf(const TestCA::LeafOptions& options, X509* ca, EVP_PKEY* ca_key)
   long from = -kDay, to = 30 * kDay;
   if (options.validity == TestCA::Validity::kExpired) from = -30 * kDay, to = -kDay;
   if (options.validity == TestCA::Validity::kNotYetValid) from = kDay, to = 30 * kDay;
-  std::string cn = options.names.empty() ? "outbound test leaf" : options.names.front();
+  std::string cn = !options.common_name.empty() ? options.common_name
+                   : options.names.empty()      ? "outbound test leaf"
+                                                : options.names.front();
   Cert cert = Build(cn, key.get(), ca, from, to);
   X509* issuer = ca ? ca : cert.get();
   AddExtension(cert.get(), issuer, NID_basic_constraints, "critical,CA:FALSE");

@@ -3,8 +3,12 @@
 // time on a ManualClock: its retries, breaker, timeouts, redirects and TLS.
 #include "outbound/http/client.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -557,6 +561,66 @@ TEST_F(ClientH2Test, MutualTls) {
   auto response = client->Send(Request::Get("/"));
   ASSERT_TRUE(response) << response.error().message();
   EXPECT_EQ(response->body, "hello, checkout");
+}
+
+// A key under a passphrase is refused, naming why, and nobody is asked for
+// the passphrase: OpenSSL's own prompt would go to the terminal or stderr
+// and read stdin.
+TEST_F(ClientH2Test, AnEncryptedClientKeyIsRefusedWithoutAPrompt) {
+  testing::Certificate me = ca.IssueClient("checkout");
+  BIO* in = BIO_new_mem_buf(me.key_pem.data(), static_cast<int>(me.key_pem.size()));
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(in, nullptr, nullptr, nullptr);
+  BIO_free(in);
+  ASSERT_NE(key, nullptr);
+  BIO* out = BIO_new(BIO_s_mem());
+  char passphrase[] = "pw";
+  ASSERT_EQ(
+      PEM_write_bio_PKCS8PrivateKey(out, key, EVP_aes_256_cbc(), passphrase, 2, nullptr, nullptr),
+      1);
+  EVP_PKEY_free(key);
+  char* data = nullptr;
+  long size = BIO_get_mem_data(out, &data);
+  std::string encrypted(data, static_cast<std::size_t>(size));
+  BIO_free(out);
+  ASSERT_NE(encrypted.find("ENCRYPTED PRIVATE KEY"), std::string::npos);
+
+  Settings settings = PaymentsSettings();
+  settings.tls->client_cert_pem = me.chain_pem;
+  settings.tls->client_key_pem = encrypted;
+  // What the process's stderr gets meanwhile.
+  int pipe_fds[2];
+  ASSERT_EQ(pipe2(pipe_fds, O_NONBLOCK), 0);
+  int saved_stderr = dup(2);
+  dup2(pipe_fds[1], 2);
+  auto client = Client::Create(runtime, settings);
+  dup2(saved_stderr, 2);
+  close(saved_stderr);
+  close(pipe_fds[1]);
+  char said[256];
+  ssize_t n = read(pipe_fds[0], said, sizeof said);
+  close(pipe_fds[0]);
+  EXPECT_LE(n, 0) << std::string(said, n > 0 ? static_cast<std::size_t>(n) : 0);
+  ASSERT_FALSE(client);
+  EXPECT_EQ(client.error().kind(), ErrorKind::kInvalidSettings);
+  EXPECT_NE(client.error().message().find("encrypted"), std::string::npos)
+      << client.error().message();
+}
+
+// Every certificate of root_pem is read, or the client is not made: one
+// that does not read would leave the ones after it untrusted.
+TEST_F(ClientH2Test, ARootPemWithACertificateThatDoesNotReadIsRefused) {
+  testing::TestCA other;
+  std::string broken = other.pem();
+  broken[broken.size() / 2] = '*';  // not base64
+  Settings settings = PaymentsSettings();
+  settings.tls->root_pem = ca.pem() + broken;
+  auto client = Client::Create(runtime, settings);
+  ASSERT_FALSE(client);
+  EXPECT_EQ(client.error().kind(), ErrorKind::kInvalidSettings);
+  EXPECT_NE(client.error().message().find("cannot be read"), std::string::npos)
+      << client.error().message();
+  settings.tls->root_pem = ca.pem() + other.pem();
+  EXPECT_TRUE(Client::Create(runtime, settings));
 }
 
 TEST_F(ClientH2Test, ProxiesInTheEnvironmentAreIgnored) {

@@ -61,6 +61,21 @@ TEST(TestCATest, WrongHostFails) {
   EXPECT_EQ(Verify(ca.pem(), leaf.cert_pem, "payments"), X509_V_ERR_HOSTNAME_MISMATCH);
 }
 
+// A leaf named by its Common Name alone: no subjectAltName, so only a
+// verifier that still falls back to the Common Name (OpenSSL's default,
+// used here) takes it for "payments".
+TEST(TestCATest, ALeafOfACommonNameAloneHasNoAltNames) {
+  TestCA ca;
+  Certificate leaf = ca.Issue({.common_name = "payments"});
+  EXPECT_EQ(Verify(ca.pem(), leaf.cert_pem, "payments"), X509_V_OK);
+  BIO* bio = BIO_new_mem_buf(leaf.cert_pem.data(), static_cast<int>(leaf.cert_pem.size()));
+  X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  ASSERT_NE(cert, nullptr);
+  EXPECT_EQ(X509_get_ext_by_NID(cert, NID_subject_alt_name, -1), -1);
+  X509_free(cert);
+}
+
 TEST(TestCATest, ExpiredAndNotYetValidFail) {
   TestCA ca;
   auto expired = ca.Issue({.names = {"payments"}, .validity = TestCA::Validity::kExpired});

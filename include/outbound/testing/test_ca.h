@@ -49,6 +49,10 @@ class TestCA {
     // Subject alternative names: each entry is an IP address if it parses
     // as one (IPv4 or IPv6), a DNS name otherwise.
     std::vector<std::string> names;
+    // The subject's Common Name; empty: the first name, or "outbound test
+    // leaf". With no names, a leaf named by its Common Name alone, which
+    // clients that follow RFC 9525 refuse.
+    std::string common_name;
     Validity validity = Validity::kValid;
     // A client certificate (extendedKeyUsage clientAuth) instead of a server one.
     bool client = false;

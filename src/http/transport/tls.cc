@@ -72,6 +72,9 @@ const BIO_METHOD* NoSignalWriter() {
   return method;
 }
 
+// The passphrase callback for keys: there is none to give.
+int NoPassphrase(char*, int, int, void*) { return -1; }
+
 bool IsIpLiteral(const std::string& host) {
   unsigned char buf[16];
   return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
@@ -114,10 +117,19 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsSettings& tls, b
       added += X509_STORE_add_cert(store, cert) == 1 ? 1 : 0;
       X509_free(cert);
     }
-    ERR_clear_error();                   // the end of the PEM text reads as an error
+    // The end of the PEM text reads as "no start line"; anything else is a
+    // certificate that did not read, and the ones after it would be lost.
+    unsigned long last = ERR_peek_last_error();
+    bool at_end = ERR_GET_LIB(last) == ERR_LIB_PEM && ERR_GET_REASON(last) == PEM_R_NO_START_LINE;
+    ERR_clear_error();
     SSL_CTX_set_cert_store(ctx, store);  // the context owns it now
     if (added == 0) {
       return Fail(ErrorKind::kInvalidSettings, "tls.root_pem holds no PEM certificate");
+    }
+    if (!at_end) {
+      return Fail(ErrorKind::kInvalidSettings,
+                  "tls.root_pem holds a certificate that cannot be read (after " +
+                      std::to_string(added) + " that could)");
     }
   }
   if (!tls.client_cert_pem.empty()) {
@@ -130,8 +142,10 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsSettings& tls, b
       if (SSL_CTX_add0_chain_cert(ctx, extra) != 1) X509_free(extra);
     }
     auto key_bio = MemBio(tls.client_key_pem);
+    // A key that wants a passphrase fails here: without a callback of its
+    // own OpenSSL would prompt on the terminal (or stderr) and read stdin.
     std::unique_ptr<EVP_PKEY, PkeyFree> key(
-        PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+        PEM_read_bio_PrivateKey(key_bio.get(), nullptr, NoPassphrase, nullptr));
     ok = ok && key && SSL_CTX_use_PrivateKey(ctx, key.get()) == 1 &&
          SSL_CTX_check_private_key(ctx) == 1;
     ERR_clear_error();
@@ -165,7 +179,10 @@ SSL* TlsContext::NewSession(const std::string& host, int fd) const {
   } else {
     ok = ok && SSL_set_tlsext_host_name(ssl, host.c_str()) == 1 &&
          SSL_set1_host(ssl, host.c_str()) == 1;
-    X509_VERIFY_PARAM_set_hostflags(SSL_get0_param(ssl), X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    // The name is checked against the subjectAltName alone: a certificate
+    // without one is not matched on its Common Name (RFC 9525 §6.3).
+    X509_VERIFY_PARAM_set_hostflags(SSL_get0_param(ssl), X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS |
+                                                             X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
   }
   if (!ok) {
     SSL_free(ssl);

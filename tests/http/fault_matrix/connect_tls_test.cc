@@ -107,6 +107,13 @@ TEST_P(ConnectMatrix, ACertificateForAnotherHostIsNotTrusted) {
   ExpectUntrusted();
 }
 
+// The host in the Common Name alone, no subjectAltName: RFC 9525 §6.3
+// leaves the Common Name out of the match.
+TEST_P(ConnectMatrix, ACertificateNamingTheHostInItsCommonNameAloneIsNotTrusted) {
+  ServeTls(Tls(ca.Issue({.common_name = "payments"})));
+  ExpectUntrusted();
+}
+
 TEST_P(ConnectMatrix, ACertificateFromAnotherCaIsNotTrusted) {
   testing::TestCA stranger("a CA the client was not given");
   ServeTls(Tls(stranger.IssueServer({"payments"})));
