@@ -127,21 +127,22 @@ void Attempt::Tell(AttemptEvent event, TimePoint now) {
   for (std::size_t i = 0; i < proceeded; ++i) path_.at(i).Heard(*this, event, now);
 }
 
-void Attempt::Sent(TimePoint now) {
+bool Attempt::Sent(TimePoint now) {
   std::lock_guard lock(mu_);
-  if (ended_.load() || cancel_.load() != CancelReason::kNone) return;
+  if (ended_.load() || cancel_.load() != CancelReason::kNone) return false;
   // Once: failure injection hands a delayed attempt over before the
   // transport does.
-  if (sent_.exchange(true)) return;
+  if (sent_.exchange(true)) return true;
   call->attempts_sent.fetch_add(1, std::memory_order_relaxed);
   if (hedge) call->hedges_sent.fetch_add(1, std::memory_order_relaxed);
   Tell(AttemptEvent::kSent, now);
-  if (headers_arrived_.load()) return;
+  if (headers_arrived_.load()) return true;
   // A streamed body may take longer to send than any answer takes to come
   // (a 1 GiB upload): the wait for the headers starts once it has gone.
-  if (request->body_source && !body_sent_) return;  // RequestBodySent tells it
+  if (request->body_source && !body_sent_) return true;  // RequestBodySent tells it
   awaiting_told_ = true;
   Tell(AttemptEvent::kAwaitingHeaders, now);
+  return true;
 }
 
 void Attempt::RequestBodySent(TimePoint now) {

@@ -122,10 +122,13 @@ class ExchangeEvents {
   // cancelled since Launch: the canceller has run already, and the
   // transport must not send it (it ends it with CancelledOutcome()).
   [[nodiscard]] virtual bool SetCanceller(std::function<void()> canceller) = 0;
-  // Handed to a connection (counts as sent); the whole of a streamed
-  // request body written; the response's headers; a 2xx body on its way
-  // to the sink.
-  virtual void Sent(TimePoint now) = 0;
+  // About to be handed to a connection (counts as sent). False if the
+  // exchange was cancelled or ended meanwhile (while it waited for room,
+  // say): the transport must not send it, and ends it with
+  // CancelledOutcome().
+  [[nodiscard]] virtual bool Sent(TimePoint now) = 0;
+  // The whole of a streamed request body written; the response's headers;
+  // a 2xx body on its way to the sink.
   virtual void RequestBodySent(TimePoint now) = 0;
   // A pipe's body (Request::StreamBodyFromPipe) only: the request's
   // headers were written, and the exchange is a stream from here on.

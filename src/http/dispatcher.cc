@@ -181,7 +181,10 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
     }
   }
   if (auto why = carrier_->Unreachable()) {
-    exchange.events->Sent(clock_.Now());  // dialled, as far as the dependency is concerned
+    // Dialled, as far as the dependency is concerned.
+    if (!exchange.events->Sent(clock_.Now())) {
+      return End(exchange, exchange.events->CancelledOutcome());
+    }
     return End(exchange, Failed(ErrorKind::kTransport, *why));
   }
   // In turn: a new attempt at the back, one sent back by a connection's
@@ -214,7 +217,12 @@ void Dispatcher::Dispatch() {
                              "nothing was sent"));
         continue;
       }
-      exchange.events->Sent(clock_.Now());
+      // Cancelled while it waited (its canceller's task is on its way to
+      // this loop): nothing of it may be sent.
+      if (!exchange.events->Sent(clock_.Now())) {
+        End(exchange, exchange.events->CancelledOutcome());
+        continue;
+      }
       if (!carrier_->Carry(exchange)) {
         AttemptOutcome outcome =
             Failed(ErrorKind::kTransport, "the connection took no more requests");

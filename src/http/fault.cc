@@ -47,12 +47,12 @@ class FaultInjection final : public AttemptLayer {
     AttemptOutcome outcome;
     switch (fault->kind) {
       case InjectedFault::Kind::kAbort:
-        attempt->Sent(now);
+        if (!attempt->Sent(now)) return Cancelled(*attempt);
         outcome.result = Fail(ErrorKind::kTransport, "injected fault: the attempt was aborted");
         attempt->End(std::move(outcome));
         return;
       case InjectedFault::Kind::kStatus: {
-        attempt->Sent(now);
+        if (!attempt->Sent(now)) return Cancelled(*attempt);
         attempt->HeadersArrived(now);
         Response response;
         if (answer_) {
@@ -77,6 +77,9 @@ class FaultInjection final : public AttemptLayer {
   void Finish(Attempt&, AttemptOutcome&) override {}
 
  private:
+  // Cancelled before it was sent: it ends so, and nothing is injected.
+  static void Cancelled(Attempt& attempt) { attempt.End(attempt.CancelledOutcome()); }
+
   struct Delayed {
     std::mutex mu;
     Timer timer;
@@ -85,11 +88,7 @@ class FaultInjection final : public AttemptLayer {
   void Delay(const std::shared_ptr<Attempt>& attempt, TimePoint until) {
     // From here a cancellation (the attempt timeout, the deadline, the
     // caller) ends the attempt at once.
-    if (!attempt->Launch()) {
-      attempt->End(attempt->CancelledOutcome());
-      return;
-    }
-    attempt->Sent(clock_.Now());
+    if (!attempt->Launch() || !attempt->Sent(clock_.Now())) return Cancelled(*attempt);
     auto delayed = std::make_shared<Delayed>();
     std::weak_ptr<Attempt> weak = attempt;
     {

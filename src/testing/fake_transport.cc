@@ -313,7 +313,10 @@ class FakeClientTransport final : public ClientTransport {
                           "sent"));
       return;
     }
-    attempt->Sent(state_->clock.Now());
+    if (!attempt->Sent(state_->clock.Now())) {
+      attempt->End(attempt->CancelledOutcome());
+      return;
+    }
     auto request = Received(what);
     if (!request) {
       AttemptOutcome outcome;

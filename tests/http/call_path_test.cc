@@ -245,8 +245,8 @@ TEST_F(AttemptPathTest, TheLayersThatProceededHearTheTransportsNewsUntilTheAttem
 
   auto attempt = NewAttempt(path);
   attempt->Begin();
-  attempt->Sent(TimePoint{});
-  attempt->Sent(TimePoint{});  // once
+  EXPECT_TRUE(attempt->Sent(TimePoint{}));
+  EXPECT_TRUE(attempt->Sent(TimePoint{}));  // once
   attempt->HeadersArrived(TimePoint{});
   EXPECT_EQ(heard.lines, (std::vector<std::string>{"sent", "awaiting", "headers"}));
   EXPECT_EQ(call->attempts_sent.load(), 1);
@@ -255,7 +255,7 @@ TEST_F(AttemptPathTest, TheLayersThatProceededHearTheTransportsNewsUntilTheAttem
   auto late = NewAttempt(path, 2);
   late->Begin();
   EXPECT_TRUE(late->End(late->CancelledOutcome()));
-  late->Sent(TimePoint{});
+  EXPECT_FALSE(late->Sent(TimePoint{}));  // and is not to be sent
   EXPECT_EQ(heard.lines, (std::vector<std::string>{"sent", "awaiting", "headers", "finish 2"}));
   held.held.clear();
 }
@@ -272,7 +272,7 @@ TEST_F(AttemptPathTest, AStreamedBodyIsOwedItsHeadersOnlyOnceItHasGone) {
   request->body_source.open = [] { return BodyReader(); };
   attempt->request = request;
   attempt->Begin();
-  attempt->Sent(TimePoint{});
+  EXPECT_TRUE(attempt->Sent(TimePoint{}));
   EXPECT_EQ(heard.lines, std::vector<std::string>{"sent"});
   attempt->RequestBodySent(TimePoint{});
   EXPECT_EQ(heard.lines, (std::vector<std::string>{"sent", "awaiting"}));

@@ -39,7 +39,11 @@ class RecordedExchange final : public ExchangeEvents {
     canceller = std::move(c);
     return true;
   }
-  void Sent(TimePoint) override { sent = true; }
+  bool Sent(TimePoint) override {
+    if (cancelled) return false;
+    sent = true;
+    return true;
+  }
   void RequestBodySent(TimePoint) override {}
   void RequestHeadersSent(TimePoint) override {}
   void HeadersArrived(TimePoint) override {}
@@ -68,6 +72,15 @@ class RecordedExchange final : public ExchangeEvents {
   std::function<void()> canceller;
   bool sent = false;
   std::optional<AttemptOutcome> outcome;
+
+  // A layer above cancels it, as an Attempt is cancelled: it ends at once,
+  // and its canceller (the dispatcher's) runs.
+  void Cancel() {
+    cancelled = true;
+    End(CancelledOutcome());
+    if (canceller) canceller();
+  }
+  bool cancelled = false;
 };
 
 // Takes what the test lets it, and records what it was asked.
@@ -235,6 +248,25 @@ TEST_F(DispatcherTest, ACancelledAttemptLeavesTheQueueOrIsCancelledOnItsConnecti
   OnLoop([&] { EXPECT_EQ(carrier_->cancelled.size(), 1u); });
   MakeRoom(1);
   EXPECT_EQ(Carried(), (std::vector<std::string>{"carried", "next"}));
+}
+
+// Cancelled while it waits for room, and room comes before the loop runs
+// the canceller's task: the attempt has ended (its caller was told), so
+// nothing of it may be sent (a cancelled POST must not reach the server).
+TEST_F(DispatcherTest, AnAttemptCancelledWhileItWaitsIsNotSentWhenRoomComesFirst) {
+  auto waiting = Start("waiting");
+  auto next = Start("next");
+  OnLoop([&] {
+    waiting->Cancel();  // on another thread, as far as the loop knows: its task comes later
+    carrier_->room = 1;
+    carrier_->dispatcher.RoomMade();
+  });
+  OnLoop([] {});  // the canceller's task
+  EXPECT_EQ(Carried(), (std::vector<std::string>{"next"}));
+  EXPECT_FALSE(waiting->sent);
+  ASSERT_TRUE(waiting->outcome.has_value());
+  EXPECT_EQ(waiting->kind(), ErrorKind::kCancelled);
+  OnLoop([&] { EXPECT_TRUE(carrier_->cancelled.empty()); });
 }
 
 TEST_F(DispatcherTest, AnAttemptCancelledOnItsWayDownIsNeitherQueuedNorSent) {

@@ -116,7 +116,7 @@ class QuietEvents final : public ExchangeEvents {
  public:
   bool Launch() override { return true; }
   bool SetCanceller(std::function<void()>) override { return true; }
-  void Sent(TimePoint) override {}
+  bool Sent(TimePoint) override { return true; }
   void RequestBodySent(TimePoint) override {}
   void RequestHeadersSent(TimePoint) override {}
   void HeadersArrived(TimePoint) override {}
