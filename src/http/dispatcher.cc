@@ -75,6 +75,13 @@ void Dispatcher::BeginWarm(TimePoint deadline, std::function<void(Result<void>)>
     loop->Post([alive, this, id] {
       if (!alive.lock()) return;
       SettleWarm(Fail(ErrorKind::kDeadline, "no connection opened before the deadline"), id);
+      // None became usable: one still opening for Warm alone (no exchange
+      // waits on it; a host that took the connection and went silent)
+      // would hold the carrier's one opening slot, and every later call
+      // would wait behind it, never dialled, to its own deadline.
+      if (warm_waiters_.empty() && !stopped_) {
+        carrier_->CloseIdle("no connection opened before Warm's deadline");
+      }
     });
   });
   warm_waiters_.push_back({id, std::move(ready), std::move(timer)});

@@ -126,6 +126,30 @@ TEST_F(WarmFailureTest, AHostGoneSilentEndsAtTheDeadlineOnTheClock) {
   EXPECT_FALSE(client->Connected());
 }
 
+// The connection Warm opened goes with Warm's deadline: still opening, it
+// held the client's one opening slot, and a later call waited behind it,
+// never dialled, to its own deadline (the clock here never reaches it).
+TEST_F(WarmFailureTest, AConnectionWarmGaveUpOnHoldsUpNoLaterCall) {
+  auto hole = testing::BlackHole::Start();
+  ASSERT_TRUE(hole) << hole.error().message();
+  network.Add("payments", 8443, "127.0.0.1", (*hole)->port());
+  auto client = MakeClient();
+  auto warmed = client->Warm({.deadline = clock.Now() + std::chrono::seconds(2)});
+  ASSERT_TRUE(clock.WaitForTimers(1));
+  clock.Advance(std::chrono::seconds(2));
+  Result<void> result = warmed.get();
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().kind(), ErrorKind::kDeadline) << result.error().message();
+
+  Serve(Echo);  // the dependency answers now, at another address
+  auto call = client->SendAsync(Request::Get("/after"));
+  ASSERT_EQ(call.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "the call waited behind Warm's connection";
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "/after");
+}
+
 TEST_F(WarmFailureTest, ConnectedStaysOnceTheConnectionCloses) {
   Serve(Echo);
   auto client = MakeClient();
