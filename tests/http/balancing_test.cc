@@ -120,6 +120,34 @@ TEST_F(BalancingTest, OnHttp11EachEndpointHasAPoolOfItsOwnWithinMaxConnections) 
   }
 }
 
+// A burst carried to an endpoint's first connection while its protocol
+// was unknown: once it opens as HTTP/1.1 (one request at a time), the rest
+// go back and open connections of their own, within max_connections,
+// rather than wait their turn on the first one.
+TEST_F(BalancingTest, ABurstBeforeTheFirstHttp11HandshakeGetsAConnectionEach) {
+  StartReplica([](const ServerRequest& r) { return Reply::Ok(r.target).DelayHeaders(seconds(1)); },
+               {"http/1.1"});
+  Name({replicas[0]->port()});
+  Settings settings = BalancedSettings();
+  settings.max_connections = 3;
+  auto client = MakeClient(std::move(settings));
+  std::vector<std::future<Result<Response>>> calls;
+  for (int i = 0; i < 3; ++i)
+    calls.push_back(client->SendAsync(Request::Get("/" + std::to_string(i))));
+  ASSERT_TRUE(replicas[0]->WaitForRequests(3)) << "the burst waits its turn on one connection";
+  EXPECT_EQ(replicas[0]->connections_opened(), 3);
+  clock.Advance(seconds(1));
+  for (int i = 0; i < 3; ++i) {
+    auto response = calls[i].get();
+    ASSERT_TRUE(response) << response.error().message();
+    EXPECT_EQ(response->body, "/" + std::to_string(i));
+    // One carried to the first connection and sent back from it, unsent,
+    // was handed over once more (no backoff, no budget spent).
+    EXPECT_LE(response->attempts, 2);
+  }
+  EXPECT_TRUE(Transitions().empty());
+}
+
 TEST_F(BalancingTest, AnEndpointThatRefusesIsEjectedWhileTheOthersServeEveryCall) {
   StartReplica(Echo);
   StartReplica(Echo);

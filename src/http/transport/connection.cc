@@ -304,17 +304,24 @@ void Connection::StartWaiting() {
       events_.ExchangeEnded(*exchange, std::move(outcome));
     }
   }
-  // A connection that will take no new stream (a GOAWAY, spent stream ids,
-  // no answer to its PING) sends back what waits for room on it, unsent,
-  // to go at once on another: else it would wait for this one's last
-  // stream to end, and then fail.
-  if (waiting_.empty() || state_ != State::kOpen || codec_->Reusable()) return;
+  // What still waits goes back, unsent, to go at once on another
+  // connection: from one that will take no new stream (a GOAWAY, spent
+  // stream ids, no answer to its PING), else it would wait for this one's
+  // last stream to end and then fail; and from one that opened as
+  // HTTP/1.1 (a burst carried to it while its protocol was unknown),
+  // else the burst would go one at a time where it may have a connection
+  // each.
+  if (waiting_.empty() || state_ != State::kOpen) return;
+  bool going_away = !codec_->Reusable();
+  if (!going_away && protocol_ != Protocol::kHttp11) return;
   std::vector<Exchange*> waiting;
   waiting.swap(waiting_);
   for (Exchange* exchange : waiting) {
     exchange->connection = nullptr;
     AttemptOutcome outcome =
-        Failed(ErrorKind::kTransport, "the connection took no more requests (it is going away)");
+        Failed(ErrorKind::kTransport,
+               going_away ? "the connection took no more requests (it is going away)"
+                          : "the connection is HTTP/1.1 and busy");
     outcome.unprocessed = true;
     outcome.connection_retired = true;
     outcome.not_sent = true;
