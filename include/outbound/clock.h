@@ -28,6 +28,13 @@ namespace outbound {
 using Duration = std::chrono::nanoseconds;
 using TimePoint = std::chrono::time_point<std::chrono::steady_clock, Duration>;
 
+// `t` plus `d`, or TimePoint::max() where the sum would not fit: a setting
+// as long as Duration::max() (a way to say "no limit") is a time never
+// reached, not one in the past.
+constexpr TimePoint AddSaturated(TimePoint t, Duration d) {
+  return d > Duration::zero() && t > TimePoint::max() - d ? TimePoint::max() : t + d;
+}
+
 namespace internal {
 class TimerQueue;
 struct TimerState;
@@ -77,7 +84,7 @@ class Clock {
   [[nodiscard]] virtual Timer ScheduleAt(TimePoint when, std::function<void()> callback) = 0;
 
   [[nodiscard]] Timer ScheduleAfter(Duration delay, std::function<void()> callback) {
-    return ScheduleAt(Now() + delay, std::move(callback));
+    return ScheduleAt(AddSaturated(Now(), delay), std::move(callback));
   }
 };
 

@@ -185,7 +185,7 @@ tl::expected<Ticket, Rejection> Breaker::Allow(TimePoint now) {
       case State::kOpen:
         if (hold_ == Hold::kIsolated) return tl::unexpected(Rejection{config_.open_for});
         ++rejected_;
-        return tl::unexpected(Rejection{opened_at_ + open_interval_ - now});
+        return tl::unexpected(Rejection{open_interval_ - (now - opened_at_)});
       case State::kHalfOpen:
         break;
     }
@@ -197,7 +197,7 @@ tl::expected<Ticket, Rejection> Breaker::Allow(TimePoint now) {
     }
     TimePoint first_free = slots_.front().started;
     for (const ProbeSlot& s : slots_) first_free = std::min(first_free, s.started);
-    return tl::unexpected(Rejection{first_free + config_.probe_timeout - now});
+    return tl::unexpected(Rejection{config_.probe_timeout - (now - first_free)});
   });
 }
 
@@ -284,13 +284,13 @@ void Breaker::Release(const Ticket& ticket) {
 void Breaker::Advance(TimePoint now) {
   if (hold_ == Hold::kIsolated) return;  // no probe until released
   if (state_ == State::kOpen &&
-      (now >= opened_at_ + open_interval_ ||
-       (rejected_ >= config_.calls_per_probe && now >= opened_at_ + config_.initial_open_for))) {
+      (now - opened_at_ >= open_interval_ ||
+       (rejected_ >= config_.calls_per_probe && now - opened_at_ >= config_.initial_open_for))) {
     Enter(State::kHalfOpen, now);
   }
   if (state_ != State::kHalfOpen) return;
   for (ProbeSlot& slot : slots_) {
-    if (!slot.busy || now < slot.started + config_.probe_timeout) continue;
+    if (!slot.busy || now - slot.started < config_.probe_timeout) continue;
     slot.busy = false;
     ++counts_.timed_out;
     ApplyProbeVerdict(now);
@@ -329,11 +329,12 @@ void Breaker::CountResult(Outcome outcome) {
 }
 
 Duration Breaker::NextOpenInterval() {
-  // Doubling from initial_open_for, capped at open_for: the loop stops at
-  // the cap, so nothing overflows.
+  // Doubling from initial_open_for, capped at open_for: a doubling past
+  // half the cap is the cap, so nothing overflows.
   Duration nominal = config_.initial_open_for;
-  for (int i = 1; i < opens_in_a_row_ && nominal < config_.open_for; ++i) nominal *= 2;
-  nominal = std::min(nominal, config_.open_for);
+  for (int i = 1; i < opens_in_a_row_ && nominal < config_.open_for; ++i) {
+    nominal = nominal > config_.open_for / 2 ? config_.open_for : nominal * 2;
+  }
   // Jitter upwards only, so the interval is never shorter than its nominal
   // length: that length is the least time between two probing rounds.
   Duration spread = std::min(nominal / 2, config_.open_for - nominal);

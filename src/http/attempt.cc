@@ -245,7 +245,7 @@ void Attempt::BodyStreaming(TimePoint now) {
   if (!call->HoldDeadline()) return;
   body_timer_armed_ = true;
   body_timeouts_ = list;
-  list->Arm(body_timer_, now + *call->body_timeout);
+  list->Arm(body_timer_, AddSaturated(now, *call->body_timeout));
 }
 
 void Attempt::RequestHeadersSent(TimePoint) {

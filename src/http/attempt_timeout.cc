@@ -37,8 +37,8 @@ class AttemptTimeout final : public AttemptLayer {
     if (!policy.attempt_timeout) return;
     AttemptTimer& timer = attempt.slot(timer_);
     if (event == AttemptEvent::kAwaitingHeaders) {
-      timer.Arm(*timeouts_[policy.index], now + *policy.attempt_timeout, attempt, &Expired,
-                nullptr);
+      timer.Arm(*timeouts_[policy.index], AddSaturated(now, *policy.attempt_timeout), attempt,
+                &Expired, nullptr);
     } else if (event == AttemptEvent::kHeaders) {
       timer.Disarm();
     }

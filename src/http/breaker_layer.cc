@@ -58,7 +58,7 @@ class BreakerLayer final : public AttemptLayer, public Admission {
     if (slow_call <= Duration::zero()) return;
     PerAttempt& mine = attempt.slot(slot_);
     if (event == AttemptEvent::kAwaitingHeaders) {
-      mine.slow_timer.Arm(slow_timeouts_, now + slow_call, attempt, &Slow, this);
+      mine.slow_timer.Arm(slow_timeouts_, AddSaturated(now, slow_call), attempt, &Slow, this);
     } else if (event == AttemptEvent::kHeaders) {
       mine.slow_timer.Disarm();
     }

@@ -349,7 +349,7 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
   // durations so a huge request timeout cannot overflow the time point.
   Duration timeout = policy.timeout;
   if (request.timeout && *request.timeout < timeout) timeout = *request.timeout;
-  TimePoint deadline = now + timeout;
+  TimePoint deadline = AddSaturated(now, timeout);
   if (request.context.deadline && *request.context.deadline < deadline) {
     deadline = *request.context.deadline;
   }
@@ -486,7 +486,7 @@ std::optional<RateLimit> Client::rate_limit() const { return impl_->rate_limit->
 const std::string& Client::origin() const { return impl_->origin_text; }
 
 std::future<Result<void>> Client::Warm(const Context& context) {
-  TimePoint deadline = impl_->runtime.clock->Now() + impl_->settings.timeout;
+  TimePoint deadline = AddSaturated(impl_->runtime.clock->Now(), impl_->settings.timeout);
   if (context.deadline) deadline = std::min(deadline, *context.deadline);
   auto ready = std::make_shared<std::promise<Result<void>>>();
   std::future<Result<void>> warmed = ready->get_future();

@@ -30,8 +30,11 @@ std::optional<Duration> EndpointHealth::Report(bool failed, TimePoint now) {
   ++ejections_;
   failures_in_a_row_ = 0;
   ++d.ejected_;
-  Duration out = std::min(d.settings_.base_ejection * ejections_, d.settings_.max_ejection);
-  ejected_until_ = now + out;
+  // base * n, capped, without overflowing on the way.
+  Duration out = d.settings_.base_ejection > d.settings_.max_ejection / ejections_
+                     ? d.settings_.max_ejection
+                     : d.settings_.base_ejection * ejections_;
+  ejected_until_ = AddSaturated(now, out);
   return out;
 }
 

@@ -122,7 +122,7 @@ Decision Loop::Done(Outcome outcome, Duration retry_after, TimePoint now, double
     return {DecisionKind::kRetryAfterTooLong, Duration{0}, ReasonKind::kRetryAfterTooLong};
   }
   Duration wait = std::max(policy.backoff.Wait(attempts_, uniform), retry_after);
-  if (now + wait > deadline_) return {DecisionKind::kExpired, Duration{0}, ReasonKind::kDeadline};
+  if (wait > deadline_ - now) return {DecisionKind::kExpired, Duration{0}, ReasonKind::kDeadline};
   // Asked last: a retry the floor lets through is one that will be made.
   if (!budget.TryRetry(now)) return {DecisionKind::kThrottled, Duration{0}, ReasonKind::kBudget};
   return {DecisionKind::kAgain, wait, ReasonKind::kRetryable};

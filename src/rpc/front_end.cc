@@ -124,7 +124,8 @@ class GrpcTimeout final : public http::internal::AttemptLayer {
     bool answer_streams = static_cast<bool>(attempt->call->body_sink);
     if (stream) deadline = attempt->call->context_deadline;
     if (!stream && !answer_streams && attempt->attempt_timeout > Duration::zero()) {
-      deadline = std::min(deadline.value_or(TimePoint::max()), now + attempt->attempt_timeout);
+      deadline = std::min(deadline.value_or(TimePoint::max()),
+                          AddSaturated(now, attempt->attempt_timeout));
     }
     if (deadline)
       attempt->attempt_headers.emplace_back("grpc-timeout", EncodeTimeout(*deadline - now));

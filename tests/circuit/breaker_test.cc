@@ -11,6 +11,7 @@
 namespace outbound::circuit {
 namespace {
 
+using std::chrono::hours;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::seconds;
@@ -133,6 +134,19 @@ TEST_F(BreakerTest, OpenRejectsWithShrinkingRetryAfter) {
   auto later = breaker.Allow(clock.Now());
   ASSERT_FALSE(later);
   EXPECT_EQ(later.error().retry_after, seconds(6));
+}
+
+// An OpenFor as long as Duration::max() keeps the breaker open: the
+// interval added to when it opened wrapped, and it probed at once.
+TEST_F(BreakerTest, AnOpenForOfDurationMaxStaysOpen) {
+  Breaker breaker(Config{.open_for = Duration::max(), .initial_open_for = Duration::max()},
+                  DefaultPolicy());
+  Fail(breaker, 5);
+  clock.Advance(hours(24 * 365));
+  EXPECT_EQ(breaker.state(clock.Now()), State::kOpen);
+  auto rejected = breaker.Allow(clock.Now());
+  ASSERT_FALSE(rejected);
+  EXPECT_GT(rejected.error().retry_after, hours(24 * 365 * 100));
 }
 
 TEST_F(BreakerTest, StateShowsHalfOpenAsSoonAsOpenForPassesWithNoCall) {

@@ -623,6 +623,34 @@ TEST_F(ClientH2Test, ARootPemWithACertificateThatDoesNotReadIsRefused) {
   EXPECT_TRUE(Client::Create(runtime, settings));
 }
 
+// Duration::max() is a way to say "no limit": every time a setting that
+// long adds to "now" is one never reached, not one past (the sum wrapped,
+// and each call failed at once, or each attempt timed out, or counted
+// slow, at the clock's next tick).
+TEST_F(ClientH2Test, SettingsAsLongAsDurationMaxAreNoLimit) {
+  Serve([](const ServerRequest&) { return Reply::Ok("late").DelayHeaders(milliseconds(10)); });
+  Settings settings = PaymentsSettings();
+  settings.timeout = Duration::max();
+  settings.attempt_timeout = Duration::max();
+  settings.breaker.slow_call = Duration::max();
+  settings.breaker.probe_timeout = Duration::max();
+  settings.breaker.open_for = Duration::max();
+  settings.breaker.initial_open_for = Duration::max();
+  auto client = MakeClient(settings);
+  ASSERT_NE(client, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    auto call = client->SendAsync(Request::Get("/"));
+    ASSERT_TRUE(server->WaitForRequests(static_cast<std::size_t>(i + 1)));
+    clock.Advance(milliseconds(10));
+    auto response = call.get();
+    ASSERT_TRUE(response) << response.error().message();
+    EXPECT_EQ(response->body, "late");
+  }
+  EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
+  EXPECT_TRUE(Transitions().empty());
+  EXPECT_EQ(Attempts().size(), 3u);
+}
+
 TEST_F(ClientH2Test, ProxiesInTheEnvironmentAreIgnored) {
   Serve([](const ServerRequest&) { return Reply::Ok("direct"); });
   for (const char* name :
