@@ -215,6 +215,27 @@ TEST_F(AdaptiveConcurrencyTest, AHedgedCallIsALatencySampleNotADrop) {
   EXPECT_GE(Limit(), 20);  // the initial limit, or more: never halved
 }
 
+// A redirect followed is an attempt more, but no retry: the call's answer
+// is a latency sample, or nothing, never a drop. Counted as drops, the
+// redirected calls of each window halved the limit down to its floor,
+// under a load well within the dependency's capacity.
+TEST_F(AdaptiveConcurrencyTest, ARedirectedCallIsNoDrop) {
+  Serve([this](const ServerRequest& r) {
+    if (r.target == "/old") return Reply::Status(302).Header("Location", "/");
+    return Reply::Ok().DelayHeaders(dependency.Arrive().delay);
+  });
+  auto client = Adaptive(AdaptiveConcurrency{});
+  testing::OpenLoad load(clock, [&client](std::function<void(bool)> ended) {
+    client->SendAsync(Request::Get("/old"), [ended](Result<Response> result, std::exception_ptr) {
+      ended(!result && result.error().kind() == ErrorKind::kRejected);
+    });
+  });
+  load.Run(3000, 1, kTick);  // a call a ms: 10 in flight, half the workers
+  ASSERT_TRUE(load.Drain());
+  EXPECT_EQ(load.rejected(), 0);
+  EXPECT_GE(Limit(), 20);  // the initial limit, or more: never halved
+}
+
 // A dependency that became slower for good (three times its unloaded
 // latency, the same workers) must not be held to the latency it once had:
 // against the old baseline every window's gradient is at its floor, and
