@@ -27,7 +27,12 @@ class OutlierDetectionLayer final : public AttemptLayer {
     // ignores it: it goes again at once), but an endpoint that refuses
     // every one serves nothing.
     bool refused = outcome.unprocessed && !outcome.connection_retired;
-    bool failed = refused || outcome.classification->breaker == circuit::Outcome::kFailure;
+    circuit::Outcome verdict = outcome.classification->breaker;
+    // What the breaker ignores (a cancel, a hedge that lost, this
+    // process's own error) says nothing of the endpoint: it neither adds
+    // to a run of failures nor ends one.
+    if (!refused && verdict == circuit::Outcome::kIgnored) return;
+    bool failed = refused || verdict == circuit::Outcome::kFailure;
     if (auto out = outcome.endpoint->Report(failed, clock_.Now())) {
       outcome.ejected_endpoint = true;
       telemetry_.EndpointEjected(outcome.endpoint->name(), *out);

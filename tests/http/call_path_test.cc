@@ -13,8 +13,12 @@
 #include "../../src/http/attempt.h"
 #include "../../src/http/call.h"
 #include "../../src/http/client_peer.h"
+#include "../../src/http/client_telemetry.h"
+#include "../../src/http/endpoint_health.h"
+#include "../../src/http/layers.h"
 #include "outbound/http/client.h"
 #include "outbound/http/middleware.h"
+#include "outbound/testing/manual_clock.h"
 
 namespace outbound::http::internal {
 namespace {
@@ -338,6 +342,35 @@ TEST(CallPathMisuseTest, ACallEndedTwiceIsReportedAndTheFirstEndStands) {
   EXPECT_EQ(statuses, std::vector<int>{200});
   EXPECT_EQ(misuses, std::vector<std::string>{"a call was ended twice"});
 #endif
+}
+
+// Outlier detection hears each attempt's verdict for the endpoint that
+// carried it: an attempt the breaker ignores (a cancel, a hedge that lost)
+// says nothing of the endpoint, so failures around it are still a run.
+TEST_F(AttemptPathTest, OutlierDetectionTakesAnIgnoredAttemptForNothing) {
+  Journal heard;
+  HeldTransport* held = nullptr;
+  auto path = ListeningPath(heard, held);
+  auto attempt = NewAttempt(*path);
+  testing::ManualClock clock;
+  ClientTelemetry telemetry(telemetry::Telemetry{}, Origin{"https", "payments", 8443}, clock);
+  auto layer = MakeOutlierDetection(clock, telemetry);
+  auto detector = std::make_shared<OutlierDetector>(OutlierDetection{.consecutive_failures = 2});
+  auto endpoint = detector->Track(1, "10.0.0.7:8443");
+  auto other = detector->Track(2, "10.0.0.8:8443");
+  // Whether an attempt with this verdict ejected the endpoint.
+  auto ends = [&](circuit::Outcome breaker) {
+    AttemptOutcome outcome;
+    outcome.result = Fail(ErrorKind::kTransport, "reset");
+    outcome.endpoint = endpoint;
+    outcome.classification = Classification{.breaker = breaker};
+    layer->Finish(*attempt, outcome);
+    return outcome.ejected_endpoint;
+  };
+  EXPECT_FALSE(ends(circuit::Outcome::kFailure));
+  EXPECT_FALSE(ends(circuit::Outcome::kIgnored));
+  EXPECT_TRUE(ends(circuit::Outcome::kFailure)) << "the ignored attempt ended the run";
+  EXPECT_FALSE(endpoint->Available(clock.Now()));
 }
 
 }  // namespace
