@@ -140,8 +140,11 @@ class BreakerLayer final : public AttemptLayer, public Admission {
           kind == ErrorKind::kInvalidRequest) {
         return {Outcome::kStop, {}, kIgnored};
       }
-      // Never handed to a connection: it waited in the client's own queue.
-      if (!attempt.sent()) return {Outcome::kStop, {}, kIgnored};
+      // Never handed to a connection: it waited in the client's own queue
+      // (a middleware's own failure stands for a sent attempt's).
+      if (!attempt.sent() && !outcome.answered_by_middleware) {
+        return {Outcome::kStop, {}, kIgnored};
+      }
       if (attempt.call->deadline_passed()) return {Outcome::kStop, {}, kFailure};
       if (outcome.unprocessed) return {Outcome::kRetry, {}, kIgnored};
       if (outcome.connection_lost && !FirstLossOf(outcome.connection)) {

@@ -66,6 +66,10 @@ struct AttemptOutcome {
   // Set by the attempt middleware layer: a middleware asks for the request
   // to be sent once more at once (a refreshed credential).
   bool repeat_once = false;
+  // Set by the attempt middleware layer: a middleware answered or failed
+  // the attempt itself. Nothing was sent, but the result is classified,
+  // counted and retried as a sent attempt's would be.
+  bool answered_by_middleware = false;
   // With several endpoints (Settings::balancing): the one that carried the
   // attempt, set by the dispatcher; whether this attempt's failure ejected
   // it, set by the outlier-detection layer.

@@ -153,6 +153,7 @@ class AttemptMiddlewareLayer final : public AttemptLayer {
         auto answer = middleware_[i]->OnRequest(request, info);
         if (!answer) continue;
         outcome.result = std::move(*answer);
+        outcome.answered_by_middleware = true;
       } catch (...) {
         outcome.thrown = std::current_exception();
         outcome.result = Fail(ErrorKind::kTransport, "an attempt middleware threw");

@@ -253,6 +253,31 @@ TEST_F(MiddlewareTest, AnAttemptMiddlewaresOwnAnswerIsClassifiedAndRetried) {
   EXPECT_EQ(records[0].decision, retry::DecisionKind::kAgain);
 }
 
+// A failure it answers with is the attempt's result as much as an answer:
+// classified, and so retried (a GET's transport error).
+TEST_F(MiddlewareTest, AnAttemptMiddlewaresOwnFailureIsClassifiedAndRetried) {
+  Serve([&](const ServerRequest&) { return Reply::Ok(); });
+  class KmsDown final : public AttemptMiddleware {
+    std::optional<Result<Response>> OnRequest(OutgoingRequest&, const AttemptInfo& info) override {
+      if (info.attempt > 1) return std::nullopt;
+      return Result<Response>(Fail(ErrorKind::kTransport, "the signing service is down"));
+    }
+  };
+  Settings settings = PaymentsSettings();
+  settings.attempt_middleware = {std::make_shared<KmsDown>()};
+  auto client = MakeClient(std::move(settings));
+  auto call = client->SendAsync(Request::Get("/"));
+  AdvanceAfterAttempt(1, milliseconds(50));
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(server->request_count(), 1u);
+  auto records = Attempts();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].error, ErrorKind::kTransport);
+  EXPECT_EQ(records[0].decision, retry::DecisionKind::kAgain);
+}
+
 TEST_F(MiddlewareTest, AMiddlewareThatThrowsEndsTheCallAndTheCallerGetsTheException) {
   Serve([&](const ServerRequest&) { return Reply::Ok(); });
   class Throws final : public AttemptMiddleware {
