@@ -72,14 +72,15 @@ class RateLimiter final : public RateLimitLayer {
     {
       std::lock_guard lock(mu_);
       // Switched off since the load above: the limit under the lock is the
-      // one this call obeys.
-      if (!limit_) return Pass(call);
-      Refill(now);
-      if (tokens_ < 1) {
-        wait = Duration(static_cast<Duration::rep>(std::ceil((1 - tokens_) / rate_ * 1e9)));
-        too_late = now + wait > call->deadline();
+      // one this call obeys (none: it passes, below, outside the lock).
+      if (limit_) {
+        Refill(now);
+        if (tokens_ < 1) {
+          wait = Duration(static_cast<Duration::rep>(std::ceil((1 - tokens_) / rate_ * 1e9)));
+          too_late = wait > call->deadline() - now;
+        }
+        if (!too_late) tokens_ -= 1;  // a reservation when it goes below zero
       }
-      if (!too_late) tokens_ -= 1;  // a reservation when it goes below zero
     }
     if (too_late) {
       CallOutcome outcome;
@@ -95,7 +96,7 @@ class RateLimiter final : public RateLimitLayer {
     auto waiter = std::make_shared<Waiter>(*this, call);
     // Cancelled at once if the call already was.
     call->SetCancelTarget(waiter);
-    waiter->Arm(clock_, now + wait, waiter);
+    waiter->Arm(clock_, AddSaturated(now, wait), waiter);
   }
 
   bool Finish(CallState&, CallOutcome&) override { return true; }
