@@ -376,9 +376,16 @@ class RetryingRequest final : public Cancellable,
                            !outcome.collateral && !outcome.unprocessed);
     if (outcome.result && options_.transparent != nullptr) options_.transparent->Earn();
     if (others && !ends_call) {
-      if (outcome.classification && !outcome.thrown && !outcome.rejected) {
-        // Counted as any attempt is (the budget, MaxAttempts); not retried.
+      // Counted as any attempt is (the budget, MaxAttempts), unless it is
+      // one those leave out (a refused stream, a collateral loss); not
+      // retried. Its Retry-After is the least wait of the retry that may
+      // follow, whichever attempt's end decides it.
+      if (outcome.classification && !outcome.thrown && !outcome.rejected && !outcome.collateral &&
+          !outcome.unprocessed) {
         loop_.Count(outcome.classification->retry);
+        if (outcome.classification->retry == retry::Outcome::kRetry) {
+          held_retry_after_ = std::max(held_retry_after_, outcome.classification->retry_after);
+        }
       }
       decided = DecisionKind::kStopped;
       reason.kind = ReasonKind::kHedgeInFlight;
@@ -410,8 +417,9 @@ class RetryingRequest final : public Cancellable,
           unprocessed_resends_, options_.random->Uniform()));
     } else if (!outcome.thrown && !outcome.rejected && outcome.classification) {
       const Classification& c = *outcome.classification;
-      retry::Decision d =
-          loop_.Done(c.retry, c.retry_after, options_.clock->Now(), options_.random->Uniform());
+      retry::Decision d = loop_.Done(c.retry, std::max(c.retry_after, held_retry_after_),
+                                     options_.clock->Now(), options_.random->Uniform());
+      if (d.kind == DecisionKind::kAgain) held_retry_after_ = Duration::zero();  // honoured
       decided = d.kind;
       reason.kind = d.reason;
       wait =
@@ -545,6 +553,9 @@ class RetryingRequest final : public Cancellable,
   CancelReason cancelled_ = CancelReason::kNone;
   int collateral_retries_ = 0;
   int retired_retries_ = 0;
+  // The longest Retry-After of the failures that waited for a hedge in
+  // flight: the least wait of the next retry. Under mu_.
+  Duration held_retry_after_{0};
   int unprocessed_resends_ = 0;   // of a request the server left unprocessed
   std::uint64_t keep_place_ = 0;  // the next attempt's queue place (Attempt::queue_place)
   bool repeat_next_ = false;

@@ -327,6 +327,33 @@ TEST_F(HedgingTest, AFailureWhileTheHedgeIsInFlightWaitsForIt) {
   EXPECT_EQ(Counted("stopped", "hedge_in_flight"), 1);
 }
 
+// A Retry-After heard while the hedge was in flight is the least wait of
+// the retry that follows, though the hedge's failure, which has none,
+// decides it.
+TEST_F(HedgingTest, ARetryAfterHeardWhileTheHedgeIsInFlightHoldsForTheRetry) {
+  auto client = MakeClient(Hedged(Hedging{.delay = milliseconds(50)}));
+  // The first attempt: 429, Retry-After 1, at 100ms; the hedge, sent at
+  // 50ms: 503 at 200ms; then the retry.
+  Serve([this](const ServerRequest&) {
+    std::lock_guard lock(mu_);
+    arrivals_.push_back(clock.Now());
+    switch (arrivals_.size()) {
+      case 1:
+        return Reply::Status(429).Header("Retry-After", "1").DelayHeaders(milliseconds(100));
+      case 2:
+        return Reply::Status(503).DelayHeaders(milliseconds(150));
+      default:
+        return Reply::Ok("retried");
+    }
+  });
+  Ended call = Run(*client, Request::Get("/cart"));
+  ASSERT_TRUE(call.result) << call.result.error().message();
+  EXPECT_EQ(call.result->body, "retried");
+  auto arrivals = Arrivals();
+  ASSERT_EQ(arrivals.size(), 3u);
+  EXPECT_GE(arrivals[2] - arrivals[1], milliseconds(150) + seconds(1));
+}
+
 // A failure that waits for the hedge in flight spends no retry: with the
 // budget's tokens low, the floor's one retry a second is still there for
 // the next call that needs it.
