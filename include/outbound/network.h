@@ -33,7 +33,8 @@ struct Route {
   Kind kind = Kind::kSystem;
   // kEndpoint: one or more, the replicas behind the name. A client that
   // balances (Settings::balancing) calls each; one that does not dials
-  // them in this order until one answers.
+  // them in this order until one answers, but for the one whose last
+  // connection closed before it could be used, which it dials last.
   std::vector<Endpoint> endpoints;
 };
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "client_test_support.h"
+#include "outbound/testing/black_hole.h"
 
 namespace outbound::http {
 namespace {
@@ -649,6 +650,33 @@ TEST_F(ClientH2Test, SettingsAsLongAsDurationMaxAreNoLimit) {
   EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
   EXPECT_TRUE(Transitions().empty());
   EXPECT_EQ(Attempts().size(), 3u);
+}
+
+// Without balancing, a name's addresses are dialled in order until one
+// answers. A first address that is a black hole (its SYNs dropped) held
+// each attempt to its timeout, and every retry dialled it first again:
+// the address whose connection never opened goes last from then on.
+TEST_F(ClientH2Test, AnAddressWhoseDialWasCutShortIsDialledLast) {
+  auto hole = testing::BlackHole::Start();
+  ASSERT_TRUE(hole) << hole.error().message();
+  Serve([](const ServerRequest&) { return Reply::Ok("second"); });
+  network.Set("payments", 8443, {{"127.0.0.1", (*hole)->port()}, {"127.0.0.1", server->port()}});
+  Settings settings = PaymentsSettings();
+  auto client = MakeClient(settings);
+  auto call = client->SendAsync(Request::Get("/"));
+  ASSERT_TRUE(clock.WaitForTimers(2));  // the deadline, and the attempt's timeout
+  clock.Advance(settings.attempt_timeout);
+  AdvanceAfterAttempt(1, settings.backoff_base);  // the backoff
+  ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready)
+      << "the retry dialled the black hole again";
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "second");
+  EXPECT_EQ(response->attempts, 2);
+  // Later calls go on the open connection to the second address.
+  auto again = client->Send(Request::Get("/"));
+  ASSERT_TRUE(again) << again.error().message();
+  EXPECT_EQ(server->connections_opened(), 1);
 }
 
 TEST_F(ClientH2Test, ProxiesInTheEnvironmentAreIgnored) {

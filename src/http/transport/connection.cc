@@ -84,7 +84,7 @@ void Connection::DialNext() {
                                                  std::strerror(error) +
                                                  "): not the dependency's failure");
     }
-    return Fail(ErrorKind::kTransport, std::string("socket: ") + std::strerror(error));
+    return DialFailed(error);  // this address's family, say: the next may do
   }
   int one = 1;
   setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -98,10 +98,12 @@ void Connection::DialFailed(int error) {
   if (next_address_ >= addresses_.size()) {
     return Fail(ErrorKind::kTransport, std::string("could not connect: ") + std::strerror(error));
   }
-  if (watched_ != 0) loop_.Unwatch(fd_);
-  watched_ = 0;
-  close(fd_);
-  fd_ = -1;
+  if (fd_ >= 0) {
+    if (watched_ != 0) loop_.Unwatch(fd_);
+    watched_ = 0;
+    close(fd_);
+    fd_ = -1;
+  }
   DialNext();
 }
 

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ inline constexpr std::size_t kReadBudget = 256 * 1024;
 struct SocketAddress {
   sockaddr_storage storage{};
   socklen_t length = 0;
+  friend bool operator==(const SocketAddress& a, const SocketAddress& b) {
+    return a.length == b.length && std::memcmp(&a.storage, &b.storage, a.length) == 0;
+  }
 };
 
 // What a connection tells the pool. On the loop thread.
@@ -73,6 +77,11 @@ class Connection final : private CodecEvents {
 
   std::uint64_t id() const { return id_; }
   State state() const { return state_; }
+  // The address it dialled last (it connected there, or was still trying
+  // when it closed); null before its first dial.
+  const SocketAddress* address() const {
+    return next_address_ == 0 ? nullptr : &addresses_[next_address_ - 1];
+  }
   Protocol protocol() const { return protocol_; }
   bool opening() const { return state_ < State::kOpen; }
   bool closed() const { return state_ == State::kClosed; }

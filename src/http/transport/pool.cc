@@ -422,7 +422,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
         if (auto literal = transport::Literal(e.address, e.port)) addresses.push_back(*literal);
       }
       if (addresses.empty()) return connection.FailToOpen(ErrorKind::kTransport, NoRoute());
-      return connection.Dial(std::move(addresses));
+      return Dial(connection, std::move(addresses));
     }
     const std::string& host = origin_.host;
     const std::uint16_t port = origin_.port;
@@ -441,9 +441,21 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
                            if (c == nullptr || c->state() != Connection::State::kResolving) return;
                            if (addresses.empty())
                              return c->FailToOpen(ErrorKind::kTransport, error);
-                           c->Dial(addresses);
+                           Dial(*c, std::move(addresses));
                          });
                        });
+  }
+
+  // Dials the name's addresses in their order, but the one whose last
+  // connection closed before it could be used (its SYN unanswered, its
+  // handshake silent) goes last: a dead first address would otherwise take
+  // every attempt's time while the next one was never tried.
+  void Dial(Connection& connection, std::vector<SocketAddress> addresses) {
+    if (unusable_) {
+      std::stable_partition(addresses.begin(), addresses.end(),
+                            [&](const SocketAddress& a) { return !(a == *unusable_); });
+    }
+    connection.Dial(std::move(addresses));
   }
 
   Connection* Find(std::uint64_t id) const {
@@ -518,6 +530,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
       DialFailed(*of->second);
     }
     endpoint_of_.erase(connection.id());
+    if (!connection.was_ready() && connection.address() != nullptr) {
+      unusable_ = *connection.address();
+    }
     bool first = graveyard_.empty();
     graveyard_.push_back(std::move(*it));
     connections_.erase(it);
@@ -553,7 +568,10 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   Clock& clock_;
   Random& random_;
   const Network& network_;
-  std::optional<Duration> max_age_;     // Settings::max_connection_age
+  std::optional<Duration> max_age_;  // Settings::max_connection_age
+  // The address whose last connection closed before it could be used:
+  // dialled last (Dial).
+  std::optional<SocketAddress> unusable_;
   std::optional<Balancing> balancing_;  // Settings::balancing
   std::size_t max_connections_;
   std::size_t max_body_;
