@@ -34,7 +34,8 @@ struct Route {
   // kEndpoint: one or more, the replicas behind the name. A client that
   // balances (Settings::balancing) calls each; one that does not dials
   // them in this order until one answers, but for the one whose last
-  // connection closed before it could be used, which it dials last.
+  // connection closed while still connecting (its SYN unanswered), which
+  // it dials last until it answers.
   std::vector<Endpoint> endpoints;
 };
 

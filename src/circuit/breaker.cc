@@ -9,6 +9,10 @@
 namespace outbound::circuit {
 namespace {
 
+// Time from `since` to `now`, never negative: a caller's `now`, read
+// before the lock, may precede what another caller recorded under it.
+Duration Elapsed(TimePoint since, TimePoint now) { return std::max(Duration::zero(), now - since); }
+
 Result<void> CheckCount(int n) {
   if (n < 1 || n > kMaxCount) {
     return Fail(ErrorKind::kInvalidSettings,
@@ -185,7 +189,7 @@ tl::expected<Ticket, Rejection> Breaker::Allow(TimePoint now) {
       case State::kOpen:
         if (hold_ == Hold::kIsolated) return tl::unexpected(Rejection{config_.open_for});
         ++rejected_;
-        return tl::unexpected(Rejection{open_interval_ - (now - opened_at_)});
+        return tl::unexpected(Rejection{open_interval_ - Elapsed(opened_at_, now)});
       case State::kHalfOpen:
         break;
     }
@@ -197,7 +201,7 @@ tl::expected<Ticket, Rejection> Breaker::Allow(TimePoint now) {
     }
     TimePoint first_free = slots_.front().started;
     for (const ProbeSlot& s : slots_) first_free = std::min(first_free, s.started);
-    return tl::unexpected(Rejection{config_.probe_timeout - (now - first_free)});
+    return tl::unexpected(Rejection{config_.probe_timeout - Elapsed(first_free, now)});
   });
 }
 

@@ -107,12 +107,13 @@ class AdaptiveConcurrencyLayer final : public CallLayer {
   // retry is a latency sample (a hedge is no retry: it was sent beside a
   // slow attempt, not after a failed one, and the answer's time is the
   // call's; nor is a redirect followed, though its answer's time is not
-  // one request's); a timeout, a lost connection or a retry (an attempt
-  // failed) is a drop; a rejection, a cancel, or an error of this process
-  // says nothing.
+  // one request's, nor an attempt a retired connection left out); a
+  // timeout, a lost connection or a retry (an attempt failed) is a drop; a
+  // rejection, a cancel, or an error of this process says nothing.
   static Signal SignalOf(const CallState& call, const CallOutcome& outcome) {
     int sent = call.attempts_sent.load();
-    if (sent - call.hedges_sent.load() - call.redirects > 1) return Signal::kDrop;
+    int retries = sent - call.hedges_sent.load() - call.redirects - call.retired_resends.load();
+    if (retries > 1) return Signal::kDrop;
     if (outcome.result) return call.redirects == 0 ? Signal::kAnswer : Signal::kNone;
     ErrorKind kind = outcome.result.error().kind();
     bool lost = kind == ErrorKind::kDeadline || kind == ErrorKind::kTransport;

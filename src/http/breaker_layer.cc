@@ -140,9 +140,12 @@ class BreakerLayer final : public AttemptLayer, public Admission {
           kind == ErrorKind::kInvalidRequest) {
         return {Outcome::kStop, {}, kIgnored};
       }
-      // Never handed to a connection: it waited in the client's own queue
-      // (a middleware's own failure stands for a sent attempt's).
-      if (!attempt.sent() && !outcome.answered_by_middleware) {
+      // Never handed to a connection: it waited in the client's own queue.
+      // A middleware's own failure stands for a sent attempt's, but for
+      // its own deadline or refusal (a local quota), which say nothing of
+      // the dependency.
+      bool own_limit = kind == ErrorKind::kDeadline || kind == ErrorKind::kRejected;
+      if (!attempt.sent() && (!outcome.answered_by_middleware || own_limit)) {
         return {Outcome::kStop, {}, kIgnored};
       }
       if (attempt.call->deadline_passed()) return {Outcome::kStop, {}, kFailure};

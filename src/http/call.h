@@ -134,6 +134,9 @@ class CallState : public std::enable_shared_from_this<CallState> {
   // Of those, hedges (Settings::hedging): sent beside an attempt still in
   // flight, not after one failed.
   std::atomic<int> hedges_sent{0};
+  // Of those, the ones a connection the server retired left out (a
+  // GOAWAY's, or one that opened busy): sent again at once, no failure.
+  std::atomic<int> retired_resends{0};
   // With several endpoints: the one the latest attempt was sent to
   // (EndpointHealth::id), for the next, or a hedge, to avoid; 0 for none.
   std::atomic<std::uint64_t> last_endpoint{0};

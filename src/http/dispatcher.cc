@@ -74,7 +74,10 @@ void Dispatcher::BeginWarm(TimePoint deadline, std::function<void(Result<void>)>
   Timer timer = clock_.ScheduleAt(deadline, [loop = loop_, alive, this, id] {
     loop->Post([alive, this, id] {
       if (!alive.lock()) return;
-      SettleWarm(Fail(ErrorKind::kDeadline, "no connection opened before the deadline"), id);
+      // Settled already if a connection became usable meanwhile.
+      if (!SettleWarm(Fail(ErrorKind::kDeadline, "no connection opened before the deadline"), id)) {
+        return;
+      }
       // None became usable: one still opening for Warm alone (no exchange
       // waits on it; a host that took the connection and went silent)
       // would hold the carrier's one opening slot, and every later call
@@ -97,7 +100,7 @@ void Dispatcher::ConnectionFailed(const Error& error) {
   if (!warm_waiters_.empty()) SettleWarm(tl::unexpected(error));
 }
 
-void Dispatcher::SettleWarm(const Result<void>& result, std::uint64_t id) {
+bool Dispatcher::SettleWarm(const Result<void>& result, std::uint64_t id) {
   std::vector<WarmWaiter> settled;
   auto to_settle = [id](const WarmWaiter& w) { return id == 0 || w.id == id; };
   auto first = std::stable_partition(warm_waiters_.begin(), warm_waiters_.end(),
@@ -108,6 +111,7 @@ void Dispatcher::SettleWarm(const Result<void>& result, std::uint64_t id) {
     w.deadline.Cancel();
     w.ready(result);
   }
+  return !settled.empty();
 }
 
 void Dispatcher::TakeIncoming() {

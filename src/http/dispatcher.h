@@ -77,8 +77,9 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
   void ConnectionReady() override;
   void ConnectionFailed(const Error& error) override;
   void BeginWarm(TimePoint deadline, std::function<void(Result<void>)> ready);
-  // Runs the ready callbacks of every Warm waiting (or only `id`'s).
-  void SettleWarm(const Result<void>& result, std::uint64_t id = 0);
+  // Runs the ready callbacks of every Warm waiting (or only `id`'s):
+  // whether there was any.
+  bool SettleWarm(const Result<void>& result, std::uint64_t id = 0);
   void ArmIdleTimer(TimePoint when);
   void IdleTimerFired();
 

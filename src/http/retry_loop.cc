@@ -384,7 +384,8 @@ class RetryingRequest final : public Cancellable,
           !outcome.unprocessed) {
         loop_.Count(outcome.classification->retry);
         if (outcome.classification->retry == retry::Outcome::kRetry) {
-          held_retry_after_ = std::max(held_retry_after_, outcome.classification->retry_after);
+          held_until_ = std::max(held_until_, AddSaturated(options_.clock->Now(),
+                                                           outcome.classification->retry_after));
         }
       }
       decided = DecisionKind::kStopped;
@@ -403,6 +404,7 @@ class RetryingRequest final : public Cancellable,
       // Left out by a connection the server retired after answering
       // others: sent again at once on a new one, spending nothing.
       ++retired_retries_;
+      call_->retired_resends.fetch_add(1, std::memory_order_relaxed);
       decided = DecisionKind::kAgain;
       reason.kind = ReasonKind::kTransparent;
     } else if (outcome.unprocessed && !outcome.thrown && replayable &&
@@ -417,9 +419,8 @@ class RetryingRequest final : public Cancellable,
           unprocessed_resends_, options_.random->Uniform()));
     } else if (!outcome.thrown && !outcome.rejected && outcome.classification) {
       const Classification& c = *outcome.classification;
-      retry::Decision d = loop_.Done(c.retry, std::max(c.retry_after, held_retry_after_),
+      retry::Decision d = loop_.Done(c.retry, std::max(c.retry_after, HeldRetryAfter()),
                                      options_.clock->Now(), options_.random->Uniform());
-      if (d.kind == DecisionKind::kAgain) held_retry_after_ = Duration::zero();  // honoured
       decided = d.kind;
       reason.kind = d.reason;
       wait =
@@ -459,6 +460,18 @@ class RetryingRequest final : public Cancellable,
       reason.kind = ReasonKind::kBodyNotReplayable;
       repeat = false;
     }
+    // Whatever sends the next attempt (a transparent resend too) waits out
+    // what a failure held for a hedge asked for, which is then honoured.
+    if (decided == DecisionKind::kAgain) {
+      if (!repeat) wait = std::max(wait, HeldRetryAfter());
+      held_until_ = TimePoint{};
+    }
+  }
+
+  // What is left of the Retry-After a failure that waited for a hedge in
+  // flight asked for (zero if none). Under mu_.
+  Duration HeldRetryAfter() const {
+    return std::max(Duration::zero(), held_until_ - options_.clock->Now());
   }
 
   // How long a request the server left unprocessed waits before it goes
@@ -553,9 +566,10 @@ class RetryingRequest final : public Cancellable,
   CancelReason cancelled_ = CancelReason::kNone;
   int collateral_retries_ = 0;
   int retired_retries_ = 0;
-  // The longest Retry-After of the failures that waited for a hedge in
-  // flight: the least wait of the next retry. Under mu_.
-  Duration held_retry_after_{0};
+  // Until when the failures that waited for a hedge in flight asked the
+  // retry to wait (their Retry-After, from when each came): the next
+  // attempt goes no earlier. Under mu_.
+  TimePoint held_until_{};
   int unprocessed_resends_ = 0;   // of a request the server left unprocessed
   std::uint64_t keep_place_ = 0;  // the next attempt's queue place (Attempt::queue_place)
   bool repeat_next_ = false;

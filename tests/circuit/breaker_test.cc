@@ -147,6 +147,14 @@ TEST_F(BreakerTest, AnOpenForOfDurationMaxStaysOpen) {
   auto rejected = breaker.Allow(clock.Now());
   ASSERT_FALSE(rejected);
   EXPECT_GT(rejected.error().retry_after, hours(24 * 365 * 100));
+  // A caller's "now", read before another's opening (as threads may):
+  // the wait is the whole interval, not a sum that wrapped.
+  Breaker other(Config{.open_for = Duration::max(), .initial_open_for = Duration::max()},
+                DefaultPolicy());
+  Fail(other, 5);
+  auto early = other.Allow(clock.Now() - seconds(1));
+  ASSERT_FALSE(early);
+  EXPECT_EQ(early.error().retry_after, Duration::max());
 }
 
 TEST_F(BreakerTest, StateShowsHalfOpenAsSoonAsOpenForPassesWithNoCall) {

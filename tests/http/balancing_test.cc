@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "balancing_test_support.h"
+#include "outbound/testing/telemetry.h"
 
 namespace outbound::http {
 namespace {
@@ -146,6 +147,81 @@ TEST_F(BalancingTest, ABurstBeforeTheFirstHttp11HandshakeGetsAConnectionEach) {
     EXPECT_LE(response->attempts, 2);
   }
   EXPECT_TRUE(Transitions().empty());
+}
+
+// Bodies that can be read only once are not sent back from the busy
+// HTTP/1.1 connection (they may not be sent again): they wait their turn
+// on it, and each is sent there, once.
+TEST_F(BalancingTest, ABurstOfBodiesReadOnceWaitsItsTurnOnTheFirstHttp11Connection) {
+  StartReplica([](const ServerRequest& r) { return Reply::Ok(r.body).DelayHeaders(seconds(1)); },
+               {"http/1.1"});
+  Name({replicas[0]->port()});
+  Settings settings = BalancedSettings();
+  settings.max_connections = 3;
+  auto client = MakeClient(std::move(settings));
+  std::vector<std::future<Result<Response>>> calls;
+  for (int i = 0; i < 3; ++i) {
+    auto once = std::make_shared<std::string>("body " + std::to_string(i));
+    calls.push_back(
+        client->SendAsync(Request::Post("/").StreamBodyFromOnce([once](std::span<char> buffer) {
+          std::size_t n = std::min(buffer.size(), once->size());
+          once->copy(buffer.data(), n);
+          once->erase(0, n);
+          return Result<std::size_t>(n);
+        })));
+  }
+  for (std::size_t i = 1; i <= 3; ++i) {
+    ASSERT_TRUE(replicas[0]->WaitForRequests(i));
+    clock.Advance(seconds(1));
+  }
+  for (int i = 0; i < 3; ++i) {
+    auto response = calls[i].get();
+    ASSERT_TRUE(response) << response.error().message();
+    EXPECT_EQ(response->body, "body " + std::to_string(i));
+    EXPECT_EQ(response->attempts, 1);
+  }
+}
+
+// An attempt a connection sent back unsent (it opened HTTP/1.1 and busy)
+// is sent again at once and is no retry: adaptive concurrency takes its
+// call's answer for a latency sample, not a drop that halves the limit.
+// Whether the burst reaches the connection before its handshake ends is
+// the machine's timing: a burst that did not is tried again, with a new
+// client, a few times.
+TEST_F(BalancingTest, AnAttemptSentBackUnsentIsNoDropForAdaptiveConcurrency) {
+  StartReplica([](const ServerRequest& r) { return Reply::Ok(r.target).DelayHeaders(seconds(1)); },
+               {"http/1.1"});
+  Name({replicas[0]->port()});
+  std::size_t requests = 0;
+  for (int round = 0; round < 20; ++round) {
+    testing::InMemoryTelemetry recorded{DefaultRandom()};
+    runtime.telemetry = recorded.telemetry();
+    Settings settings = BalancedSettings();
+    settings.max_connections = 3;
+    settings.adaptive_concurrency = AdaptiveConcurrency{.sample_window = seconds(1)};
+    auto client = MakeClient(std::move(settings));
+    std::vector<std::future<Result<Response>>> calls;
+    for (int i = 0; i < 3; ++i)
+      calls.push_back(client->SendAsync(Request::Get("/" + std::to_string(i))));
+    ASSERT_TRUE(replicas[0]->WaitForRequests(requests += 3));
+    clock.Advance(seconds(1));  // the answers, and the window's end
+    int sent_back = 0;
+    for (auto& call : calls) {
+      auto response = call.get();
+      ASSERT_TRUE(response) << response.error().message();
+      sent_back += response->attempts - 1;
+    }
+    if (sent_back == 0) continue;  // the scenario did not happen
+    // One more call a window later: the window the burst's ends fell in
+    // is closed, whichever of them closed the one before.
+    auto next = client->SendAsync(Request::Get("/next"));
+    ASSERT_TRUE(replicas[0]->WaitForRequests(++requests));
+    clock.Advance(seconds(1));
+    ASSERT_TRUE(next.get());
+    EXPECT_GE(recorded.Value("outbound.concurrency.limit"), 20);  // the initial limit: not halved
+    return;
+  }
+  FAIL() << "in 20 bursts, none reached the connection before its handshake ended";
 }
 
 TEST_F(BalancingTest, AnEndpointThatRefusesIsEjectedWhileTheOthersServeEveryCall) {

@@ -408,6 +408,35 @@ TEST_F(DispatcherTest, WarmEndsAtItsDeadlineOnTheClock) {
   EXPECT_EQ(result.error().kind(), ErrorKind::kDeadline);
 }
 
+// Its end closes the connections opened for it and still idle: none
+// became usable, and one still opening would hold the carrier's one
+// opening slot.
+TEST_F(DispatcherTest, WarmsDeadlineClosesWhatItOpenedThatIsIdle) {
+  auto warmed = Warm(2s);
+  clock_.Advance(2s);
+  OnLoop([] {});
+  ASSERT_TRUE(Settled(warmed));
+  OnLoop([&] { EXPECT_EQ(carrier_->closed_idle.size(), 1u); });
+}
+
+// A connection became usable just before the deadline's task reached the
+// loop: Warm succeeded, and its deadline closes nothing.
+TEST_F(DispatcherTest, AWarmSettledJustBeforeItsDeadlineClosesNothing) {
+  auto warmed = Warm(2s);
+  std::promise<void> release;
+  loop_->Post([held = release.get_future().share()] { held.wait(); });
+  loop_->Post([&] {
+    carrier_->ready = true;
+    carrier_->dispatcher.ConnectionReady();
+  });
+  clock_.Advance(2s);  // the deadline's task goes to the loop behind both
+  release.set_value();
+  OnLoop([] {});
+  ASSERT_TRUE(Settled(warmed));
+  EXPECT_TRUE(warmed.get().has_value());
+  OnLoop([&] { EXPECT_TRUE(carrier_->closed_idle.empty()); });
+}
+
 TEST_F(DispatcherTest, WarmToAnUnreachableDependencyFailsAtOnce) {
   OnLoop([&] { carrier_->unreachable = "payments:8443 is not reachable on this network"; });
   auto warmed = Warm(5s);

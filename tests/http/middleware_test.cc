@@ -278,6 +278,28 @@ TEST_F(MiddlewareTest, AnAttemptMiddlewaresOwnFailureIsClassifiedAndRetried) {
   EXPECT_EQ(records[0].decision, retry::DecisionKind::kAgain);
 }
 
+// Its own refusal (a local quota) is no failure of the dependency's: the
+// call ends with it, nothing retried or counted.
+TEST_F(MiddlewareTest, AnAttemptMiddlewaresOwnRefusalEndsTheCallUncounted) {
+  Serve([&](const ServerRequest&) { return Reply::Ok(); });
+  class Quota final : public AttemptMiddleware {
+    std::optional<Result<Response>> OnRequest(OutgoingRequest&, const AttemptInfo&) override {
+      return Result<Response>(Fail(ErrorKind::kRejected, "over this process's quota"));
+    }
+  };
+  Settings settings = PaymentsSettings();
+  settings.attempt_middleware = {std::make_shared<Quota>()};
+  settings.breaker_policy.trip = [](const circuit::Counts& c) { return c.failures >= 1; };
+  auto client = MakeClient(std::move(settings));
+  auto response = client->Send(Request::Get("/"));
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kRejected);
+  EXPECT_EQ(response.error().message(), "payments:8443: over this process's quota");
+  EXPECT_EQ(Attempts().size(), 1u);
+  EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
+  EXPECT_EQ(server->request_count(), 0u);
+}
+
 TEST_F(MiddlewareTest, AMiddlewareThatThrowsEndsTheCallAndTheCallerGetsTheException) {
   Serve([&](const ServerRequest&) { return Reply::Ok(); });
   class Throws final : public AttemptMiddleware {

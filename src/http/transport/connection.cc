@@ -174,6 +174,7 @@ void Connection::Continue() {
 
 void Connection::Fail(ErrorKind kind, const std::string& why, bool cannot_improve) {
   if (state_ == State::kClosed) return;
+  closed_connecting_ = state_ == State::kConnecting;
   state_ = State::kClosed;
   close_kind_ = kind;
   close_reason_ = why;
@@ -312,13 +313,19 @@ void Connection::StartWaiting() {
   // last stream to end and then fail; and from one that opened as
   // HTTP/1.1 (a burst carried to it while its protocol was unknown),
   // else the burst would go one at a time where it may have a connection
-  // each.
+  // each; but for a body that can be read only once, which may wait its
+  // turn here and may not be sent again.
   if (waiting_.empty() || state_ != State::kOpen) return;
   bool going_away = !codec_->Reusable();
   if (!going_away && protocol_ != Protocol::kHttp11) return;
   std::vector<Exchange*> waiting;
   waiting.swap(waiting_);
   for (Exchange* exchange : waiting) {
+    const CallRequest& request = *exchange->request;
+    if (!going_away && !request.replayable && request.body_source.pipe == nullptr) {
+      waiting_.push_back(exchange);
+      continue;
+    }
     exchange->connection = nullptr;
     AttemptOutcome outcome =
         Failed(ErrorKind::kTransport,

@@ -82,6 +82,9 @@ class Connection final : private CodecEvents {
   const SocketAddress* address() const {
     return next_address_ == 0 ? nullptr : &addresses_[next_address_ - 1];
   }
+  // Whether it closed while still connecting to address(): its SYN
+  // unanswered (or refused), as a black hole's is.
+  bool closed_connecting() const { return closed_connecting_; }
   Protocol protocol() const { return protocol_; }
   bool opening() const { return state_ < State::kOpen; }
   bool closed() const { return state_ == State::kClosed; }
@@ -160,6 +163,7 @@ class Connection final : private CodecEvents {
   std::vector<Exchange*> waiting_;
   std::vector<SocketAddress> addresses_;
   std::size_t next_address_ = 0;
+  bool closed_connecting_ = false;
   std::uint32_t watched_ = 0;
   bool handshake_wants_write_ = false;
   bool write_wants_read_ = false;  // TLS: SSL_write needs a read first

@@ -447,9 +447,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   }
 
   // Dials the name's addresses in their order, but the one whose last
-  // connection closed before it could be used (its SYN unanswered, its
-  // handshake silent) goes last: a dead first address would otherwise take
-  // every attempt's time while the next one was never tried.
+  // connection closed while still connecting (its SYN unanswered, as a
+  // black hole's) goes last until it answers: a dead first address would
+  // otherwise take every attempt's time while the next was never tried.
   void Dial(Connection& connection, std::vector<SocketAddress> addresses) {
     if (unusable_) {
       std::stable_partition(addresses.begin(), addresses.end(),
@@ -489,6 +489,10 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   }
 
   void ConnectionReady(Connection& connection) override {
+    // It answers after all.
+    if (unusable_ && connection.address() != nullptr && *connection.address() == *unusable_) {
+      unusable_.reset();
+    }
     ArmAgeTimer(connection);
     dispatcher_.ConnectionReady();
   }
@@ -498,7 +502,12 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   void ArmAgeTimer(const Connection& connection) {
     if (!max_age_) return;
     double factor = 1 - kMaxConnectionAgeJitter + 2 * kMaxConnectionAgeJitter * random_.Uniform();
-    auto age = std::chrono::duration_cast<Duration>(*max_age_ * factor);
+    // In double, clamped: an age near Duration::max() (no limit) times a
+    // factor over 1 would not fit.
+    double nanos = static_cast<double>(max_age_->count()) * factor;
+    Duration age = nanos >= static_cast<double>(Duration::max().count())
+                       ? Duration::max()
+                       : Duration(static_cast<Duration::rep>(nanos));
     std::weak_ptr<const char> alive = alive_;
     // The timer fires on the clock's thread; the drain runs on the loop.
     auto drain = [loop = loop_, alive, this, id = connection.id()] {
@@ -530,7 +539,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
       DialFailed(*of->second);
     }
     endpoint_of_.erase(connection.id());
-    if (!connection.was_ready() && connection.address() != nullptr) {
+    if (connection.closed_connecting() && connection.address() != nullptr) {
       unusable_ = *connection.address();
     }
     bool first = graveyard_.empty();
@@ -569,8 +578,8 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   Random& random_;
   const Network& network_;
   std::optional<Duration> max_age_;  // Settings::max_connection_age
-  // The address whose last connection closed before it could be used:
-  // dialled last (Dial).
+  // The address whose last connection closed while connecting: dialled
+  // last (Dial) until a connection to it is ready.
   std::optional<SocketAddress> unusable_;
   std::optional<Balancing> balancing_;  // Settings::balancing
   std::size_t max_connections_;
