@@ -471,6 +471,7 @@ class RetryingRequest final : public Cancellable,
   // What is left of the Retry-After a failure that waited for a hedge in
   // flight asked for (zero if none). Under mu_.
   Duration HeldRetryAfter() const {
+    if (held_until_ == TimePoint{}) return Duration::zero();  // none: no clock read
     return std::max(Duration::zero(), held_until_ - options_.clock->Now());
   }
 
