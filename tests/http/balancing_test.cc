@@ -121,20 +121,43 @@ TEST_F(BalancingTest, OnHttp11EachEndpointHasAPoolOfItsOwnWithinMaxConnections) 
   }
 }
 
+// A burst of calls to one HTTP/1.1 replica, reached before the client
+// knows the protocol: the replica answers each a second after it came,
+// with its target (or its body), and the client may have three
+// connections.
+class Http11BurstTest : public BalancingTest {
+ protected:
+  Http11BurstTest() {
+    StartReplica(
+        [this](const ServerRequest& r) {
+          return Reply::Ok(echo_body ? r.body : r.target).DelayHeaders(seconds(1));
+        },
+        {"http/1.1"});
+    Name({replicas[0]->port()});
+  }
+  Settings ThreeConnections() {
+    Settings settings = BalancedSettings();
+    settings.max_connections = 3;
+    return settings;
+  }
+  // Three GETs of "/0", "/1" and "/2", at once.
+  std::vector<std::future<Result<Response>>> Burst(Client& client) {
+    std::vector<std::future<Result<Response>>> calls;
+    for (int i = 0; i < 3; ++i) {
+      calls.push_back(client.SendAsync(Request::Get("/" + std::to_string(i))));
+    }
+    return calls;
+  }
+  std::atomic<bool> echo_body{false};
+};
+
 // A burst carried to an endpoint's first connection while its protocol
 // was unknown: once it opens as HTTP/1.1 (one request at a time), the rest
 // go back and open connections of their own, within max_connections,
 // rather than wait their turn on the first one.
-TEST_F(BalancingTest, ABurstBeforeTheFirstHttp11HandshakeGetsAConnectionEach) {
-  StartReplica([](const ServerRequest& r) { return Reply::Ok(r.target).DelayHeaders(seconds(1)); },
-               {"http/1.1"});
-  Name({replicas[0]->port()});
-  Settings settings = BalancedSettings();
-  settings.max_connections = 3;
-  auto client = MakeClient(std::move(settings));
-  std::vector<std::future<Result<Response>>> calls;
-  for (int i = 0; i < 3; ++i)
-    calls.push_back(client->SendAsync(Request::Get("/" + std::to_string(i))));
+TEST_F(Http11BurstTest, ABurstBeforeTheFirstHandshakeGetsAConnectionEach) {
+  auto client = MakeClient(ThreeConnections());
+  auto calls = Burst(*client);
   ASSERT_TRUE(replicas[0]->WaitForRequests(3)) << "the burst waits its turn on one connection";
   EXPECT_EQ(replicas[0]->connections_opened(), 3);
   clock.Advance(seconds(1));
@@ -152,13 +175,9 @@ TEST_F(BalancingTest, ABurstBeforeTheFirstHttp11HandshakeGetsAConnectionEach) {
 // Bodies that can be read only once are not sent back from the busy
 // HTTP/1.1 connection (they may not be sent again): they wait their turn
 // on it, and each is sent there, once.
-TEST_F(BalancingTest, ABurstOfBodiesReadOnceWaitsItsTurnOnTheFirstHttp11Connection) {
-  StartReplica([](const ServerRequest& r) { return Reply::Ok(r.body).DelayHeaders(seconds(1)); },
-               {"http/1.1"});
-  Name({replicas[0]->port()});
-  Settings settings = BalancedSettings();
-  settings.max_connections = 3;
-  auto client = MakeClient(std::move(settings));
+TEST_F(Http11BurstTest, BodiesReadOnceWaitTheirTurnOnTheFirstConnection) {
+  echo_body = true;
+  auto client = MakeClient(ThreeConnections());
   std::vector<std::future<Result<Response>>> calls;
   for (int i = 0; i < 3; ++i) {
     auto once = std::make_shared<std::string>("body " + std::to_string(i));
@@ -188,21 +207,15 @@ TEST_F(BalancingTest, ABurstOfBodiesReadOnceWaitsItsTurnOnTheFirstHttp11Connecti
 // Whether the burst reaches the connection before its handshake ends is
 // the machine's timing: a burst that did not is tried again, with a new
 // client, a few times.
-TEST_F(BalancingTest, AnAttemptSentBackUnsentIsNoDropForAdaptiveConcurrency) {
-  StartReplica([](const ServerRequest& r) { return Reply::Ok(r.target).DelayHeaders(seconds(1)); },
-               {"http/1.1"});
-  Name({replicas[0]->port()});
+TEST_F(Http11BurstTest, AnAttemptSentBackUnsentIsNoDropForAdaptiveConcurrency) {
   std::size_t requests = 0;
   for (int round = 0; round < 20; ++round) {
     testing::InMemoryTelemetry recorded{DefaultRandom()};
     runtime.telemetry = recorded.telemetry();
-    Settings settings = BalancedSettings();
-    settings.max_connections = 3;
+    Settings settings = ThreeConnections();
     settings.adaptive_concurrency = AdaptiveConcurrency{.sample_window = seconds(1)};
     auto client = MakeClient(std::move(settings));
-    std::vector<std::future<Result<Response>>> calls;
-    for (int i = 0; i < 3; ++i)
-      calls.push_back(client->SendAsync(Request::Get("/" + std::to_string(i))));
+    auto calls = Burst(*client);
     ASSERT_TRUE(replicas[0]->WaitForRequests(requests += 3));
     clock.Advance(seconds(1));  // the answers, and the window's end
     int sent_back = 0;
