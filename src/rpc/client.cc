@@ -83,12 +83,17 @@ Result<std::unique_ptr<Client>> Client::Create(const Runtime& runtime, Settings 
   impl->receive_limit = settings.max_receive_message_bytes;
   impl->send_limit = settings.max_send_message_bytes;
   impl->gzip = settings.gzip_requests;
-  impl->non_idempotent = std::move(settings.non_idempotent_methods);
+  // Kept without the leading '/', so that a method the caller names without
+  // it (as grpc-java spells a full name; CallRequest adds the '/') is found.
+  for (std::string& method : settings.non_idempotent_methods) {
+    impl->non_idempotent.push_back(method.substr(1));
+  }
   std::sort(impl->non_idempotent.begin(), impl->non_idempotent.end());
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
 bool Client::Impl::Idempotent(std::string_view method) const {
+  if (!method.empty() && method.front() == '/') method.remove_prefix(1);
   return !std::binary_search(non_idempotent.begin(), non_idempotent.end(), method);
 }
 

@@ -26,7 +26,7 @@ struct Client::Impl {
   std::size_t receive_limit = 0;
   std::size_t send_limit = 0;
   bool gzip = false;
-  std::vector<std::string> non_idempotent;  // sorted
+  std::vector<std::string> non_idempotent;  // sorted, each without its leading '/'
 };
 
 }  // namespace outbound::rpc

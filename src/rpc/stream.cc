@@ -60,6 +60,10 @@ struct Shared {
       std::lock_guard lock(mu);
       result = std::move(answer);
       thrown = thrown_by;
+      // Read here, on the thread that feeds it: a ReadAsync handler that
+      // cancels the call ends it inside Feed, which may go on to fail the
+      // rest of that piece while the caller's Finish reads.
+      framing = deframer.status();
       ended = true;
       read = std::exchange(waiting_read, nullptr);
       changed.notify_all();
@@ -84,9 +88,10 @@ struct Shared {
   // so the server can end the call.
   bool discarding = false;
   const std::shared_ptr<http::ReceiveWindow> window = std::make_shared<http::ReceiveWindow>();
-  // Fed on the core's thread only, until `ended`; read by the caller after.
+  // Fed and read on the core's thread only.
   internal::Deframer deframer;
   bool ended = false;
+  Status framing;  // the Deframer's status as the call ended
   std::optional<Result<http::Response>> result;
   std::exception_ptr thrown;
   // A ReadAsync waiting for a message (none was unread when it came).
@@ -251,10 +256,10 @@ Status Stream::Finish() {
   if (result) impl.trailers = internal::TrailersOf(*result);
   if (local) {
     impl.status = *local;
-  } else if (!impl.shared->deframer.status().ok()) {
+  } else if (!impl.shared->framing.ok()) {
     // A malformed message ended the call (DeframingSink): the Deframer
     // has its exact code.
-    impl.status = impl.shared->deframer.status();
+    impl.status = impl.shared->framing;
   } else {
     impl.status = internal::StatusOf(result);
   }

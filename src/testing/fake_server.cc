@@ -272,6 +272,7 @@ int FakeServer::connections_opened() const { return impl_->Read(&Impl::opened); 
 int FakeServer::connections_open() const { return impl_->Read(&Impl::open); }
 
 int FakeServer::streams_reset_by_client() const { return impl_->Read(&Impl::client_resets); }
+int FakeServer::pings_from_client() const { return impl_->Read(&Impl::client_pings); }
 
 std::uint64_t FakeServer::raw_frames_written() const {
   std::lock_guard lock(impl_->mu);

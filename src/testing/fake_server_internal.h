@@ -99,6 +99,7 @@ struct FakeServer::Impl {
   int opened = 0;
   int open = 0;
   int client_resets = 0;
+  int client_pings = 0;
   std::uint64_t raw_frames = 0;
   std::uint64_t events = 0;  // moves on with every record, for WaitFor
 

@@ -117,6 +117,9 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     if (frame->hd.type == NGHTTP2_RST_STREAM) {
       self.server_.Record([&] { ++self.server_.client_resets; });
     }
+    if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
+      self.server_.Record([&] { ++self.server_.client_pings; });
+    }
     bool request_done = (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
                         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
     auto it = self.streams_.find(frame->hd.stream_id);

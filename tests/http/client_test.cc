@@ -502,6 +502,40 @@ TEST_F(ClientH2Test, AConnectionThatAnswersNoPingTakesNoNewCall) {
   EXPECT_EQ(requests[1].connection_id, 2);
 }
 
+// gRPC servers count a PING that comes while they write nothing as a strike
+// and close the connection at the third: so an attempt cancelled on a quiet
+// connection asks whether anyone is there once, not again until the server
+// sends HEADERS or DATA.
+TEST_F(ClientH2Test, AQuietConnectionIsProbedOnceUntilTheServerSendsAgain) {
+  Serve([](const ServerRequest& r) { return r.target == "/ok" ? Reply::Ok("ok") : Reply::Hang(); });
+  Settings settings = PaymentsSettings();
+  settings.max_attempts = 1;
+  settings.attempt_timeout = seconds(2);
+  auto client = MakeClient(settings);
+  int timed_out_calls = 0;
+  auto time_out_one = [&] {
+    std::size_t before = server->request_count();
+    auto call = client->SendAsync(Request::Get("/hang"));
+    ASSERT_TRUE(server->WaitForRequests(before + 1));
+    ASSERT_TRUE(clock.WaitForTimers(2));  // the deadline, and the attempt's timeout
+    clock.Advance(settings.attempt_timeout);
+    auto timed_out = call.get();
+    ASSERT_FALSE(timed_out);
+    EXPECT_EQ(timed_out.error().kind(), ErrorKind::kDeadline);
+    // Its RST_STREAM, and the PING if one went with it, have arrived.
+    ++timed_out_calls;
+    ASSERT_TRUE(server->WaitFor(
+        [&](const FakeServer& s) { return s.streams_reset_by_client() == timed_out_calls; }));
+  };
+  for (int i = 0; i < 4; ++i) time_out_one();
+  EXPECT_EQ(server->pings_from_client(), 1);
+  auto ok = client->Send(Request::Get("/ok"));
+  ASSERT_TRUE(ok) << ok.error().message();
+  time_out_one();
+  EXPECT_EQ(server->pings_from_client(), 2);
+  EXPECT_EQ(server->connections_opened(), 1);
+}
+
 TEST_F(ClientH2Test, A503WithALargeBodyIsReturnedAfterOneAttempt) {
   Serve([](const ServerRequest&) { return Reply::Status(503, std::string(1 << 20, 'x')); });
   auto client = MakeClient();

@@ -143,6 +143,16 @@ TEST_F(BeyondRetriesRpcTest, ANonIdempotentMethodSaysUnsafe) {
   EXPECT_EQ(Counted("stopped", "unsafe"), 1);
 }
 
+// grpc-java spells a full name without its leading '/' ("pkg.Service/Method");
+// the request's path gains it, and so must the lookup of the method's safety.
+TEST_F(BeyondRetriesRpcTest, ANonIdempotentMethodNamedWithoutItsSlashIsStillSentOnce) {
+  AnswerWith(14);
+  auto client = Make();
+  EXPECT_EQ(Drive(*client, std::string_view(kCharge).substr(1)).status.code, Code::kUnavailable);
+  EXPECT_EQ(transport_.request_count(), 1U);
+  EXPECT_EQ(SpanReasons(), std::vector<std::string>{"unsafe"});
+}
+
 TEST_F(BeyondRetriesRpcTest, ASuccessAndAStatusTheClassifierStopsOnSaySo) {
   auto client = Make();
   EXPECT_TRUE(Drive(*client, kGet).status.ok());

@@ -140,9 +140,9 @@ struct Settings {
   Duration timeout = std::chrono::seconds(10);
 
   // Bounds each attempt, as http::Settings::attempt_timeout does: from when
-  // it is handed to a connection (for a client stream, from when the
-  // request stream ends) to the response's headers, which a gRPC server
-  // sends with its first message or its status. An attempt it cuts ends
+  // it is handed to a connection to the response's headers, which a gRPC
+  // server sends with its first message or its status. Not a stream's
+  // (Client::OpenStream): once open, only its Context's deadline bounds it. An attempt it cuts ends
   // UNAVAILABLE ("no response headers within the attempt timeout"), which
   // classify sees and DefaultClassify retries (elsewhere, with balancing),
   // so a replica that hangs costs a call one attempt timeout, not its

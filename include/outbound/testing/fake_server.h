@@ -305,6 +305,8 @@ class FakeServer {
   int connections_open() const;
   // HTTP/2 RST_STREAM frames the client sent.
   int streams_reset_by_client() const;
+  // HTTP/2 PING frames the client sent (not its acknowledgements of ours).
+  int pings_from_client() const;
   // Frames written raw for Reply::Frames and Reply::Flood, on every
   // connection: how a test knows a flood is under way.
   std::uint64_t raw_frames_written() const;

@@ -180,9 +180,10 @@ bool H2Session::Cancel(Exchange& exchange) {
   room_changed_ = true;
   // Is anyone there? (Degraded)
   TimePoint now = clock_.Now();
-  if (!ping_sent_ && now - last_heard_ >= kQuietBeforePing &&
+  if (may_probe_ && !ping_sent_ && now - last_heard_ >= kQuietBeforePing &&
       nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr) == 0) {
     ping_sent_ = now;
+    may_probe_ = false;
   }
   return true;
 }
@@ -396,6 +397,7 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
       return 0;
     case NGHTTP2_HEADERS:
     case NGHTTP2_DATA:
+      self.may_probe_ = true;
       break;
     default:
       return 0;

@@ -158,6 +158,11 @@ class H2Session final : public Codec {
   bool Degraded() const { return ping_sent_ && clock_.Now() - *ping_sent_ >= kPongTimeout; }
   TimePoint last_heard_;                // when the server's last bytes came
   std::optional<TimePoint> ping_sent_;  // a PING awaits its ACK since then
+  // One probe until the server sends HEADERS or DATA again: gRPC servers
+  // (grpc-go, grpc-core) count each PING that comes while they write nothing
+  // as a strike and, at the third, close the connection with GOAWAY
+  // ENHANCE_YOUR_CALM "too_many_pings", failing every call on it.
+  bool may_probe_ = true;
 };
 
 }  // namespace outbound::http::internal::transport
