@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbound/config/http_settings.h"
 
+#include <algorithm>
+
 #include "outbound/internal/ascii.h"
 #include "parsers.h"
 
@@ -198,6 +200,11 @@ void ReadBalancing(Resolver& r, const std::string& prefix,
   b.outlier_detection.base_ejection =
       r.Get(name("OUTLIER_BASE_EJECTION"), Parser<Duration>(ParseDuration),
             std::optional(b.outlier_detection.base_ejection));
+  // No variable sets the longest ejection: one base ejection longer than
+  // it (5 min by default) raises it, rather than fail a check that no
+  // variable could satisfy.
+  b.outlier_detection.max_ejection =
+      std::max(b.outlier_detection.max_ejection, b.outlier_detection.base_ejection);
   if (auto ok = http::CheckBalancing(b); !ok) {
     std::string named;
     for (const char* field : kBalancingFields) named += (named.empty() ? "" : ", ") + name(field);

@@ -238,6 +238,9 @@ struct RuntimeFile::State {
   // is logged (once per content or reason).
   Result<void> Reload(bool log) {
     std::lock_guard lock(mu);
+    // The timer's callback may have begun as ~RuntimeFile stopped it: a
+    // stopped watch reads nothing, logs nothing and applies nothing.
+    if (stopped) return seen_result;
     Result<std::string> bytes = ReadFile(path);
     if (bytes && seen && *bytes == *seen) return seen_result;
     Result<Entries> parsed = bytes ? Parse(*bytes) : Result<Entries>(tl::unexpected(bytes.error()));

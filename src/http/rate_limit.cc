@@ -68,6 +68,7 @@ class RateLimiter final : public RateLimitLayer {
     if (!on_.load(std::memory_order_relaxed)) return Pass(call);
     TimePoint now = clock_.Now();
     Duration wait{0};
+    double wait_ns = 0;  // in double: at a tiny rate (1e-11/s) it fits no Duration
     bool too_late = false;
     {
       std::lock_guard lock(mu_);
@@ -76,19 +77,20 @@ class RateLimiter final : public RateLimitLayer {
       if (limit_) {
         Refill(now);
         if (tokens_ < 1) {
-          wait = Duration(static_cast<Duration::rep>(std::ceil((1 - tokens_) / rate_ * 1e9)));
-          too_late = wait > call->deadline() - now;
+          wait_ns = std::ceil((1 - tokens_) / rate_ * 1e9);
+          too_late = wait_ns > static_cast<double>((call->deadline() - now).count());
+          if (!too_late) wait = Duration(static_cast<Duration::rep>(wait_ns));
         }
         if (!too_late) tokens_ -= 1;  // a reservation when it goes below zero
       }
     }
     if (too_late) {
       CallOutcome outcome;
-      outcome.result = Fail(
-          ErrorKind::kDeadline,
-          "the rate limit's wait (" +
-              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()) +
-              "ms) would end after the call's deadline: nothing was sent");
+      outcome.result =
+          Fail(ErrorKind::kDeadline,
+               "the rate limit's wait (" +
+                   std::to_string(static_cast<std::int64_t>(std::min(wait_ns / 1e6, 9e18))) +
+                   "ms) would end after the call's deadline: nothing was sent");
       call->End(std::move(outcome));
       return;
     }

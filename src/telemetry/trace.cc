@@ -66,6 +66,9 @@ class RecordingSpan final : public Span {
     if (start.parent != nullptr && start.parent->trace_id.valid()) {
       data_.context.trace_id = start.parent->trace_id;
       data_.context.trace_state = start.parent->trace_state;
+      // Not sampled upstream: not here either, so the services after this
+      // one do not record a trace whose root recorded nothing.
+      data_.context.sampled = start.parent->sampled;
       data_.parent_span_id = start.parent->span_id;  // invalid: no parent
     } else {
       data_.context.trace_id = NewTraceId(random);

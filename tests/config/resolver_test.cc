@@ -310,6 +310,20 @@ TEST(ResolverTest, ABulkheadIsReadWithOrWithoutItsQueue) {
   EXPECT_EQ(read("0").second, "PAYMENTS_BULKHEAD: the calls in flight must be from 1 to 100000");
 }
 
+// No variable sets the longest ejection (5 min): a longer base ejection
+// raises it, and is not refused by a check no variable could satisfy.
+TEST(ResolverTest, ABaseEjectionLongerThanTheDefaultLongestRaisesIt) {
+  Resolver long_out(FromMap({{"PAYMENTS_URL", "http://payments:8080"},
+                             {"PAYMENTS_BALANCING", "on"},
+                             {"PAYMENTS_OUTLIER_BASE_EJECTION", "10m"}}));
+  http::Settings s = ReadHttpSettings(long_out, "PAYMENTS_", http::DefaultSettings());
+  ASSERT_TRUE(long_out.Finish()) << long_out.Finish().error().message();
+  ASSERT_TRUE(s.balancing);
+  EXPECT_EQ(s.balancing->outlier_detection.base_ejection, std::chrono::minutes(10));
+  EXPECT_EQ(s.balancing->outlier_detection.max_ejection, std::chrono::minutes(10));
+  EXPECT_TRUE(http::Validate(s)) << http::Validate(s).error().message();
+}
+
 TEST(ResolverTest, BalancingIsOnWithTheNameOrAListAndItsNumbersOnlyWhenOn) {
   Resolver listed(FromMap({{"PAYMENTS_URL", "http://payments:8080"},
                            {"PAYMENTS_ENDPOINTS", "10.0.0.7:8080,[::1]:8081"},

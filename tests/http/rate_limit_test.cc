@@ -79,6 +79,19 @@ TEST_F(RateLimitTest, ACallWhoseWaitWouldEndAfterItsDeadlineFailsAtOnce) {
   EXPECT_EQ(server->request_count(), 2u);
 }
 
+// A rate so small that the wait for a token fits no Duration (1e20 ns):
+// the wait is past any deadline, not a wrapped-around one that lets the
+// call through at once.
+TEST_F(RateLimitTest, AWaitTooLongForADurationIsPastTheDeadline) {
+  auto client = LimitedClient(WithRateLimit(1e-11));
+  ASSERT_TRUE(client->Send(Request::Get("/1")));
+  auto late = client->Send(Request::Get("/2"));
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().kind(), ErrorKind::kDeadline);
+  EXPECT_THAT(late.error().message(), HasSubstr("rate limit"));
+  EXPECT_EQ(server->request_count(), 1u);
+}
+
 TEST_F(RateLimitTest, ACallerWhoCancelsStopsWaitingAndGivesItsTokenBack) {
   auto client = LimitedClient(WithRateLimit(1));
   ASSERT_TRUE(client->Send(Request::Get("/1")));

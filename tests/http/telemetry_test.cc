@@ -351,6 +351,30 @@ TEST_F(TelemetryH2Test, EachAttemptSpanIsAChildOfItsOwnCallersSpanUnderConcurren
   }
 }
 
+// A caller's trace that upstream chose not to sample stays unsampled: the
+// attempt's span and the traceparent it sends say so (flags 00), so the
+// services after this one do not record a trace whose root recorded nothing.
+TEST_F(TelemetryH2Test, ACallersUnsampledTraceStaysUnsampled) {
+  std::string traceparent;
+  Serve([&](const ServerRequest& request) {
+    traceparent = request.header("traceparent");
+    return Reply::Ok();
+  });
+  auto client = MakeClient();
+  Request request = Request::Get("/");
+  auto caller =
+      telemetry::ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00");
+  ASSERT_TRUE(caller);
+  request.context.trace = *caller;
+  ASSERT_TRUE(client->Send(request));
+  auto spans = recorded.Spans(SpanKind::kClient);
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_FALSE(spans[0].context.sampled);
+  EXPECT_EQ(spans[0].context.trace_id, caller->trace_id);
+  EXPECT_EQ(traceparent, telemetry::FormatTraceparent(spans[0].context));
+  EXPECT_TRUE(traceparent.ends_with("-00")) << traceparent;
+}
+
 // A call made without a trace of the caller's is one trace all the same:
 // its first attempt starts it, and every later attempt joins it.
 TEST_F(TelemetryH2Test, WithoutACallersTraceACallsAttemptsShareOneTrace) {

@@ -102,6 +102,20 @@ TEST_F(OutboundCallTest, VerboseShowsEachAttemptsSpanAsTheServerSawIt) {
   EXPECT_NE(err.find("http.request.resend_count=1"), std::string::npos) << err;
 }
 
+// Names are the same in any case: --connect-to's HOST matches the URL's
+// host however either is written (it fell through to the system's DNS).
+TEST_F(OutboundCallTest, ConnectToMatchesTheHostInAnyCase) {
+  Serve([](const ServerRequest&) { return Reply::Ok("found"); });
+  std::string cafile = dir.Write("ca.pem", ca.pem());
+  CommandResult result =
+      RunCommand("env OUTBOUND_CA_FILE=" + cafile + " " + kOutbound +
+                 " call --connect-to PayMents:8443:127.0.0.1:" + std::to_string(server->port()) +
+                 " https://payments:8443/ 2>" + err_path);
+  EXPECT_EQ(result.exit_code, 0) << Stderr();
+  EXPECT_EQ(result.output, "found");
+  EXPECT_EQ(server->request_count(), 1u);
+}
+
 TEST_F(OutboundCallTest, FailExits22OnAnErrorStatus) {
   Serve([](const ServerRequest&) { return Reply::Status(404, "no such charge"); });
   EXPECT_EQ(Call("/charges/9", "--fail").exit_code, 22);

@@ -53,7 +53,10 @@ bool ConnectToNetwork::Add(const std::string& spec) {
   auto second = spec.find(':', first + 1);
   auto last = spec.rfind(':');
   if (second == std::string::npos || last <= second) return false;
+  // Lower case, as the URL's host is by the time it is resolved: names are
+  // the same in any case.
   std::string host = spec.substr(0, first);
+  for (char& c : host) c = outbound::internal::AsciiLower(c);
   std::string address = spec.substr(second + 1, last - second - 1);
   if (address.size() > 2 && address.front() == '[' && address.back() == ']') {
     address = address.substr(1, address.size() - 2);

@@ -45,6 +45,7 @@
 //   OUTLIER_CONSECUTIVE_FAILURES  failures in a row that eject an endpoint
 //                              (0: never)
 //   OUTLIER_BASE_EJECTION      a duration: the first ejection's length
+//                              (the longest is 5 min, or this if longer)
 //
 // Any other variable under PREFIX is an error that Finish names, with the
 // variable it most likely misspells ("PAYMENTS_TIMOUT: not a setting; did

@@ -44,6 +44,7 @@
 //   OUTLIER_CONSECUTIVE_FAILURES  failures in a row that eject an endpoint
 //                              (0: never)
 //   OUTLIER_BASE_EJECTION      a duration: the first ejection's length
+//                              (the longest is 5 min, or this if longer)
 //   HEDGING                    "on" or "off": a hedge after a delay for
 //                              requests safe to send twice (docs/beyond-retries.md)
 //   HEDGING_DELAY              a duration, 1ms to 1h (100ms)

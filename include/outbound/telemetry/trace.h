@@ -125,8 +125,10 @@ class SpanProcessor {
   virtual void OnEnd(SpanData&& span) = 0;
 };
 
-// The library's tracer: every span is recorded (sampled) and handed to
-// `processor` when it ends. Both references must outlive the tracer.
+// The library's tracer: every span is recorded and handed to `processor`
+// when it ends. A span is sampled unless its parent is not: then neither
+// it (context().sampled) nor the traceparent it sends on is, and the
+// processor may drop it. Both references must outlive the tracer.
 class RecordingTracer final : public Tracer {
  public:
   RecordingTracer(Random& random, SpanProcessor& processor)
