@@ -293,7 +293,8 @@ void CheckBackoff(Resolver& r, const std::string& prefix, Duration base, Duratio
   }
 }
 
-void ReadHedging(Resolver& r, const std::string& prefix, std::optional<http::Hedging>& hedging) {
+void ReadHedging(Resolver& r, const std::string& prefix, int max_attempts,
+                 std::optional<http::Hedging>& hedging) {
   auto name = [&](const char* field) { return prefix + field; };
   // HEDGING turns it on; each of its numbers has its own variable, refused
   // while it is off (it would be ignored), as ADAPTIVE_CONCURRENCY's.
@@ -309,6 +310,11 @@ void ReadHedging(Resolver& r, const std::string& prefix, std::optional<http::Hed
       }
     }
     return;
+  }
+  // A hedge is one of the call's attempts: with one, hedging would never send one.
+  if (max_attempts == 1) {
+    r.Fail(name("HEDGING") + ": on, but " + name("MAX_ATTEMPTS") +
+           " is 1 and a hedge is an attempt: raise it, or set HEDGING off");
   }
   http::Hedging h = hedging.value_or(http::Hedging{});
   h.delay = r.Get(name(numbers[0]), Parser<Duration>(ParseDuration), std::optional(h.delay));
@@ -382,7 +388,7 @@ http::Settings ReadHttpSettings(Resolver& r, const std::string& prefix, http::Se
            ": the library has one transport now (libcurl was removed); unset it");
   }
   internal::ReadCallLimits(r, prefix, s.rate_limit, s.bulkhead, s.adaptive_concurrency);
-  internal::ReadHedging(r, prefix, s.hedging);
+  internal::ReadHedging(r, prefix, s.max_attempts, s.hedging);
   s.faults.enabled =
       r.Get(name("FAULTS"), Parser<bool>(ParseOnOff), std::optional(d.faults.enabled));
   s.gzip = r.Get(name("GZIP"), Parser<bool>(ParseOnOff), std::optional(d.gzip));

@@ -107,8 +107,10 @@ void ReadCallLimits(Resolver& r, const std::string& prefix,
                     std::optional<http::Bulkhead>& bulkhead,
                     std::optional<http::AdaptiveConcurrency>& adaptive);
 // Hedging, which HTTP and gRPC settings both have (PREFIX_HEDGING*), read
-// over what it holds: http_settings.cc.
-void ReadHedging(Resolver& r, const std::string& prefix, std::optional<http::Hedging>& hedging);
+// over what it holds, and refused beside a MAX_ATTEMPTS of 1 (no hedge
+// could go): http_settings.cc.
+void ReadHedging(Resolver& r, const std::string& prefix, int max_attempts,
+                 std::optional<http::Hedging>& hedging);
 
 // The backoff's base at most its maximum, which HTTP and gRPC settings
 // both ask, judged on the values read (a base set over the default

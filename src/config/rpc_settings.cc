@@ -132,7 +132,7 @@ rpc::Settings ReadRpcSettings(Resolver& r, const std::string& prefix, rpc::Setti
             Check<std::optional<Duration>>(rpc::CheckAttemptTimeout));
   internal::ReadCallLimits(r, prefix, s.rate_limit, s.bulkhead, s.adaptive_concurrency);
   internal::ReadBalancing(r, prefix, s.balancing);
-  internal::ReadHedging(r, prefix, s.hedging);
+  internal::ReadHedging(r, prefix, s.max_attempts, s.hedging);
   internal::CheckBackoff(r, prefix, s.backoff_base, s.backoff_max);
 
   // No scheme says TLS or plain text here, as an http or https URL does:

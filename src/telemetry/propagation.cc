@@ -118,8 +118,11 @@ std::optional<SpanContext> ParseTraceparent(std::string_view traceparent,
 
 std::string FormatBaggage(const Baggage& baggage) {
   std::string header;
+  std::size_t members = 0;
   for (const BaggageEntry& entry : baggage) {
     if (!IsToken(entry.key)) continue;
+    if (members == kMaxBaggageMembers) break;
+    std::size_t before = header.size();
     if (!header.empty()) header += ',';
     header += entry.key;
     header += '=';
@@ -139,6 +142,13 @@ std::string FormatBaggage(const Baggage& baggage) {
       header += ';';
       header += entry.properties;
     }
+    // Whole members only: one that would pass the bound is left out, and
+    // so is every later one, which would reorder what the caller gave.
+    if (header.size() > kMaxBaggageBytes) {
+      header.resize(before);
+      break;
+    }
+    ++members;
   }
   return header;
 }

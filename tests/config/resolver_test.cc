@@ -461,6 +461,16 @@ TEST(ResolverTest, HedgingIsOnWithItsNumbersOrOffWithNone) {
   ASSERT_TRUE(unset.Finish());
   EXPECT_FALSE(s.hedging);
 
+  // A hedge is an attempt: with MAX_ATTEMPTS=1 none could go.
+  Resolver single(FromMap({{"PAYMENTS_URL", "http://payments:8080"},
+                           {"PAYMENTS_HEDGING", "on"},
+                           {"PAYMENTS_MAX_ATTEMPTS", "1"}}));
+  (void)ReadHttpSettings(single, "PAYMENTS_", http::DefaultSettings());
+  ASSERT_FALSE(single.Finish());
+  EXPECT_EQ(single.Finish().error().message(),
+            "PAYMENTS_HEDGING: on, but PAYMENTS_MAX_ATTEMPTS is 1 and a hedge is an attempt: "
+            "raise it, or set HEDGING off");
+
   // A number beside hedging that is off would be ignored.
   Resolver off(
       FromMap({{"PAYMENTS_URL", "http://payments:8080"}, {"PAYMENTS_HEDGING_DELAY", "40ms"}}));

@@ -73,4 +73,24 @@ TEST(BaggageTest, SkipsMalformedMembersAndKeysThatAreNotTokens) {
 }
 
 }  // namespace
+// W3C Baggage: a platform passes on at most 180 members and 8192 bytes,
+// whole members only (a server may refuse a request whose headers are too
+// large, failing the call for a header it did not need).
+TEST(BaggageTest, AtMost180MembersAnd8192BytesOfWholeMembersGoOn) {
+  Baggage many;
+  for (int i = 0; i < 200; ++i) many.push_back({"k" + std::to_string(i), "v", ""});
+  Baggage sent = ParseBaggage(FormatBaggage(many));
+  ASSERT_EQ(sent.size(), kMaxBaggageMembers);
+  EXPECT_EQ(sent.back().key, "k179");
+
+  Baggage large;
+  for (int i = 0; i < 10; ++i)
+    large.push_back({"k" + std::to_string(i), std::string(1000, 'x'), ""});
+  std::string header = FormatBaggage(large);
+  EXPECT_LE(header.size(), kMaxBaggageBytes);
+  Baggage kept = ParseBaggage(header);
+  ASSERT_EQ(kept.size(), 8u);  // 8 members of 1 003 bytes and 7 commas; a 9th would pass
+  EXPECT_EQ(kept.back(), large[7]);
+}
+
 }  // namespace outbound::telemetry

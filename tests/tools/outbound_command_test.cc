@@ -195,6 +195,16 @@ TEST_F(OutboundCallTest, DataMakesAPostUnlessTheMethodIsNamed) {
   EXPECT_EQ(requests[1].body, "q=1");
 }
 
+// A directory opens as a file that reads nothing: -d @DIR is refused, not
+// sent as an empty body.
+TEST_F(OutboundCallTest, DataFromADirectoryIsAUsageError) {
+  Serve([](const ServerRequest&) { return Reply::Ok(); });
+  CommandResult result = Call("/", "-d @" + Path(""));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(Stderr().find("is a directory"), std::string::npos) << Stderr();
+  EXPECT_EQ(server->request_count(), 0u);
+}
+
 TEST_F(OutboundCallTest, BadVariablesAreAllNamedAndExit78) {
   Serve([](const ServerRequest&) { return Reply::Ok(); });
   CommandResult result = Call("/", "", "OUTBOUND_TIMEOUT=soon OUTBOUND_MAX_ATTEMPTS=0");

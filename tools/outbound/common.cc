@@ -2,6 +2,7 @@
 #include "common.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -281,6 +282,12 @@ std::optional<std::string> ReadData(const std::string& data, std::string* proble
   if (path == "-") {
     bytes << std::cin.rdbuf();
     return bytes.str();
+  }
+  // A directory opens as a file that reads nothing: it would go as an empty body.
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) {
+    *problem = "cannot read " + path + ": it is a directory";
+    return std::nullopt;
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {

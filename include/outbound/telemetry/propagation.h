@@ -10,6 +10,7 @@
 #ifndef OUTBOUND_TELEMETRY_PROPAGATION_H_
 #define OUTBOUND_TELEMETRY_PROPAGATION_H_
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,10 +40,18 @@ struct BaggageEntry {
 // What a call carries to its dependency besides its trace context.
 using Baggage = std::vector<BaggageEntry>;
 
+// W3C Baggage's bounds on what a platform must pass on: members, and
+// bytes of the header's value.
+inline constexpr std::size_t kMaxBaggageMembers = 180;
+inline constexpr std::size_t kMaxBaggageBytes = 8192;
+
 // The value of a `baggage` header: values percent-encoded, members joined
 // with ",". Members whose key is not a token are left out, and so are
 // properties holding a "," (it would start a member of its own) or a
-// control character: the member goes without them.
+// control character: the member goes without them. At most
+// kMaxBaggageMembers members and kMaxBaggageBytes bytes, whole members
+// only: the first member that would pass either bound ends the value (a
+// server may refuse a request whose headers are too large).
 std::string FormatBaggage(const Baggage& baggage);
 
 // The members of a `baggage` header value, values percent-decoded;
