@@ -613,6 +613,17 @@ TEST(OutboundCommandTest, NumbersThatDoNotReadWholeAreUsageErrors) {
   EXPECT_NE(bare.output.find("--seconds needs a value"), std::string::npos) << bare.output;
 }
 
+// A bad port in the command line's URL is a usage error in the URL's own
+// words, not a bad variable (78) naming a field the user never wrote.
+TEST(OutboundCommandTest, APortOutOfRangeInTheUrlIsAUsageError) {
+  for (const char* line : {" call https://payments:99999/", " bench -n 1 https://payments:0/"}) {
+    CommandResult result = RunCommand(kOutbound + line + " 2>&1");
+    EXPECT_EQ(result.exit_code, 2) << line << ": " << result.output;
+    EXPECT_NE(result.output.find("port"), std::string::npos) << result.output;
+    EXPECT_EQ(result.output.find("Settings."), std::string::npos) << result.output;
+  }
+}
+
 TEST(OutboundCommandTest, AnFtpUrlIsAUsageError) {
   CommandResult result = RunCommand(kOutbound + " call ftp://files:21/a 2>&1");
   EXPECT_EQ(result.exit_code, 2);

@@ -275,6 +275,11 @@ TEST_F(OutboundGrpcCallTest, OptionsOfAnHttpCallAndBadUrlsAreUsageErrors) {
   EXPECT_NE(Stderr().find("its path must be /package.Service/Method"), std::string::npos)
       << Stderr();
   EXPECT_EQ(Run("call -d @" + Path("missing.bin") + " " + Url(server)).exit_code, 2);
+  // A port out of range is the URL's mistake, not a variable's (78).
+  EXPECT_EQ(Run("call grpc://127.0.0.1:99999/outbound.test.Echo/Say").exit_code, 2);
+  EXPECT_NE(Stderr().find("port"), std::string::npos) << Stderr();
+  EXPECT_EQ(Stderr().find("Settings."), std::string::npos) << Stderr();
+  EXPECT_EQ(Run("bench -n 1 grpc://127.0.0.1:0/outbound.test.Echo/Say").exit_code, 2);
   EXPECT_EQ(server.calls(), 0);
 }
 

@@ -199,6 +199,9 @@ int RunBench(const std::vector<std::string>& args) {
   }
   std::string origin = OriginOf(url);
   if (origin.empty()) return Usage("bench", "\"" + url + "\" is not an absolute URL");
+  if (auto valid = http::CheckBaseUrl(origin); !valid) {
+    return Usage("bench", "\"" + url + "\": " + valid.error().message());
+  }
   std::optional<http::Settings> settings = SettingsFromEnvironment(origin);
   if (!settings) return kExitConfig;
 

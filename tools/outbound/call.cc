@@ -342,6 +342,11 @@ int RunCall(const std::vector<std::string>& args) {
   }
   std::string origin = OriginOf(url);
   if (origin.empty()) return Usage("call", "\"" + url + "\" is not an absolute URL");
+  // The URL is the command line's, not a variable's: a bad host or port in
+  // it is a usage error, said in the URL's words (not Settings.base_url's).
+  if (auto valid = http::CheckBaseUrl(origin); !valid) {
+    return Usage("call", "\"" + url + "\": " + valid.error().message());
+  }
 
   std::optional<http::Settings> settings = SettingsFromEnvironment(origin, setting_options);
   if (!settings) return kExitConfig;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench.h"
+#include "commands.h"
 #include "outbound/config/http_settings.h"
 #include "outbound/config/rpc_settings.h"
 #include "outbound/rpc/client.h"
@@ -170,6 +171,11 @@ class TransitionCounter final : public telemetry::Logger {
 }  // namespace
 
 int RunGrpcCall(const GrpcCall& call) {
+  // The URL is the command line's: a bad host or port in it is a usage
+  // error in the URL's words, not a bad variable naming Settings.addr.
+  if (auto valid = rpc::CheckAddr(call.target.addr); !valid) {
+    return Usage("call", "\"" + call.url + "\": " + valid.error().message());
+  }
   std::optional<rpc::Settings> settings =
       RpcSettingsFromEnvironment(call.url, call.target, call.settings);
   if (!settings) return kExitConfig;
@@ -224,6 +230,9 @@ int RunGrpcCall(const GrpcCall& call) {
 }
 
 int RunGrpcBench(const GrpcBench& bench) {
+  if (auto valid = rpc::CheckAddr(bench.target.addr); !valid) {
+    return Usage("bench", "\"" + bench.url + "\": " + valid.error().message());
+  }
   std::optional<rpc::Settings> settings = RpcSettingsFromEnvironment(bench.url, bench.target, {});
   if (!settings) return kExitConfig;
 
