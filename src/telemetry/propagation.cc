@@ -74,6 +74,57 @@ std::string PercentDecode(std::string_view s) {
   return out;
 }
 
+// A tracestate key's characters after its first (W3C Trace Context).
+bool IsKeyChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '*' ||
+         c == '/';
+}
+
+// key: lcalpha then up to 255 of lcalpha, digits, "_-*/"; or tenant "@"
+// system, the tenant (up to 241) starting with lcalpha or a digit, the
+// system (up to 14) with lcalpha.
+bool IsTracestateKey(std::string_view key) {
+  auto part = [](std::string_view text, std::size_t most, bool digit_first) {
+    if (text.empty() || text.size() > most) return false;
+    char first = text.front();
+    if (!((first >= 'a' && first <= 'z') || (digit_first && first >= '0' && first <= '9'))) {
+      return false;
+    }
+    return std::all_of(text.begin() + 1, text.end(), IsKeyChar);
+  };
+  std::size_t at = key.find('@');
+  if (at == std::string_view::npos) return part(key, 256, false);
+  return part(key.substr(0, at), 241, true) && part(key.substr(at + 1), 14, false);
+}
+
+// value: 1 to 256 printable ASCII characters but "," and "=", the last
+// not a space.
+bool IsTracestateValue(std::string_view value) {
+  if (value.empty() || value.size() > 256 || value.back() == ' ') return false;
+  return std::all_of(value.begin(), value.end(),
+                     [](char c) { return c >= 0x20 && c <= 0x7e && c != ',' && c != '='; });
+}
+
+// W3C Trace Context: at most 32 members "key=value", joined by "," with
+// optional spaces or tabs around; empty members are allowed.
+bool IsTracestate(std::string_view list) {
+  int members = 0;
+  while (true) {
+    std::size_t comma = list.find(',');
+    std::string_view member = Trim(list.substr(0, comma));
+    if (!member.empty()) {
+      std::size_t equals = member.find('=');
+      if (equals == std::string_view::npos || ++members > 32 ||
+          !IsTracestateKey(member.substr(0, equals)) ||
+          !IsTracestateValue(member.substr(equals + 1))) {
+        return false;
+      }
+    }
+    if (comma == std::string_view::npos) return true;
+    list.remove_prefix(comma + 1);
+  }
+}
+
 }  // namespace
 
 std::string FormatTraceparent(const SpanContext& context) {
@@ -112,7 +163,11 @@ std::optional<SpanContext> ParseTraceparent(std::string_view traceparent,
   }
   if (!context.valid()) return std::nullopt;
   context.sampled = (flags[0] & 1) != 0;
-  context.trace_state = std::string(Trim(tracestate));
+  // One that does not parse is dropped whole, as the spec lets a vendor do:
+  // a member cannot be told apart from the rest of a malformed list.
+  if (tracestate = Trim(tracestate); IsTracestate(tracestate)) {
+    context.trace_state = std::string(tracestate);
+  }
   return context;
 }
 

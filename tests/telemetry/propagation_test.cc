@@ -48,6 +48,30 @@ TEST(TraceparentTest, ReadsALaterVersionAsVersionZero) {
   EXPECT_EQ(FormatTraceparent(*context), kExample);
 }
 
+// A tracestate is kept as it came when it is a list of at most 32
+// "key=value" members, and dropped whole otherwise (W3C Trace Context).
+TEST(TraceparentTest, ATracestateThatDoesNotParseIsDroppedWhole) {
+  auto kept = [](std::string_view tracestate) {
+    auto context = ParseTraceparent(kExample, tracestate);
+    return context ? context->trace_state : "(no context)";
+  };
+  EXPECT_EQ(kept("rojo=00f067aa0ba902b7, congo=t61rcWkgMzE"),
+            "rojo=00f067aa0ba902b7, congo=t61rcWkgMzE");
+  EXPECT_EQ(kept("fw529a3039@dt=ZmYwZg, 1tenant@vendor=x,,"),
+            "fw529a3039@dt=ZmYwZg, 1tenant@vendor=x,,");
+  EXPECT_EQ(kept(""), "");
+  EXPECT_EQ(kept("A=1"), "");        // upper case key
+  EXPECT_EQ(kept("bad key=1"), "");  // a space in the key
+  EXPECT_EQ(kept("k=a=b"), "");      // "=" in the value
+  EXPECT_EQ(kept("k="), "");         // an empty value
+  EXPECT_EQ(kept("novalue"), "");
+  EXPECT_EQ(kept("1abc=x"), "");  // a simple key starts with a letter
+  std::string many;
+  for (int i = 0; i < 32; ++i) many += (i ? "," : "") + std::string("k") + std::to_string(i) + "=v";
+  EXPECT_EQ(kept(many), many);
+  EXPECT_EQ(kept(many + ",k32=v"), "");  // a 33rd member
+}
+
 TEST(BaggageTest, RoundTripsValuesThatNeedEncoding) {
   Baggage baggage = {{"tenant", "acme corp", ""},
                      {"path", "a,b;c=d%e\"f\\", ""},

@@ -25,7 +25,9 @@ std::string FormatTraceparent(const SpanContext& context);
 
 // The context a `traceparent` value (and its `tracestate`) carries; none
 // for a malformed value, a zero id, or version ff. Versions above 00 are
-// read as 00 (their extra fields ignored), as the spec asks.
+// read as 00 (their extra fields ignored), as the spec asks. A `tracestate`
+// that is not a list of at most 32 well-formed "key=value" members is
+// dropped whole (trace_state empty).
 std::optional<SpanContext> ParseTraceparent(std::string_view traceparent,
                                             std::string_view tracestate = {});
 
