@@ -50,6 +50,47 @@ bool KeepInValue(unsigned char c) {
   return c > 0x20 && c < 0x7f && c != '"' && c != ',' && c != ';' && c != '\\' && c != '%';
 }
 
+// The length of the well-formed UTF-8 sequence at the front of `s`
+// (RFC 3629: no overlong form, no surrogate, nothing past U+10FFFF), or 0.
+std::size_t Utf8SequenceAt(std::string_view s) {
+  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  auto continuation = [&](std::size_t i) { return i < s.size() && (byte(i) & 0xc0) == 0x80; };
+  unsigned char lead = byte(0);
+  if (lead < 0x80) return 1;
+  if (lead >= 0xc2 && lead <= 0xdf) return continuation(1) ? 2 : 0;
+  if (lead >= 0xe0 && lead <= 0xef) {
+    if (!continuation(1) || !continuation(2)) return 0;
+    if (lead == 0xe0 && byte(1) < 0xa0) return 0;   // overlong
+    if (lead == 0xed && byte(1) >= 0xa0) return 0;  // a surrogate
+    return 3;
+  }
+  if (lead >= 0xf0 && lead <= 0xf4) {
+    if (!continuation(1) || !continuation(2) || !continuation(3)) return 0;
+    if (lead == 0xf0 && byte(1) < 0x90) return 0;   // overlong
+    if (lead == 0xf4 && byte(1) >= 0x90) return 0;  // past U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+// W3C Baggage: decoded bytes that are not UTF-8 are each replaced with
+// U+FFFD.
+std::string ReplacingInvalidUtf8(std::string text) {
+  std::string out;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    std::size_t length = Utf8SequenceAt(rest);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";
+      length = 1;
+    } else {
+      out.append(rest.substr(0, length));
+    }
+    rest.remove_prefix(length);
+  }
+  return out;
+}
+
 std::string PercentDecode(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -220,7 +261,8 @@ Baggage ParseBaggage(std::string_view header) {
     if (equals == std::string_view::npos) continue;
     std::string_view key = Trim(pair.substr(0, equals));
     if (!IsToken(key)) continue;
-    BaggageEntry entry{std::string(key), PercentDecode(Trim(pair.substr(equals + 1))), ""};
+    BaggageEntry entry{std::string(key),
+                       ReplacingInvalidUtf8(PercentDecode(Trim(pair.substr(equals + 1)))), ""};
     if (semicolon != std::string_view::npos) {
       entry.properties = std::string(Trim(member.substr(semicolon + 1)));
     }

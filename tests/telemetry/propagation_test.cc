@@ -83,6 +83,18 @@ TEST(BaggageTest, RoundTripsValuesThatNeedEncoding) {
   EXPECT_EQ(ParseBaggage(header), baggage);
 }
 
+// W3C Baggage: percent-decoded bytes that are not UTF-8 are replaced with
+// U+FFFD; UTF-8 comes through as it is.
+TEST(BaggageTest, DecodedBytesThatAreNotUtf8BecomeTheReplacementCharacter) {
+  const std::string kReplacement = "\xEF\xBF\xBD";
+  EXPECT_EQ(ParseBaggage("k=%FF")[0].value, kReplacement);
+  EXPECT_EQ(ParseBaggage("k=caf%C3%A9")[0].value, "caf\xC3\xA9");
+  EXPECT_EQ(ParseBaggage("k=%F0%9F%98%80")[0].value, "\xF0\x9F\x98\x80");
+  EXPECT_EQ(ParseBaggage("k=a%C3")[0].value, "a" + kReplacement);             // cut short
+  EXPECT_EQ(ParseBaggage("k=%C0%AF")[0].value, kReplacement + kReplacement);  // overlong
+  EXPECT_EQ(ParseBaggage("k=%ED%A0%80")[0].value, kReplacement + kReplacement + kReplacement);
+}
+
 TEST(BaggageTest, SkipsMalformedMembersAndKeysThatAreNotTokens) {
   Baggage parsed = ParseBaggage(" a = 1 , novalue, bad key=2, =3 ,b=2");
   ASSERT_EQ(parsed.size(), 2u);

@@ -56,8 +56,9 @@ inline constexpr std::size_t kMaxBaggageBytes = 8192;
 // server may refuse a request whose headers are too large).
 std::string FormatBaggage(const Baggage& baggage);
 
-// The members of a `baggage` header value, values percent-decoded;
-// malformed members are skipped.
+// The members of a `baggage` header value, values percent-decoded (each
+// decoded byte that is not UTF-8 replaced with U+FFFD, as W3C Baggage
+// asks); malformed members are skipped.
 Baggage ParseBaggage(std::string_view header);
 
 // The value under `key`, or null.
