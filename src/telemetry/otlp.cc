@@ -89,7 +89,8 @@ struct OtlpExporter::Impl {
   // Sends a batch on every signal that has one ready and nothing in flight.
   void Pump();
   // A request of `lane` for `items` items ended.
-  void Done(Signal lane, std::uint64_t items, bool accepted);
+  // `rejected` of the `items` sent failed.
+  void Done(Signal lane, std::uint64_t items, std::uint64_t rejected);
   // Arms the next periodic flush. Under mu.
   void ArmFlushTimer();
   // Sets every lane to send what is queued now; returns each lane's accepted.
@@ -196,10 +197,19 @@ void OtlpExporter::Impl::Pump() {
     http::Request request{"POST", lanes[i].url};
     request.body = std::move(body);
     request.Header("Content-Type", "application/json");
-    client->SendAsync(std::move(request),
-                      [this, signal, items](Result<http::Response> result, std::exception_ptr) {
-                        Done(signal, items, result && result->status / 100 == 2);
-                      });
+    client->SendAsync(std::move(request), [this, signal, items](Result<http::Response> result,
+                                                                std::exception_ptr) {
+      std::uint64_t rejected = items;
+      if (result && result->status / 100 == 2) {
+        // A partial success: what the receiver says it rejected failed (a
+        // metric snapshot, whole, if any of its points was).
+        static constexpr std::array<std::string_view, kSignals> kRejected = {
+            "rejectedSpans", "rejectedLogRecords", "rejectedDataPoints"};
+        std::uint64_t said = internal::RejectedItems(result->body, kRejected[signal]);
+        rejected = signal == kMetrics ? (said > 0 ? items : 0) : std::min(said, items);
+      }
+      Done(signal, items, rejected);
+    });
     {
       std::lock_guard lock(mu);
       --sending;
@@ -208,13 +218,13 @@ void OtlpExporter::Impl::Pump() {
   }
 }
 
-void OtlpExporter::Impl::Done(Signal signal, std::uint64_t items, bool accepted) {
+void OtlpExporter::Impl::Done(Signal signal, std::uint64_t items, std::uint64_t rejected) {
   {
     std::lock_guard lock(mu);
     Lane& lane = lanes[signal];
     lane.in_flight = false;
     lane.settled += items;
-    if (!accepted) failed += items;
+    failed += rejected;
   }
   changed.notify_all();
   Pump();  // the next batch, if one is ready

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "otlp_json.h"
 
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -244,6 +245,21 @@ std::string EncodeMetrics(const OtlpResource& resource, std::span<const MetricDa
   json body = {{"resourceMetrics", json::array({{{"resource", Resource(resource)},
                                                  {"scopeMetrics", std::move(scopes)}}})}};
   return Dump(body);
+}
+
+std::uint64_t RejectedItems(std::string_view body, std::string_view field) {
+  json answer = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!answer.is_object()) return 0;
+  auto partial = answer.find("partialSuccess");
+  if (partial == answer.end() || !partial->is_object()) return 0;
+  auto count = partial->find(std::string(field));
+  if (count == partial->end()) return 0;
+  if (count->is_number_unsigned()) return count->get<std::uint64_t>();
+  if (!count->is_string()) return 0;
+  const std::string& text = count->get_ref<const std::string&>();
+  std::uint64_t rejected = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), rejected);
+  return error == std::errc() && end == text.data() + text.size() ? rejected : 0;
 }
 
 }  // namespace outbound::telemetry::internal

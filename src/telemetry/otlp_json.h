@@ -56,6 +56,12 @@ std::string EncodeMetrics(const OtlpResource& resource, std::span<const MetricDa
                           std::chrono::system_clock::time_point start,
                           std::chrono::system_clock::time_point at);
 
+// How many items a receiver's 2xx answer says it rejected (OTLP/HTTP's
+// partial success): `field` ("rejectedSpans", "rejectedLogRecords",
+// "rejectedDataPoints") under "partialSuccess", an int64 written as a
+// string or a number; 0 for a body without one, or one that is not JSON.
+std::uint64_t RejectedItems(std::string_view body, std::string_view field);
+
 }  // namespace outbound::telemetry::internal
 
 #endif  // OUTBOUND_SRC_TELEMETRY_OTLP_JSON_H_

@@ -157,6 +157,11 @@ const server = http.createServer((req, res) => {
     }
     received.push({path: req.url, request});
     res.writeHead(200, {'content-type': 'application/json'});
+    // --reject-spans=N: a partial success on traces, N spans rejected.
+    if (req.url === '/v1/traces' && args['reject-spans']) {
+      return res.end(JSON.stringify(
+          {partialSuccess: {rejectedSpans: String(args['reject-spans']), errorMessage: 'over quota'}}));
+    }
     res.end('{}');
   });
 });

@@ -264,6 +264,23 @@ TEST_F(OtlpTest, ARetried503CallsSpansMetricsAndBreakerRecordsAsTheReceiverDecod
   }
 }
 
+// OTLP/HTTP's partial success: a 200 whose body says the receiver rejected
+// some of the spans counts them as failed, and ForceFlush says not all
+// were accepted.
+TEST_F(OtlpTest, SpansAPartialSuccessRejectedCountAsFailed) {
+  peers::NodePeer rejecting{OUTBOUND_OTLP_RECEIVER,
+                            {"--modules=" OUTBOUND_OTLP_MODULES, "--reject-spans=3"}};
+  network.Add("strict-collector", 4318, "127.0.0.1", rejecting.port());
+  OtlpSettings settings = Settings();
+  settings.endpoint = "http://strict-collector:4318";
+  auto exporter = MakeExporter(settings);
+  ASSERT_TRUE(exporter);
+  for (int i = 0; i < 5; ++i) exporter->OnEnd(SomeSpan(ids, "s" + std::to_string(i)));
+  EXPECT_FALSE(exporter->ForceFlush());
+  EXPECT_EQ(exporter->failed(), 3u);
+  EXPECT_EQ(exporter->dropped(), 0u);
+}
+
 TEST_F(OtlpTest, AFullQueueDropsAndCountsWithoutBlocking) {
   auto hole = testing::BlackHole::Start();
   ASSERT_TRUE(hole) << hole.error().message();

@@ -25,7 +25,8 @@
 // thread, on the exporter's client's thread, or in ForceFlush, with at most
 // one request in flight per signal. A batch is sent once: a batch the
 // receiver does not accept (an error, a non-2xx status, the breaker of the
-// exporter's client open) is counted in `failed()` and let go.
+// exporter's client open) is counted in `failed()` and let go, and so are
+// the items a 2xx answer's partial success says it rejected.
 //
 // The exporter's client is built on the Runtime given to Create with its
 // telemetry off, so exporting never records spans, metrics or logs of its
