@@ -24,7 +24,7 @@
 //   ADAPTIVE_CONCURRENCY_MAX_LIMIT  1 to 100000, min <= initial <= max
 //   ADAPTIVE_CONCURRENCY_SAMPLE_WINDOW  a duration, 1ms to 1m
 //   HEDGING                    "on" or "off": a hedge after a delay for
-//                              requests safe to send twice (docs/beyond-retries.md);
+//                              requests safe to send twice (docs/beyond-retries.md),
 //                              "on" needs MAX_ATTEMPTS above 1 (a hedge is an attempt)
 //   HEDGING_DELAY              a duration, 1ms to 1h (100ms)
 //   HEDGING_PERCENTILE         0.5 to 0.999, or "off" (the delay only)

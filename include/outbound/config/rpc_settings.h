@@ -46,7 +46,7 @@
 //   OUTLIER_BASE_EJECTION      a duration: the first ejection's length
 //                              (the longest is 5 min, or this if longer)
 //   HEDGING                    "on" or "off": a hedge after a delay for
-//                              requests safe to send twice (docs/beyond-retries.md);
+//                              requests safe to send twice (docs/beyond-retries.md),
 //                              "on" needs MAX_ATTEMPTS above 1 (a hedge is an attempt)
 //   HEDGING_DELAY              a duration, 1ms to 1h (100ms)
 //   HEDGING_PERCENTILE         0.5 to 0.999, or "off" (the delay only)
