@@ -142,11 +142,12 @@ struct Settings {
   // Bounds each attempt, as http::Settings::attempt_timeout does: from when
   // it is handed to a connection to the response's headers, which a gRPC
   // server sends with its first message or its status. Not a stream's
-  // (Client::OpenStream): once open, only its Context's deadline bounds it. An attempt it cuts ends
-  // UNAVAILABLE ("no response headers within the attempt timeout"), which
-  // classify sees and DefaultClassify retries (elsewhere, with balancing),
-  // so a replica that hangs costs a call one attempt timeout, not its
-  // deadline; the server of a unary call is told the shorter of the two
+  // (Client::OpenStream): once open, only its Context's deadline bounds
+  // it. An attempt it cuts ends UNAVAILABLE ("no response headers within
+  // the attempt timeout"), which classify sees and DefaultClassify retries
+  // (elsewhere, with balancing), so a replica that hangs costs a call one
+  // attempt timeout, not its deadline; the server of a unary call is told
+  // the shorter of the two
   // (grpc-timeout). gRPC's per_attempt_recv_timeout, Envoy's
   // per_try_timeout. Empty (the default): each attempt may take the call's
   // whole time. Valid: positive. Check: CheckAttemptTimeout.
