@@ -147,10 +147,9 @@ struct Settings {
   // the attempt timeout"), which classify sees and DefaultClassify retries
   // (elsewhere, with balancing), so a replica that hangs costs a call one
   // attempt timeout, not its deadline; the server of a unary call is told
-  // the shorter of the two
-  // (grpc-timeout). gRPC's per_attempt_recv_timeout, Envoy's
-  // per_try_timeout. Empty (the default): each attempt may take the call's
-  // whole time. Valid: positive. Check: CheckAttemptTimeout.
+  // the shorter of the two (grpc-timeout). gRPC's per_attempt_recv_timeout,
+  // Envoy's per_try_timeout. Empty (the default): each attempt may take the
+  // call's whole time. Valid: positive. Check: CheckAttemptTimeout.
   std::optional<Duration> attempt_timeout;
 
   // Attempts per call; 1 turns retries off. Default 3. Check: CheckMaxAttempts.
