@@ -64,6 +64,9 @@ struct Exchange {
   std::size_t header_wire_bytes = 0;  // HTTP/2: HEADERS and CONTINUATION payloads
   bool header_block_open = false;     // HTTP/2: a header block awaits its CONTINUATION
   bool informational = false;         // HTTP/2: the header block being read is a 1xx
+  bool status_seen = false;           // HTTP/2: the header block being read has its :status
+  bool regular_seen = false;          // HTTP/2: ... and a regular field (no pseudo-header after)
+  std::uint64_t body_received = 0;    // HTTP/2: DATA payload bytes so far
   bool end_stream = false;            // HTTP/2: END_STREAM arrived
   Connection* connection = nullptr;   // null while it waits in the pool's queue
   std::int32_t stream_id = -1;        // HTTP/2

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "h2_fields.h"
 #include "outbound/internal/ascii.h"
 
 namespace outbound::http::internal::transport {
@@ -38,6 +39,25 @@ struct OptionFree {
   void operator()(nghttp2_option* o) const { nghttp2_option_del(o); }
 };
 
+// A field's name for an error message: quoted, at most 64 bytes, bytes
+// outside printable ASCII as \xNN (the name may be any bytes at all).
+std::string Quoted(std::string_view name) {
+  constexpr std::size_t kShown = 64;
+  std::string text = "\"";
+  for (char c : name.substr(0, kShown)) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f && c != '"' && c != '\\') {
+      text += c;
+    } else {
+      constexpr std::string_view kHex = "0123456789abcdef";
+      text += "\\x";
+      text += kHex[byte >> 4];
+      text += kHex[byte & 0xf];
+    }
+  }
+  return text + (name.size() > kShown ? "...\"" : "\"");
+}
+
 AttemptOutcome TooLarge(const std::string& what) {
   return Failed(ErrorKind::kResponseTooLarge, "the response's " + what);
 }
@@ -52,7 +72,7 @@ H2Session::H2Session(CodecEvents& events, std::uint64_t connection_id, Clock& cl
   nghttp2_session_callbacks_set_on_begin_frame_callback(raw, OnBeginFrame);
   nghttp2_session_callbacks_set_on_frame_recv_callback(raw, OnFrameRecv);
   nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(raw, OnInvalidFrameRecv);
-  nghttp2_session_callbacks_set_on_header_callback(raw, OnHeader);
+  nghttp2_session_callbacks_set_on_header_callback2(raw, OnHeader);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(raw, OnDataChunk);
   nghttp2_session_callbacks_set_on_frame_send_callback(raw, OnFrameSend);
   nghttp2_session_callbacks_set_on_frame_not_send_callback(raw, OnFrameNotSend);
@@ -64,6 +84,9 @@ H2Session::H2Session(CodecEvents& events, std::uint64_t connection_id, Clock& cl
   // what nghttp2 assumes meanwhile.
   nghttp2_option_set_peer_max_concurrent_streams(raw_option, 100);
   nghttp2_option_set_no_closed_streams(raw_option, 1);
+  // The session checks HTTP/2's message rules itself (h2_fields.h, and
+  // OnHeader, OnFrameRecv and OnDataChunk).
+  nghttp2_option_set_no_http_messaging(raw_option, 1);
   // The session acknowledges body bytes itself (OnDataChunk), so a stream
   // whose reader is behind (ReceiveWindow) can leave its own unacknowledged.
   nghttp2_option_set_no_auto_window_update(raw_option, 1);
@@ -285,9 +308,13 @@ void H2Session::End(std::int32_t stream_id, AttemptOutcome&& outcome) {
   room_changed_ = true;
 }
 
-void H2Session::Refuse(Exchange& exchange, AttemptOutcome&& verdict) {
-  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, exchange.stream_id, NGHTTP2_CANCEL);
+void H2Session::Refuse(Exchange& exchange, AttemptOutcome&& verdict, std::uint32_t error_code) {
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, exchange.stream_id, error_code);
   End(exchange.stream_id, std::move(verdict));
+}
+
+void H2Session::RefuseMalformed(Exchange& exchange, const std::string& why) {
+  Refuse(exchange, Malformed(why), NGHTTP2_PROTOCOL_ERROR);
 }
 
 void H2Session::Deliver() {
@@ -331,30 +358,37 @@ int H2Session::OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* 
   return 0;
 }
 
-int H2Session::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
-                        std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
-                        std::uint8_t, void* user) {
+int H2Session::OnHeader(nghttp2_session*, const nghttp2_frame* frame, nghttp2_rcbuf* name,
+                        nghttp2_rcbuf* value, std::uint8_t, void* user) {
   auto& self = *static_cast<H2Session*>(user);
   Exchange* exchange = self.Find(frame->hd.stream_id);
   if (exchange == nullptr) return 0;
   self.frames_without_progress_ = 0;
+  nghttp2_vec name_bytes = nghttp2_rcbuf_get_buf(name);
+  nghttp2_vec value_bytes = nghttp2_rcbuf_get_buf(value);
+  std::string_view n = View(name_bytes.base, name_bytes.len);
+  std::string_view v = View(value_bytes.base, value_bytes.len);
   // RFC 9113 §6.5.2's measure: name, value and 32 bytes per field.
-  exchange->header_bytes += namelen + valuelen + 32;
+  exchange->header_bytes += n.size() + v.size() + 32;
   if (exchange->header_bytes > kMaxHeaderBytes) {
     self.Refuse(*exchange, TooLarge("header section is larger than " +
                                     std::to_string(kMaxHeaderBytes) + " bytes"));
     return 0;
   }
-  std::string_view n = View(name, namelen);
-  std::string_view v = View(value, valuelen);
-  if (exchange->headers_done) {
-    exchange->response.trailers.Add(n, v);
-    return 0;
-  }
-  if (n == ":status") {
+  if (!n.empty() && n.front() == ':') {
+    // A response has one pseudo-header, :status, before its regular fields;
+    // trailers have none (RFC 9113 §8.3.2).
+    if (n != ":status" || exchange->status_seen || exchange->regular_seen ||
+        exchange->headers_done) {
+      self.RefuseMalformed(
+          *exchange, "its pseudo-header field " + Quoted(n) + " is out of place (RFC 9113 §8.3.2)");
+      return 0;
+    }
+    exchange->status_seen = true;
     int status = ParseStatus(v);
-    if (status == 0) {
-      self.Refuse(*exchange, Malformed("its :status is not a status code"));
+    if (status == 0 || status == 101) {
+      self.RefuseMalformed(*exchange, status == 0 ? "its :status is not a status code"
+                                                  : "its :status 101 has no place in HTTP/2");
       return 0;
     }
     exchange->informational = status < 200;
@@ -364,13 +398,34 @@ int H2Session::OnHeader(nghttp2_session*, const nghttp2_frame* frame, const std:
     }
     return 0;
   }
+  exchange->regular_seen = true;
+  // A name from HPACK's static table (RFC 7541 Appendix A) is valid.
+  if ((!nghttp2_rcbuf_is_static(name) && !ValidFieldName(n)) || !ValidFieldValue(v)) {
+    self.RefuseMalformed(
+        *exchange, "its field " + Quoted(n) + " breaks the field grammar" + " (RFC 9113 §8.2.1)");
+    return 0;
+  }
+  if (ForbiddenField(n, v)) {
+    self.RefuseMalformed(
+        *exchange, "it has the connection-specific field " + std::string(n) + " (RFC 9113 §8.2.2)");
+    return 0;
+  }
+  if (exchange->headers_done) {
+    exchange->response.trailers.Add(n, v);
+    return 0;
+  }
   if (exchange->informational) return 0;
   if (n == "content-length") {
     std::uint64_t length = 0;
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), length);
-    if (ec == std::errc() && end == v.data() + v.size()) {
-      exchange->content_length = length;
+    if (ec != std::errc() || end != v.data() + v.size() || exchange->content_length ||
+        (exchange->response.status == 204 && length != 0)) {
+      self.RefuseMalformed(
+          *exchange, "its content-length " + std::string(v) +
+                         (exchange->content_length ? " is its second one" : " cannot be right"));
+      return 0;
     }
+    exchange->content_length = length;
   }
   exchange->response.headers.Add(n, v);
   return 0;
@@ -404,13 +459,30 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
   }
   Exchange* exchange = self.Find(frame->hd.stream_id);
   if (exchange == nullptr) return 0;
+  bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (frame->hd.type == NGHTTP2_HEADERS) {
-    if (exchange->informational) {
+    // The message rules of RFC 9113 §8.1: a final header block with its
+    // :status, after any number of 1xx ones, and trailers that end the
+    // stream.
+    bool had_status = exchange->status_seen;
+    exchange->status_seen = exchange->regular_seen = false;  // the next block's own
+    if (exchange->headers_done) {
+      if (!end_stream) {
+        self.RefuseMalformed(*exchange, "its trailers do not end the stream (RFC 9113 §8.1)");
+        return 0;
+      }
+    } else if (!had_status) {
+      self.RefuseMalformed(*exchange, "a header block has no :status (RFC 9113 §8.3.2)");
+      return 0;
+    } else if (exchange->informational) {
+      if (end_stream) {
+        self.RefuseMalformed(*exchange, "the stream ended after a 1xx answer (RFC 9113 §8.1)");
+        return 0;
+      }
       exchange->informational = false;  // a 1xx: the final header block is still to come
       exchange->header_bytes = exchange->header_wire_bytes = 0;
       return 0;
-    }
-    if (!exchange->headers_done && exchange->response.status != 0) {
+    } else {
       exchange->headers_done = true;
       // The trailers are a field section of their own (RFC 9113 §6.5.2):
       // measured from nothing, not on top of the headers.
@@ -431,7 +503,17 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
       if (exchange->Streams()) exchange->events->BodyStreaming(self.clock_.Now());
     }
   }
-  if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) {
+  if (end_stream) {
+    // RFC 9113 §8.1.1: a body of another length than its content-length
+    // says is malformed (one too long failed as it came, OnDataChunk).
+    if (exchange->content_length && !HasNoBody(*exchange) &&
+        exchange->body_received != *exchange->content_length) {
+      self.RefuseMalformed(*exchange, "its body ended after " +
+                                          std::to_string(exchange->body_received) + " of the " +
+                                          std::to_string(*exchange->content_length) +
+                                          " bytes its content-length says");
+      return 0;
+    }
     exchange->end_stream = true;
     if (exchange->upload && exchange->upload->piped() && !exchange->upload->done() &&
         exchange->verdict == std::nullopt) {
@@ -469,8 +551,19 @@ int H2Session::OnDataChunk(nghttp2_session*, std::uint8_t flags, std::int32_t st
   }
   if (len == 0) return 0;
   self.frames_without_progress_ = 0;
-  if (auto verdict =
-          TakeWireBody(*exchange, std::string_view(reinterpret_cast<const char*>(data), len))) {
+  exchange->body_received += len;
+  // RFC 9113 §8.1.1: body bytes come after the final header block, within
+  // its content-length, and never for HEAD, 204 or 304.
+  if (!exchange->headers_done) {
+    self.RefuseMalformed(*exchange, "DATA came before the final header block (RFC 9113 §8.1)");
+  } else if (HasNoBody(*exchange) ||
+             (exchange->content_length && exchange->body_received > *exchange->content_length)) {
+    self.RefuseMalformed(*exchange,
+                         "its body is longer than the " +
+                             std::to_string(HasNoBody(*exchange) ? 0 : *exchange->content_length) +
+                             " bytes it may have");
+  } else if (auto verdict = TakeWireBody(
+                 *exchange, std::string_view(reinterpret_cast<const char*>(data), len))) {
     self.Refuse(*exchange, std::move(*verdict));
   }
   // Acknowledged as taken, unless the sink's reader is behind: then only
@@ -492,8 +585,8 @@ int H2Session::OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* u
   if (frame->hd.type == NGHTTP2_DATA) self.frames_without_progress_ = 0;
   if (frame->hd.type == NGHTTP2_RST_STREAM &&
       frame->rst_stream.error_code == NGHTTP2_PROTOCOL_ERROR) {
-    // nghttp2's HTTP messaging checks found the response malformed (a
-    // content-length the body does not match, a forbidden field).
+    // nghttp2 reset a stream whose frames broke HTTP/2's rules, and said
+    // nothing of it before (OnInvalidFrameRecv).
     Exchange* exchange = self.Find(frame->hd.stream_id);
     if (exchange != nullptr && !exchange->verdict) {
       exchange->verdict = Malformed("it breaks HTTP/2's message rules (RFC 9113 §8.1)");

@@ -85,9 +85,8 @@ class H2Session final : public Codec {
   static int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* self);
   static int OnInvalidFrameRecv(nghttp2_session*, const nghttp2_frame* frame, int error,
                                 void* self);
-  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
-                      std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
-                      std::uint8_t flags, void* self);
+  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, nghttp2_rcbuf* name,
+                      nghttp2_rcbuf* value, std::uint8_t flags, void* self);
   static int OnDataChunk(nghttp2_session*, std::uint8_t flags, std::int32_t stream_id,
                          const std::uint8_t* data, std::size_t len, void* self);
   static int OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* self);
@@ -107,8 +106,13 @@ class H2Session final : public Codec {
   // How the exchange on `stream_id` ends as its stream closes with
   // `error_code`.
   AttemptOutcome Closing(Exchange& exchange, std::int32_t stream_id, std::uint32_t error_code);
-  // Resets the stream and ends its exchange with `verdict` now.
-  void Refuse(Exchange& exchange, AttemptOutcome&& verdict);
+  // Resets the stream with `error_code` and ends its exchange with
+  // `verdict` now.
+  void Refuse(Exchange& exchange, AttemptOutcome&& verdict,
+              std::uint32_t error_code = NGHTTP2_CANCEL);
+  // Refuses a response that breaks HTTP/2's message rules (RFC 9113
+  // §8.1.1): a stream error of type PROTOCOL_ERROR, the exchange malformed.
+  void RefuseMalformed(Exchange& exchange, const std::string& why);
   // Tells the pool what happened while nghttp2 was running.
   void Deliver();
 
