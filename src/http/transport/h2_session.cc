@@ -39,12 +39,12 @@ struct OptionFree {
   void operator()(nghttp2_option* o) const { nghttp2_option_del(o); }
 };
 
-// A field's name for an error message: quoted, at most 64 bytes, bytes
-// outside printable ASCII as \xNN (the name may be any bytes at all).
-std::string Quoted(std::string_view name) {
+// A field's name or value for an error message: quoted, at most 64 bytes,
+// bytes outside printable ASCII as \xNN (the server may send any bytes).
+std::string Quoted(std::string_view bytes) {
   constexpr std::size_t kShown = 64;
   std::string text = "\"";
-  for (char c : name.substr(0, kShown)) {
+  for (char c : bytes.substr(0, kShown)) {
     auto byte = static_cast<unsigned char>(c);
     if (byte >= 0x20 && byte < 0x7f && c != '"' && c != '\\') {
       text += c;
@@ -55,7 +55,7 @@ std::string Quoted(std::string_view name) {
       text += kHex[byte & 0xf];
     }
   }
-  return text + (name.size() > kShown ? "...\"" : "\"");
+  return text + (bytes.size() > kShown ? "...\"" : "\"");
 }
 
 AttemptOutcome TooLarge(const std::string& what) {
@@ -410,18 +410,25 @@ int H2Session::OnHeader(nghttp2_session*, const nghttp2_frame* frame, nghttp2_rc
         *exchange, "it has the connection-specific field " + std::string(n) + " (RFC 9113 §8.2.2)");
     return 0;
   }
+  bool content_length = n == "content-length";
+  if (content_length && (exchange->headers_done || exchange->informational)) {
+    // Framing belongs to the final header block alone.
+    self.RefuseMalformed(*exchange, std::string("it has a content-length in ") +
+                                        (exchange->headers_done ? "its trailers" : "a 1xx answer"));
+    return 0;
+  }
   if (exchange->headers_done) {
     exchange->response.trailers.Add(n, v);
     return 0;
   }
   if (exchange->informational) return 0;
-  if (n == "content-length") {
+  if (content_length) {
     std::uint64_t length = 0;
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), length);
     if (ec != std::errc() || end != v.data() + v.size() || exchange->content_length ||
         (exchange->response.status == 204 && length != 0)) {
       self.RefuseMalformed(
-          *exchange, "its content-length " + std::string(v) +
+          *exchange, "its content-length " + Quoted(v) +
                          (exchange->content_length ? " is its second one" : " cannot be right"));
       return 0;
     }

@@ -124,6 +124,18 @@ TEST_F(MessagesMatrix, AContentLengthThatIsNoNumberIsMalformed) {
   ExpectInvalid();
 }
 
+TEST_F(MessagesMatrix, AContentLengthInTheTrailersIsMalformed) {
+  ServeFrames({Head({{":status", "200"}, {"content-length", "2"}}), h2::Data(h2::kThisStream, "ab"),
+               h2::Headers(h2::kThisStream, {{"content-length", "2"}}, true, true)});
+  ExpectInvalid();
+}
+
+TEST_F(MessagesMatrix, AContentLengthInA1xxIsMalformed) {
+  ServeFrames({Head({{":status", "103"}, {"content-length", "5"}}),
+               h2::Headers(h2::kThisStream, {{":status", "200"}}, true, true)});
+  ExpectInvalid();
+}
+
 TEST_F(MessagesMatrix, TrailersThatDoNotEndTheStreamAreMalformed) {
   ServeFrames({Head({{":status", "200"}}), h2::Data(h2::kThisStream, "ok"),
                h2::Headers(h2::kThisStream, {{"x-sum", "1"}}, false, true)});
