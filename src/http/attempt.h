@@ -250,6 +250,7 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   // handed to a connection and counts as sent (Error::attempts); time in
   // the client's own queue before it is not the dependency's.
   bool Sent(TimePoint now) override;
+  bool Cancelled() const override { return ended_.load() || cancel_.load() != CancelReason::kNone; }
   bool sent() const { return sent_.load(); }
   // The whole of a streamed request body (Request::StreamBodyFrom) went.
   // A pipe's body is a stream's: its end starts no header timer.

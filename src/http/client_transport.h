@@ -147,6 +147,10 @@ class ExchangeEvents {
   virtual bool End(AttemptOutcome&& outcome) = 0;
   // How a cancelled exchange ends.
   virtual AttemptOutcome CancelledOutcome() const = 0;
+  // Whether the exchange was cancelled or has ended. One the transport
+  // holds unsent (its connection still opening) is then not sent: the
+  // canceller's task, on its way, takes it out.
+  virtual bool Cancelled() const { return false; }
 
  protected:
   ~ExchangeEvents() = default;

@@ -144,6 +144,8 @@ void Connection::Cancel(Exchange& exchange) {
     if ((opening() || AwaitingSettings()) && waiting_.empty()) {
       Close("the attempt it was opened for was cut short");
     }
+    // Open, it held back those behind (StartWaiting): they go now.
+    RoomChanged();
     return;
   }
   if (codec_ == nullptr || closed()) return;
@@ -296,9 +298,17 @@ void Connection::Opened() {
 }
 
 void Connection::StartWaiting() {
-  while (!waiting_.empty() && state_ == State::kOpen && codec_->HasRoom()) {
-    Exchange* exchange = waiting_.front();
-    waiting_.erase(waiting_.begin());
+  // Cancelled while the connection opened (the cancel's task is queued
+  // behind this one on the loop): nothing of it may be written. It stays
+  // in waiting_, at the front, until that task takes it out (Cancel).
+  std::size_t cancelled = 0;
+  while (waiting_.size() > cancelled && state_ == State::kOpen && codec_->HasRoom()) {
+    Exchange* exchange = waiting_[cancelled];
+    if (exchange->events->Cancelled()) {
+      ++cancelled;
+      continue;
+    }
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(cancelled));
     if (!codec_->Start(*exchange)) {
       exchange->connection = nullptr;
       AttemptOutcome outcome =
