@@ -5,6 +5,8 @@
 #include <mutex>
 #include <thread>
 
+#include "outbound/internal/mutex.h"
+
 namespace outbound::internal {
 
 struct TimeoutList::State : std::enable_shared_from_this<State> {
@@ -52,8 +54,8 @@ struct TimeoutList::State : std::enable_shared_from_this<State> {
   }
 
   Clock& clock;
-  std::mutex mu;
-  std::condition_variable expired;  // an entry's Expired() returned
+  Mutex mu;
+  std::condition_variable_any expired;  // an entry's Expired() returned
   Entry* head = nullptr;
   Entry* tail = nullptr;
   // Armed for `armed_for` whenever the list holds an entry: at its earliest

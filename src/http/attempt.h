@@ -42,6 +42,7 @@
 #include "outbound/http/classify.h"
 #include "outbound/http/message.h"
 #include "outbound/http/settings.h"
+#include "outbound/internal/mutex.h"
 #include "outbound/internal/timeout_list.h"
 #include "outbound/telemetry/telemetry.h"
 
@@ -156,7 +157,7 @@ class AttemptTimer final : outbound::internal::TimeoutList::Entry {
  private:
   void Expired() override;
 
-  std::mutex mu_;
+  outbound::internal::Mutex mu_;
   // Set under mu_, never cleared: a later Arm does nothing.
   bool disarmed_ = false;
   // Set once a Disarm has returned, any expiry over: a later one (the
@@ -292,7 +293,7 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   // fault proceeds on the clock's thread while a cancellation ends it).
   std::atomic<std::size_t> proceeded_{0};
 
-  std::mutex mu_;
+  outbound::internal::Mutex mu_;
   std::atomic<CancelReason> cancel_{CancelReason::kNone};
   std::atomic<bool> ended_{false};
   bool launched_ = false;                     // guarded by mu_

@@ -23,6 +23,7 @@
 #include "layer_list.h"
 #include "outbound/context.h"
 #include "outbound/http/message.h"
+#include "outbound/internal/mutex.h"
 #include "outbound/internal/timeout_list.h"
 #include "outbound/telemetry/telemetry.h"
 #include "routes.h"
@@ -213,7 +214,7 @@ class CallState : public std::enable_shared_from_this<CallState> {
   TimePoint deadline_;
   std::shared_ptr<outbound::internal::CancelState> caller_cancel_;
   std::atomic<CancelReason> reason_{CancelReason::kNone};
-  std::mutex mu_;
+  outbound::internal::Mutex mu_;
   std::weak_ptr<Cancellable> cancel_target_;
   bool deadline_held_ = false;    // guarded by mu_
   bool deadline_missed_ = false;  // guarded by mu_

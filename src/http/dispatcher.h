@@ -30,6 +30,7 @@
 #include "carrier.h"
 #include "client_transport.h"
 #include "event_loop.h"
+#include "outbound/internal/mutex.h"
 
 namespace outbound::http::internal {
 
@@ -128,7 +129,7 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
     std::shared_ptr<ExchangeEvents> events;
     ExchangeRequest what;
   };
-  std::mutex incoming_mu_;
+  outbound::internal::Mutex incoming_mu_;
   std::vector<Incoming> incoming_;
   std::vector<Incoming> taken_;  // the batch TakeIncoming hands over; on the loop
   static constexpr std::size_t kKeptIncoming = 256;  // room kept for the next batch

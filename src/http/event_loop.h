@@ -14,6 +14,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "outbound/internal/mutex.h"
+
 namespace outbound::http::internal {
 
 class EventLoop {
@@ -41,7 +43,7 @@ class EventLoop {
 
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
-  std::mutex mu_;
+  outbound::internal::Mutex mu_;
   std::deque<std::function<void()>> posted_;
   bool stopping_ = false;
   std::unordered_map<int, std::function<void(std::uint32_t)>> watched_;

@@ -59,6 +59,7 @@
 
 #include "outbound/clock.h"
 #include "outbound/error.h"
+#include "outbound/internal/mutex.h"
 #include "outbound/random.h"
 
 namespace outbound::circuit {
@@ -292,7 +293,7 @@ class Breaker {
   const Observer observer_;
   Random* const random_;
 
-  std::mutex mu_;
+  outbound::internal::Mutex mu_;
   State state_ = State::kClosed;
   Hold hold_ = Hold::kNone;
   std::uint64_t generation_ = 0;
