@@ -16,6 +16,7 @@
 #include "front_end.h"
 #include "layers.h"
 #include "origin.h"
+#include "outbound/internal/mutex.h"
 #include "request_check.h"
 #include "transport/pool.h"
 #include "transport_spec.h"
@@ -81,9 +82,9 @@ struct Client::Impl {
   }
 
   // Calls in flight, so the destructor can end them before the chain goes.
-  std::mutex mu;
-  std::condition_variable idle;
-  LiveCall* live = nullptr;  // a list, newest first
+  outbound::internal::Mutex mu;
+  std::condition_variable_any idle;  // told when the list empties
+  LiveCall* live = nullptr;          // a list, newest first
   std::atomic<int> live_count{0};
 
   void Link(LiveCall& call) {
@@ -101,7 +102,8 @@ struct Client::Impl {
     (call.prev != nullptr ? call.prev->next : live) = call.next;
     if (call.next != nullptr) call.next->prev = call.prev;
     live_count.fetch_sub(1, std::memory_order_relaxed);
-    if (live == nullptr && dispatcher != nullptr) dispatcher->ClientIdle(runtime.clock->Now());
+    if (live != nullptr) return;
+    if (dispatcher != nullptr) dispatcher->ClientIdle(runtime.clock->Now());
     idle.notify_all();
   }
 

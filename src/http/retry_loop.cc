@@ -18,6 +18,7 @@
 
 #include "body_pipe_link.h"
 #include "layers.h"
+#include "outbound/internal/mutex.h"
 
 namespace outbound::http::internal {
 namespace {
@@ -556,7 +557,7 @@ class RetryingRequest final : public Cancellable,
   // the body buffered, and the answer's body not streamed to the caller.
   const bool hedgeable_;
 
-  std::mutex mu_;
+  outbound::internal::Mutex mu_;
   retry::Loop loop_;  // guarded by mu_
   int attempts_ = 0;
   bool finished_ = false;

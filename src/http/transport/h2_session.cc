@@ -100,7 +100,31 @@ H2Session::H2Session(CodecEvents& events, std::uint64_t connection_id, Clock& cl
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
 }
 
-H2Session::~H2Session() { nghttp2_session_del(session_); }
+H2Session::~H2Session() {
+  nghttp2_session_del(session_);
+  // Freed by the session's allocator, which outlives this (memory_).
+  for (nghttp2_rcbuf* value : valid_values_) {
+    if (value != nullptr) nghttp2_rcbuf_decref(value);
+  }
+}
+
+bool H2Session::ValidValue(nghttp2_rcbuf* value) {
+  // Its address picks the one slot it may be in: hashed, as the low bits
+  // are alike for every block (alignment) and the high ones too (one heap).
+  constexpr std::uint64_t kGoldenRatio = 0x9e3779b97f4a7c15;
+  std::uint64_t hash =
+      static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(value)) * kGoldenRatio;
+  nghttp2_rcbuf*& slot = valid_values_[hash >> 60];
+  if (slot == value) return true;
+  nghttp2_vec bytes = nghttp2_rcbuf_get_buf(value);
+  if (!ValidFieldValue(View(bytes.base, bytes.len))) return false;
+  if (bytes.len <= kLongestKeptValue) {
+    if (slot != nullptr) nghttp2_rcbuf_decref(slot);
+    nghttp2_rcbuf_incref(value);
+    slot = value;
+  }
+  return true;
+}
 
 bool H2Session::StreamIdsSpent() const {
   return nghttp2_session_get_next_stream_id(session_) > (1u << 31) - 3;
@@ -400,7 +424,7 @@ int H2Session::OnHeader(nghttp2_session*, const nghttp2_frame* frame, nghttp2_rc
   }
   exchange->regular_seen = true;
   // A name from HPACK's static table (RFC 7541 Appendix A) is valid.
-  if ((!nghttp2_rcbuf_is_static(name) && !ValidFieldName(n)) || !ValidFieldValue(v)) {
+  if ((!nghttp2_rcbuf_is_static(name) && !ValidFieldName(n)) || !self.ValidValue(value)) {
     self.RefuseMalformed(
         *exchange, "its field " + Quoted(n) + " breaks the field grammar" + " (RFC 9113 §8.2.1)");
     return 0;

@@ -27,6 +27,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -115,6 +116,10 @@ class H2Session final : public Codec {
   void RefuseMalformed(Exchange& exchange, const std::string& why);
   // Tells the pool what happened while nghttp2 was running.
   void Deliver();
+  // Whether a response field's value is valid (ValidFieldValue), checking
+  // each value HPACK's dynamic table repeats once per session, not on
+  // every response.
+  bool ValidValue(nghttp2_rcbuf* value);
 
   CodecEvents& events_;
   std::uint64_t connection_id_;
@@ -134,6 +139,13 @@ class H2Session final : public Codec {
   // A traceparent went out indexed, so its name is in the HPACK table for
   // the never-indexed ones after it to refer to (no name sent, nor coded).
   bool traceparent_named_ = false;
+  // Values found valid (ValidValue), each held by a reference of ours so
+  // that no other value can come at its address while it is here: a field
+  // the server's HPACK table repeats comes as the same buffer every time.
+  // Short ones only, so what is held stays small.
+  static constexpr std::size_t kValidValues = 16;  // a hash's top four bits
+  static constexpr std::size_t kLongestKeptValue = 256;
+  std::array<nghttp2_rcbuf*, kValidValues> valid_values_{};
   struct Ended {
     Ended(Exchange* e, AttemptOutcome&& o) : exchange(e), outcome(std::move(o)) {}
     Exchange* exchange;
