@@ -207,6 +207,12 @@ Result<void> Validate(const Settings& s) {
   check("adaptive_concurrency", CheckAdaptiveConcurrency(s.adaptive_concurrency));
   check("balancing", CheckBalancing(s.balancing));
   check("hedging", CheckHedging(s.hedging));
+  // A hedge is one of the call's attempts: with one, hedging never sends one.
+  if (s.hedging && s.max_attempts == 1) {
+    problems.push_back(
+        "Settings.hedging: max_attempts is 1 and a hedge is an attempt: raise max_attempts, or "
+        "set hedging to std::nullopt");
+  }
   for (const std::string& route : internal::RoutePolicyProblems(s.routes, "path_prefix")) {
     problems.push_back("Settings.routes" + route);
   }

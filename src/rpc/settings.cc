@@ -201,6 +201,12 @@ Result<void> Validate(const Settings& s) {
   check("bulkhead", http::CheckBulkhead(s.bulkhead));
   check("adaptive_concurrency", http::CheckAdaptiveConcurrency(s.adaptive_concurrency));
   check("hedging", http::CheckHedging(s.hedging));
+  // A hedge is one of the call's attempts: with one, hedging never sends one.
+  if (s.hedging && s.max_attempts == 1) {
+    problems.push_back(
+        "Settings.hedging: max_attempts is 1 and a hedge is an attempt: raise max_attempts, or "
+        "set hedging to std::nullopt");
+  }
   for (const std::string& method : MethodProblems(s.methods)) {
     problems.push_back("Settings.methods" + method);
   }

@@ -122,6 +122,12 @@ TEST_F(HedgingTest, BadSettingsAreRefusedByTheCheck) {
   auto valid = Validate(s);
   ASSERT_FALSE(valid);
   EXPECT_NE(valid.error().message().find("Settings.hedging"), std::string::npos);
+  // A hedge is an attempt: with one attempt in all, none is ever sent.
+  s = Hedged(Hedging{});
+  s.max_attempts = 1;
+  valid = Validate(s);
+  ASSERT_FALSE(valid);
+  EXPECT_NE(valid.error().message().find("Settings.hedging: max_attempts is 1"), std::string::npos);
 }
 
 TEST_F(HedgingTest, ASlowFirstAnswerIsHedgedAndTheHedgesAnswerWins) {

@@ -75,6 +75,13 @@ TEST(RpcSettings, ValidateNamesEveryBadField) {
   s = DefaultSettings();
   s.addr = "carts:9090";
   EXPECT_TRUE(Validate(s));
+  // A hedge is an attempt: with one attempt in all, none is ever sent.
+  s.hedging = http::Hedging{};
+  EXPECT_TRUE(Validate(s));
+  s.max_attempts = 1;
+  result = Validate(s);
+  ASSERT_FALSE(result);
+  EXPECT_THAT(result.error().message(), HasSubstr("Settings.hedging: max_attempts is 1"));
 }
 
 TEST(RpcSettings, Pushback) {

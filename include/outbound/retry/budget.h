@@ -16,7 +16,7 @@
 // TryRetry), with a burst of one second's worth.
 //
 // example: examples/headers/core.cc#budget
-//   retry::Budget budget(retry::BudgetConfig{});  // {10, 0.1}
+//   retry::Budget budget(retry::BudgetConfig{});  // {10, 0.1, 10}
 //   budget.OnRetryable();
 //   bool again = budget.AllowRetry();
 //

@@ -162,7 +162,8 @@ struct Settings {
   Duration backoff_max = std::chrono::seconds(5);
 
   // Limits retries across every call of the client (gRFC A6's throttling).
-  // Default {10, 0.1}. Checks: retry::CheckMaxTokens, retry::CheckTokenRatio.
+  // Default {10, 0.1, 10}. Checks: retry::CheckMaxTokens, retry::CheckTokenRatio,
+  // retry::CheckMinRetriesPerSecond.
   retry::BudgetConfig retry_budget;
 
   // The client's one breaker. Checks: circuit::Check*.
@@ -246,7 +247,9 @@ struct Settings {
   // Hedging (http::Hedging: one more attempt of a unary call when the
   // first has no answer after a delay; the first answer wins). Only for
   // methods safe to send twice (not in non_idempotent_methods); streams
-  // never hedge. Empty (the default): off. Check: http::CheckHedging.
+  // never hedge. Empty (the default): off. Check: http::CheckHedging;
+  // Validate also refuses it beside a max_attempts of 1 (a hedge is one of
+  // the call's attempts).
   std::optional<http::Hedging> hedging;
 
   // Failure injection (outbound/fault.h): the client is the injection
