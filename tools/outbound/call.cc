@@ -120,18 +120,20 @@ gRPC:
   outbound: UNAVAILABLE: failed to connect to all addresses; ... (3 attempts).
   -o, --timeout, --cacert, --cert, --key, --connect-to, --fault (the point
   is grpc:HOST:PORT), -v (each attempt's span) and --report json apply;
-  -X, -H, -i, --fail and --runtime-file do not. The settings are the variables above that
-  rpc::Settings has: OUTBOUND_TIMEOUT OUTBOUND_MAX_ATTEMPTS
-  OUTBOUND_BACKOFF_BASE OUTBOUND_BACKOFF_MAX, the OUTBOUND_RETRY_BUDGET_ and
-  OUTBOUND_BREAKER_ ones, OUTBOUND_CA_FILE OUTBOUND_CERT_FILE
-  OUTBOUND_KEY_FILE (a grpcs URL only), OUTBOUND_FAULTS,
-  OUTBOUND_MAX_CONNECTION_AGE, OUTBOUND_RATE_LIMIT OUTBOUND_BULKHEAD and the
-  OUTBOUND_ADAPTIVE_CONCURRENCY ones (a call over either is rejected: exit
-  69), the OUTBOUND_HEDGING ones, and the gRPC
-  client's own: OUTBOUND_NON_IDEMPOTENT_METHODS (full method names,
-  comma-separated), OUTBOUND_MAX_RECEIVE_MESSAGE_BYTES
-  OUTBOUND_MAX_SEND_MESSAGE_BYTES (1 to 4294967295) and
-  OUTBOUND_GZIP_REQUESTS (on or off); another is warned about. A status other than OK exits 100 + its code (CANCELLED 101,
+  -X, -H, -i, --fail and --runtime-file do not. The settings are the
+  variables above that rpc::Settings has: OUTBOUND_TIMEOUT
+  OUTBOUND_ATTEMPT_TIMEOUT OUTBOUND_MAX_ATTEMPTS OUTBOUND_BACKOFF_BASE
+  OUTBOUND_BACKOFF_MAX, the OUTBOUND_RETRY_BUDGET_ and OUTBOUND_BREAKER_
+  ones, OUTBOUND_CA_FILE OUTBOUND_CERT_FILE OUTBOUND_KEY_FILE (a grpcs URL
+  only), OUTBOUND_FAULTS, OUTBOUND_MAX_CONNECTION_AGE, OUTBOUND_RATE_LIMIT
+  OUTBOUND_BULKHEAD and the OUTBOUND_ADAPTIVE_CONCURRENCY ones (a call over
+  either is rejected: exit 69), OUTBOUND_BALANCING OUTBOUND_ENDPOINTS
+  OUTBOUND_RE_RESOLVE_EVERY and the OUTBOUND_OUTLIER_ ones, the
+  OUTBOUND_HEDGING ones, and the gRPC client's own:
+  OUTBOUND_NON_IDEMPOTENT_METHODS (full method names, comma-separated),
+  OUTBOUND_MAX_RECEIVE_MESSAGE_BYTES OUTBOUND_MAX_SEND_MESSAGE_BYTES (1 to
+  4294967295) and OUTBOUND_GZIP_REQUESTS (on or off); another is warned
+  about. A status other than OK exits 100 + its code (CANCELLED 101,
   DEADLINE_EXCEEDED 104, NOT_FOUND 105, UNIMPLEMENTED 112, INTERNAL 113,
   UNAVAILABLE 114, UNAUTHENTICATED 116); a call the circuit breaker turned
   away exits 69.
