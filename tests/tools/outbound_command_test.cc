@@ -417,6 +417,21 @@ TEST_F(OutboundCallTest, OutputThatCannotBeWrittenExits23) {
   }
 }
 
+// `bench`'s figures are its result: a standard output that cannot take
+// them exits 23 too, not 0.
+TEST_F(OutboundCallTest, BenchFiguresThatCannotBeWrittenExit23) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  Serve([](const ServerRequest&) { return Reply::Ok("ok"); });
+  std::string cafile = dir.Write("ca.pem", ca.pem());
+  std::string bench =
+      "env OUTBOUND_CA_FILE=" + cafile + " " + kOutbound +
+      " bench -n 5 -c 1 --connect-to payments:8443:127.0.0.1:" + std::to_string(server->port()) +
+      " https://payments:8443/";
+  EXPECT_EQ(RunCommand(bench + " >/dev/null 2>" + err_path).exit_code, 0) << Stderr();
+  EXPECT_EQ(RunCommand(bench + " >/dev/full 2>" + err_path).exit_code, 23);
+  EXPECT_NE(Stderr().find("cannot write the output"), std::string::npos) << Stderr();
+}
+
 // A streamed body cut short leaves in the file what had arrived, and the
 // command exits 7 (the attempt is final once a byte went to the file).
 TEST_F(OutboundCallTest, OutputKeepsWhatArrivedOfABodyCutShort) {
@@ -621,6 +636,16 @@ TEST(OutboundCommandTest, APortOutOfRangeInTheUrlIsAUsageError) {
     EXPECT_EQ(result.exit_code, 2) << line << ": " << result.output;
     EXPECT_NE(result.output.find("port"), std::string::npos) << result.output;
     EXPECT_EQ(result.output.find("Settings."), std::string::npos) << result.output;
+  }
+}
+
+// One URL a command: a second is a usage error, not silently the target.
+TEST(OutboundCommandTest, ASecondUrlIsAUsageError) {
+  for (const char* line : {" call https://127.0.0.1:1/a https://127.0.0.1:1/b",
+                           " bench -n 1 https://127.0.0.1:1/a https://127.0.0.1:1/b"}) {
+    CommandResult result = RunCommand("timeout 20 " + kOutbound + line + " 2>&1");
+    EXPECT_EQ(result.exit_code, 2) << line << ": " << result.output;
+    EXPECT_NE(result.output.find("one URL only"), std::string::npos) << result.output;
   }
 }
 

@@ -53,6 +53,8 @@ options:
 
 prints: calls/s, latency p50/p90/p99/max, errors by kind, attempts per call,
 breaker transitions, CPU time per call (user+sys of this process), peak RSS.
+Exits 0 when every call succeeded, 1 when some failed, 2 on a usage error,
+23 when the figures could not be written.
 )";
 
 long PeakRssKb() {
@@ -114,9 +116,14 @@ int ReportBench(BenchFigures& f, const std::string& json_path) {
             << "  breaker transitions: " << f.transitions << "\n"
             << "cpu: " << f.cpu_seconds << " s, " << f.cpu_seconds * 1e6 / n
             << " us/call  peak rss: " << PeakRssKb() / 1024 << " MiB\n";
-  if (json_path == "-") {
-    std::cout << report.dump() << "\n";
-  } else if (!json_path.empty() && !WriteFileOrSay(json_path, report.dump(2) + "\n")) {
+  if (json_path == "-") std::cout << report.dump() << "\n";
+  // The figures are the run's result: ones that could not be written are a
+  // failure (a full disk, a closed pipe), as for `call`.
+  if (!std::cout.flush()) {
+    std::cerr << "outbound: cannot write the output\n";
+    return kExitWriteError;
+  }
+  if (json_path != "-" && !json_path.empty() && !WriteFileOrSay(json_path, report.dump(2) + "\n")) {
     return kExitWriteError;
   }
   return f.errors.empty() ? kExitOk : 1;
@@ -170,8 +177,10 @@ int RunBench(const std::vector<std::string>& args) {
                          a == "--header" || a == "-d" || a == "--data" || a == "--connect-to" ||
                          a == "--rss-every" || a == "--json";
       return Usage("bench", takes_value ? a + " needs a value" : "unknown option " + a);
-    } else {
+    } else if (url.empty()) {
       url = a;
+    } else {
+      return Usage("bench", "one URL only");
     }
   }
   if (url.empty()) return Usage("bench", "a URL is needed");
