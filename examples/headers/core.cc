@@ -129,7 +129,7 @@ Duration BackoffWait(int attempt, Random& random) {
 
 bool BudgetRetry() {
   // [example budget]
-  retry::Budget budget(retry::BudgetConfig{});  // {10, 0.1}
+  retry::Budget budget(retry::BudgetConfig{});  // {10, 0.1, 10}
   budget.OnRetryable();
   bool again = budget.AllowRetry();
   // [end budget]

@@ -128,6 +128,9 @@ TEST_F(HedgingTest, BadSettingsAreRefusedByTheCheck) {
   valid = Validate(s);
   ASSERT_FALSE(valid);
   EXPECT_NE(valid.error().message().find("Settings.hedging: max_attempts is 1"), std::string::npos);
+  // Unless a route raises it: that route's calls hedge.
+  s.routes = {{.path_prefix = "/search", .max_attempts = 3}};
+  EXPECT_TRUE(Validate(s));
 }
 
 TEST_F(HedgingTest, ASlowFirstAnswerIsHedgedAndTheHedgesAnswerWins) {

@@ -57,7 +57,6 @@ struct LoadReport {
   std::map<int, int> statuses;  // the other statuses
   std::map<ErrorKind, int> errors;
   std::map<ErrorKind, std::string> first_message;
-  int fewest_attempts_failed = 0;  // the fewest attempts a failed call made (0: none failed)
 
   int failed() const { return calls - ok; }
 
@@ -68,10 +67,6 @@ struct LoadReport {
     } else if (result) {
       ++statuses[result->status];
     } else {
-      int attempts = result.error().attempts();
-      if (fewest_attempts_failed == 0 || attempts < fewest_attempts_failed) {
-        fewest_attempts_failed = attempts;
-      }
       if (errors[result.error().kind()]++ == 0) {
         first_message[result.error().kind()] = result.error().message();
       }

@@ -82,6 +82,9 @@ TEST(RpcSettings, ValidateNamesEveryBadField) {
   result = Validate(s);
   ASSERT_FALSE(result);
   EXPECT_THAT(result.error().message(), HasSubstr("Settings.hedging: max_attempts is 1"));
+  // Unless a method's policy raises it: that method's calls hedge.
+  s.methods = {{.method = "/carts.v1.Carts/Get", .max_attempts = 3}};
+  EXPECT_TRUE(Validate(s));
 }
 
 TEST(RpcSettings, Pushback) {

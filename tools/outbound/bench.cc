@@ -54,7 +54,7 @@ options:
 prints: calls/s, latency p50/p90/p99/max, errors by kind, attempts per call,
 breaker transitions, CPU time per call (user+sys of this process), peak RSS.
 Exits 0 when every call succeeded, 1 when some failed, 2 on a usage error,
-23 when the figures could not be written.
+23 when the figures could not be written, 78 on a bad variable.
 )";
 
 long PeakRssKb() {
@@ -117,15 +117,12 @@ int ReportBench(BenchFigures& f, const std::string& json_path) {
             << "cpu: " << f.cpu_seconds << " s, " << f.cpu_seconds * 1e6 / n
             << " us/call  peak rss: " << PeakRssKb() / 1024 << " MiB\n";
   if (json_path == "-") std::cout << report.dump() << "\n";
+  bool file_written =
+      json_path == "-" || json_path.empty() || WriteFileOrSay(json_path, report.dump(2) + "\n");
   // The figures are the run's result: ones that could not be written are a
   // failure (a full disk, a closed pipe), as for `call`.
-  if (!std::cout.flush()) {
-    std::cerr << "outbound: cannot write the output\n";
-    return kExitWriteError;
-  }
-  if (json_path != "-" && !json_path.empty() && !WriteFileOrSay(json_path, report.dump(2) + "\n")) {
-    return kExitWriteError;
-  }
+  if (!std::cout.flush()) std::cerr << "outbound: cannot write the output\n";
+  if (!std::cout || !file_written) return kExitWriteError;
   return f.errors.empty() ? kExitOk : 1;
 }
 

@@ -362,8 +362,8 @@ struct Settings {
   std::optional<AdaptiveConcurrency> adaptive_concurrency;
 
   // Empty (the default): no hedges, and no timer armed. Check:
-  // CheckHedging; Validate also refuses it beside a max_attempts of 1 (a
-  // hedge is one of the call's attempts).
+  // CheckHedging; Validate also refuses it beside a max_attempts of 1 that
+  // no route raises (a hedge is one of the call's attempts).
   std::optional<Hedging> hedging;
 
   // Policies of their own for the calls under some paths (RoutePolicy);

@@ -38,6 +38,9 @@ class Mutex {
     return state_.compare_exchange_strong(state, kLocked, std::memory_order_acquire);
   }
 
+  // Reads and writes the mutex once; a wake that follows uses only its
+  // address (libstdc++'s notify is a futex wake, which reads no memory),
+  // so, as with std::mutex, the thread that takes it next may destroy it.
   void unlock() {
     if (state_.exchange(kFree, std::memory_order_release) == kWaitedFor) state_.notify_one();
   }

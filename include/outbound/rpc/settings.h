@@ -248,8 +248,8 @@ struct Settings {
   // first has no answer after a delay; the first answer wins). Only for
   // methods safe to send twice (not in non_idempotent_methods); streams
   // never hedge. Empty (the default): off. Check: http::CheckHedging;
-  // Validate also refuses it beside a max_attempts of 1 (a hedge is one of
-  // the call's attempts).
+  // Validate also refuses it beside a max_attempts of 1 that no method's
+  // policy raises (a hedge is one of the call's attempts).
   std::optional<http::Hedging> hedging;
 
   // Failure injection (outbound/fault.h): the client is the injection

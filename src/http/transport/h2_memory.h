@@ -5,7 +5,8 @@
 // again: the malloc and free of a stream cost a list push and pop.
 //
 // On the session's thread only, like the session. Outlives the session:
-// every block nghttp2 still holds is freed by nghttp2_session_del.
+// every block nghttp2 still holds is freed by nghttp2_session_del, and the
+// field values H2Session keeps (ValidValue) by its destructor, after.
 #ifndef OUTBOUND_SRC_HTTP_TRANSPORT_H2_MEMORY_H_
 #define OUTBOUND_SRC_HTTP_TRANSPORT_H2_MEMORY_H_
 
