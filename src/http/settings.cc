@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 
-#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -208,15 +207,7 @@ Result<void> Validate(const Settings& s) {
   check("adaptive_concurrency", CheckAdaptiveConcurrency(s.adaptive_concurrency));
   check("balancing", CheckBalancing(s.balancing));
   check("hedging", CheckHedging(s.hedging));
-  // A hedge is one of the call's attempts: where every call has one (no
-  // route raises it), hedging never sends one.
-  if (s.hedging && s.max_attempts == 1 &&
-      std::none_of(s.routes.begin(), s.routes.end(),
-                   [](const auto& policy) { return policy.max_attempts.value_or(1) > 1; })) {
-    problems.push_back(
-        "Settings.hedging: max_attempts is 1 and a hedge is an attempt: raise max_attempts, or "
-        "set hedging to std::nullopt");
-  }
+  outbound::internal::AddHedgingProblem(s.hedging, s.max_attempts, s.routes, problems);
   for (const std::string& route : internal::RoutePolicyProblems(s.routes, "path_prefix")) {
     problems.push_back("Settings.routes" + route);
   }

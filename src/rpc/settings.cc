@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbound/rpc/settings.h"
 
-#include <algorithm>
 #include <charconv>
 #include <iterator>
 #include <string>
@@ -202,15 +201,7 @@ Result<void> Validate(const Settings& s) {
   check("bulkhead", http::CheckBulkhead(s.bulkhead));
   check("adaptive_concurrency", http::CheckAdaptiveConcurrency(s.adaptive_concurrency));
   check("hedging", http::CheckHedging(s.hedging));
-  // A hedge is one of the call's attempts: where every call has one (no
-  // method raises it), hedging never sends one.
-  if (s.hedging && s.max_attempts == 1 &&
-      std::none_of(s.methods.begin(), s.methods.end(),
-                   [](const auto& policy) { return policy.max_attempts.value_or(1) > 1; })) {
-    problems.push_back(
-        "Settings.hedging: max_attempts is 1 and a hedge is an attempt: raise max_attempts, or "
-        "set hedging to std::nullopt");
-  }
+  outbound::internal::AddHedgingProblem(s.hedging, s.max_attempts, s.methods, problems);
   for (const std::string& method : MethodProblems(s.methods)) {
     problems.push_back("Settings.methods" + method);
   }

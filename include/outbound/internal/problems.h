@@ -7,6 +7,7 @@
 #ifndef OUTBOUND_INTERNAL_PROBLEMS_H_
 #define OUTBOUND_INTERNAL_PROBLEMS_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,21 @@ inline Result<void> Refuse(const std::vector<std::string>& problems) {
     message += problem;
   }
   return Fail(ErrorKind::kInvalidSettings, message);
+}
+
+// Adds to `problems` that hedging is on where no call may make a second
+// attempt: `max_attempts` is 1 and none of `policies` (routes or methods,
+// each with an optional max_attempts) raises it. A hedge is an attempt.
+template <class Hedging, class Policies>
+void AddHedgingProblem(const std::optional<Hedging>& hedging, int max_attempts,
+                       const Policies& policies, std::vector<std::string>& problems) {
+  if (!hedging || max_attempts != 1) return;
+  for (const auto& policy : policies) {
+    if (policy.max_attempts.value_or(1) > 1) return;
+  }
+  problems.push_back(
+      "Settings.hedging: max_attempts is 1 and a hedge is an attempt: raise max_attempts, or "
+      "set hedging to std::nullopt");
 }
 
 // Adds to `problems` what is wrong with the retry budget and the breaker
