@@ -425,8 +425,8 @@ int H2Session::OnHeader(nghttp2_session*, const nghttp2_frame* frame, nghttp2_rc
   exchange->regular_seen = true;
   // A name from HPACK's static table (RFC 7541 Appendix A) is valid.
   if ((!nghttp2_rcbuf_is_static(name) && !ValidFieldName(n)) || !self.ValidValue(value)) {
-    self.RefuseMalformed(
-        *exchange, "its field " + Quoted(n) + " breaks the field grammar" + " (RFC 9113 §8.2.1)");
+    self.RefuseMalformed(*exchange,
+                         "its field " + Quoted(n) + " breaks the field grammar (RFC 9113 §8.2.1)");
     return 0;
   }
   if (ForbiddenField(n, v)) {
