@@ -31,14 +31,13 @@ constexpr std::size_t kSizes = 2 * sizeof(std::uint32_t);
 void ResponseHeaders::Add(std::string_view name, std::string_view value) {
   const std::uint32_t sizes[2] = {static_cast<std::uint32_t>(name.size()),
                                   static_cast<std::uint32_t>(value.size())};
-  // One resize, then the three parts copied in: a response adds a field
-  // at a time, and three appends checked the room three times.
-  std::size_t at = text_.size();
-  text_.resize(at + kSizes + name.size() + value.size());
-  char* out = text_.data() + at;
+  std::size_t size = kSizes + name.size() + value.size();
+  if (text_.size() - used_ < size) text_.resize(std::max(2 * text_.size(), used_ + size));
+  char* out = text_.data() + used_;
   std::memcpy(out, sizes, kSizes);
   std::memcpy(out + kSizes, name.data(), name.size());
   std::memcpy(out + kSizes + name.size(), value.data(), value.size());
+  used_ += size;
   ++count_;
 }
 

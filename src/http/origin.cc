@@ -19,13 +19,13 @@ using outbound::internal::IsAsciiDigit;
 
 bool IsHex(char c) { return IsAsciiDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
-// What a path or query may hold: visible ASCII but '#' (a fragment) and
-// '\' (which some parsers read as '/'). The characters RFC 3986 leaves out
-// but servers take as they are ('"', '<', '>', '^', '`', '{', '|', '}')
-// pass, as curl and browsers pass them.
+// What a path or query may hold as it is: visible ASCII but '#' (a
+// fragment), '\\' (which some parsers read as '/') and '%' (which starts an
+// escape). The characters RFC 3986 leaves out but servers take as they are
+// ('"', '<', '>', '^', '`', '{', '|', '}') pass, as curl and browsers pass them.
 constexpr std::array<bool, 256> kTargetChars = [] {
   std::array<bool, 256> table{};
-  for (int c = 33; c < 127; ++c) table[c] = c != '#' && c != '\\';
+  for (int c = 33; c < 127; ++c) table[c] = c != '#' && c != '\\' && c != '%';
   return table;
 }();
 
@@ -33,11 +33,12 @@ constexpr std::array<bool, 256> kTargetChars = [] {
 // kTargetChars, and each '%' followed by two hex digits.
 bool PlainTarget(std::string_view target) {
   for (std::size_t i = 0; i < target.size(); ++i) {
-    char c = target[i];
-    if (!kTargetChars[static_cast<unsigned char>(c)]) return false;
-    if (c == '%' && (i + 2 >= target.size() || !IsHex(target[i + 1]) || !IsHex(target[i + 2]))) {
+    if (kTargetChars[static_cast<unsigned char>(target[i])]) continue;
+    if (target[i] != '%' || target.size() - i < 3 || !IsHex(target[i + 1]) ||
+        !IsHex(target[i + 2])) {
       return false;
     }
+    i += 2;
   }
   return true;
 }

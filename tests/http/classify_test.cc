@@ -279,5 +279,34 @@ TEST(ResponseHeadersTest, ACopyOwnsItsFields) {
   EXPECT_EQ((*copy.begin()).value, "3");
 }
 
+TEST(ResponseHeadersTest, AMovedFromSetIsEmptyAndTakesFieldsAgain) {
+  ResponseHeaders from{{"Retry-After", "3"}, {"Location", "/next"}};
+  ResponseHeaders to = std::move(from);
+  EXPECT_EQ(to.size(), 2u);
+  EXPECT_EQ(to.Find("retry-after"), "3");
+  EXPECT_EQ(from.size(), 0u);  // NOLINT(bugprone-use-after-move): its state is the contract
+  EXPECT_TRUE(from.begin() == from.end());
+  from.Add("X-Again", "1");
+  EXPECT_EQ(from.size(), 1u);
+  EXPECT_EQ((*from.begin()).value, "1");
+  to = std::move(from);
+  EXPECT_EQ(to.size(), 1u);
+  EXPECT_EQ(to.Find("Retry-After"), "");
+}
+
+TEST(ResponseHeadersTest, FieldsOutgrowTheRoomReservedForThem) {
+  ResponseHeaders headers;
+  headers.reserve(16);
+  std::string long_value(100, 'v');
+  for (int i = 0; i < 20; ++i) headers.Add("x-" + std::to_string(i), long_value);
+  EXPECT_EQ(headers.size(), 20u);
+  int seen = 0;
+  for (const auto& [name, value] : headers) {
+    EXPECT_EQ(name, "x-" + std::to_string(seen++));
+    EXPECT_EQ(value, long_value);
+  }
+  EXPECT_EQ(seen, 20);
+}
+
 }  // namespace
 }  // namespace outbound::http

@@ -421,6 +421,17 @@ class ResponseHeaders {
   ResponseHeaders(std::initializer_list<Field> fields) {
     for (const Field& f : fields) Add(f.name, f.value);
   }
+  ResponseHeaders(const ResponseHeaders&) = default;
+  ResponseHeaders& operator=(const ResponseHeaders&) = default;
+  // Leaves `other` empty.
+  ResponseHeaders(ResponseHeaders&& other) noexcept { *this = std::move(other); }
+  ResponseHeaders& operator=(ResponseHeaders&& other) noexcept {
+    text_ = std::move(other.text_);
+    used_ = std::exchange(other.used_, 0);
+    count_ = std::exchange(other.count_, 0);
+    other.text_.clear();
+    return *this;
+  }
 
   // Appends a field; the name and value are copied.
   void Add(std::string_view name, std::string_view value);
@@ -430,15 +441,19 @@ class ResponseHeaders {
   std::size_t size() const { return count_; }
   bool empty() const { return count_ == 0; }
   Iterator begin() const { return {&text_, 0}; }
-  Iterator end() const { return {&text_, text_.size()}; }
+  Iterator end() const { return {&text_, used_}; }
 
   // Makes room for fields of `bytes` bytes in all.
-  void reserve(std::size_t bytes) { text_.reserve(bytes); }
+  void reserve(std::size_t bytes) {
+    if (text_.size() < bytes) text_.resize(bytes);
+  }
 
  private:
   // Each field: its name's and its value's sizes (two uint32_t), then the
-  // name and the value.
+  // name and the value. The fields are the first used_ bytes; the rest is
+  // room, so that adding one writes no byte twice.
   std::string text_;
+  std::size_t used_ = 0;
   std::size_t count_ = 0;
 };
 

@@ -67,21 +67,4 @@ bool ValidFieldValue(std::string_view value) {
   return word_valid(p + n - 8);
 }
 
-bool ForbiddenField(std::string_view name, std::string_view value) {
-  switch (name.size()) {
-    case 2:
-      return name == "te" && !outbound::internal::EqualsIgnoringAsciiCase(value, "trailers");
-    case 7:
-      return name == "upgrade";
-    case 10:
-      return name == "connection" || name == "keep-alive";
-    case 16:
-      return name == "proxy-connection";
-    case 17:
-      return name == "transfer-encoding";
-    default:
-      return false;
-  }
-}
-
 }  // namespace outbound::http::internal::transport

@@ -8,6 +8,8 @@
 
 #include <string_view>
 
+#include "outbound/internal/ascii.h"
+
 namespace outbound::http::internal::transport {
 
 // Whether `name` may be a regular field's name: a token (RFC 9110 §5.1)
@@ -21,7 +23,23 @@ bool ValidFieldValue(std::string_view value);
 
 // Whether a field may not appear in HTTP/2 at all (§8.2.2): the
 // connection-specific fields, and a `te` saying anything but "trailers".
-bool ForbiddenField(std::string_view name, std::string_view value);
+// Inline: it runs on every field, and nearly always says no at once.
+inline bool ForbiddenField(std::string_view name, std::string_view value) {
+  switch (name.size()) {
+    case 2:
+      return name == "te" && !outbound::internal::EqualsIgnoringAsciiCase(value, "trailers");
+    case 7:
+      return name == "upgrade";
+    case 10:
+      return name == "connection" || name == "keep-alive";
+    case 16:
+      return name == "proxy-connection";
+    case 17:
+      return name == "transfer-encoding";
+    default:
+      return false;
+  }
+}
 
 }  // namespace outbound::http::internal::transport
 

@@ -109,19 +109,31 @@ H2Session::~H2Session() {
 }
 
 bool H2Session::ValidValue(nghttp2_rcbuf* value) {
-  // Its address picks the one slot it may be in: hashed, as the low bits
-  // are alike for every block (alignment) and the high ones too (one heap).
-  constexpr std::uint64_t kGoldenRatio = 0x9e3779b97f4a7c15;
-  std::uint64_t hash =
-      static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(value)) * kGoldenRatio;
-  nghttp2_rcbuf*& slot = valid_values_[hash >> 60];
-  if (slot == value) return true;
+  // A server sends its fields in the same order every time, so the value
+  // after the last one found is looked for first.
+  if (valid_values_[next_valid_value_] == value) {
+    next_valid_value_ = (next_valid_value_ + 1) % kValidValues;
+    return true;
+  }
+  return CheckValue(value);
+}
+
+bool H2Session::CheckValue(nghttp2_rcbuf* value) {
+  for (std::size_t at = 0; at < kValidValues; ++at) {
+    if (valid_values_[at] == value) {
+      next_valid_value_ = (at + 1) % kValidValues;
+      return true;
+    }
+  }
   nghttp2_vec bytes = nghttp2_rcbuf_get_buf(value);
   if (!ValidFieldValue(View(bytes.base, bytes.len))) return false;
   if (bytes.len <= kLongestKeptValue) {
+    // In the place of the value this one follows (a date that changed, say).
+    nghttp2_rcbuf*& slot = valid_values_[next_valid_value_];
     if (slot != nullptr) nghttp2_rcbuf_decref(slot);
     nghttp2_rcbuf_incref(value);
     slot = value;
+    next_valid_value_ = (next_valid_value_ + 1) % kValidValues;
   }
   return true;
 }
@@ -337,8 +349,16 @@ void H2Session::Refuse(Exchange& exchange, AttemptOutcome&& verdict, std::uint32
   End(exchange.stream_id, std::move(verdict));
 }
 
-void H2Session::RefuseMalformed(Exchange& exchange, const std::string& why) {
-  Refuse(exchange, Malformed(why), NGHTTP2_PROTOCOL_ERROR);
+[[gnu::cold, gnu::noinline]] void H2Session::RefuseMalformed(Exchange& exchange,
+                                                             std::string_view why) {
+  Refuse(exchange, Malformed(std::string(why)), NGHTTP2_PROTOCOL_ERROR);
+}
+
+[[gnu::cold, gnu::noinline]] void H2Session::RefuseMalformed(Exchange& exchange,
+                                                             std::string_view why,
+                                                             std::string_view field,
+                                                             std::string_view after) {
+  RefuseMalformed(exchange, std::string(why) + Quoted(field) + std::string(after));
 }
 
 void H2Session::Deliver() {
@@ -404,8 +424,8 @@ int H2Session::OnHeader(nghttp2_session*, const nghttp2_frame* frame, nghttp2_rc
     // trailers have none (RFC 9113 §8.3.2).
     if (n != ":status" || exchange->status_seen || exchange->regular_seen ||
         exchange->headers_done) {
-      self.RefuseMalformed(
-          *exchange, "its pseudo-header field " + Quoted(n) + " is out of place (RFC 9113 §8.3.2)");
+      self.RefuseMalformed(*exchange, "its pseudo-header field ", n,
+                           " is out of place (RFC 9113 §8.3.2)");
       return 0;
     }
     exchange->status_seen = true;
@@ -423,22 +443,24 @@ int H2Session::OnHeader(nghttp2_session*, const nghttp2_frame* frame, nghttp2_rc
     return 0;
   }
   exchange->regular_seen = true;
-  // A name from HPACK's static table (RFC 7541 Appendix A) is valid.
-  if ((!nghttp2_rcbuf_is_static(name) && !ValidFieldName(n)) || !self.ValidValue(value)) {
-    self.RefuseMalformed(*exchange,
-                         "its field " + Quoted(n) + " breaks the field grammar (RFC 9113 §8.2.1)");
+  bool content_length = n == "content-length";
+  // A name from HPACK's static table (RFC 7541 Appendix A) is valid. A
+  // content-length must be digits alone (below), stricter than the grammar.
+  if ((!nghttp2_rcbuf_is_static(name) && !ValidFieldName(n)) ||
+      (!content_length && !self.ValidValue(value))) {
+    self.RefuseMalformed(*exchange, "its field ", n, " breaks the field grammar (RFC 9113 §8.2.1)");
     return 0;
   }
   if (ForbiddenField(n, v)) {
-    self.RefuseMalformed(
-        *exchange, "it has the connection-specific field " + std::string(n) + " (RFC 9113 §8.2.2)");
+    self.RefuseMalformed(*exchange, "it has the connection-specific field ", n,
+                         " (RFC 9113 §8.2.2)");
     return 0;
   }
-  bool content_length = n == "content-length";
   if (content_length && (exchange->headers_done || exchange->informational)) {
     // Framing belongs to the final header block alone.
-    self.RefuseMalformed(*exchange, std::string("it has a content-length in ") +
-                                        (exchange->headers_done ? "its trailers" : "a 1xx answer"));
+    self.RefuseMalformed(*exchange, exchange->headers_done
+                                        ? "it has a content-length in its trailers"
+                                        : "it has a content-length in a 1xx answer");
     return 0;
   }
   if (exchange->headers_done) {
@@ -451,9 +473,8 @@ int H2Session::OnHeader(nghttp2_session*, const nghttp2_frame* frame, nghttp2_rc
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), length);
     if (ec != std::errc() || end != v.data() + v.size() || exchange->content_length ||
         (exchange->response.status == 204 && length != 0)) {
-      self.RefuseMalformed(
-          *exchange, "its content-length " + Quoted(v) +
-                         (exchange->content_length ? " is its second one" : " cannot be right"));
+      self.RefuseMalformed(*exchange, "its content-length ", v,
+                           exchange->content_length ? " is its second one" : " cannot be right");
       return 0;
     }
     exchange->content_length = length;

@@ -112,14 +112,20 @@ class H2Session final : public Codec {
   void Refuse(Exchange& exchange, AttemptOutcome&& verdict,
               std::uint32_t error_code = NGHTTP2_CANCEL);
   // Refuses a response that breaks HTTP/2's message rules (RFC 9113
-  // §8.1.1): a stream error of type PROTOCOL_ERROR, the exchange malformed.
-  void RefuseMalformed(Exchange& exchange, const std::string& why);
+  // §8.1.1): a stream error of type PROTOCOL_ERROR, the exchange malformed,
+  // saying `why`, or why + `field` quoted + `after`. Out of line, so the
+  // checks on every field build no string.
+  void RefuseMalformed(Exchange& exchange, std::string_view why);
+  void RefuseMalformed(Exchange& exchange, std::string_view why, std::string_view field,
+                       std::string_view after);
   // Tells the pool what happened while nghttp2 was running.
   void Deliver();
   // Whether a response field's value is valid (ValidFieldValue), checking
   // each value HPACK's dynamic table repeats once per session, not on
   // every response.
   bool ValidValue(nghttp2_rcbuf* value);
+  // ValidValue's slow way: every kept value, then the grammar.
+  bool CheckValue(nghttp2_rcbuf* value);
 
   CodecEvents& events_;
   std::uint64_t connection_id_;
@@ -143,9 +149,10 @@ class H2Session final : public Codec {
   // that no other value can come at its address while it is here: a field
   // the server's HPACK table repeats comes as the same buffer every time.
   // Short ones only, so what is held stays small.
-  static constexpr std::size_t kValidValues = 16;  // a hash's top four bits
+  static constexpr std::size_t kValidValues = 16;
   static constexpr std::size_t kLongestKeptValue = 256;
   std::array<nghttp2_rcbuf*, kValidValues> valid_values_{};
+  std::size_t next_valid_value_ = 0;  // where ValidValue looks first
   struct Ended {
     Ended(Exchange* e, AttemptOutcome&& o) : exchange(e), outcome(std::move(o)) {}
     Exchange* exchange;
