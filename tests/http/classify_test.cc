@@ -294,6 +294,16 @@ TEST(ResponseHeadersTest, AMovedFromSetIsEmptyAndTakesFieldsAgain) {
   EXPECT_EQ(to.Find("Retry-After"), "");
 }
 
+TEST(ResponseHeadersTest, MovedOntoItselfItKeepsItsFields) {
+  ResponseHeaders headers{{"Retry-After", "3"}};
+  ResponseHeaders& same = headers;
+  headers = std::move(same);
+  EXPECT_EQ(headers.size(), 1u);
+  EXPECT_EQ(headers.Find("retry-after"), "3");
+  headers.Add("X-Long", std::string(100, 'v'));  // grows past the room it had
+  EXPECT_EQ(headers.Find("x-long"), std::string(100, 'v'));
+}
+
 TEST(ResponseHeadersTest, FieldsOutgrowTheRoomReservedForThem) {
   ResponseHeaders headers;
   headers.reserve(16);

@@ -124,6 +124,10 @@ TEST(ParseUrlTest, RefusesWhatIsNotAnHttpUrlWithAPlainHost) {
            "https://payments/%4",
            "https://payments/%zz",
            "https://payments/?%g0",
+           "https://payments/%2G",
+           "https://payments/%%41",
+           "https://payments/%25%",
+           "https://payments/a%4",
            "https://payments/caf\xc3\xa9",
            "https://a123456789012345678901234567890123456789012345678901234567890123.example/",
        }) {
@@ -136,6 +140,7 @@ TEST(ParseUrlTest, RefusesWhatIsNotAnHttpUrlWithAPlainHost) {
   EXPECT_TRUE(ParseUrl("https://127.0.0.1:8443/"));
   EXPECT_TRUE(ParseUrl("https://my_service.internal/"));
   EXPECT_TRUE(ParseUrl("https://payments/%41?%7e=%7E"));
+  EXPECT_TRUE(ParseUrl("https://payments/%25%41?a=%25"));
   EXPECT_TRUE(ParseUrl("https://payments/{a}|^`<>\"?q=[1]"));
 }
 
@@ -171,7 +176,7 @@ TEST(ResolveTargetTest, TheCheapPathAgreesWithTheFullParse) {
   Origin payments{"https", "payments", 8443};
   std::string text = payments.ToString();
   for (std::string_view target :
-       {"/x", "/x?y", "/x/../y", "/%41", "/a|b", "https://payments:8443/x", "/x?a?b"}) {
+       {"/x", "/x?y", "/x/../y", "/%41", "/%25%41", "/a|b", "https://payments:8443/x", "/x?a?b"}) {
     auto cheap = JoinPlainPath(text, target);
     ASSERT_TRUE(cheap) << target;
     std::string_view path = target.substr(0, 1) == "/" ? target : target.substr(text.size());
@@ -179,8 +184,8 @@ TEST(ResolveTargetTest, TheCheapPathAgreesWithTheFullParse) {
     ASSERT_TRUE(full) << target;
     EXPECT_EQ(*cheap, full->full);
   }
-  for (std::string_view target :
-       {"//x", "/a\\b", "/a b", "/%", "/%4g", "/x#f", "https://payments:8443@ledger/"}) {
+  for (std::string_view target : {"//x", "/a\\b", "/a b", "/%", "/%4g", "/%%41", "/x%2", "/x#f",
+                                  "https://payments:8443@ledger/"}) {
     EXPECT_FALSE(JoinPlainPath(text, target)) << target;
   }
 }

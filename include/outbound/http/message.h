@@ -426,6 +426,7 @@ class ResponseHeaders {
   // Leaves `other` empty.
   ResponseHeaders(ResponseHeaders&& other) noexcept { *this = std::move(other); }
   ResponseHeaders& operator=(ResponseHeaders&& other) noexcept {
+    if (this == &other) return *this;
     text_ = std::move(other.text_);
     used_ = std::exchange(other.used_, 0);
     count_ = std::exchange(other.count_, 0);
