@@ -76,6 +76,10 @@ struct CallRequest {
   // The call asked for a gzip answer (Settings::gzip): the transport
   // decodes a gzip-coded body.
   bool decode_gzip = false;
+  // The request names no User-Agent: the transport sends kDefaultUserAgent
+  // after `headers` (so a request with no header of its own needs no room
+  // for one).
+  bool default_user_agent = false;
 };
 
 // How a call ended: a result, or the user's own exception.

@@ -149,8 +149,6 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
   }
   bool has_user_agent = false;
   bool has_accept_encoding = false;
-  // Room for the two fields added below: one allocation, not two and a move.
-  request.headers.reserve(request.headers.size() + 2);
   for (auto& [name, value] : request.headers) {
     if (auto checked = CheckHeader(name, value); !checked) return tl::unexpected(checked.error());
     has_user_agent = has_user_agent || SameHeaderName(name, "User-Agent");
@@ -158,9 +156,6 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
   }
   bool decode_gzip = ask_gzip && !has_accept_encoding;
   if (decode_gzip) request.headers.emplace_back("Accept-Encoding", "gzip");
-  // A server's logs should say who called: the library names itself unless
-  // the caller names its own program.
-  if (!has_user_agent) request.headers.emplace_back("User-Agent", kDefaultUserAgent);
   if (!MakePlainUrl(origin_text, request.url)) {
     auto url = ResolveTarget(origin, origin_text, request.url);
     if (!url) return tl::unexpected(url.error());
@@ -173,10 +168,17 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
     }
     request.url = std::move(url->full);
   }
-  return CallRequest{std::move(request.method),      std::move(request.url),
-                     std::move(request.headers),     std::move(request.body),
-                     request.body_replayable,        std::nullopt,
-                     std::move(request.body_source), decode_gzip};
+  // A server's logs should say who called: the library names itself unless
+  // the caller names its own program.
+  return CallRequest{std::move(request.method),
+                     std::move(request.url),
+                     std::move(request.headers),
+                     std::move(request.body),
+                     request.body_replayable,
+                     std::nullopt,
+                     std::move(request.body_source),
+                     decode_gzip,
+                     !has_user_agent};
 }
 
 }  // namespace outbound::http::internal

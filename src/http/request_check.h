@@ -23,7 +23,8 @@ inline constexpr char kDefaultUserAgent[] = "outbound/" OUTBOUND_VERSION_STRING;
 // Keep-Alive, Upgrade, TE, HTTP2-Settings, Proxy-*, pseudo-headers), a
 // control character in a value, or user info in the URL; kOriginRefused for
 // a URL on another origin. Whitespace around a header value is trimmed (RFC
-// 9110 5.5); a request without a User-Agent gets kDefaultUserAgent. `origin_text` is
+// 9110 5.5); a request without a User-Agent is sent with kDefaultUserAgent
+// (CallRequest::default_user_agent). `origin_text` is
 // `origin.ToString()`. Moves the request's parts out of `request`. With
 // `ask_gzip` (Settings::gzip), a request without an Accept-Encoding of its
 // own gets `Accept-Encoding: gzip` and CallRequest::decode_gzip.

@@ -279,6 +279,11 @@ std::uint64_t FakeServer::raw_frames_written() const {
   return impl_->raw_frames;
 }
 
+std::uint64_t FakeServer::raw_bytes_read() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->raw_bytes_read;
+}
+
 bool FakeServer::WaitFor(const std::function<bool(const FakeServer&)>& done,
                          std::chrono::milliseconds real_limit) const {
   std::unique_lock lock(impl_->mu);

@@ -101,6 +101,7 @@ struct FakeServer::Impl {
   int client_resets = 0;
   int client_pings = 0;
   std::uint64_t raw_frames = 0;
+  std::uint64_t raw_bytes_read = 0;
   std::uint64_t events = 0;  // moves on with every record, for WaitFor
 
   asio::io_context io;

@@ -11,6 +11,7 @@
 
 #include "../http/attempt.h"
 #include "../http/client_transport.h"
+#include "../http/request_check.h"
 #include "../http/transport_spec.h"
 #include "outbound/internal/ascii.h"
 
@@ -354,6 +355,10 @@ class FakeClientTransport final : public ClientTransport {
       bool replaced = std::any_of(own.begin(), own.end(),
                                   [&](const auto& h) { return Lower(h.first) == Lower(name); });
       if (!replaced) request.headers.emplace_back(Lower(name), value);
+    }
+    // As the transports send it, for a request that names none.
+    if (sent.default_user_agent) {
+      request.headers.emplace_back("user-agent", http::internal::kDefaultUserAgent);
     }
     for (const auto& [name, value] : own) {
       request.headers.emplace_back(Lower(name), value);

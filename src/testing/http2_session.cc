@@ -347,7 +347,10 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     stream_->async_read_some(
         asio::buffer(input_), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
           if (ec) return self->End();
-          if (self->raw_mode_) return self->Read();  // the test's frames own the connection
+          if (self->raw_mode_) {  // the test's frames own the connection
+            self->server_.Record([&] { self->server_.raw_bytes_read += n; });
+            return self->Read();
+          }
           ssize_t rv = nghttp2_session_mem_recv(
               self->session_, reinterpret_cast<const uint8_t*>(self->input_.data()), n);
           if (rv < 0) return self->End();

@@ -475,19 +475,29 @@ TEST_F(ClientH2Test, TrailersAreBoundedApartFromTheHeaders) {
 // the next goes on a new one rather than time out in turn.
 TEST_F(ClientH2Test, AConnectionThatAnswersNoPingTakesNoNewCall) {
   std::atomic<int> seen{0};
-  // The first request's connection becomes a black hole: nothing is
-  // answered on it, PINGs included.
-  Serve([&](const ServerRequest&) { return seen++ == 0 ? Reply::Frames({}) : Reply::Ok("fresh"); });
+  // The connection answers its first request, then becomes a black hole:
+  // nothing more is answered on it, PINGs included.
+  Serve([&](const ServerRequest&) {
+    int n = seen++;
+    return n == 1 ? Reply::Frames({}) : Reply::Ok(n == 0 ? "warm" : "fresh");
+  });
   Settings settings = PaymentsSettings();
   settings.max_attempts = 1;
   auto client = MakeClient(settings);
+  // Answered: the client has read all the server sent so far, so the
+  // connection was last heard from now, on the test's clock.
+  ASSERT_TRUE(client->Send(Request::Get("/warm")));
   auto first = client->SendAsync(Request::Get("/1"));
-  ASSERT_TRUE(server->WaitForRequests(1));
+  ASSERT_TRUE(server->WaitForRequests(2));
   ASSERT_TRUE(clock.WaitForTimers(2));  // the deadline, and the attempt's timeout
   clock.Advance(settings.attempt_timeout);
   auto timed_out = first.get();
   ASSERT_FALSE(timed_out);
   EXPECT_EQ(timed_out.error().kind(), ErrorKind::kDeadline);
+  // The caller hears of the timeout before the loop cancels the stream and
+  // sends the PING (with the RST_STREAM, the first the silent server reads
+  // after the request): its time to be answered runs from when it went.
+  ASSERT_TRUE(server->WaitFor([](const FakeServer& s) { return s.raw_bytes_read() > 0; }));
   clock.Advance(seconds(1));  // the PING's time to be answered
   auto second = client->SendAsync(Request::Get("/2"));
   // A safety net of 10 s real time: on the silent connection it would wait
@@ -498,8 +508,9 @@ TEST_F(ClientH2Test, AConnectionThatAnswersNoPingTakesNoNewCall) {
   ASSERT_TRUE(answer) << answer.error().message();
   EXPECT_EQ(answer->body, "fresh");
   auto requests = server->requests();
-  ASSERT_EQ(requests.size(), 2u);
-  EXPECT_EQ(requests[1].connection_id, 2);
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[1].connection_id, 1);
+  EXPECT_EQ(requests[2].connection_id, 2);
 }
 
 // gRPC servers count a PING that comes while they write nothing as a strike

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "client_test_support.h"
+#include "outbound/version.h"
 
 namespace outbound::http {
 namespace {
@@ -162,6 +163,28 @@ TEST_F(MiddlewareTest, AHeaderAMiddlewareAddsIsCheckedAsTheCallersAndRefusedBefo
   auto records = Attempts();
   ASSERT_EQ(records.size(), 1u);  // not retried
   EXPECT_EQ(records[0].decision, retry::DecisionKind::kStopped);
+}
+
+// The library's User-Agent goes only where nobody named one: a middleware
+// that names one replaces it, on the wire as in what later layers see.
+TEST_F(MiddlewareTest, AUserAgentAMiddlewareSetsReplacesTheLibrarysOwn) {
+  Serve([&](const ServerRequest&) { return Reply::Ok(); });
+  Settings settings = PaymentsSettings();
+  settings.attempt_middleware = {std::make_shared<Changing>([](OutgoingRequest& r) {
+    if (r.url().ends_with("/named")) r.SetHeader("User-Agent", "checkout/4.1");
+  })};
+  auto client = MakeClient(std::move(settings));
+  ASSERT_TRUE(client->Send(Request::Get("/named")));
+  ASSERT_TRUE(client->Send(Request::Get("/plain")));
+  auto requests = server->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  for (const auto& request : requests) {
+    int user_agents = 0;
+    for (const auto& [name, value] : request.headers) user_agents += name == "user-agent";
+    EXPECT_EQ(user_agents, 1) << request.target;
+  }
+  EXPECT_EQ(requests[0].header("user-agent"), "checkout/4.1");
+  EXPECT_EQ(requests[1].header("user-agent"), std::string("outbound/") + OUTBOUND_VERSION_STRING);
 }
 
 TEST_F(MiddlewareTest, ACallMiddlewareCannotSetHost) {

@@ -310,6 +310,10 @@ class FakeServer {
   // Frames written raw for Reply::Frames and Reply::Flood, on every
   // connection: how a test knows a flood is under way.
   std::uint64_t raw_frames_written() const;
+  // Bytes the client sent on those connections after the server handed
+  // them over, which it read and discarded: how a test knows the client
+  // wrote to one (a reset, a PING).
+  std::uint64_t raw_bytes_read() const;
 
   // Blocks until `done()` is true, checked after every event the server
   // records; gives up after `real_limit` (a safety net, not a tolerance).

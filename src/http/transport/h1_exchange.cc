@@ -16,6 +16,8 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "../request_check.h"
+
 namespace outbound::http::internal::transport {
 namespace beast_http = boost::beast::http;
 
@@ -174,6 +176,9 @@ bool H1Exchange::Start(Exchange& exchange) {
     if (SameHeaderName(name, "TE")) return;
     request_.append(name).append(": ").append(value).append("\r\n");
   });
+  if (request.default_user_agent) {
+    request_.append("User-Agent: ").append(kDefaultUserAgent).append("\r\n");
+  }
   bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
                   request.method == "PATCH";
   if (request.body_source) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "../request_check.h"
 #include "h2_fields.h"
 #include "outbound/internal/ascii.h"
 
@@ -156,15 +157,16 @@ bool H2Session::Finished() const {
 
 bool H2Session::Start(Exchange& exchange) {
   const CallRequest& request = *exchange.request;
-  // Four pseudo-header fields, the headers, and a content-length. A request
-  // with a few headers keeps its fields on the stack (nghttp2 copies them).
+  // Four pseudo-header fields, the headers, a user-agent and a
+  // content-length. A request with a few headers keeps its fields on the
+  // stack (nghttp2 copies them).
   const std::size_t header_count = request.headers.size() + exchange.attempt_headers->size();
   constexpr std::size_t kInlineFields = 24;
   std::array<nghttp2_nv, kInlineFields> inline_fields;
   std::vector<nghttp2_nv> heap_fields;
   std::span<nghttp2_nv> room(inline_fields);
-  if (header_count + 5 > kInlineFields) {
-    heap_fields.resize(header_count + 5);
+  if (header_count + 6 > kInlineFields) {
+    heap_fields.resize(header_count + 6);
     room = heap_fields;
   }
   std::size_t used = 0;
@@ -199,6 +201,7 @@ bool H2Session::Start(Exchange& exchange) {
       field.flags = NGHTTP2_NV_FLAG_NO_INDEX;
     }
   });
+  if (request.default_user_agent) room[used++] = Field("user-agent", kDefaultUserAgent);
   bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
                   request.method == "PATCH";
   std::string length = std::to_string(request.body.size());
