@@ -67,6 +67,8 @@ Result<std::shared_ptr<const CallRequest>> Recheck(const Origin& origin,
     Error error(checked.error().kind(), "a middleware's request: " + checked.error().message());
     return tl::unexpected(std::move(error));
   }
+  // A gRPC method declared idempotent (or not) stays so.
+  checked->idempotent = c.idempotent;
   // Still a request whose gzip answer is decoded, if the original was and
   // the middleware left its Accept-Encoding as the client set it.
   checked->decode_gzip = c.decode_gzip && FindHeader(checked->headers, "Accept-Encoding") == "gzip";

@@ -61,6 +61,8 @@ struct Classification {
 struct SentRequest {
   std::string_view method;
   std::string_view url;
+  // The request's own fields; the library's default User-Agent, which the
+  // transport writes when the request names none, is not among them.
   const Headers& headers;
   // The answer's body went to the request's BodySink (Request::
   // StreamBodyTo), not into Response::body: a 2xx Response's body is then
