@@ -20,7 +20,7 @@ using outbound::internal::IsAsciiDigit;
 bool IsHex(char c) { return IsAsciiDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 // What a path or query may hold as it is: visible ASCII but '#' (a
-// fragment), '\\' (which some parsers read as '/') and '%' (which starts an
+// fragment), '\' (which some parsers read as '/') and '%' (which starts an
 // escape). The characters RFC 3986 leaves out but servers take as they are
 // ('"', '<', '>', '^', '`', '{', '|', '}') pass, as curl and browsers pass them.
 constexpr std::array<bool, 256> kTargetChars = [] {

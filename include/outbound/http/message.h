@@ -452,7 +452,8 @@ class ResponseHeaders {
  private:
   // Each field: its name's and its value's sizes (two uint32_t), then the
   // name and the value. The fields are the first used_ bytes; the rest is
-  // room, so that adding one writes no byte twice.
+  // room made ahead (reserve, or doubled when full), so that adding a field
+  // copies it in without resizing the string each time.
   std::string text_;
   std::size_t used_ = 0;
   std::size_t count_ = 0;

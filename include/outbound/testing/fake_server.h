@@ -311,8 +311,9 @@ class FakeServer {
   // connection: how a test knows a flood is under way.
   std::uint64_t raw_frames_written() const;
   // Bytes the client sent on those connections after the server handed
-  // them over, which it read and discarded: how a test knows the client
-  // wrote to one (a reset, a PING).
+  // them over, which it read and discarded, summed over every connection
+  // (counted from the first read after the handover): how a test knows the
+  // client wrote to one (a reset, a PING).
   std::uint64_t raw_bytes_read() const;
 
   // Blocks until `done()` is true, checked after every event the server
