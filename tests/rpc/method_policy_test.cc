@@ -137,6 +137,29 @@ TEST_F(MethodPolicyTest, AServicesMaxAttemptsReplacesTheClientsForItsMethodsAlon
   EXPECT_EQ(get.attempts, 3);
 }
 
+// A call middleware's changed request is checked again as a new one; the
+// method's idempotency (any method not in non_idempotent_methods) stays
+// with it, so an UNAVAILABLE is still retried.
+TEST_F(MethodPolicyTest, ACallMiddlewaresRequestKeepsItsMethodsIdempotency) {
+  class AddsMetadata final : public http::CallMiddleware {
+    std::optional<Result<http::Response>> OnRequest(http::OutgoingRequest& request,
+                                                    const http::CallInfo&) override {
+      request.SetHeader("x-tenant", "blue");
+      return std::nullopt;
+    }
+  };
+  Script(kGet, {14, 0});  // UNAVAILABLE, then OK
+  Settings settings = DefaultSettings();
+  settings.call_middleware = {std::make_shared<AddsMetadata>()};
+  auto client = Make(settings);
+  Reply get = Drive(*client, kGet);
+  EXPECT_TRUE(get.status.ok()) << get.status.message;
+  EXPECT_EQ(get.attempts, 2);
+  auto seen = Seen(kGet);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(HeaderOf(seen[1], "x-tenant"), "blue");
+}
+
 // A method's own policy wins over its service's.
 TEST_F(MethodPolicyTest, AMethodsOwnPolicyWinsOverItsServices) {
   Script(kReport, {14});
