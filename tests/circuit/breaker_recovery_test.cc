@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "outbound/circuit/breaker.h"
+#include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 
 namespace outbound::circuit {
@@ -18,14 +19,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-class FixedRandom final : public Random {
- public:
-  explicit FixedRandom(double value) : value_(value) {}
-  double Uniform() override { return value_; }
-
- private:
-  double value_;
-};
+using testing::FixedRandom;
 
 // Few calls: only the interval decides when the breaker probes.
 const Config kQuiet{.open_for = seconds(10), .initial_open_for = seconds(1)};

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 
 namespace outbound::circuit {
@@ -19,14 +20,7 @@ using std::chrono::seconds;
 // One open interval every time: the first is already the ceiling.
 const Config kSteady{.initial_open_for = seconds(10)};
 
-class FixedRandom final : public Random {
- public:
-  explicit FixedRandom(double value) : value_(value) {}
-  double Uniform() override { return value_; }
-
- private:
-  double value_;
-};
+using testing::FixedRandom;
 
 class BreakerTest : public ::testing::Test {
  protected:

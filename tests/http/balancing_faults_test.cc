@@ -21,8 +21,6 @@ using std::chrono::hours;
 using testing::Reply;
 using testing::ServerRequest;
 
-Reply Echo(const ServerRequest& r) { return Reply::Ok(r.target); }
-
 class BalancingFaultsTest : public BalancingTestBase {
  protected:
   // "127.0.0.1:PORT", as the client names an endpoint.

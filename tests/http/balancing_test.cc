@@ -30,8 +30,6 @@ using testing::ServerRequest;
 
 using testing::PortNothingListensOn;
 
-Reply Echo(const ServerRequest& r) { return Reply::Ok(r.target); }
-
 class BalancingTest : public BalancingTestBase {};
 
 TEST_F(BalancingTest, IsOffByDefaultAndThenOneConnectionGoesToTheFirstEndpointThatAnswers) {

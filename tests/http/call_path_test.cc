@@ -179,7 +179,7 @@ class AnsweringTransport final : public AttemptLayer {
   void Finish(Attempt&, AttemptOutcome&) override {}
 };
 
-struct Owner final : AttemptOwner {
+struct RecordingOwner final : AttemptOwner {
   void Ended(AttemptOutcome&& outcome) override { outcomes.push_back(std::move(outcome)); }
   std::vector<AttemptOutcome> outcomes;
 };
@@ -196,7 +196,7 @@ class AttemptPathTest : public ::testing::Test {
   }
   std::shared_ptr<CallState> call =
       std::make_shared<CallState>(TimePoint{} + std::chrono::hours(1), nullptr);
-  std::shared_ptr<Owner> owner = std::make_shared<Owner>();
+  std::shared_ptr<RecordingOwner> owner = std::make_shared<RecordingOwner>();
   // A path of a Listening layer over a HeldTransport (`held`).
   std::unique_ptr<AttemptPath> ListeningPath(Journal& heard, HeldTransport*& held) {
     AttemptSlots slots;

@@ -31,6 +31,23 @@ using testing::FixedRandom;
 
 enum class Protocol { kHttp2, kHttp11 };
 
+// A parameterised suite's case name: ".../http2" or ".../http1".
+inline std::string ProtocolName(const ::testing::TestParamInfo<Protocol>& param) {
+  return param.param == Protocol::kHttp2 ? "http2" : "http1";
+}
+
+// A handler that answers 200 with the request's target as the body.
+inline testing::Reply Echo(const testing::ServerRequest& r) { return testing::Reply::Ok(r.target); }
+
+// Every circuit::Counts failure opens the breaker: a test sees any failure
+// the breaker counted as a transition.
+inline Settings TripOnFirstFailure(Settings settings) {
+  settings.breaker_policy.trip = [](const circuit::Counts& counts) {
+    return counts.consecutive_failures >= 1;
+  };
+  return settings;
+}
+
 // "/<i>", a path per call (FakeServer's Reply::Ok(r.target) echoes it).
 // Appended, not `"/" + std::to_string(i)`: GCC 12 at -O3 warns about that
 // (a false -Wstringop-overflow), and warnings are errors.

@@ -175,10 +175,6 @@ TEST_P(ReceiveWindowTest, AWindowWithoutASinkIsRefusedBeforeAnythingIsSent) {
   EXPECT_TRUE(client->Send(again));
 }
 
-std::string ProtocolName(const ::testing::TestParamInfo<Protocol>& param) {
-  return param.param == Protocol::kHttp2 ? "http2" : "http1";
-}
-
 INSTANTIATE_TEST_SUITE_P(Protocols, ReceiveWindowTest,
                          ::testing::Values(Protocol::kHttp2, Protocol::kHttp11), ProtocolName);
 

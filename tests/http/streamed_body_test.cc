@@ -78,15 +78,6 @@ class Collected {
   int ends_after_ = -1;
 };
 
-// Every circuit::Counts failure opens the breaker: a test sees any failure
-// the breaker counted as a transition.
-Settings TripOnFirstFailure(Settings settings) {
-  settings.breaker_policy.trip = [](const circuit::Counts& counts) {
-    return counts.consecutive_failures >= 1;
-  };
-  return settings;
-}
-
 class StreamedBodyTest : public ClientTestBase, public ::testing::TestWithParam<Protocol> {};
 
 // The first bytes reach the sink while the rest has not come: a caller
@@ -461,10 +452,6 @@ TEST_P(StreamedBodyTest, OnBodyHeadWithoutASinkIsRefused) {
   EXPECT_NE(result.error().message().find("OnBodyHead"), std::string::npos)
       << result.error().message();
   EXPECT_EQ(server->request_count(), 0u);
-}
-
-std::string ProtocolName(const ::testing::TestParamInfo<Protocol>& param) {
-  return param.param == Protocol::kHttp2 ? "http2" : "http1";
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, StreamedBodyTest,

@@ -24,13 +24,6 @@ namespace {
 using testing::Reply;
 using testing::ServerRequest;
 
-Settings TripOnFirstFailure(Settings settings) {
-  settings.breaker_policy.trip = [](const circuit::Counts& counts) {
-    return counts.consecutive_failures >= 1;
-  };
-  return settings;
-}
-
 class StreamedRequestBodyTest : public ClientTestBase, public ::testing::TestWithParam<Protocol> {
  protected:
   bool http2() const { return GetParam() == Protocol::kHttp2; }
@@ -266,10 +259,6 @@ TEST_P(StreamedRequestBodyTest, AServerThatStopsReadingFailsTheAttemptNotTheClie
   auto next = client->Send(Request::Get("/after"));
   ASSERT_TRUE(next) << next.error().message();
   EXPECT_EQ(next->body, "small");
-}
-
-std::string ProtocolName(const ::testing::TestParamInfo<Protocol>& param) {
-  return param.param == Protocol::kHttp2 ? "http2" : "http1";
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, StreamedRequestBodyTest,

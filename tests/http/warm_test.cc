@@ -22,8 +22,6 @@ using testing::ServerRequest;
 
 using testing::PortNothingListensOn;
 
-Reply Echo(const ServerRequest& r) { return Reply::Ok(r.target); }
-
 class WarmTest : public ::testing::TestWithParam<Protocol>, public ClientTestBase {};
 
 TEST_P(WarmTest, WarmOpensTheConnectionTheFirstCallUses) {

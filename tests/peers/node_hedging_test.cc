@@ -19,7 +19,7 @@ namespace {
 
 using http::Request;
 
-constexpr int kCalls = 200;
+constexpr int kHedgedCalls = 200;
 constexpr int kSlowEvery = 50;  // 2 % of the calls
 
 class NodeHedgingTest : public PeerTestBase, public ::testing::Test {};
@@ -47,7 +47,7 @@ TEST_F(NodeHedgingTest, EverySlowCallGetsAHedgeThatAnswersFirst) {
   ASSERT_TRUE(warmed) << warmed.error().message();
 
   std::set<std::string> slow_urls;
-  for (int i = 0; i < kCalls; ++i) {
+  for (int i = 0; i < kHedgedCalls; ++i) {
     bool slow = i % kSlowEvery == kSlowEvery / 2;
     std::string path = (slow ? "/slow/" : "/fast/") + std::to_string(i);
     auto result = client->Send(Request::Get(path));
@@ -58,17 +58,17 @@ TEST_F(NodeHedgingTest, EverySlowCallGetsAHedgeThatAnswersFirst) {
   nlohmann::json stats = peer->Stats();
   SCOPED_TRACE(stats.dump());
   std::lock_guard lock(records_mu);
-  ASSERT_EQ(slow_urls.size(), static_cast<std::size_t>(kCalls / kSlowEvery));
+  ASSERT_EQ(slow_urls.size(), static_cast<std::size_t>(kHedgedCalls / kSlowEvery));
   // Every slow call was answered by its hedge.
   for (const std::string& url : slow_urls) EXPECT_EQ(won_by_hedge.count(url), 1u) << url;
-  EXPECT_EQ(stats["slow"].get<int>(), kCalls / kSlowEvery);
+  EXPECT_EQ(stats["slow"].get<int>(), kHedgedCalls / kSlowEvery);
   // Each hedge is one more request the server saw; no more than the
   // share allows (kHedgeBurst, plus 5 % of the calls).
-  EXPECT_EQ(stats["streams"].get<int>(), kCalls + hedges);
-  EXPECT_GE(hedges, kCalls / kSlowEvery);
-  EXPECT_LE(hedges, http::kHedgeBurst + kCalls / 20);
+  EXPECT_EQ(stats["streams"].get<int>(), kHedgedCalls + hedges);
+  EXPECT_GE(hedges, kHedgedCalls / kSlowEvery);
+  EXPECT_LE(hedges, http::kHedgeBurst + kHedgedCalls / 20);
   // The slow first attempts were cancelled on the wire, not left to run.
-  EXPECT_GE(stats["closed_unanswered"].get<int>(), kCalls / kSlowEvery);
+  EXPECT_GE(stats["closed_unanswered"].get<int>(), kHedgedCalls / kSlowEvery);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "methods.h"
 #include "outbound/rpc/client.h"
 #include "outbound/testing/fake_grpc.h"
 #include "outbound/testing/fixed_random.h"
@@ -27,8 +28,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::GrpcReply;
-
-constexpr char kSay[] = "/outbound.test.Echo/Say";
 
 class BalancingRpcTest : public ::testing::Test {
  protected:

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../testing/loaded_dependency.h"
+#include "methods.h"
 #include "outbound/rpc/client.h"
 #include "outbound/testing/fake_transport.h"
 #include "outbound/testing/fixed_random.h"
@@ -23,9 +24,6 @@ namespace outbound::rpc {
 namespace {
 
 using std::chrono::seconds;
-
-constexpr char kGet[] = "/cart.v1.Carts/Get";
-constexpr char kCharge[] = "/cart.v1.Carts/Charge";
 
 class BeyondRetriesRpcTest : public ::testing::Test {
  protected:

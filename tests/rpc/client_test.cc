@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "echo_server.h"
+#include "methods.h"
 #include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
@@ -466,8 +467,6 @@ TEST_F(RpcClient, TheBreakerHalfOpensAfterOpenForAndClosesAfterThreeSuccesses) {
   EXPECT_EQ(recorded.Value("outbound.circuit.state", {{"state", "closed"}}), 1);
   EXPECT_EQ(server.calls(), 8);
 }
-
-constexpr char kCount[] = "/outbound.test.Echo/Count";
 
 grpc::Status Write(grpc::ServerWriter<EchoReply>* writer, int n) {
   for (int i = 1; i <= n; ++i) {

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "methods.h"
 #include "node_peer.h"
 #include "outbound/rpc/client.h"
 #include "outbound/testing/fixed_random.h"
@@ -30,8 +31,6 @@ namespace outbound::rpc {
 namespace {
 
 using std::chrono::milliseconds;
-
-constexpr char kSay[] = "/outbound.test.Echo/Say";
 
 class GrpcJsBalancing : public ::testing::Test {
  protected:

@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "methods.h"
 #include "node_peer.h"
 #include "outbound/rpc/asio.h"
 #include "outbound/rpc/client.h"
@@ -24,8 +25,6 @@
 
 namespace outbound::rpc {
 namespace {
-
-constexpr char kSay[] = "/outbound.test.Echo/Say";
 
 class GrpcJsPeer : public ::testing::Test {
  protected:

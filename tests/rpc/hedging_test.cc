@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "methods.h"
 #include "outbound/rpc/client.h"
 #include "outbound/testing/fake_transport.h"
 #include "outbound/testing/fixed_random.h"
@@ -22,10 +23,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-constexpr char kGet[] = "/cart.v1.Carts/Get";
-constexpr char kCharge[] = "/cart.v1.Carts/Charge";
-constexpr char kWatch[] = "/cart.v1.Carts/Watch";
 
 class HedgingRpcTest : public ::testing::Test {
  protected:

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "methods.h"
 #include "outbound/rpc/client.h"
 #include "outbound/testing/fake_grpc.h"
 #include "outbound/testing/fixed_random.h"
@@ -29,9 +30,6 @@ namespace outbound::rpc {
 namespace {
 
 using testing::GrpcReply;
-
-constexpr char kSay[] = "/outbound.test.Echo/Say";
-constexpr char kCount[] = "/outbound.test.Echo/Count";
 
 using testing::PortNothingListensOn;
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "methods.h"
 #include "outbound/rpc/client.h"
 #include "outbound/testing/fake_grpc.h"
 #include "outbound/testing/fake_transport.h"
@@ -25,7 +26,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr char kGet[] = "/cart.v1.Carts/Get";
 constexpr char kReport[] = "/reports.v1.Reports/Yearly";
 constexpr char kQuery[] = "/search.v1.Search/Query";
 

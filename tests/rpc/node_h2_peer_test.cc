@@ -11,6 +11,7 @@
 #include <future>
 #include <thread>
 
+#include "methods.h"
 #include "node_peer.h"
 #include "outbound/rpc/client.h"
 #include "outbound/testing/fixed_random.h"
@@ -20,8 +21,6 @@
 
 namespace outbound::rpc {
 namespace {
-
-constexpr char kSay[] = "/outbound.test.Echo/Say";
 
 TEST(RpcNodeH2Peer, AnAttemptTheServerHoldsEndsAtTheClientsOwnDeadline) {
   testing::TestCA ca;

@@ -17,15 +17,12 @@
 #include <vector>
 
 #include "echo_server.h"
+#include "methods.h"
 #include "outbound/rpc/client.h"
 #include "outbound/testing/black_hole.h"
 
 namespace outbound::rpc {
 namespace {
-
-constexpr char kCollect[] = "/outbound.test.Echo/Collect";
-constexpr char kChat[] = "/outbound.test.Echo/Chat";
-constexpr char kCount[] = "/outbound.test.Echo/Count";
 
 using ChatStream = grpc::ServerReaderWriter<EchoReply, EchoRequest>;
 

@@ -39,6 +39,7 @@
 
 #include "outbound/http/client.h"
 #include "outbound/testing/fake_server.h"
+#include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
 #include "outbound/testing/test_ca.h"
@@ -76,14 +77,7 @@ inline std::string ProtocolName(const ::testing::TestParamInfo<Protocol>& info) 
 }
 
 // Jitter that always draws the same number, so waits are exact.
-class FixedRandom final : public Random {
- public:
-  explicit FixedRandom(double value) : value_(value) {}
-  double Uniform() override { return value_; }
-
- private:
-  double value_;
-};
+using testing::FixedRandom;
 
 // This process's open descriptors and threads, by number and id.
 struct Resources {
