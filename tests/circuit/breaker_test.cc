@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 
 namespace outbound::circuit {
@@ -19,8 +18,6 @@ using std::chrono::seconds;
 
 // One open interval every time: the first is already the ceiling.
 const Config kSteady{.initial_open_for = seconds(10)};
-
-using testing::FixedRandom;
 
 class BreakerTest : public ::testing::Test {
  protected:

@@ -107,7 +107,7 @@ TEST(CallPathTest, ALayerSwitchedOnWhileCallsGoJoinsTheListAndLeavesItSwitchedOf
 
 // --- Paths made by hand: layers that do one thing each ---
 
-struct Journal {
+struct EventLog {
   std::vector<std::string> lines;
 };
 
@@ -121,7 +121,7 @@ class Listening final : public AttemptLayer {
     static inline int made = 0;
     static inline int destroyed = 0;
   };
-  Listening(AttemptSlots& slots, Journal& heard) : slot_(slots.Declare<Slot>()), heard_(heard) {}
+  Listening(AttemptSlots& slots, EventLog& heard) : slot_(slots.Declare<Slot>()), heard_(heard) {}
   std::string_view name() const override { return "listening"; }
   void Start(const std::shared_ptr<Attempt>& attempt) override {
     attempt->slot(slot_).value = attempt->number;
@@ -138,7 +138,7 @@ class Listening final : public AttemptLayer {
 
  private:
   AttemptSlots::Index<Slot> slot_;
-  Journal& heard_;
+  EventLog& heard_;
 };
 
 // Keeps the attempts it is given; the test plays the transport.
@@ -198,7 +198,7 @@ class AttemptPathTest : public ::testing::Test {
       std::make_shared<CallState>(TimePoint{} + std::chrono::hours(1), nullptr);
   std::shared_ptr<RecordingOwner> owner = std::make_shared<RecordingOwner>();
   // A path of a Listening layer over a HeldTransport (`held`).
-  std::unique_ptr<AttemptPath> ListeningPath(Journal& heard, HeldTransport*& held) {
+  std::unique_ptr<AttemptPath> ListeningPath(EventLog& heard, HeldTransport*& held) {
     AttemptSlots slots;
     std::vector<std::unique_ptr<AttemptLayer>> layers;
     layers.push_back(std::make_unique<Listening>(slots, heard));
@@ -215,7 +215,7 @@ class AttemptPathTest : public ::testing::Test {
 };
 
 TEST_F(AttemptPathTest, EachAttemptHasItsOwnSlotsForItsLife) {
-  Journal heard;
+  EventLog heard;
   HeldTransport* transport = nullptr;
   auto path_made = ListeningPath(heard, transport);
   AttemptPath& path = *path_made;
@@ -241,7 +241,7 @@ TEST_F(AttemptPathTest, EachAttemptHasItsOwnSlotsForItsLife) {
 }
 
 TEST_F(AttemptPathTest, TheLayersThatProceededHearTheTransportsNewsUntilTheAttemptEnds) {
-  Journal heard;
+  EventLog heard;
   HeldTransport* transport = nullptr;
   auto path_made = ListeningPath(heard, transport);
   AttemptPath& path = *path_made;
@@ -265,7 +265,7 @@ TEST_F(AttemptPathTest, TheLayersThatProceededHearTheTransportsNewsUntilTheAttem
 }
 
 TEST_F(AttemptPathTest, AStreamedBodyIsOwedItsHeadersOnlyOnceItHasGone) {
-  Journal heard;
+  EventLog heard;
   AttemptSlots slots;
   std::vector<std::unique_ptr<AttemptLayer>> layers;
   layers.push_back(std::make_unique<Listening>(slots, heard));
@@ -348,7 +348,7 @@ TEST(CallPathMisuseTest, ACallEndedTwiceIsReportedAndTheFirstEndStands) {
 // carried it: an attempt the breaker ignores (a cancel, a hedge that lost)
 // says nothing of the endpoint, so failures around it are still a run.
 TEST_F(AttemptPathTest, OutlierDetectionTakesAnIgnoredAttemptForNothing) {
-  Journal heard;
+  EventLog heard;
   HeldTransport* held = nullptr;
   auto path = ListeningPath(heard, held);
   auto attempt = NewAttempt(*path);

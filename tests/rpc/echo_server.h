@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "echo.grpc.pb.h"
+#include "methods.h"
 #include "outbound/rpc/client.h"
 #include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
@@ -30,8 +31,6 @@ using outbound::test::EchoReply;
 using outbound::test::EchoRequest;
 using Handler =
     std::function<grpc::Status(int call, grpc::ServerContext*, const EchoRequest&, EchoReply*)>;
-
-constexpr char kSay[] = "/outbound.test.Echo/Say";
 
 class EchoService final : public Echo::Service {
  public:

@@ -29,6 +29,7 @@ namespace {
 
 namespace h2 = testing::h2;
 using http::matrix::kAnswerBound;
+using http::matrix::kFloodUnderWay;
 using http::matrix::kSafetyNet;
 using testing::FakeServer;
 using testing::GrpcReply;
@@ -530,8 +531,6 @@ TEST_F(GrpcMatrix, StreamsAboveAGoawayMoveToANewConnectionAndThoseBelowFinish) {
 // hears by the deadline + 50 ms of real time, after one attempt. The
 // flooded connection is the test's own (raw frames), so the next call is
 // not asked of it.
-constexpr std::size_t kFloodUnderWay = 20000;
-
 class GrpcFloodMatrix : public GrpcMatrix {
  protected:
   void Flood(h2::Frame frame, std::vector<h2::Frame> first = {}) {

@@ -192,9 +192,6 @@ TEST_F(FramesMatrix, AStreamLimitOfOneWithTwentyCallsInFlight) {
 // or simply outlast it; either way it must answer the caller by the
 // deadline + 50 ms of real time (issue 10 #4). One attempt (Timeout and
 // AttemptTimeout both 2 s, MaxAttempts 1), so the row is about the bound.
-// Frames a flood has written before the test moves the clock: thousands.
-constexpr std::size_t kFloodUnderWay = 20000;
-
 class FloodMatrix : public FramesMatrix {
  protected:
   void Flood(h2::Frame frame, std::vector<h2::Frame> first = {}) {

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdlib>
 #include <future>
 #include <iterator>
@@ -69,6 +70,10 @@ inline constexpr std::chrono::milliseconds kAnswerBound{kAtSpeed ? 50 : 1000};
 // for events, not for these. Generous: under TSan the kit's server takes
 // seconds to write a header bomb.
 inline constexpr std::chrono::seconds kSafetyNet{20};
+
+// Frames a flooding server has written before a test moves the clock:
+// thousands, so the client is well inside the flood.
+inline constexpr std::size_t kFloodUnderWay = 20000;
 
 enum class Protocol { kHttp2, kHttp11 };
 
