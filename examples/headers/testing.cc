@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "../checkout.h"
 #include "outbound/http/client.h"
@@ -33,8 +34,9 @@ void BlackHoleExample(testing::NetworkMap& network, testing::ManualClock& clock,
   // [example black-hole]
   auto hole = testing::BlackHole::Start();
   network.Add("payments", 8443, "127.0.0.1", (*hole)->port());
-  auto call = client->SendAsync(http::Request::Get("/"));  // dials, and waits
-  clock.Advance(5s);                                       // AttemptTimeout
+  auto call = client->SendAsync(http::Request::Get("/"));   // dials, and waits
+  while ((*hole)->dials() == 0) std::this_thread::yield();  // it has dialled
+  clock.Advance(5s);                                        // AttemptTimeout
   // [end black-hole]
 }
 

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 namespace outbound::testing {
@@ -68,6 +70,28 @@ Result<std::unique_ptr<BlackHole>> BlackHole::Start() {
   close(probe);
   if (accepted) return Fail(ErrorKind::kTransport, "BlackHole: a connect was still accepted");
   return hole;
+}
+
+int BlackHole::dials() const {
+  // A row of /proc/net/tcp: "sl: local_address rem_address st ...", each
+  // address the hex of its bytes as the kernel holds them, then the port;
+  // state 02 is SYN_SENT.
+  char to[32];
+  std::snprintf(to, sizeof to, "%08X:%04X", htonl(INADDR_LOOPBACK), port_);
+  std::ifstream table("/proc/net/tcp");
+  std::string line;
+  std::getline(table, line);  // the heading
+  int waiting = 0;
+  char local[64];
+  char remote[64];
+  char state[8];
+  while (std::getline(table, line)) {
+    if (std::sscanf(line.c_str(), "%*s %63s %63s %7s", local, remote, state) == 3 &&
+        std::strcmp(remote, to) == 0 && std::strcmp(state, "02") == 0) {
+      ++waiting;
+    }
+  }
+  return waiting;
 }
 
 BlackHole::~BlackHole() {

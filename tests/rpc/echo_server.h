@@ -201,23 +201,6 @@ class RpcClient : public ::testing::Test {
     return future.get();
   }
 
-  // The same, advancing to every timer, deadlines included, once a
-  // connection is being made (the name resolved): for calls that nothing
-  // answers (a connect that hangs). Never to the client's idle timer, which
-  // the call's end arms (90 s on) a moment before fn returns.
-  template <typename Fn>
-  auto DriveThroughDeadlines(Fn fn) {
-    TimePoint until = clock_.Now() + std::chrono::seconds(60);
-    auto future = std::async(std::launch::async, std::move(fn));
-    while (network_.resolves() == 0 &&
-           future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
-    }
-    while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
-      if (auto next = clock_.next_timer(); next && *next < until) clock_.AdvanceTo(*next);
-    }
-    return future.get();
-  }
-
   Status Say(Client& client, const std::string& text, const Context& context = {}) {
     EchoRequest request;
     request.set_text(text);

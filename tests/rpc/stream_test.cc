@@ -368,6 +368,24 @@ class RpcStreamOpening : public RpcStream {
     return Make(hole_ ? (*hole_)->port() : PortNothingListensOn(), settings);
   }
 
+  // Runs fn on its own thread until it returns, advancing the fake clock
+  // to every timer, deadlines included, once a connect waits at the hole
+  // (the attempt is on a connection being made, not still on its way to
+  // one). Never to the client's idle timer, which the call's end arms
+  // (90 s on) a moment before fn returns.
+  template <typename Fn>
+  auto DriveThroughDeadlines(Fn fn) {
+    TimePoint until = clock_.Now() + std::chrono::seconds(60);
+    auto future = std::async(std::launch::async, std::move(fn));
+    while ((!hole_ || (*hole_)->dials() == 0) &&
+           future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+    }
+    while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+      if (auto next = clock_.next_timer(); next && *next < until) clock_.AdvanceTo(*next);
+    }
+    return future.get();
+  }
+
   Result<std::unique_ptr<testing::BlackHole>> hole_;
 };
 

@@ -446,5 +446,20 @@ TEST(BlackHoleTest, AConnectIsNeverAccepted) {
   close(fd);
 }
 
+TEST(BlackHoleTest, CountsTheConnectsWaitingAtIt) {
+  auto hole = BlackHole::Start();
+  ASSERT_TRUE(hole) << hole.error().message();
+  EXPECT_EQ((*hole)->dials(), 0);  // its own filler is connected, not waiting
+  int first = ConnectTo((*hole)->port(), /*blocking=*/false);
+  int second = ConnectTo((*hole)->port(), /*blocking=*/false);
+  ASSERT_GE(first, 0);
+  ASSERT_GE(second, 0);
+  EXPECT_EQ((*hole)->dials(), 2);
+  close(first);
+  EXPECT_EQ((*hole)->dials(), 1);
+  close(second);
+  EXPECT_EQ((*hole)->dials(), 0);
+}
+
 }  // namespace
 }  // namespace outbound::testing

@@ -10,8 +10,9 @@
 // example: examples/headers/testing.cc#black-hole
 //   auto hole = testing::BlackHole::Start();
 //   network.Add("payments", 8443, "127.0.0.1", (*hole)->port());
-//   auto call = client->SendAsync(http::Request::Get("/"));  // dials, and waits
-//   clock.Advance(5s);                                       // AttemptTimeout
+//   auto call = client->SendAsync(http::Request::Get("/"));   // dials, and waits
+//   while ((*hole)->dials() == 0) std::this_thread::yield();  // it has dialled
+//   clock.Advance(5s);                                        // AttemptTimeout
 //
 // Linux only (it relies on SYNs to a full accept queue being dropped, which
 // is Linux's behaviour with tcp_abort_on_overflow off, the default).
@@ -36,6 +37,12 @@ class BlackHole {
   BlackHole& operator=(const BlackHole&) = delete;
 
   std::uint16_t port() const { return port_; }
+
+  // How many connects wait at the hole now (sockets of this host in
+  // SYN_SENT to its port): a test that moves a fake clock through a
+  // call's deadline waits for one first, so that the call has handed its
+  // attempt to a connection by then. Reads /proc/net/tcp; 0 if it cannot.
+  int dials() const;
 
  private:
   BlackHole() = default;

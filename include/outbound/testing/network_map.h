@@ -36,8 +36,10 @@ class NetworkMap final : public Network {
 
   Route Resolve(std::string_view host, std::uint16_t port) const override;
 
-  // How many times a name was resolved (a client dials after it): a test
-  // waits for it to know a connection is being made.
+  // How many times a name was resolved. A client resolves its
+  // dependency's name to dial it, and also to learn whether it can be
+  // reached at all before it hands an attempt over: to know an attempt is
+  // on a connection being made, wait for BlackHole::dials() instead.
   int resolves() const {
     std::lock_guard lock(mu_);
     return resolves_;
