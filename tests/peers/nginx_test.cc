@@ -117,7 +117,7 @@ TEST_P(NginxTest, AFileOverTheLimitIsTooLargeAndNotTheDependencysFault) {
 // body's size (issue 17: a download in constant memory).
 TEST_P(NginxTest, AGibibyteDownloadStreamsInConstantMemory) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  constexpr std::uint64_t kBytes = std::uint64_t{256} << 20;  // the same path, at their pace
+  constexpr std::uint64_t kBytes = std::uint64_t{64} << 20;  // the same path, at their pace
 #else
   constexpr std::uint64_t kBytes = std::uint64_t{1} << 30;
 #endif

@@ -18,7 +18,7 @@ namespace {
 using http::Request;
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr std::uint64_t kLarge = std::uint64_t{256} << 20;  // the same path, at their pace
+constexpr std::uint64_t kLarge = std::uint64_t{64} << 20;  // the same path, at their pace
 #else
 constexpr std::uint64_t kLarge = std::uint64_t{1} << 30;
 #endif
