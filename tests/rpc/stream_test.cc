@@ -377,8 +377,14 @@ class RpcStreamOpening : public RpcStream {
   auto DriveThroughDeadlines(Fn fn) {
     TimePoint until = clock_.Now() + std::chrono::seconds(60);
     auto future = std::async(std::launch::async, std::move(fn));
-    while ((!hole_ || (*hole_)->dials() == 0) &&
-           future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+    // Each turn waits a millisecond or more: 10 000 turns, at least 10 s.
+    for (int turns = 0; (!hole_ || (*hole_)->dials() == 0) &&
+                        future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready;
+         ++turns) {
+      if (turns == 10'000) {
+        ADD_FAILURE() << "no connect waited at the black hole after 10 000 turns";
+        break;
+      }
     }
     while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
       if (auto next = clock_.next_timer(); next && *next < until) clock_.AdvanceTo(*next);

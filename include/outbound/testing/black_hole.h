@@ -38,10 +38,12 @@ class BlackHole {
 
   std::uint16_t port() const { return port_; }
 
-  // How many connects wait at the hole now (sockets of this host in
-  // SYN_SENT to its port): a test that moves a fake clock through a
-  // call's deadline waits for one first, so that the call has handed its
-  // attempt to a connection by then. Reads /proc/net/tcp; 0 if it cannot.
+  // How many connects wait at the hole now (IPv4 sockets of this network
+  // namespace in SYN_SENT to its port): a test that moves a fake clock
+  // through a call's deadline waits for one first, so that the call has
+  // handed its attempt to a connection by then (a call that ends before
+  // it dials makes none: wait for either). Reads /proc/net/tcp; 0 if it
+  // cannot.
   int dials() const;
 
  private:
