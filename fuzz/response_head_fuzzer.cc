@@ -137,7 +137,7 @@ Summary Run(const std::string& response, const std::vector<std::size_t>& ends, b
   exchange.id = 1;
   // An attempt on a path with no layers: the codec only tells it events.
   static const http::internal::AttemptPath kNoLayers({}, {}, nullptr);
-  auto attempt = std::make_shared<http::internal::Attempt>(kNoLayers);
+  auto attempt = std::make_shared<http::internal::Attempt>(kNoLayers, clock);
   const http::Headers no_attempt_headers;
   exchange.events = attempt;
   exchange.request = request.get();

@@ -54,7 +54,7 @@ void AttemptTimer::Expired() {
   }
 }
 
-Attempt::Attempt(const AttemptPath& path) : path_(path) {
+Attempt::Attempt(const AttemptPath& path, Clock& clock) : path_(path), clock_(clock) {
   std::size_t bytes = path.slots().size();
   if (bytes <= kInlineSlotBytes) {
     slots_ = inline_slots_;
@@ -96,6 +96,7 @@ void Attempt::Proceed(AttemptLayer& from) {
 
 bool Attempt::End(AttemptOutcome&& outcome) {
   if (ended_.exchange(true)) return false;
+  outcome.ended = clock_.Now();  // read once for every layer and the owner
   // Under the attempt's lock: no event is being told now, and none will
   // be. The call's deadline holds again.
   DisarmBodyTimer();

@@ -177,8 +177,10 @@ class AttemptTimer final : outbound::internal::TimeoutList::Entry {
 // transport sees it only as ExchangeEvents (client_transport.h).
 class Attempt final : public ExchangeEvents, public std::enable_shared_from_this<Attempt> {
  public:
-  // An attempt down `path`, with a slot for each layer that declared one.
-  explicit Attempt(const AttemptPath& path);
+  // An attempt down `path`, with a slot for each layer that declared one,
+  // on the client's `clock` (which outlives it): read as it ends, for
+  // AttemptOutcome::ended.
+  Attempt(const AttemptPath& path, Clock& clock);
   ~Attempt();
   // The exchange the transport is handed: pointers into this attempt.
   ExchangeRequest exchange();
@@ -288,6 +290,7 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   void DisarmBodyTimer();
 
   const AttemptPath& path_;
+  Clock& clock_;
   std::size_t depth_ = 0;  // layers that proceeded; the one running is at depth_
   // The same, as the events and End read it, on any thread (a delayed
   // fault proceeds on the clock's thread while a cancellation ends it).

@@ -12,8 +12,8 @@ namespace {
 
 class AttemptSpan final : public AttemptLayer {
  public:
-  AttemptSpan(AttemptSlots& slots, Clock& clock, const ClientTelemetry& telemetry)
-      : in_queue_(slots.Declare<std::optional<Duration>>()), clock_(clock), telemetry_(telemetry) {}
+  AttemptSpan(AttemptSlots& slots, const ClientTelemetry& telemetry)
+      : in_queue_(slots.Declare<std::optional<Duration>>()), telemetry_(telemetry) {}
 
   std::string_view name() const override { return "attempt span"; }
 
@@ -33,7 +33,7 @@ class AttemptSpan final : public AttemptLayer {
     record.attempt = attempt.number;
     record.resend_count = attempt.resend_count;
     record.hedge = attempt.hedge;
-    record.duration = clock_.Now() - attempt.started;
+    record.duration = outcome.ended - attempt.started;
     const telemetry::SpanContext& trace = attempt.trace_context();
     record.trace_id = trace.trace_id;
     record.span_id = trace.span_id;
@@ -49,7 +49,7 @@ class AttemptSpan final : public AttemptLayer {
       attempt.span->SetAttribute({"network.peer.address", outcome.endpoint->name()});
       if (outcome.ejected_endpoint) {
         const telemetry::KeyValue ejected[] = {{"network.peer.address", outcome.endpoint->name()}};
-        attempt.span->AddEvent("outbound.endpoint.ejected", clock_.Now(), ejected);
+        attempt.span->AddEvent("outbound.endpoint.ejected", outcome.ended, ejected);
       }
     }
     // The retry loop decides before the span ends, so the span says why.
@@ -69,15 +69,14 @@ class AttemptSpan final : public AttemptLayer {
 
  private:
   AttemptSlots::Index<std::optional<Duration>> in_queue_;
-  Clock& clock_;
   const ClientTelemetry& telemetry_;
 };
 
 }  // namespace
 
-std::unique_ptr<AttemptLayer> MakeAttemptSpan(AttemptSlots& slots, Clock& clock,
+std::unique_ptr<AttemptLayer> MakeAttemptSpan(AttemptSlots& slots,
                                               const ClientTelemetry& telemetry) {
-  return std::make_unique<AttemptSpan>(slots, clock, telemetry);
+  return std::make_unique<AttemptSpan>(slots, telemetry);
 }
 
 }  // namespace outbound::http::internal

@@ -47,8 +47,8 @@ class BreakerLayer final : public AttemptLayer, public Admission {
     attempt->Proceed(*this);
   }
 
-  bool StillAdmitted() const override {
-    return breaker_.state(clock_.Now()) != circuit::State::kOpen;
+  bool StillAdmitted(TimePoint now) const override {
+    return breaker_.state(now) != circuit::State::kOpen;
   }
 
   // The slow-call rule: a timer from the moment the dependency owes the
@@ -79,7 +79,7 @@ class BreakerLayer final : public AttemptLayer, public Admission {
             outcome.rejected ? "rejected" : circuit::ToString(outcome.classification->breaker));
       }
       telemetry::TransitionCause cause(&attempt.trace_context());
-      mine.ticket->Settle(outcome.classification->breaker, clock_.Now());
+      mine.ticket->Settle(outcome.classification->breaker, outcome.ended);
     } catch (...) {
       // The user's classify or policy threw: the slot is freed now (an
       // unsettled ticket counts nothing), the response dropped, and the

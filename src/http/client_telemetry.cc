@@ -189,7 +189,7 @@ void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outco
                                    std::optional<Duration> in_queue) const {
   bool log = log_requests_ && telemetry_.logger != nullptr;
   if (attempt.span == nullptr && meters_ == nullptr && !log) return;
-  TimePoint now = clock_.Now();
+  TimePoint now = outcome.ended;
   std::array<char, 8> digits{};
   std::string_view error_type = ErrorType(outcome, digits);
   if (log) LogRequest(attempt, outcome, now, error_type);

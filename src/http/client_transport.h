@@ -31,6 +31,10 @@ struct AttemptOutcome {
   std::optional<Classification> classification;  // set by the breaker layer
   std::exception_ptr thrown;                     // the user's classify or policy threw
   AttemptRecord record;                          // filled by the attempt span
+  // When the attempt ended, on the client's clock: read once as it ends
+  // (Attempt::End), the "now" of its layers' Finish and its owner's
+  // decision.
+  TimePoint ended{};
 
   // Set by the transport. The connection that carried the attempt (0: it
   // never had one), and whether the error is that connection's end rather
@@ -79,10 +83,10 @@ struct AttemptOutcome {
 
 // The breaker's last word before the transport sends an exchange that
 // waited in its queue: false when the breaker that admitted it has opened
-// meanwhile, so it is failed as rejected and nothing is sent.
+// by `now`, so it is failed as rejected and nothing is sent.
 class Admission {
  public:
-  virtual bool StillAdmitted() const = 0;
+  virtual bool StillAdmitted(TimePoint now) const = 0;
 
  protected:
   ~Admission() = default;

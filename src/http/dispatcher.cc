@@ -220,9 +220,10 @@ void Dispatcher::Dispatch() {
     while (!queue_.empty() && !stopped_ && carrier_->HasRoom()) {
       Exchange& exchange = *queue_.front();
       queue_.pop_front();
+      TimePoint now = clock_.Now();
       // The breaker that admitted it may have opened meanwhile.
       const Admission* admission = exchange.admission;
-      if (admission != nullptr && !admission->StillAdmitted()) {
+      if (admission != nullptr && !admission->StillAdmitted(now)) {
         End(exchange, Failed(ErrorKind::kRejected,
                              "the circuit breaker opened before the attempt was sent: "
                              "nothing was sent"));
@@ -230,7 +231,7 @@ void Dispatcher::Dispatch() {
       }
       // Cancelled while it waited (its canceller's task is on its way to
       // this loop): nothing of it may be sent.
-      if (!exchange.events->Sent(clock_.Now())) {
+      if (!exchange.events->Sent(now)) {
         End(exchange, exchange.events->CancelledOutcome());
         continue;
       }

@@ -114,14 +114,14 @@ std::unique_ptr<CallLayer> MakeRetryLoop(const AttemptPath& attempts, RetryLoopO
 // Times each attempt and fills its record; records its span and metrics
 // through `telemetry`, which outlives the layer, with the time it waited
 // for a connection (a slot, from the kSent event).
-std::unique_ptr<AttemptLayer> MakeAttemptSpan(AttemptSlots& slots, Clock& clock,
+std::unique_ptr<AttemptLayer> MakeAttemptSpan(AttemptSlots& slots,
                                               const ClientTelemetry& telemetry);
 
 // With several endpoints (Settings::balancing): reports each attempt's
 // outcome, as the breaker layer below classified it, to the endpoint that
 // carried it (ejecting one that keeps failing, logged and counted through
 // `telemetry`).
-std::unique_ptr<AttemptLayer> MakeOutlierDetection(Clock& clock, const ClientTelemetry& telemetry);
+std::unique_ptr<AttemptLayer> MakeOutlierDetection(const ClientTelemetry& telemetry);
 
 // Admits the attempt through the breaker or rejects it (nothing sent);
 // classifies what came back (the client's own rules first, then the call's

@@ -13,8 +13,7 @@ namespace {
 
 class OutlierDetectionLayer final : public AttemptLayer {
  public:
-  OutlierDetectionLayer(Clock& clock, const ClientTelemetry& telemetry)
-      : clock_(clock), telemetry_(telemetry) {}
+  explicit OutlierDetectionLayer(const ClientTelemetry& telemetry) : telemetry_(telemetry) {}
 
   std::string_view name() const override { return "outlier detection"; }
 
@@ -33,21 +32,20 @@ class OutlierDetectionLayer final : public AttemptLayer {
     // to a run of failures nor ends one.
     if (!refused && verdict == circuit::Outcome::kIgnored) return;
     bool failed = refused || verdict == circuit::Outcome::kFailure;
-    if (auto out = outcome.endpoint->Report(failed, clock_.Now())) {
+    if (auto out = outcome.endpoint->Report(failed, outcome.ended)) {
       outcome.ejected_endpoint = true;
       telemetry_.EndpointEjected(outcome.endpoint->name(), *out);
     }
   }
 
  private:
-  Clock& clock_;
   const ClientTelemetry& telemetry_;
 };
 
 }  // namespace
 
-std::unique_ptr<AttemptLayer> MakeOutlierDetection(Clock& clock, const ClientTelemetry& telemetry) {
-  return std::make_unique<OutlierDetectionLayer>(clock, telemetry);
+std::unique_ptr<AttemptLayer> MakeOutlierDetection(const ClientTelemetry& telemetry) {
+  return std::make_unique<OutlierDetectionLayer>(telemetry);
 }
 
 }  // namespace outbound::http::internal

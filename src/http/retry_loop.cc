@@ -240,9 +240,11 @@ class RetryingRequest final : public Cancellable,
         // attempt to cancel: the call ends now, not after the wait.
         cancelled = cancelled_ != CancelReason::kNone;
         if (!cancelled && !at_once) {
-          // The timer keeps this request alive while it waits.
-          wait_timer_ = options_.clock->ScheduleAfter(
-              flight.wait, [self = shared_from_this()] { self->StartAttempt(); });
+          // From the attempt's end, as Judge weighed the wait against the
+          // deadline. The timer keeps this request alive while it waits.
+          wait_timer_ =
+              options_.clock->ScheduleAt(AddSaturated(last_->ended, flight.wait),
+                                         [self = shared_from_this()] { self->StartAttempt(); });
         }
       } else {
         // Failed while another attempt is in flight (the call waits for
@@ -274,7 +276,7 @@ class RetryingRequest final : public Cancellable,
     flight.hedge = hedge;
     flight.decided = flight.lost = flight.repeat = false;
     flight.wait = Duration{0};
-    auto attempt = std::make_shared<Attempt>(attempts_path_);
+    auto attempt = std::make_shared<Attempt>(attempts_path_, *options_.clock);
     waiting_ = false;
     if (!hedge) again_decided_ = false;
     attempt->request = request_;
@@ -385,8 +387,8 @@ class RetryingRequest final : public Cancellable,
           !outcome.unprocessed) {
         loop_.Count(outcome.classification->retry);
         if (outcome.classification->retry == retry::Outcome::kRetry) {
-          held_until_ = std::max(held_until_, AddSaturated(options_.clock->Now(),
-                                                           outcome.classification->retry_after));
+          held_until_ = std::max(held_until_,
+                                 AddSaturated(outcome.ended, outcome.classification->retry_after));
         }
       }
       decided = DecisionKind::kStopped;
@@ -420,8 +422,9 @@ class RetryingRequest final : public Cancellable,
           unprocessed_resends_, options_.random->Uniform()));
     } else if (!outcome.thrown && !outcome.rejected && outcome.classification) {
       const Classification& c = *outcome.classification;
-      retry::Decision d = loop_.Done(c.retry, std::max(c.retry_after, HeldRetryAfter()),
-                                     options_.clock->Now(), options_.random->Uniform());
+      retry::Decision d =
+          loop_.Done(c.retry, std::max(c.retry_after, HeldRetryAfter(outcome.ended)), outcome.ended,
+                     options_.random->Uniform());
       decided = d.kind;
       reason.kind = d.reason;
       wait =
@@ -464,16 +467,16 @@ class RetryingRequest final : public Cancellable,
     // Whatever sends the next attempt (a transparent resend too) waits out
     // what a failure held for a hedge asked for, which is then honoured.
     if (decided == DecisionKind::kAgain) {
-      if (!repeat) wait = std::max(wait, HeldRetryAfter());
+      if (!repeat) wait = std::max(wait, HeldRetryAfter(outcome.ended));
       held_until_ = TimePoint{};
     }
   }
 
-  // What is left of the Retry-After a failure that waited for a hedge in
-  // flight asked for (zero if none). Under mu_.
-  Duration HeldRetryAfter() const {
-    if (held_until_ == TimePoint{}) return Duration::zero();  // none: no clock read
-    return std::max(Duration::zero(), held_until_ - options_.clock->Now());
+  // What is left at `now` of the Retry-After a failure that waited for a
+  // hedge in flight asked for (zero if none). Under mu_.
+  Duration HeldRetryAfter(TimePoint now) const {
+    if (held_until_ == TimePoint{}) return Duration::zero();
+    return std::max(Duration::zero(), held_until_ - now);
   }
 
   // How long a request the server left unprocessed waits before it goes

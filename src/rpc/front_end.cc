@@ -52,7 +52,7 @@ class GrpcTelemetry final : public http::internal::ClientTelemetry {
   void AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome,
                     std::optional<Duration> in_queue) const override {
     if (attempt.span == nullptr && meters_ == nullptr) return;
-    TimePoint now = clock_.Now();
+    TimePoint now = outcome.ended;
     // What classify heard, and the caller hears.
     Status status =
         AttemptStatusOf(outcome.result, static_cast<bool>(attempt.call->body_sink), receive_limit_);

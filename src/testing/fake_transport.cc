@@ -307,14 +307,15 @@ class FakeClientTransport final : public ClientTransport {
       attempt->End(attempt->CancelledOutcome());
       return;
     }
+    TimePoint now = state_->clock.Now();
     const http::internal::Admission* admission = what.admission;
-    if (admission != nullptr && !admission->StillAdmitted()) {
+    if (admission != nullptr && !admission->StillAdmitted(now)) {
       attempt->End(Failed(ErrorKind::kRejected,
                           "the circuit breaker opened before the attempt was sent: nothing was "
                           "sent"));
       return;
     }
-    if (!attempt->Sent(state_->clock.Now())) {
+    if (!attempt->Sent(now)) {
       attempt->End(attempt->CancelledOutcome());
       return;
     }

@@ -187,13 +187,14 @@ struct RecordingOwner final : AttemptOwner {
 class AttemptPathTest : public ::testing::Test {
  protected:
   std::shared_ptr<Attempt> NewAttempt(const AttemptPath& path, int number = 1) {
-    auto attempt = std::make_shared<Attempt>(path);
+    auto attempt = std::make_shared<Attempt>(path, clock);
     attempt->request = std::make_shared<const CallRequest>();
     attempt->call = call;
     attempt->owner = owner;
     attempt->number = number;
     return attempt;
   }
+  testing::ManualClock clock;
   std::shared_ptr<CallState> call =
       std::make_shared<CallState>(TimePoint{} + std::chrono::hours(1), nullptr);
   std::shared_ptr<RecordingOwner> owner = std::make_shared<RecordingOwner>();
@@ -352,9 +353,8 @@ TEST_F(AttemptPathTest, OutlierDetectionTakesAnIgnoredAttemptForNothing) {
   HeldTransport* held = nullptr;
   auto path = ListeningPath(heard, held);
   auto attempt = NewAttempt(*path);
-  testing::ManualClock clock;
   ClientTelemetry telemetry(telemetry::Telemetry{}, Origin{"https", "payments", 8443}, clock);
-  auto layer = MakeOutlierDetection(clock, telemetry);
+  auto layer = MakeOutlierDetection(telemetry);
   auto detector = std::make_shared<OutlierDetector>(OutlierDetection{.consecutive_failures = 2});
   auto endpoint = detector->Track(1, "10.0.0.7:8443");
   auto other = detector->Track(2, "10.0.0.8:8443");
@@ -362,6 +362,7 @@ TEST_F(AttemptPathTest, OutlierDetectionTakesAnIgnoredAttemptForNothing) {
   auto ends = [&](circuit::Outcome breaker) {
     AttemptOutcome outcome;
     outcome.result = Fail(ErrorKind::kTransport, "reset");
+    outcome.ended = clock.Now();  // as Attempt::End sets it
     outcome.endpoint = endpoint;
     outcome.classification = Classification{.breaker = breaker};
     layer->Finish(*attempt, outcome);

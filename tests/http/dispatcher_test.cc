@@ -121,7 +121,7 @@ class ScriptedCarrier final : public Carrier {
 
 class Admits final : public Admission {
  public:
-  bool StillAdmitted() const override { return admitted; }
+  bool StillAdmitted(TimePoint) const override { return admitted; }
   bool admitted = true;
 };
 

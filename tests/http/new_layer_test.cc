@@ -76,13 +76,13 @@ TEST(TimeToHeadersTest, TheSpanSaysHowLongTheHeadersTook) {
   // The attempt path, as Client::Create lists it, with the new layer.
   AttemptSlots slots;
   std::vector<std::unique_ptr<AttemptLayer>> layers;
-  layers.push_back(MakeAttemptSpan(slots, clock, telemetry));
+  layers.push_back(MakeAttemptSpan(slots, telemetry));
   layers.push_back(MakeTimeToHeaders(slots));
   layers.push_back(MakeTransportLayer(payments.CarryFor({runtime, settings, origin})));
   AttemptPath path(std::move(slots), std::move(layers), [](std::string_view) {});
 
   auto owner = std::make_shared<Owner>();
-  auto attempt = std::make_shared<Attempt>(path);
+  auto attempt = std::make_shared<Attempt>(path, clock);
   attempt->call = std::make_shared<CallState>(clock.Now() + std::chrono::seconds(5), nullptr);
   attempt->request = std::make_shared<const CallRequest>(
       CallRequest{.method = "GET", .url = "https://payments/charges/1"});
