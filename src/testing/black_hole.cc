@@ -82,11 +82,10 @@ int BlackHole::dials() const {
   std::string line;
   std::getline(table, line);  // the heading
   int waiting = 0;
-  char local[64];
   char remote[64];
   char state[8];
   while (std::getline(table, line)) {
-    if (std::sscanf(line.c_str(), "%*s %63s %63s %7s", local, remote, state) == 3 &&
+    if (std::sscanf(line.c_str(), "%*s %*s %63s %7s", remote, state) == 2 &&
         std::strcmp(remote, to) == 0 && std::strcmp(state, "02") == 0) {
       ++waiting;
     }
