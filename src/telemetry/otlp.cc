@@ -27,6 +27,37 @@ bool IsHttps(const std::string& endpoint) {
   return outbound::internal::StartsWithIgnoringAsciiCase(endpoint, "https://");
 }
 
+// A batch is sent at most this many times.
+constexpr int kExportAttempts = 5;
+
+// OTLP/HTTP's rule for a failed export: 429, 502, 503 and 504 are sent
+// again (after the Retry-After a 429 or 503 names), and so is a request
+// that got no answer; any other status is final.
+http::Classification ClassifyExport(const Result<http::Response>& result) {
+  http::Classification verdict = http::DefaultClassify(result);
+  if (!result) return verdict;
+  int status = result->status;
+  bool retryable = status == 429 || status == 502 || status == 503 || status == 504;
+  if (!retryable && verdict.retry == retry::Outcome::kRetry) verdict.retry = retry::Outcome::kStop;
+  return verdict;
+}
+
+// The exporter's part of its batches' Idempotency-Keys: 16 random hex
+// digits. A batch's key is this and the batch's number, the same on each
+// attempt of the batch, so a receiver can tell a batch sent again from a
+// new one. (The header is also what lets the client repeat a POST.)
+std::string KeyPrefix(Random& random) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  auto high = static_cast<std::uint64_t>(random.Uniform() * 0x1.0p32);
+  std::uint64_t bits = high << 32 | static_cast<std::uint64_t>(random.Uniform() * 0x1.0p32);
+  std::string prefix(16, '0');
+  for (char& digit : prefix) {
+    digit = kDigits[bits & 0xf];
+    bits >>= 4;
+  }
+  return prefix + '-';
+}
+
 // Lets the destructor wait out a timer callback that has already begun:
 // cancelling a Timer does not wait for one running on another thread.
 class Lifeline {
@@ -77,7 +108,10 @@ enum Signal { kTraces, kLogs, kMetrics, kSignals };
 
 struct OtlpExporter::Impl {
   Impl(const Runtime& runtime, OtlpSettings s)
-      : clock(*runtime.clock), settings(std::move(s)), resource{settings.service_name} {
+      : clock(*runtime.clock),
+        key_prefix(KeyPrefix(*runtime.random)),
+        settings(std::move(s)),
+        resource{settings.service_name} {
     std::string base = settings.endpoint;
     while (!base.empty() && base.back() == '/') base.pop_back();
     lanes[kTraces].url = base + "/v1/traces";
@@ -100,6 +134,7 @@ struct OtlpExporter::Impl {
   void Kick();
 
   Clock& clock;
+  const std::string key_prefix;
   const OtlpSettings settings;
   const internal::OtlpResource resource;
   std::chrono::system_clock::time_point start;  // of the cumulative metrics
@@ -114,6 +149,7 @@ struct OtlpExporter::Impl {
   std::optional<std::string> metrics_body;  // a snapshot, encoded, not yet sent
   std::uint64_t dropped = 0;
   std::uint64_t failed = 0;
+  std::uint64_t batches = 0;  // sent so far, for their keys
   bool closing = false;
   bool giving_up = false;
   // Pumps between taking a batch and SendAsync's return: the destructor
@@ -167,6 +203,7 @@ void OtlpExporter::Impl::Pump() {
     std::vector<LogRecord> log_batch;
     std::string body;
     std::uint64_t items = 0;
+    std::uint64_t number = 0;
     {
       std::lock_guard lock(mu);
       Lane& lane = lanes[i];
@@ -188,6 +225,7 @@ void OtlpExporter::Impl::Pump() {
       }
       lane.taken += items;
       lane.in_flight = true;
+      number = ++batches;
       ++sending;
     }
     // Encoded outside the lock, so OnEnd and Emit never wait for it.
@@ -197,6 +235,7 @@ void OtlpExporter::Impl::Pump() {
     http::Request request{"POST", lanes[i].url};
     request.body = std::move(body);
     request.Header("Content-Type", "application/json");
+    request.Header("Idempotency-Key", key_prefix + std::to_string(number));
     client->SendAsync(std::move(request), [this, signal, items](Result<http::Response> result,
                                                                 std::exception_ptr) {
       std::uint64_t rejected = items;
@@ -297,11 +336,14 @@ Result<std::unique_ptr<OtlpExporter>> OtlpExporter::Create(const Runtime& runtim
   http::Settings client_settings = http::DefaultSettings();
   client_settings.base_url = settings.endpoint;
   client_settings.tls = settings.tls;
+  // Each batch's attempts together take at most export_timeout, and the
+  // backoff starts at a second, so a receiver that is shedding load is not
+  // asked again at once.
   client_settings.timeout = settings.export_timeout;
   client_settings.attempt_timeout = settings.export_timeout;
-  // One attempt: a POST is not repeated, and a batch that failed is let go
-  // (counted in failed()) rather than delaying the ones queued behind it.
-  client_settings.max_attempts = 1;
+  client_settings.max_attempts = kExportAttempts;
+  client_settings.backoff_base = std::chrono::seconds(1);
+  client_settings.classify = ClassifyExport;
   auto client = http::Client::Create(quiet, std::move(client_settings));
   if (!client) return tl::unexpected(client.error());
 

@@ -21,8 +21,14 @@
 //      request is refused with 400 and recorded as an error.
 // A body that passes is answered 200 `{}` and kept as decoded.
 //
+//   --answer-first=503:3,429,502   the first requests are answered these
+//                                  statuses instead, in order (after the
+//                                  colon, a Retry-After in seconds)
+//
 // Control channel (peer_common.js): prints {"port": N}; each "stats" line
-// is answered with {"received": [{"path", "request"}...], "errors": [...]}.
+// is answered with {"received": [{"path", "request", "key"}...], "errors":
+// [...], "answered": [{"path", "status", "key"}...]}: every request, its
+// status and its Idempotency-Key, in arrival order.
 'use strict';
 
 const http = require('http');
@@ -135,12 +141,27 @@ function decode(Type, text) {
 
 const received = [];
 const errors = [];
+const answered = [];
+const answerFirst = (args['answer-first'] || '').split(',').filter((a) => a).map((a) => {
+  const [status, retryAfter] = a.split(':');
+  return {status: Number(status), retryAfter};
+});
 
 const server = http.createServer((req, res) => {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
+    const key = req.headers['idempotency-key'];
+    const scripted = answerFirst.shift();
+    if (scripted) {
+      answered.push({path: req.url, status: scripted.status, key});
+      const headers = {'content-type': 'text/plain'};
+      if (scripted.retryAfter) headers['retry-after'] = scripted.retryAfter;
+      res.writeHead(scripted.status, headers);
+      return res.end('as scripted');
+    }
     const refuse = (status, why) => {
+      answered.push({path: req.url, status, key});
       errors.push(`${req.method} ${req.url}: ${why}`);
       res.writeHead(status, {'content-type': 'text/plain'});
       res.end(why);
@@ -155,7 +176,8 @@ const server = http.createServer((req, res) => {
     } catch (e) {
       return refuse(400, e.message);
     }
-    received.push({path: req.url, request});
+    received.push({path: req.url, request, key});
+    answered.push({path: req.url, status: 200, key});
     res.writeHead(200, {'content-type': 'application/json'});
     // --reject-spans=N: a partial success on traces, N spans rejected.
     if (req.url === '/v1/traces' && args['reject-spans']) {
@@ -167,5 +189,5 @@ const server = http.createServer((req, res) => {
 });
 
 server.listen(0, '127.0.0.1', () => {
-  serveControl(server.address().port, () => ({received, errors}));
+  serveControl(server.address().port, () => ({received, errors, answered}));
 });

@@ -281,6 +281,94 @@ TEST_F(OtlpTest, SpansAPartialSuccessRejectedCountAsFailed) {
   EXPECT_EQ(exporter->dropped(), 0u);
 }
 
+// The answers `peer` gave, in order, once it has given `n`; empty when it
+// has not after 10 s of real time (a process: readiness, not timing).
+std::vector<json> AnswersOnceThereAre(peers::NodePeer& peer, std::size_t n) {
+  for (int i = 0; i < 1000; ++i) {
+    json answered = peer.Stats().at("answered");
+    if (answered.size() >= n) return answered;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return {};
+}
+
+// OTLP/HTTP's retry rule: a batch answered 429, 502, 503 or 504 is sent
+// again, no sooner than the Retry-After the receiver named, under the key
+// it first had, until it is accepted.
+TEST_F(OtlpTest, ABatchAnsweredWithARetryableStatusIsSentAgainUnderItsKeyUntilAccepted) {
+  peers::NodePeer shedding{OUTBOUND_OTLP_RECEIVER,
+                           {"--modules=" OUTBOUND_OTLP_MODULES, "--answer-first=503:3,429:2,502"}};
+  network.Add("shedding-collector", 4318, "127.0.0.1", shedding.port());
+  OtlpSettings settings = Settings();
+  settings.endpoint = "http://shedding-collector:4318";
+  settings.export_timeout = std::chrono::minutes(1);
+  auto exporter = MakeExporter(settings);
+  ASSERT_TRUE(exporter);
+  for (int i = 0; i < 2; ++i) exporter->OnEnd(SomeSpan(ids, "s" + std::to_string(i)));
+
+  bool accepted = false;
+  std::thread flush([&] { accepted = exporter->ForceFlush(); });
+  // After each refusal the next attempt waits on the clock: exactly the
+  // Retry-After when one was named (the jitter is below it), else the
+  // jitter alone, below the second retry's four seconds.
+  const std::optional<Duration> waits[] = {seconds(3), seconds(2), std::nullopt};
+  for (std::size_t i = 0; i < std::size(waits); ++i) {
+    ASSERT_EQ(AnswersOnceThereAre(shedding, i + 1).size(), i + 1);
+    TimePoint answered_at = clock.Now();
+    ASSERT_TRUE(clock.WaitForTimerBy(answered_at + seconds(4)));
+    if (waits[i]) {
+      EXPECT_EQ(clock.next_timer(), answered_at + *waits[i]) << "after answer " << i;
+    }
+    clock.AdvanceTo(*clock.next_timer());
+  }
+  flush.join();
+  EXPECT_TRUE(accepted);
+  EXPECT_EQ(exporter->failed(), 0u);
+
+  std::vector<json> answers = AnswersOnceThereAre(shedding, 4);
+  ASSERT_EQ(answers.size(), 4u);
+  const int statuses[] = {503, 429, 502, 200};
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    EXPECT_EQ(answers[i].at("status"), statuses[i]);
+    EXPECT_EQ(answers[i].at("path"), "/v1/traces");
+    EXPECT_EQ(answers[i].at("key"), answers[0].at("key"));
+  }
+  EXPECT_EQ(answers[0].at("key").get<std::string>().size(), 18u);  // 16 hex digits, "-1"
+  // Accepted once, whole.
+  json stats = shedding.Stats();
+  ASSERT_EQ(stats.at("received").size(), 1u);
+  EXPECT_EQ(stats.at("received")[0].at("request").at("resourceSpans")[0].at("scopeSpans")[0].at(
+                "spans").size(),
+            2u);
+}
+
+// Any other status is final: the batch fails at once, is counted, and the
+// next batch has a key of its own.
+TEST_F(OtlpTest, ABatchAnsweredWithAFinalStatusFailsAtOnce) {
+  peers::NodePeer strict{OUTBOUND_OTLP_RECEIVER,
+                         {"--modules=" OUTBOUND_OTLP_MODULES, "--answer-first=500,400,408"}};
+  network.Add("strict-collector", 4318, "127.0.0.1", strict.port());
+  OtlpSettings settings = Settings();
+  settings.endpoint = "http://strict-collector:4318";
+  auto exporter = MakeExporter(settings);
+  ASSERT_TRUE(exporter);
+  for (int batch = 0; batch < 3; ++batch) {
+    exporter->OnEnd(SomeSpan(ids, "refused"));
+    EXPECT_FALSE(exporter->ForceFlush());
+    EXPECT_EQ(exporter->failed(), batch + 1u);
+  }
+  exporter->OnEnd(SomeSpan(ids, "accepted"));
+  EXPECT_TRUE(exporter->ForceFlush());
+
+  std::vector<json> answers = AnswersOnceThereAre(strict, 4);
+  ASSERT_EQ(answers.size(), 4u);
+  const int statuses[] = {500, 400, 408, 200};
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    EXPECT_EQ(answers[i].at("status"), statuses[i]);
+    for (std::size_t j = 0; j < i; ++j) EXPECT_NE(answers[i].at("key"), answers[j].at("key"));
+  }
+}
+
 TEST_F(OtlpTest, AFullQueueDropsAndCountsWithoutBlocking) {
   auto hole = testing::BlackHole::Start();
   ASSERT_TRUE(hole) << hole.error().message();
@@ -311,9 +399,28 @@ TEST_F(OtlpTest, AFullQueueDropsAndCountsWithoutBlocking) {
   EXPECT_EQ(exporter->failed(), 0u);
 
   // The receiver goes: the batch in flight and every one after it fails,
-  // and is counted.
+  // after attempts of its own, and is counted. Between attempts the
+  // exporter waits on the clock, which this thread moves as each wait begins.
   hole->reset();
-  EXPECT_FALSE(exporter->ForceFlush());
+  std::atomic<bool> flushed{false};
+  bool all_accepted = true;
+  std::thread flush([&] {
+    all_accepted = exporter->ForceFlush();
+    flushed = true;
+  });
+  int waits = 0;
+  while (!flushed) {
+    if (clock.WaitForTimerBy(clock.Now() + seconds(5), milliseconds(10))) {
+      clock.AdvanceTo(*clock.next_timer());
+      ++waits;
+    }
+  }
+  flush.join();
+  EXPECT_FALSE(all_accepted);
+  // The first batch alone waited four times, unless the other signal's
+  // failures opened the breaker of the exporter's client sooner; once it
+  // is open, the rest fail at once.
+  EXPECT_GE(waits, 4);
   EXPECT_EQ(exporter->failed(), 6u + 3u);
   EXPECT_EQ(exporter->dropped(), 7u);
 }

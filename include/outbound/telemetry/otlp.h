@@ -23,10 +23,17 @@
 // they add to the queue under a lock, or, when the queue is full, drop the
 // item and count it (`dropped()`). Sending happens on the clock's timer
 // thread, on the exporter's client's thread, or in ForceFlush, with at most
-// one request in flight per signal. A batch is sent once: a batch the
-// receiver does not accept (an error, a non-2xx status, the breaker of the
-// exporter's client open) is counted in `failed()` and let go, and so are
-// the items a 2xx answer's partial success says it rejected.
+// one request in flight per signal.
+//
+// A batch the receiver answers 429, 502, 503 or 504, or that gets no
+// answer, is sent again, as OTLP/HTTP asks: up to five attempts within
+// export_timeout, with jittered backoff from one second and any Retry-After
+// the receiver names, each with the batch's own `Idempotency-Key` (so a
+// receiver can tell a batch sent again from a new one). A batch that is not
+// accepted in the end (another status, its attempts or export_timeout used
+// up, the breaker of the exporter's client open) is counted in `failed()`
+// and let go, and so are the items a 2xx answer's partial success says it
+// rejected. Meanwhile the batches behind it on the same signal wait.
 //
 // The exporter's client is built on the Runtime given to Create with its
 // telemetry off, so exporting never records spans, metrics or logs of its
