@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <random>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -32,24 +33,32 @@ constexpr int kExportAttempts = 5;
 
 // OTLP/HTTP's rule for a failed export: 429, 502, 503 and 504 are sent
 // again (after the Retry-After a 429 or 503 names), and so is a request
-// that got no answer; any other status is final.
+// whose connection failed; any other status is final. A receiver that asks
+// for time (429, 503) is up: its answer is not a failure to the breaker of
+// the exporter's client, which would otherwise open on one batch's attempts
+// and fail the queued batches unsent.
 http::Classification ClassifyExport(const Result<http::Response>& result) {
   http::Classification verdict = http::DefaultClassify(result);
   if (!result) return verdict;
   int status = result->status;
-  bool retryable = status == 429 || status == 502 || status == 503 || status == 504;
-  if (!retryable && verdict.retry == retry::Outcome::kRetry) verdict.retry = retry::Outcome::kStop;
+  if (status == 429 || status == 503) {
+    verdict.breaker = circuit::Outcome::kSuccess;
+  } else if (status != 502 && status != 504 && verdict.retry == retry::Outcome::kRetry) {
+    verdict.retry = retry::Outcome::kStop;
+  }
   return verdict;
 }
 
-// The exporter's part of its batches' Idempotency-Keys: 16 random hex
-// digits. A batch's key is this and the batch's number, the same on each
-// attempt of the batch, so a receiver can tell a batch sent again from a
-// new one. (The header is also what lets the client repeat a POST.)
-std::string KeyPrefix(Random& random) {
+// The exporter's part of its batches' Idempotency-Keys: 16 hex digits from
+// the OS's randomness, not the Runtime's (which a program may fix, and then
+// two exporters would share their keys). A batch's key is this and the
+// batch's number, the same on each attempt of the batch, so a receiver can
+// tell a batch sent again from a new one. (The header is also what lets
+// the client repeat a POST.)
+std::string KeyPrefix() {
   static constexpr char kDigits[] = "0123456789abcdef";
-  auto high = static_cast<std::uint64_t>(random.Uniform() * 0x1.0p32);
-  std::uint64_t bits = high << 32 | static_cast<std::uint64_t>(random.Uniform() * 0x1.0p32);
+  std::random_device device;
+  std::uint64_t bits = static_cast<std::uint64_t>(device()) << 32 | device();
   std::string prefix(16, '0');
   for (char& digit : prefix) {
     digit = kDigits[bits & 0xf];
@@ -109,7 +118,7 @@ enum Signal { kTraces, kLogs, kMetrics, kSignals };
 struct OtlpExporter::Impl {
   Impl(const Runtime& runtime, OtlpSettings s)
       : clock(*runtime.clock),
-        key_prefix(KeyPrefix(*runtime.random)),
+        key_prefix(KeyPrefix()),
         settings(std::move(s)),
         resource{settings.service_name} {
     std::string base = settings.endpoint;
@@ -336,13 +345,16 @@ Result<std::unique_ptr<OtlpExporter>> OtlpExporter::Create(const Runtime& runtim
   http::Settings client_settings = http::DefaultSettings();
   client_settings.base_url = settings.endpoint;
   client_settings.tls = settings.tls;
-  // Each batch's attempts together take at most export_timeout, and the
-  // backoff starts at a second, so a receiver that is shedding load is not
-  // asked again at once.
+  // Each batch's attempts together take at most export_timeout. The
+  // backoff's ceiling starts at a second, so a receiver shedding load is
+  // not asked again within milliseconds, and a Retry-After is honoured up
+  // to export_timeout (past that the batch could not be sent in time).
   client_settings.timeout = settings.export_timeout;
   client_settings.attempt_timeout = settings.export_timeout;
   client_settings.max_attempts = kExportAttempts;
   client_settings.backoff_base = std::chrono::seconds(1);
+  client_settings.backoff_max =
+      std::max<Duration>(settings.export_timeout, std::chrono::seconds(1));
   client_settings.classify = ClassifyExport;
   auto client = http::Client::Create(quiet, std::move(client_settings));
   if (!client) return tl::unexpected(client.error());

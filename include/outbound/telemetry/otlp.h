@@ -25,14 +25,16 @@
 // thread, on the exporter's client's thread, or in ForceFlush, with at most
 // one request in flight per signal.
 //
-// A batch the receiver answers 429, 502, 503 or 504, or that gets no
-// answer, is sent again, as OTLP/HTTP asks: up to five attempts within
-// export_timeout, with jittered backoff from one second and any Retry-After
-// the receiver names, each with the batch's own `Idempotency-Key` (so a
-// receiver can tell a batch sent again from a new one). A batch that is not
+// A batch the receiver answers 429, 502, 503 or 504, or whose connection
+// fails, is sent again, as OTLP/HTTP asks: up to five attempts within
+// export_timeout, after a full-jitter backoff (a ceiling of one second,
+// doubling) or the Retry-After the receiver names if longer, each attempt
+// with the batch's own `Idempotency-Key` (so a receiver can tell a batch
+// sent again from a new one). A 429 or 503 is not a failure to the breaker
+// of the exporter's client: the receiver is up. A batch that is not
 // accepted in the end (another status, its attempts or export_timeout used
-// up, the breaker of the exporter's client open) is counted in `failed()`
-// and let go, and so are the items a 2xx answer's partial success says it
+// up, a Retry-After past it, the breaker open) is counted in `failed()` and
+// let go, and so are the items a 2xx answer's partial success says it
 // rejected. Meanwhile the batches behind it on the same signal wait.
 //
 // The exporter's client is built on the Runtime given to Create with its
@@ -88,8 +90,8 @@ struct OtlpSettings {
   // small. Valid: positive.
   Duration flush_interval = std::chrono::seconds(5);
 
-  // Bounds each request; also how long the destructor waits for what is
-  // still queued. Valid: positive.
+  // Bounds each batch, all its attempts together; also how long the
+  // destructor waits for what is still queued. Valid: positive.
   Duration export_timeout = std::chrono::seconds(10);
 };
 
@@ -132,9 +134,11 @@ class OtlpExporter final : public SpanProcessor, public Logger {
   void ExportMetrics(const MetricStore& store);
 
   // Sends everything queued now, whatever the batch size, and blocks until
-  // each of its requests has been answered or has failed (each is bounded by
-  // export_timeout on the Runtime's clock). True when the receiver accepted
-  // every one. Must not run on a callback of the Runtime's clock.
+  // each of its batches has been accepted or has failed (each is bounded by
+  // export_timeout on the Runtime's clock, which must move for a batch to
+  // be sent again: a test on a ManualClock advances it meanwhile). True when
+  // the receiver accepted every one. Must not run on a callback of the
+  // Runtime's clock.
   bool ForceFlush();
 
   // Spans and log records dropped because their queue was full.
