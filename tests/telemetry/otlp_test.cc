@@ -57,6 +57,15 @@ class OtlpTest : public http::ClientTestBase, public ::testing::Test {
     return s;
   }
 
+  // Settings() with the endpoint at another receiver, listening on `port`
+  // and reached by the name `host`.
+  OtlpSettings SettingsFor(const std::string& host, std::uint16_t port) {
+    network.Add(host, 4318, "127.0.0.1", port);
+    OtlpSettings s = Settings();
+    s.endpoint = "http://" + host + ":4318";
+    return s;
+  }
+
   std::unique_ptr<OtlpExporter> MakeExporter(const OtlpSettings& settings) {
     auto exporter = OtlpExporter::Create(runtime, settings);
     EXPECT_TRUE(exporter) << exporter.error().message();
@@ -272,9 +281,7 @@ TEST_F(OtlpTest, ARetried503CallsSpansMetricsAndBreakerRecordsAsTheReceiverDecod
 TEST_F(OtlpTest, SpansAPartialSuccessRejectedCountAsFailed) {
   peers::NodePeer rejecting{OUTBOUND_OTLP_RECEIVER,
                             {"--modules=" OUTBOUND_OTLP_MODULES, "--reject-spans=3"}};
-  network.Add("strict-collector", 4318, "127.0.0.1", rejecting.port());
-  OtlpSettings settings = Settings();
-  settings.endpoint = "http://strict-collector:4318";
+  OtlpSettings settings = SettingsFor("strict-collector", rejecting.port());
   auto exporter = MakeExporter(settings);
   ASSERT_TRUE(exporter);
   for (int i = 0; i < 5; ++i) exporter->OnEnd(SomeSpan(ids, "s" + std::to_string(i)));
@@ -330,9 +337,7 @@ class FlushOnAThread {
 TEST_F(OtlpTest, ABatchAnsweredWithARetryableStatusIsSentAgainUnderItsKeyUntilAccepted) {
   peers::NodePeer shedding{OUTBOUND_OTLP_RECEIVER,
                            {"--modules=" OUTBOUND_OTLP_MODULES, "--answer-first=503:3,429:2,502"}};
-  network.Add("shedding-collector", 4318, "127.0.0.1", shedding.port());
-  OtlpSettings settings = Settings();
-  settings.endpoint = "http://shedding-collector:4318";
+  OtlpSettings settings = SettingsFor("shedding-collector", shedding.port());
   settings.export_timeout = std::chrono::minutes(1);
   auto exporter = MakeExporter(settings);
   ASSERT_TRUE(exporter);
@@ -381,9 +386,7 @@ TEST_F(OtlpTest, ABatchAnsweredWithARetryableStatusIsSentAgainUnderItsKeyUntilAc
 TEST_F(OtlpTest, ABatchAnsweredWithAFinalStatusFailsAtOnce) {
   peers::NodePeer strict{OUTBOUND_OTLP_RECEIVER,
                          {"--modules=" OUTBOUND_OTLP_MODULES, "--answer-first=500,400,408"}};
-  network.Add("strict-collector", 4318, "127.0.0.1", strict.port());
-  OtlpSettings settings = Settings();
-  settings.endpoint = "http://strict-collector:4318";
+  OtlpSettings settings = SettingsFor("strict-collector", strict.port());
   auto exporter = MakeExporter(settings);
   ASSERT_TRUE(exporter);
   for (int batch = 0; batch < 3; ++batch) {
@@ -407,9 +410,7 @@ TEST_F(OtlpTest, ABatchAnsweredWithAFinalStatusFailsAtOnce) {
 TEST_F(OtlpTest, AFullQueueDropsAndCountsWithoutBlocking) {
   auto hole = testing::BlackHole::Start();
   ASSERT_TRUE(hole) << hole.error().message();
-  network.Add("silent", 4318, "127.0.0.1", (*hole)->port());
-  OtlpSettings settings = Settings();
-  settings.endpoint = "http://silent:4318";
+  OtlpSettings settings = SettingsFor("silent", (*hole)->port());
   settings.max_batch_size = 2;
   settings.max_queue_size = 4;
   auto exporter = MakeExporter(settings);
@@ -459,9 +460,7 @@ TEST_F(OtlpTest, AFullQueueDropsAndCountsWithoutBlocking) {
 TEST_F(OtlpTest, TheDestructorWaitsForTheQueueAtMostTheExportTimeoutOnTheClock) {
   auto hole = testing::BlackHole::Start();
   ASSERT_TRUE(hole) << hole.error().message();
-  network.Add("silent", 4318, "127.0.0.1", (*hole)->port());
-  OtlpSettings settings = Settings();
-  settings.endpoint = "http://silent:4318";
+  OtlpSettings settings = SettingsFor("silent", (*hole)->port());
   auto exporter = MakeExporter(settings);
   ASSERT_TRUE(exporter);
   for (int i = 0; i < 3; ++i) exporter->OnEnd(SomeSpan(ids, "late"));
