@@ -49,22 +49,16 @@ http::Classification ClassifyExport(const Result<http::Response>& result) {
   return verdict;
 }
 
-// The exporter's part of its batches' Idempotency-Keys: 16 hex digits from
-// the OS's randomness, not the Runtime's (which a program may fix, and then
-// two exporters would share their keys). A batch's key is this and the
-// batch's number, the same on each attempt of the batch, so a receiver can
-// tell a batch sent again from a new one. (The header is also what lets
-// the client repeat a POST.)
+// The exporter's part of its batches' Idempotency-Keys: 64 bits from the
+// OS's randomness, in decimal, not from the Runtime's Random (which a
+// program may fix, and then two exporters would share their keys). A
+// batch's key is this, "-" and the batch's number, the same on each
+// attempt of the batch, so a receiver can tell a batch sent again from a
+// new one. (The header is also what lets the client repeat a POST.)
 std::string KeyPrefix() {
-  static constexpr char kDigits[] = "0123456789abcdef";
   std::random_device device;
   std::uint64_t bits = static_cast<std::uint64_t>(device()) << 32 | device();
-  std::string prefix(16, '0');
-  for (char& digit : prefix) {
-    digit = kDigits[bits & 0xf];
-    bits >>= 4;
-  }
-  return prefix + '-';
+  return std::to_string(bits) + '-';
 }
 
 // Lets the destructor wait out a timer callback that has already begun:
