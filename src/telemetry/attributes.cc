@@ -2,6 +2,7 @@
 #include "outbound/telemetry/attributes.h"
 
 #include <charconv>
+#include <cstring>
 
 namespace outbound::telemetry {
 
@@ -17,8 +18,19 @@ Value Own(const ValueView& value) {
       value);
 }
 
+void Key::Copy(std::string_view text) {
+  // Copied before the old copy goes: `text` may be a view of it.
+  std::unique_ptr<char[]> copy;
+  if (!text.empty()) {
+    copy = std::make_unique_for_overwrite<char[]>(text.size());
+    std::memcpy(copy.get(), text.data(), text.size());
+  }
+  text_ = std::string_view(copy.get(), text.size());
+  owned_ = std::move(copy);
+}
+
 Attribute Own(const KeyValue& attribute) {
-  return Attribute{std::string(attribute.key), Own(attribute.value)};
+  return Attribute{Key(attribute.key), Own(attribute.value)};
 }
 
 Attributes Own(std::span<const KeyValue> attributes) {

@@ -96,7 +96,7 @@ std::uint64_t Hash(const SortedView& view) {
     // A key's length, not its bytes: keys are few and fixed, so the values
     // tell sets apart, and Same() settles any collision.
     const ValueView& value = view.items[i]->value;
-    hash = Mix(hash, view.items[i]->key.size() << 8 | value.index());
+    hash = Mix(hash, view.items[i]->key.text().size() << 8 | value.index());
     if (const auto* s = std::get_if<std::string_view>(&value)) {
       hash = MixBytes(hash, *s);
     } else if (const auto* b = std::get_if<bool>(&value)) {

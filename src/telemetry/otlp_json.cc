@@ -44,7 +44,7 @@ json AnyValue(const Value& value) {
 json KeyValues(const Attributes& attributes) {
   json out = json::array();
   for (const Attribute& a : attributes)
-    out.push_back({{"key", a.key}, {"value", AnyValue(a.value)}});
+    out.push_back({{"key", a.key.text()}, {"value", AnyValue(a.value)}});
   return out;
 }
 

@@ -33,7 +33,7 @@ std::vector<prometheus::ClientMetric::Label> Labels(const Attributes& attributes
   labels.reserve(attributes.size() + 1);
   for (const Attribute& attribute : attributes) {
     // An empty key makes no label name ("{=" breaks the page): left out.
-    if (attribute.key.empty()) continue;
+    if (attribute.key.text().empty()) continue;
     std::string name = Sanitize(attribute.key);
     // Keys that sanitise alike ("a.b", "a_b") are one label, their values
     // joined with ";" in the keys' order (OpenTelemetry's mapping): a name

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "outbound/internal/ascii.h"
+
 namespace outbound::telemetry {
 namespace {
 
@@ -169,16 +171,9 @@ bool IsTracestate(std::string_view list) {
 }  // namespace
 
 std::string FormatTraceparent(const SpanContext& context) {
-  static constexpr char kDigits[] = "0123456789abcdef";
   std::string out = "00-00000000000000000000000000000000-0000000000000000-00";  // one allocation
-  for (std::size_t i = 0; i < 16; ++i) {
-    out[3 + 2 * i] = kDigits[context.trace_id.bytes[i] >> 4];
-    out[4 + 2 * i] = kDigits[context.trace_id.bytes[i] & 0xf];
-  }
-  for (std::size_t i = 0; i < 8; ++i) {
-    out[36 + 2 * i] = kDigits[context.span_id.bytes[i] >> 4];
-    out[37 + 2 * i] = kDigits[context.span_id.bytes[i] & 0xf];
-  }
+  outbound::internal::WriteHex(context.trace_id.bytes, out.data() + 3);
+  outbound::internal::WriteHex(context.span_id.bytes, out.data() + 36);
   if (context.sampled) out[54] = '1';
   return out;
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "outbound/internal/ascii.h"
 #include "outbound/telemetry/log.h"
 
 namespace outbound::telemetry {
@@ -24,12 +25,8 @@ bool AnyNonZero(const std::array<std::uint8_t, N>& bytes) {
 
 template <std::size_t N>
 std::string ToHex(const std::array<std::uint8_t, N>& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
   std::string hex(2 * N, '0');
-  for (std::size_t i = 0; i < N; ++i) {
-    hex[2 * i] = kDigits[bytes[i] >> 4];
-    hex[2 * i + 1] = kDigits[bytes[i] & 0xf];
-  }
+  outbound::internal::WriteHex(bytes, hex.data());
   return hex;
 }
 
@@ -80,20 +77,36 @@ class RecordingSpan final : public Span {
 
   const SpanContext& context() const override { return data_.context; }
   void SetAttribute(const KeyValue& attribute) override {
+    Value* value = nullptr;
     for (Attribute& existing : data_.attributes) {
-      if (existing.key == attribute.key) {
-        existing.value = Own(attribute.value);
-        return;
+      if (existing.key == attribute.key.text()) {
+        value = &existing.value;
+        break;
       }
     }
-    // Built in place: no temporary Attribute to move in.
-    Attribute& added = data_.attributes.emplace_back();
-    added.key = attribute.key;
-    if (const auto* text = std::get_if<std::string_view>(&attribute.value)) {
-      added.value.emplace<std::string>(*text);
-    } else {
-      added.value = Own(attribute.value);
+    if (value == nullptr) {
+      // Built in place: no temporary Attribute to move in. A literal key is
+      // kept as it is, not copied.
+      Attribute& added = data_.attributes.emplace_back();
+      added.key = Key(attribute.key);
+      value = &added.value;
     }
+    // Made in place, with no Value to move in; a string replacing a string
+    // reuses its buffer.
+    std::visit(
+        [value](const auto& v) {
+          using View = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<View, std::string_view>) {
+            if (auto* text = std::get_if<std::string>(value)) {
+              text->assign(v);
+            } else {
+              value->emplace<std::string>(v);
+            }
+          } else {
+            *value = v;
+          }
+        },
+        attribute.value);
   }
   void AddEvent(std::string_view name, TimePoint at,
                 std::span<const KeyValue> attributes) override {

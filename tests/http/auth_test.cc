@@ -29,7 +29,7 @@ constexpr char kSecret[] = "S3CR3T-MARKER-91c2";
 // Every text a value of `attributes` holds.
 void AddTexts(const telemetry::Attributes& attributes, std::vector<std::string>& texts) {
   for (const auto& attribute : attributes) {
-    texts.push_back(attribute.key);
+    texts.emplace_back(attribute.key.text());
     if (const auto* text = std::get_if<std::string>(&attribute.value)) texts.push_back(*text);
   }
 }

@@ -270,7 +270,7 @@ void SpanPrinter::OnEnd(telemetry::SpanData&& span) {
             << std::chrono::duration<double, std::milli>(span.end - span.start).count() << " ms "
             << telemetry::ToString(span.status);
   for (const telemetry::Attribute& attribute : span.attributes) {
-    std::cerr << " " << attribute.key << "=" << telemetry::ToString(attribute.value);
+    std::cerr << " " << attribute.key.text() << "=" << telemetry::ToString(attribute.value);
   }
   std::cerr << "\n";
 }

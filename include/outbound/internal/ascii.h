@@ -13,6 +13,10 @@
 #ifndef OUTBOUND_INTERNAL_ASCII_H_
 #define OUTBOUND_INTERNAL_ASCII_H_
 
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -57,6 +61,26 @@ inline std::string AsciiLowered(std::string text) {
 inline std::string AsciiUppered(std::string text) {
   for (char& c : text) c = AsciiUpper(c);
   return text;
+}
+
+// Writes `bytes` as lower-case hex digits, two a byte, from `out` on (room
+// for 2 * bytes.size() chars; no terminator), and returns one past the last. A byte's pair comes
+// from a table: a trace context is written on every attempt.
+inline char* WriteHex(std::span<const std::uint8_t> bytes, char* out) {
+  static constexpr std::array<char, 512> kPairs = [] {
+    constexpr std::string_view kDigits = "0123456789abcdef";
+    std::array<char, 512> pairs{};
+    for (std::size_t i = 0; i < 256; ++i) {
+      pairs[2 * i] = kDigits[i >> 4];
+      pairs[2 * i + 1] = kDigits[i & 0xf];
+    }
+    return pairs;
+  }();
+  for (std::uint8_t byte : bytes) {
+    std::memcpy(out, &kPairs[2 * std::size_t{byte}], 2);
+    out += 2;
+  }
+  return out;
 }
 
 }  // namespace outbound::internal
