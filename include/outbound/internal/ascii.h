@@ -63,9 +63,10 @@ inline std::string AsciiUppered(std::string text) {
   return text;
 }
 
-// Writes `bytes` as lower-case hex digits, two a byte, from `out` on (room
-// for 2 * bytes.size() chars; no terminator), and returns one past the last. A byte's pair comes
-// from a table: a trace context is written on every attempt.
+// Writes `bytes` as lower-case hex digits, two a byte, from `out` on, and
+// returns one past the last: `out` has room for 2 * bytes.size() chars, and
+// no terminator is written. A byte's pair comes from a table: a trace
+// context is written on every attempt.
 inline char* WriteHex(std::span<const std::uint8_t> bytes, char* out) {
   static constexpr std::array<char, 512> kPairs = [] {
     constexpr std::string_view kDigits = "0123456789abcdef";

@@ -94,10 +94,13 @@ using Value = std::variant<bool, std::int64_t, double, std::string>;
 class Key {
  public:
   Key() = default;
+  // A literal's text as it is, any other copied.
   Key(KeyView key) { KeepOrCopy(key); }  // NOLINT(google-explicit-constructor)
+  // A literal written in place (as KeyView's): kept as it is.
   template <std::size_t N>
   consteval Key(const char (&literal)[N])  // NOLINT(google-explicit-constructor)
       : text_(KeyView(literal).text()) {}
+  // Any other text: copied.
   template <internal::RuntimeKeyText Chars>
   Key(const Chars& text) {  // NOLINT(google-explicit-constructor)
     Copy(std::string_view(text));
