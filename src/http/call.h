@@ -84,7 +84,8 @@ struct CallRequest {
 
 // How a call ended: a result, or the user's own exception.
 struct CallOutcome {
-  Result<Response> result = Fail(ErrorKind::kCancelled, "call not made");
+  // Made in place, short enough not to allocate.
+  Result<Response> result{tl::unexpect, Error(ErrorKind::kCancelled, "call not made")};
   std::exception_ptr thrown;
 };
 

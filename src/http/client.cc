@@ -168,8 +168,8 @@ struct Client::Impl {
   }
 
   // Starts a call (Client::SendAsync); `idempotent` as its front end says
-  // (CallRequest::idempotent).
-  void Send(Request request, Callback done, std::optional<bool> idempotent);
+  // (CallRequest::idempotent). Takes what it keeps from `request` and `done`.
+  void Send(Request&& request, Callback&& done, std::optional<bool> idempotent);
 
   // Each attempt's record, for the observers; null when there are none.
   std::function<void(const AttemptRecord&)> AttemptObservers() {
@@ -325,7 +325,7 @@ void Client::SendAsync(Request request, Callback done) {
   impl_->Send(std::move(request), std::move(done), std::nullopt);
 }
 
-void Client::Impl::Send(Request request, Callback done, std::optional<bool> idempotent) {
+void Client::Impl::Send(Request&& request, Callback&& done, std::optional<bool> idempotent) {
   Impl& impl = *this;
   SendingScope sending(&impl);
   // A pipe carries one call's body; refused, this call ends its writer's
@@ -397,9 +397,9 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
       outcome.result->attempts = live->attempts_sent.load();
       outcome.result->redirects = live->redirects;
     }
-    auto finish = [impl, live, outcome = std::move(outcome)]() mutable {
+    auto finish = [impl, live](internal::CallOutcome& ended) {
       Callback callback = std::move(live->callback);
-      callback(std::move(outcome.result), outcome.thrown);
+      callback(std::move(ended.result), ended.thrown);
       impl->Unlink(*live);
     };
     if (t_sending == impl || !impl->loop->InLoop()) {
@@ -408,10 +408,10 @@ void Client::Impl::Send(Request request, Callback done, std::optional<bool> idem
       // advanced): the caller hears of it from the loop, never on the stack
       // of a thread that may hold its own locks. The call stays alive until
       // then.
-      impl->loop->Post(
-          [held = live->shared_from_this(), finish = std::move(finish)]() mutable { finish(); });
+      impl->loop->Post([held = live->shared_from_this(), finish,
+                        outcome = std::move(outcome)]() mutable { finish(outcome); });
     } else {
-      finish();
+      finish(outcome);  // on the loop already: the outcome is not moved again
     }
   };
   impl.Link(*call);

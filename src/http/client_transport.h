@@ -24,8 +24,8 @@ class EndpointHealth;
 
 // How one attempt ended, on its way up the layers.
 struct AttemptOutcome {
-  // Always replaced; short enough not to allocate.
-  Result<Response> result = Fail(ErrorKind::kTransport, "no attempt");
+  // Always replaced; made in place, short enough not to allocate.
+  Result<Response> result{tl::unexpect, Error(ErrorKind::kTransport, "no attempt")};
   bool body_failed = false;                      // the error came after the headers
   bool rejected = false;                         // the breaker said no: nothing was sent
   std::optional<Classification> classification;  // set by the breaker layer

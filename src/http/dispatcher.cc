@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <memory>
 #include <unordered_set>
 
 #include "body_pipe_link.h"
@@ -164,10 +165,9 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
   // Cancelled after Start let it in, before this loop took it: nothing of
   // it may be sent (a cancelled POST must not reach the server).
   if (!live) return End(exchange, exchange.events->CancelledOutcome());
-  std::weak_ptr<const char> alive = alive_;
   if (exchange.window != nullptr) {
     // As the pipe's below: the window wakes the exchange by its id.
-    WindowLink::Attach(*exchange.window, id, [this, loop = loop_, alive, id] {
+    WindowLink::Attach(*exchange.window, id, [this, loop = loop_, alive = alive_watch_, id] {
       loop->Post([this, alive, id] {
         if (alive.lock()) Resume(id);
       });
@@ -178,7 +178,7 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
     // held by a writer, so a late wake finds it gone and does nothing.
     exchange.pipe_attached = PipeLink::Attach(
         *pipe,
-        [this, loop = loop_, alive, id] {
+        [this, loop = loop_, alive = alive_watch_, id] {
           loop->Post([this, alive, id] {
             if (alive.lock()) Resume(id);
           });
@@ -281,7 +281,9 @@ void Dispatcher::End(Exchange& exchange, AttemptOutcome&& outcome) {
   // before the queue moves, so a breaker it opened stops the queued ones.
   events->End(std::move(outcome));
   if (spare_.size() < kSpareExchanges) {
-    exchange = Exchange();  // as a new one: nothing of this attempt's is kept
+    // As a new one: nothing of this attempt's is kept.
+    std::destroy_at(&exchange);
+    std::construct_at(&exchange);
     spare_.push_back(std::move(node));
   }
   if (carrier_) Dispatch();

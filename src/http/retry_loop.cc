@@ -544,9 +544,7 @@ class RetryingRequest final : public Cancellable,
     }
     wait_timer_.Cancel();
     hedge_timer_.Cancel();
-    CallOutcome call_outcome;
-    call_outcome.thrown = outcome.thrown;
-    call_outcome.result = std::move(outcome.result);
+    CallOutcome call_outcome{std::move(outcome.result), std::move(outcome.thrown)};
     if (!call_outcome.result) call_outcome.result.error().set_attempts(call_->attempts_sent.load());
     call_->End(std::move(call_outcome));
   }
