@@ -29,11 +29,12 @@ using internal::CallRequest;
 // A call in flight: its state, its first request, the caller's callback,
 // and its place in the client's list of live calls (guarded by Impl::mu).
 struct LiveCall final : internal::CallState {
+  // Takes the call's request from `checked`, made in its place.
   LiveCall(TimePoint deadline, std::shared_ptr<outbound::internal::CancelState> cancel,
-           Client::Callback on_done, CallRequest first)
+           Client::Callback&& on_done, Request& checked, internal::CheckedRequest what)
       : CallState(deadline, std::move(cancel)),
         callback(std::move(on_done)),
-        first_request(std::move(first)) {}
+        first_request(internal::TakeCallRequest(checked, what)) {}
   Client::Callback callback;
   CallRequest first_request;  // one allocation for the call and its request
   LiveCall* prev = nullptr;
@@ -346,7 +347,7 @@ void Client::Impl::Send(Request&& request, Callback&& done, std::optional<bool> 
   if (!checked) return refuse(checked.error());
   Clock& clock = *impl.runtime.clock;
   TimePoint now = clock.Now();
-  const internal::CallPolicy& policy = impl.routes.For(checked->url);
+  const internal::CallPolicy& policy = impl.routes.For(request.url);
   // The shorter of the call's Timeout and the request's own, compared as
   // durations so a huge request timeout cannot overflow the time point.
   Duration timeout = policy.timeout;
@@ -362,9 +363,9 @@ void Client::Impl::Send(Request&& request, Callback&& done, std::optional<bool> 
   if (deadline <= now) {
     return refuse(Error(ErrorKind::kDeadline, "the call's deadline had passed: nothing was sent"));
   }
-  checked->idempotent = idempotent;
-  auto call = std::make_shared<LiveCall>(deadline, request.context.cancel, std::move(done),
-                                         std::move(*checked));
+  auto call = std::make_shared<LiveCall>(deadline, std::move(request.context.cancel),
+                                         std::move(done), request, *checked);
+  call->first_request.idempotent = idempotent;
   call->policy = &policy;
   call->parent = std::move(request.context.trace);
   call->body_sink = std::move(request.body_sink);

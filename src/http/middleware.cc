@@ -67,12 +67,13 @@ Result<std::shared_ptr<const CallRequest>> Recheck(const Origin& origin,
     Error error(checked.error().kind(), "a middleware's request: " + checked.error().message());
     return tl::unexpected(std::move(error));
   }
+  auto made = std::make_shared<CallRequest>(TakeCallRequest(request, *checked));
   // A gRPC method declared idempotent (or not) stays so.
-  checked->idempotent = c.idempotent;
+  made->idempotent = c.idempotent;
   // Still a request whose gzip answer is decoded, if the original was and
   // the middleware left its Accept-Encoding as the client set it.
-  checked->decode_gzip = c.decode_gzip && FindHeader(checked->headers, "Accept-Encoding") == "gzip";
-  return std::make_shared<const CallRequest>(std::move(*checked));
+  made->decode_gzip = c.decode_gzip && FindHeader(made->headers, "Accept-Encoding") == "gzip";
+  return made;
 }
 
 class CallMiddlewareLayer final : public CallLayer {

@@ -123,8 +123,8 @@ bool IsFieldValue(std::string_view value) {
 
 // The origin check: the request names the client's origin (or a path on
 // it) and carries nothing that would change its meaning on the wire.
-Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_text,
-                                 Request& request, bool ask_gzip) {
+Result<CheckedRequest> CheckRequest(const Origin& origin, std::string_view origin_text,
+                                    Request& request, bool ask_gzip) {
   if (!IsToken(request.method)) {
     return Fail(ErrorKind::kInvalidRequest, "\"" + request.method + "\" is not an HTTP method");
   }
@@ -170,15 +170,14 @@ Result<CallRequest> CheckRequest(const Origin& origin, std::string_view origin_t
   }
   // A server's logs should say who called: the library names itself unless
   // the caller names its own program.
-  return CallRequest{std::move(request.method),
-                     std::move(request.url),
-                     std::move(request.headers),
-                     std::move(request.body),
-                     request.body_replayable,
-                     std::nullopt,
-                     std::move(request.body_source),
-                     decode_gzip,
-                     !has_user_agent};
+  return CheckedRequest{.decode_gzip = decode_gzip, .default_user_agent = !has_user_agent};
+}
+
+CallRequest TakeCallRequest(Request& request, CheckedRequest checked) {
+  return CallRequest{
+      std::move(request.method),      std::move(request.url),  std::move(request.headers),
+      std::move(request.body),        request.body_replayable, std::nullopt,
+      std::move(request.body_source), checked.decode_gzip,     checked.default_user_agent};
 }
 
 }  // namespace outbound::http::internal
