@@ -424,7 +424,12 @@ class ResponseHeaders {
   ResponseHeaders(const ResponseHeaders&) = default;
   ResponseHeaders& operator=(const ResponseHeaders&) = default;
   // Leaves `other` empty.
-  ResponseHeaders(ResponseHeaders&& other) noexcept { *this = std::move(other); }
+  ResponseHeaders(ResponseHeaders&& other) noexcept
+      : text_(std::move(other.text_)),
+        used_(std::exchange(other.used_, 0)),
+        count_(std::exchange(other.count_, 0)) {
+    other.text_.clear();
+  }
   ResponseHeaders& operator=(ResponseHeaders&& other) noexcept {
     if (this == &other) return *this;
     text_ = std::move(other.text_);

@@ -100,6 +100,9 @@ struct Exchange {
   // What the codec decided when it had to end the exchange before the
   // stream or connection did (a limit, a malformed field).
   std::optional<AttemptOutcome> verdict;
+  // HTTP/2: how the exchange ended, from its stream's close until the
+  // session hands it to the pool (H2Session::Queue, Deliver).
+  AttemptOutcome outcome;
 };
 
 // An outcome of `kind` with `message`, on `connection`.

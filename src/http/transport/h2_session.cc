@@ -335,15 +335,23 @@ Exchange* H2Session::Find(std::int32_t stream_id) const {
 }
 
 void H2Session::End(std::int32_t stream_id, AttemptOutcome&& outcome) {
+  Exchange* exchange = Find(stream_id);
+  if (exchange == nullptr) return;
+  exchange->outcome = std::move(outcome);
+  Queue(stream_id);
+}
+
+void H2Session::Queue(std::int32_t stream_id) {
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
   Exchange* exchange = it->second;
   Forget(it);
   if (!broken_) nghttp2_session_set_stream_user_data(session_, stream_id, nullptr);
+  AttemptOutcome& outcome = exchange->outcome;
   outcome.connection = connection_id_;
   if (!outcome.result && exchange->headers_done) outcome.body_failed = true;
   outcome.body_streamed = exchange->streamed;
-  ended_.emplace_back(exchange, std::move(outcome));
+  ended_.push_back(exchange);
   room_changed_ = true;
 }
 
@@ -366,9 +374,9 @@ void H2Session::Refuse(Exchange& exchange, AttemptOutcome&& verdict, std::uint32
 
 void H2Session::Deliver() {
   while (!ended_.empty()) {
-    std::vector<Ended> ended;
+    std::vector<Exchange*> ended;
     ended.swap(ended_);
-    for (Ended& e : ended) events_.ExchangeEnded(*e.exchange, std::move(e.outcome));
+    for (Exchange* e : ended) events_.ExchangeEnded(*e, std::move(e->outcome));
     // Its room back for the next ends, unless some came meanwhile or it
     // grew past what a usual batch needs.
     ended.clear();
@@ -576,9 +584,9 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
       // would stay half open until it closed the pipe. RFC 9113 §8.1: the
       // client stops sending; the exchange ends with the answer now.
       std::int32_t id = frame->hd.stream_id;
-      AttemptOutcome outcome = self.Closing(*exchange, id, NGHTTP2_NO_ERROR);
+      self.Closing(*exchange, id, NGHTTP2_NO_ERROR);
       nghttp2_submit_rst_stream(self.session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
-      self.End(id, std::move(outcome));
+      self.Queue(id);
     }
   }
   return 0;
@@ -687,13 +695,13 @@ int H2Session::OnStreamClose(nghttp2_session*, std::int32_t stream_id, std::uint
   auto& self = *static_cast<H2Session*>(user);
   Exchange* exchange = self.Find(stream_id);
   if (exchange == nullptr) return 0;
-  self.End(stream_id, self.Closing(*exchange, stream_id, error_code));
+  self.Closing(*exchange, stream_id, error_code);
+  self.Queue(stream_id);
   return 0;
 }
 
-AttemptOutcome H2Session::Closing(Exchange& exchange, std::int32_t stream_id,
-                                  std::uint32_t error_code) {
-  AttemptOutcome outcome;
+void H2Session::Closing(Exchange& exchange, std::int32_t stream_id, std::uint32_t error_code) {
+  AttemptOutcome& outcome = exchange.outcome;
   if (exchange.verdict) {
     outcome = std::move(*exchange.verdict);
     outcome.body_failed = exchange.headers_done;
@@ -725,7 +733,6 @@ AttemptOutcome H2Session::Closing(Exchange& exchange, std::int32_t stream_id,
     if (!outcome.result) outcome.result.error().set_stream_reset_code(error_code);
     outcome.body_failed = exchange.headers_done;
   }
-  return outcome;
 }
 
 ssize_t H2Session::ReadBody(nghttp2_session*, std::int32_t stream_id, std::uint8_t* buf,

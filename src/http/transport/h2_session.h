@@ -104,9 +104,12 @@ class H2Session final : public Codec {
   // Ends the exchange on `stream_id` with `outcome`, once it is safe to
   // tell the pool (after nghttp2 returns).
   void End(std::int32_t stream_id, AttemptOutcome&& outcome);
+  // The same with the outcome already in the exchange's `outcome`, where it
+  // stays until the pool takes it (Deliver): an answer is not moved on the way.
+  void Queue(std::int32_t stream_id);
   // How the exchange on `stream_id` ends as its stream closes with
-  // `error_code`.
-  AttemptOutcome Closing(Exchange& exchange, std::int32_t stream_id, std::uint32_t error_code);
+  // `error_code`: written to its `outcome`.
+  void Closing(Exchange& exchange, std::int32_t stream_id, std::uint32_t error_code);
   // Resets the stream with `error_code` and ends its exchange with
   // `verdict` now.
   void Refuse(Exchange& exchange, AttemptOutcome&& verdict,
@@ -153,12 +156,7 @@ class H2Session final : public Codec {
   static constexpr std::size_t kLongestKeptValue = 256;
   std::array<nghttp2_rcbuf*, kValidValues> valid_values_{};
   std::size_t next_valid_value_ = 0;  // where ValidValue looks first
-  struct Ended {
-    Ended(Exchange* e, AttemptOutcome&& o) : exchange(e), outcome(std::move(o)) {}
-    Exchange* exchange;
-    AttemptOutcome outcome;
-  };
-  std::vector<Ended> ended_;
+  std::vector<Exchange*> ended_;  // each with its `outcome`, for Deliver
   bool settings_received_ = false;
   bool room_changed_ = false;
   bool goaway_ = false;
