@@ -76,7 +76,7 @@ Attempt::~Attempt() {
 
 void Attempt::Begin() {
   depth_ = 0;
-  path_.at(0).Start(shared_from_this());
+  path_.at(0).Start(*this);
 }
 
 void Attempt::Proceed(AttemptLayer& from) {
@@ -91,7 +91,7 @@ void Attempt::Proceed(AttemptLayer& from) {
   }
   ++depth_;
   proceeded_ = depth_;
-  path_.at(depth_).Start(shared_from_this());
+  path_.at(depth_).Start(*this);
 }
 
 bool Attempt::End(AttemptOutcome&& outcome) {

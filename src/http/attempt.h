@@ -4,8 +4,8 @@
 // client's list of them (AttemptPath).
 //
 // The list is the order. A layer hands the attempt on with
-// `attempt->Proceed(*this)`, which starts the next layer in the list (the
-// last one is the transport), or ends it with `attempt->End(outcome)`,
+// `attempt.Proceed(*this)`, which starts the next layer in the list (the
+// last one is the transport), or ends it with `attempt.End(outcome)`,
 // which hands the outcome back up through every layer that proceeded, the
 // lowest first, then to the attempt's owner (the retry loop).
 //
@@ -126,8 +126,9 @@ class AttemptLayer {
   // description leaves it out.
   virtual bool active() const { return true; }
   // Starts one attempt: does this layer's part, then either hands it on
-  // (`attempt->Proceed(*this)`) or ends it here (`attempt->End(...)`).
-  virtual void Start(const std::shared_ptr<Attempt>& attempt) = 0;
+  // (`attempt.Proceed(*this)`) or ends it here (`attempt.End(...)`). A
+  // layer that hands it on later holds it (`attempt.shared_from_this()`).
+  virtual void Start(Attempt& attempt) = 0;
   // The attempt this layer handed on has ended: this layer's part of its
   // outcome. Once per Proceed, on any thread.
   virtual void Finish(Attempt& attempt, AttemptOutcome& outcome) = 0;

@@ -17,9 +17,9 @@ class AttemptSpan final : public AttemptLayer {
 
   std::string_view name() const override { return "attempt span"; }
 
-  void Start(const std::shared_ptr<Attempt>& attempt) override {
-    telemetry_.AttemptStarted(*attempt);
-    attempt->Proceed(*this);
+  void Start(Attempt& attempt) override {
+    telemetry_.AttemptStarted(attempt);
+    attempt.Proceed(*this);
   }
 
   // How long the attempt waited for a connection: from its start to its

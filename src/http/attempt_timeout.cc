@@ -25,11 +25,11 @@ class AttemptTimeout final : public AttemptLayer {
 
   std::string_view name() const override { return "attempt timeout"; }
 
-  void Start(const std::shared_ptr<Attempt>& attempt) override {
-    if (const auto& timeout = attempt->call->policy->attempt_timeout) {
-      attempt->attempt_timeout = *timeout;
+  void Start(Attempt& attempt) override {
+    if (const auto& timeout = attempt.call->policy->attempt_timeout) {
+      attempt.attempt_timeout = *timeout;
     }
-    attempt->Proceed(*this);
+    attempt.Proceed(*this);
   }
 
   void Heard(Attempt& attempt, AttemptEvent event, TimePoint now) override {

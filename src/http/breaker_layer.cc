@@ -26,25 +26,25 @@ class BreakerLayer final : public AttemptLayer, public Admission {
 
   std::string_view name() const override { return "breaker"; }
 
-  void Start(const std::shared_ptr<Attempt>& attempt) override {
-    PerAttempt& mine = attempt->slot(slot_);
+  void Start(Attempt& attempt) override {
+    PerAttempt& mine = attempt.slot(slot_);
     try {
-      telemetry::TransitionCause cause(&attempt->trace_context());
-      auto admitted = breaker_.Allow(attempt->started);
+      telemetry::TransitionCause cause(&attempt.trace_context());
+      auto admitted = breaker_.Allow(attempt.started);
       if (!admitted) {
         telemetry_.resilience().BreakerCounted("rejected");
-        attempt->End(Rejected(admitted.error().retry_after));
+        attempt.End(Rejected(admitted.error().retry_after));
         return;
       }
       mine.ticket.emplace(std::move(*admitted));
     } catch (...) {  // the user's breaker policy threw
       AttemptOutcome outcome;
       outcome.thrown = std::current_exception();
-      attempt->End(std::move(outcome));
+      attempt.End(std::move(outcome));
       return;
     }
-    attempt->admission = this;
-    attempt->Proceed(*this);
+    attempt.admission = this;
+    attempt.Proceed(*this);
   }
 
   bool StillAdmitted(TimePoint now) const override {

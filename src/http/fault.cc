@@ -35,11 +35,11 @@ class FaultInjection final : public AttemptLayer {
     return (switches_.load(std::memory_order_relaxed) & kFaultsOn) != 0;
   }
 
-  void Start(const std::shared_ptr<Attempt>& attempt) override {
-    const std::optional<InjectedFault>& fault = attempt->call->fault;
-    if (!fault || !(random_.Uniform() < fault->probability)) return attempt->Proceed(*this);
-    if (attempt->span) {
-      attempt->span->SetAttribute({"outbound.fault.injected", Name(fault->kind)});
+  void Start(Attempt& attempt) override {
+    const std::optional<InjectedFault>& fault = attempt.call->fault;
+    if (!fault || !(random_.Uniform() < fault->probability)) return attempt.Proceed(*this);
+    if (attempt.span) {
+      attempt.span->SetAttribute({"outbound.fault.injected", Name(fault->kind)});
     }
     TimePoint now = clock_.Now();
     // Sent, as far as every layer above is concerned: the attempt timeout
@@ -47,13 +47,13 @@ class FaultInjection final : public AttemptLayer {
     AttemptOutcome outcome;
     switch (fault->kind) {
       case InjectedFault::Kind::kAbort:
-        if (!attempt->Sent(now)) return Cancelled(*attempt);
+        if (!attempt.Sent(now)) return Cancelled(attempt);
         outcome.result = Fail(ErrorKind::kTransport, "injected fault: the attempt was aborted");
-        attempt->End(std::move(outcome));
+        attempt.End(std::move(outcome));
         return;
       case InjectedFault::Kind::kStatus: {
-        if (!attempt->Sent(now)) return Cancelled(*attempt);
-        attempt->HeadersArrived(now);
+        if (!attempt.Sent(now)) return Cancelled(attempt);
+        attempt.HeadersArrived(now);
         Response response;
         if (answer_) {
           response = answer_(fault->status, fault->retry_after);
@@ -66,7 +66,7 @@ class FaultInjection final : public AttemptLayer {
         }
         response.received_at = clock_.WallNow();
         outcome.result = std::move(response);
-        attempt->End(std::move(outcome));
+        attempt.End(std::move(outcome));
         return;
       }
       case InjectedFault::Kind::kDelay:
@@ -85,12 +85,12 @@ class FaultInjection final : public AttemptLayer {
     Timer timer;
   };
 
-  void Delay(const std::shared_ptr<Attempt>& attempt, TimePoint until) {
+  void Delay(Attempt& attempt, TimePoint until) {
     // From here a cancellation (the attempt timeout, the deadline, the
     // caller) ends the attempt at once.
-    if (!attempt->Launch() || !attempt->Sent(clock_.Now())) return Cancelled(*attempt);
+    if (!attempt.Launch() || !attempt.Sent(clock_.Now())) return Cancelled(attempt);
     auto delayed = std::make_shared<Delayed>();
-    std::weak_ptr<Attempt> weak = attempt;
+    std::weak_ptr<Attempt> weak = attempt.weak_from_this();
     {
       std::lock_guard lock(delayed->mu);
       delayed->timer = clock_.ScheduleAt(until, [this, weak] {
@@ -99,7 +99,7 @@ class FaultInjection final : public AttemptLayer {
       });
     }
     // Cancelled already, the canceller has run: the delay ends unanswered.
-    static_cast<void>(attempt->SetCanceller([delayed] {
+    static_cast<void>(attempt.SetCanceller([delayed] {
       std::lock_guard lock(delayed->mu);
       delayed->timer.Cancel();
     }));

@@ -147,9 +147,9 @@ class AttemptMiddlewareLayer final : public AttemptLayer {
 
   std::string_view name() const override { return "attempt middleware"; }
 
-  void Start(const std::shared_ptr<Attempt>& attempt) override {
-    AttemptInfo info = Info(*attempt);
-    OutgoingRequest request(attempt->request);
+  void Start(Attempt& attempt) override {
+    AttemptInfo info = Info(attempt);
+    OutgoingRequest request(attempt.request);
     for (std::size_t i = 0; i < middleware_.size(); ++i) {
       AttemptOutcome outcome;
       try {
@@ -161,7 +161,7 @@ class AttemptMiddlewareLayer final : public AttemptLayer {
         outcome.thrown = std::current_exception();
         outcome.result = Fail(ErrorKind::kTransport, "an attempt middleware threw");
       }
-      return End(*attempt, i, request, info, std::move(outcome));
+      return End(attempt, i, request, info, std::move(outcome));
     }
     if (request.changed()) {
       auto checked = Recheck(origin_, origin_text_, request);
@@ -169,11 +169,11 @@ class AttemptMiddlewareLayer final : public AttemptLayer {
         AttemptOutcome outcome;
         outcome.result = tl::unexpected(checked.error());
         outcome.cannot_improve = true;
-        return End(*attempt, middleware_.size(), request, info, std::move(outcome));
+        return End(attempt, middleware_.size(), request, info, std::move(outcome));
       }
-      attempt->request = std::move(*checked);
+      attempt.request = std::move(*checked);
     }
-    attempt->Proceed(*this);
+    attempt.Proceed(*this);
   }
 
   void Finish(Attempt& attempt, AttemptOutcome& outcome) override {

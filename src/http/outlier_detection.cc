@@ -17,7 +17,7 @@ class OutlierDetectionLayer final : public AttemptLayer {
 
   std::string_view name() const override { return "outlier detection"; }
 
-  void Start(const std::shared_ptr<Attempt>& attempt) override { attempt->Proceed(*this); }
+  void Start(Attempt& attempt) override { attempt.Proceed(*this); }
 
   void Finish(Attempt&, AttemptOutcome& outcome) override {
     if (!outcome.endpoint) return;  // never carried

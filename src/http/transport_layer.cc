@@ -15,8 +15,8 @@ class TransportLayer final : public AttemptLayer {
 
   std::string_view name() const override { return "transport"; }
 
-  void Start(const std::shared_ptr<Attempt>& attempt) override {
-    transport_->Start(attempt, attempt->exchange());
+  void Start(Attempt& attempt) override {
+    transport_->Start(attempt.shared_from_this(), attempt.exchange());
   }
 
   // The transport ends attempts itself; nothing passes through.

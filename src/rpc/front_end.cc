@@ -117,19 +117,19 @@ class GrpcTimeout final : public http::internal::AttemptLayer {
 
   std::string_view name() const override { return "grpc timeout"; }
 
-  void Start(const std::shared_ptr<Attempt>& attempt) override {
+  void Start(Attempt& attempt) override {
     TimePoint now = clock_.Now();
-    std::optional<TimePoint> deadline = attempt->call->deadline();
-    bool stream = attempt->request->body_source.pipe != nullptr;
-    bool answer_streams = static_cast<bool>(attempt->call->body_sink);
-    if (stream) deadline = attempt->call->context_deadline;
-    if (!stream && !answer_streams && attempt->attempt_timeout > Duration::zero()) {
-      deadline = std::min(deadline.value_or(TimePoint::max()),
-                          AddSaturated(now, attempt->attempt_timeout));
+    std::optional<TimePoint> deadline = attempt.call->deadline();
+    bool stream = attempt.request->body_source.pipe != nullptr;
+    bool answer_streams = static_cast<bool>(attempt.call->body_sink);
+    if (stream) deadline = attempt.call->context_deadline;
+    if (!stream && !answer_streams && attempt.attempt_timeout > Duration::zero()) {
+      deadline =
+          std::min(deadline.value_or(TimePoint::max()), AddSaturated(now, attempt.attempt_timeout));
     }
     if (deadline)
-      attempt->attempt_headers.emplace_back("grpc-timeout", EncodeTimeout(*deadline - now));
-    attempt->Proceed(*this);
+      attempt.attempt_headers.emplace_back("grpc-timeout", EncodeTimeout(*deadline - now));
+    attempt.Proceed(*this);
   }
 
   void Finish(Attempt& attempt, AttemptOutcome& outcome) override {

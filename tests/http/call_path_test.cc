@@ -123,9 +123,9 @@ class Listening final : public AttemptLayer {
   };
   Listening(AttemptSlots& slots, EventLog& heard) : slot_(slots.Declare<Slot>()), heard_(heard) {}
   std::string_view name() const override { return "listening"; }
-  void Start(const std::shared_ptr<Attempt>& attempt) override {
-    attempt->slot(slot_).value = attempt->number;
-    attempt->Proceed(*this);
+  void Start(Attempt& attempt) override {
+    attempt.slot(slot_).value = attempt.number;
+    attempt.Proceed(*this);
   }
   void Finish(Attempt& attempt, AttemptOutcome&) override {
     heard_.lines.push_back("finish " + std::to_string(attempt.slot(slot_).value));
@@ -145,8 +145,8 @@ class Listening final : public AttemptLayer {
 class HeldTransport final : public AttemptLayer {
  public:
   std::string_view name() const override { return "transport"; }
-  void Start(const std::shared_ptr<Attempt>& attempt) override {
-    ASSERT_TRUE(attempt->Launch());
+  void Start(Attempt& attempt) override {
+    ASSERT_TRUE(attempt.Launch());
     held.push_back(attempt);
   }
   void Finish(Attempt&, AttemptOutcome&) override {}
@@ -158,8 +158,8 @@ class Misbehaving final : public AttemptLayer {
  public:
   explicit Misbehaving(int proceeds) : proceeds_(proceeds) {}
   std::string_view name() const override { return "misbehaving"; }
-  void Start(const std::shared_ptr<Attempt>& attempt) override {
-    for (int i = 0; i < proceeds_; ++i) attempt->Proceed(*this);
+  void Start(Attempt& attempt) override {
+    for (int i = 0; i < proceeds_; ++i) attempt.Proceed(*this);
   }
   void Finish(Attempt&, AttemptOutcome&) override {}
 
@@ -171,10 +171,10 @@ class Misbehaving final : public AttemptLayer {
 class AnsweringTransport final : public AttemptLayer {
  public:
   std::string_view name() const override { return "transport"; }
-  void Start(const std::shared_ptr<Attempt>& attempt) override {
+  void Start(Attempt& attempt) override {
     AttemptOutcome outcome;
     outcome.result = Response{.status = 200};
-    attempt->End(std::move(outcome));
+    attempt.End(std::move(outcome));
   }
   void Finish(Attempt&, AttemptOutcome&) override {}
 };

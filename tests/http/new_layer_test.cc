@@ -26,7 +26,7 @@ class TimeToHeaders final : public AttemptLayer {
 
   std::string_view name() const override { return "time to headers"; }
 
-  void Start(const std::shared_ptr<Attempt>& attempt) override { attempt->Proceed(*this); }
+  void Start(Attempt& attempt) override { attempt.Proceed(*this); }
 
   // kHeaders comes without the attempt's lock, maybe while Finish runs on
   // another thread: the slot is an atomic.
