@@ -147,7 +147,7 @@ class HeldTransport final : public AttemptLayer {
   std::string_view name() const override { return "transport"; }
   void Start(Attempt& attempt) override {
     ASSERT_TRUE(attempt.Launch());
-    held.push_back(attempt);
+    held.push_back(attempt.shared_from_this());
   }
   void Finish(Attempt&, AttemptOutcome&) override {}
   std::vector<std::shared_ptr<Attempt>> held;
