@@ -5,6 +5,7 @@
 #include <array>
 #include <charconv>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -202,16 +203,20 @@ bool H2Session::Start(Exchange& exchange) {
     }
   });
   if (request.default_user_agent) room[used++] = Field("user-agent", kDefaultUserAgent);
-  bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
-                  request.method == "PATCH";
-  std::string length = std::to_string(request.body.size());
+  std::optional<std::uint64_t> length;
   if (request.body_source) {
     // A streamed body says its length if it knows it; else END_STREAM ends it.
     exchange.upload.emplace(request.body_source);
-    has_body = request.body_source.length.has_value();
-    if (has_body) length = std::to_string(*request.body_source.length);
+    length = request.body_source.length;
+  } else if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
+             request.method == "PATCH") {
+    length = request.body.size();
   }
-  if (has_body) room[used++] = Field("content-length", length);
+  std::array<char, 20> digits;  // the most a 64-bit length takes
+  if (length) {
+    auto written = std::to_chars(digits.data(), digits.data() + digits.size(), *length);
+    room[used++] = Field("content-length", std::string_view(digits.data(), written.ptr));
+  }
   nghttp2_data_provider body{};
   body.source.ptr = nullptr;  // ReadBody finds the exchange by its stream
   body.read_callback = ReadBody;
@@ -325,8 +330,7 @@ void H2Session::Forget(Streams::iterator stream) {
   spare_nodes_.push_back(streams_.extract(stream));
 }
 
-Exchange* H2Session::Find(std::int32_t stream_id) const {
-  if (stream_id == found_id_) return found_;
+Exchange* H2Session::Search(std::int32_t stream_id) const {
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return nullptr;
   found_id_ = stream_id;

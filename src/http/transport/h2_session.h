@@ -98,7 +98,12 @@ class H2Session final : public Codec {
                           std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
                           void* self);
 
-  Exchange* Find(std::int32_t stream_id) const;
+  // The exchange on `stream_id`, or null. Inline for the stream the last
+  // call found: a response's frames and fields come one stream at a time.
+  Exchange* Find(std::int32_t stream_id) const {
+    return stream_id == found_id_ ? found_ : Search(stream_id);
+  }
+  Exchange* Search(std::int32_t stream_id) const;
   // Takes the stream out of streams_, keeping its node.
   void Forget(Streams::iterator stream);
   // Ends the exchange on `stream_id` with `outcome`, once it is safe to
