@@ -48,7 +48,7 @@ class AdaptiveConcurrencyLayer final : public CallLayer {
 
   std::string_view name() const override { return "adaptive concurrency"; }
 
-  void Send(const std::shared_ptr<CallState>& call) override {
+  void Send(CallState& call) override {
     int limit = 0;
     {
       std::lock_guard lock(mu_);
@@ -56,18 +56,18 @@ class AdaptiveConcurrencyLayer final : public CallLayer {
       if (in_flight_ < limit) {
         ++in_flight_;
         window_max_in_flight_ = std::max(window_max_in_flight_, in_flight_);
-        call->admitted_at = clock_.Now();
-        call->admitted_epoch = epoch_;
+        call.admitted_at = clock_.Now();
+        call.admitted_epoch = epoch_;
         limit = 0;
       }
     }
     // Outside the lock: the next layer may run the user's code.
-    if (limit == 0) return call->Proceed(*this);
+    if (limit == 0) return call.Proceed(*this);
     CallOutcome outcome;
     outcome.result = Fail(ErrorKind::kRejected, "the adaptive concurrency limit is reached (" +
                                                     std::to_string(limit) +
                                                     " calls in flight): nothing was sent");
-    call->End(std::move(outcome));
+    call.End(std::move(outcome));
   }
 
   bool Finish(CallState& call, CallOutcome& outcome) override {

@@ -44,7 +44,7 @@ class BulkheadLayer final : public CallLayer {
 
   std::string_view name() const override { return "bulkhead"; }
 
-  void Send(const std::shared_ptr<CallState>& call) override {
+  void Send(CallState& call) override {
     enum class Verdict { kGo, kWait, kFull } verdict;
     {
       std::lock_guard lock(mu_);
@@ -62,7 +62,7 @@ class BulkheadLayer final : public CallLayer {
     // middleware), which may send another call through this client.
     if (verdict == Verdict::kGo) return Pass(call);
     if (verdict == Verdict::kWait) return Queue(call);
-    Reject(*call,
+    Reject(call,
            "the bulkhead is full (" + std::to_string(bulkhead_.max_calls) + " calls in flight" +
                (bulkhead_.max_queued > 0 ? ", " + std::to_string(bulkhead_.max_queued) + " waiting"
                                          : "") +
@@ -74,7 +74,7 @@ class BulkheadLayer final : public CallLayer {
     return true;
   }
 
-  void Pass(const std::shared_ptr<CallState>& call) { call->Proceed(*this); }
+  void Pass(CallState& call) { call.Proceed(*this); }
 
   // A queued call no longer waits: it took the place handed to it, or it
   // was cancelled or its wait ran out (Release then skips it in the queue).
@@ -95,9 +95,9 @@ class BulkheadLayer final : public CallLayer {
   // The call (counted in waiting_) waits for a place. Its cancel target is
   // set before any Release can see it in the queue, so the retry loop's,
   // set once it proceeds, is never overwritten.
-  void Queue(const std::shared_ptr<CallState>& call) {
-    auto queued = std::make_shared<Queued>(*this, call);
-    call->SetCancelTarget(queued);  // a call cancelled already ends here
+  void Queue(CallState& call) {
+    auto queued = std::make_shared<Queued>(*this, call.shared_from_this());
+    call.SetCancelTarget(queued);  // a call cancelled already ends here
     bool place = false;
     {
       std::lock_guard lock(mu_);
@@ -156,7 +156,7 @@ bool Queued::Leave() {
 bool Queued::Go() {
   if (!Leave()) return false;
   bulkhead_.DoneWaiting();
-  bulkhead_.Pass(call_);
+  bulkhead_.Pass(*call_);
   return true;
 }
 

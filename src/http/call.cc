@@ -85,7 +85,7 @@ void CallState::Begin(const CallPath& path) {
   path_ = &path;
   depth_ = 0;
   in_flight_ = true;
-  path.at(0).Send(shared_from_this());
+  path.at(0).Send(*this);
 }
 
 void CallState::Proceed(CallLayer& from) {
@@ -99,7 +99,7 @@ void CallState::Proceed(CallLayer& from) {
   }
   in_flight_ = true;
   ++depth_;
-  path_->at(depth_).Send(shared_from_this());
+  path_->at(depth_).Send(*this);
 }
 
 void CallState::End(CallOutcome&& outcome) {

@@ -2,8 +2,8 @@
 // One call on its way down the call layers and back (CallState), the
 // interface every call layer implements (CallLayer), and the client's list
 // of them (CallPath). The list is the order: a layer hands the call on with
-// `call->Proceed(*this)`, which starts the next layer in the list, and ends
-// it with `call->End(outcome)`, which hands the outcome back up through
+// `call.Proceed(*this)`, which starts the next layer in the list, and ends
+// it with `call.End(outcome)`, which hands the outcome back up through
 // every layer that proceeded, the lowest first. Internal.
 #ifndef OUTBOUND_SRC_HTTP_CALL_H_
 #define OUTBOUND_SRC_HTTP_CALL_H_
@@ -239,10 +239,11 @@ class CallLayer {
   // off: it passes each call on untouched, and the path's description
   // leaves it out.
   virtual bool active() const { return true; }
-  // Sends the request the call is on (`call->request`): does this layer's
-  // part, then either hands it on (`call->Proceed(*this)`) or ends it here
-  // (`call->End(...)`).
-  virtual void Send(const std::shared_ptr<CallState>& call) = 0;
+  // Sends the request the call is on (`call.request`): does this layer's
+  // part, then either hands it on (`call.Proceed(*this)`) or ends it here
+  // (`call.End(...)`). A layer that hands it on later holds it
+  // (`call.shared_from_this()`).
+  virtual void Send(CallState& call) = 0;
   // The request this layer handed on has ended: this layer's part of its
   // outcome. Returns false if the layer took the call on instead (it sent
   // another request of it): the outcome then goes no further up.

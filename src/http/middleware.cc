@@ -83,9 +83,9 @@ class CallMiddlewareLayer final : public CallLayer {
 
   std::string_view name() const override { return "call middleware"; }
 
-  void Send(const std::shared_ptr<CallState>& call) override {
-    CallInfo info{call->deadline()};
-    OutgoingRequest request(call->request);
+  void Send(CallState& call) override {
+    CallInfo info{call.deadline()};
+    OutgoingRequest request(call.request);
     for (std::size_t i = 0; i < middleware_.size(); ++i) {
       CallOutcome outcome;
       try {
@@ -95,18 +95,18 @@ class CallMiddlewareLayer final : public CallLayer {
       } catch (...) {
         outcome.thrown = std::current_exception();
       }
-      return End(*call, i, request, info, std::move(outcome));
+      return End(call, i, request, info, std::move(outcome));
     }
     if (request.changed()) {
       auto checked = Recheck(origin_, origin_text_, request);
       if (!checked) {
         CallOutcome outcome;
         outcome.result = tl::unexpected(checked.error());
-        return End(*call, middleware_.size(), request, info, std::move(outcome));
+        return End(call, middleware_.size(), request, info, std::move(outcome));
       }
-      call->request = std::move(*checked);
+      call.request = std::move(*checked);
     }
-    call->Proceed(*this);
+    call.Proceed(*this);
   }
 
   bool Finish(CallState& call, CallOutcome& outcome) override {

@@ -64,7 +64,7 @@ class RateLimiter final : public RateLimitLayer {
     return limit_;
   }
 
-  void Send(const std::shared_ptr<CallState>& call) override {
+  void Send(CallState& call) override {
     if (!on_.load(std::memory_order_relaxed)) return Pass(call);
     TimePoint now = clock_.Now();
     Duration wait{0};
@@ -78,7 +78,7 @@ class RateLimiter final : public RateLimitLayer {
         Refill(now);
         if (tokens_ < 1) {
           wait_ns = std::ceil((1 - tokens_) / rate_ * 1e9);
-          too_late = wait_ns > static_cast<double>((call->deadline() - now).count());
+          too_late = wait_ns > static_cast<double>((call.deadline() - now).count());
           if (!too_late) wait = Duration(static_cast<Duration::rep>(wait_ns));
         }
         if (!too_late) tokens_ -= 1;  // a reservation when it goes below zero
@@ -91,19 +91,19 @@ class RateLimiter final : public RateLimitLayer {
                "the rate limit's wait (" +
                    std::to_string(static_cast<std::int64_t>(std::min(wait_ns / 1e6, 9e18))) +
                    "ms) would end after the call's deadline: nothing was sent");
-      call->End(std::move(outcome));
+      call.End(std::move(outcome));
       return;
     }
     if (wait == Duration::zero()) return Pass(call);
-    auto waiter = std::make_shared<Waiter>(*this, call);
+    auto waiter = std::make_shared<Waiter>(*this, call.shared_from_this());
     // Cancelled at once if the call already was.
-    call->SetCancelTarget(waiter);
+    call.SetCancelTarget(waiter);
     waiter->Arm(clock_, AddSaturated(now, wait), waiter);
   }
 
   bool Finish(CallState&, CallOutcome&) override { return true; }
 
-  void Pass(const std::shared_ptr<CallState>& call) { call->Proceed(*this); }
+  void Pass(CallState& call) { call.Proceed(*this); }
 
   // A waiter gave its reservation back.
   void GiveBack() {
@@ -139,7 +139,7 @@ void Waiter::Arm(Clock& clock, TimePoint when, const std::shared_ptr<Waiter>& se
 
 void Waiter::Go() {
   if (done_.exchange(true)) return;
-  limiter_.Pass(call_);
+  limiter_.Pass(*call_);
 }
 
 void Waiter::Cancel(CancelReason reason) {

@@ -23,7 +23,7 @@ class Redirects final : public CallLayer {
 
   std::string_view name() const override { return "redirects"; }
 
-  void Send(const std::shared_ptr<CallState>& call) override { call->Proceed(*this); }
+  void Send(CallState& call) override { call.Proceed(*this); }
 
   bool Finish(CallState& call, CallOutcome& outcome) override {
     std::shared_ptr<CallRequest> next = NextRequest(call, outcome);

@@ -603,9 +603,9 @@ class RetryLoop final : public CallLayer {
 
   std::string_view name() const override { return "retry loop"; }
 
-  void Send(const std::shared_ptr<CallState>& call) override {
-    auto retrying = std::make_shared<RetryingRequest>(attempts_, options_, call);
-    call->SetCancelTarget(retrying);
+  void Send(CallState& call) override {
+    auto retrying = std::make_shared<RetryingRequest>(attempts_, options_, call.shared_from_this());
+    call.SetCancelTarget(retrying);
     retrying->StartAttempt();
   }
 

@@ -319,11 +319,11 @@ TEST_F(AttemptPathTest, ALayerThatProceedsTwiceIsReportedAndTheFirstEndStands) {
 class EndsTwice final : public CallLayer {
  public:
   std::string_view name() const override { return "ends twice"; }
-  void Send(const std::shared_ptr<CallState>& call) override {
+  void Send(CallState& call) override {
     CallOutcome first;
     first.result = Response{.status = 200};
-    call->End(std::move(first));
-    call->End(CallOutcome{});
+    call.End(std::move(first));
+    call.End(CallOutcome{});
   }
   bool Finish(CallState&, CallOutcome&) override { return true; }
 };
