@@ -75,6 +75,7 @@ Attempt::~Attempt() {
 }
 
 void Attempt::Begin() {
+  assert(!weak_from_this().expired() && "the caller holds the attempt while it runs");
   depth_ = 0;
   path_.at(0).Start(*this);
 }
@@ -89,6 +90,7 @@ void Attempt::Proceed(AttemptLayer& from) {
     End(std::move(outcome));
     return;
   }
+  assert(!weak_from_this().expired() && "the caller holds the attempt while it runs");
   ++depth_;
   proceeded_ = depth_;
   path_.at(depth_).Start(*this);

@@ -230,7 +230,10 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
     return *std::launder(reinterpret_cast<T*>(slots_ + index.offset));
   }
 
-  // Starts the attempt at the path's first layer. Once.
+  // Starts the attempt at the path's first layer. Once. The layers are
+  // handed the attempt by reference: whoever calls Begin or Proceed holds
+  // a shared_ptr to it until the call returns (the retry loop's InFlight,
+  // the fault delay's timer).
   void Begin();
   // The layer now running hands the attempt to the next one in the path.
   // Once per layer; a layer that is not the one running is a bug (see

@@ -82,6 +82,7 @@ void CallState::Stop(CancelReason reason) {
 }
 
 void CallState::Begin(const CallPath& path) {
+  assert(!weak_from_this().expired() && "the caller holds the call while it runs");
   path_ = &path;
   depth_ = 0;
   in_flight_ = true;
@@ -97,6 +98,7 @@ void CallState::Proceed(CallLayer& from) {
     outcome.result = Fail(ErrorKind::kLocalResource, "internal error: " + what);
     return End(std::move(outcome));
   }
+  assert(!weak_from_this().expired() && "the caller holds the call while it runs");
   in_flight_ = true;
   ++depth_;
   path_->at(depth_).Send(*this);

@@ -193,7 +193,10 @@ class CallState : public std::enable_shared_from_this<CallState> {
   // attempt started, so every attempt of the call is in one trace.
   telemetry::SpanContext own_trace;
 
-  // Starts the call down `path`, at its first layer. Once per call.
+  // Starts the call down `path`, at its first layer. Once per call. The
+  // layers are handed the call by reference: whoever calls Begin or Proceed
+  // holds a shared_ptr to it until the call returns (the client's Send, a
+  // bulkhead's queue entry, a rate-limit waiter, the retry loop).
   void Begin(const CallPath& path);
   // The layer now running hands the call's request to the next layer. A
   // layer may proceed once for each time it was started (a redirect is a

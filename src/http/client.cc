@@ -29,12 +29,13 @@ using internal::CallRequest;
 // A call in flight: its state, its first request, the caller's callback,
 // and its place in the client's list of live calls (guarded by Impl::mu).
 struct LiveCall final : internal::CallState {
-  // Takes the call's request from `checked`, made in its place.
+  // Makes the call's request in its place from `request`, which
+  // CheckRequest accepted (`checked`).
   LiveCall(TimePoint deadline, std::shared_ptr<outbound::internal::CancelState> cancel,
-           Client::Callback&& on_done, Request& checked, internal::CheckedRequest what)
+           Client::Callback&& on_done, Request& request, internal::CheckedRequest checked)
       : CallState(deadline, std::move(cancel)),
         callback(std::move(on_done)),
-        first_request(internal::TakeCallRequest(checked, what)) {}
+        first_request(internal::TakeCallRequest(request, checked)) {}
   Client::Callback callback;
   CallRequest first_request;  // one allocation for the call and its request
   LiveCall* prev = nullptr;

@@ -267,6 +267,8 @@ void Dispatcher::Resume(std::uint64_t id) {
   carrier_->Resume(*it->second);
 }
 
+// `outcome` may be the exchange's own (HTTP/2 writes it there): it is not
+// touched once the layers above have taken it and the exchange is reset.
 void Dispatcher::End(Exchange& exchange, AttemptOutcome&& outcome) {
   auto node = exchanges_.extract(exchange.id);  // the exchange lives to the end of this
   // The pipe's body stays for another attempt; the call's end finishes it.
@@ -281,7 +283,9 @@ void Dispatcher::End(Exchange& exchange, AttemptOutcome&& outcome) {
   // before the queue moves, so a breaker it opened stops the queued ones.
   events->End(std::move(outcome));
   if (spare_.size() < kSpareExchanges) {
-    // As a new one: nothing of this attempt's is kept.
+    // As a new one: nothing of this attempt's is kept. Its constructor
+    // allocates nothing (the outcome's default message fits a string's own
+    // buffer), so it cannot throw between the two.
     std::destroy_at(&exchange);
     std::construct_at(&exchange);
     spare_.push_back(std::move(node));

@@ -34,7 +34,9 @@ struct CheckedRequest {
 // control character in a value, or user info in the URL; kOriginRefused for
 // a URL on another origin. Its URL is made absolute and whitespace around a
 // header value is trimmed (RFC 9110 5.5); a request without a User-Agent is
-// sent with kDefaultUserAgent. `origin_text` is `origin.ToString()`. With
+// sent with kDefaultUserAgent. A refused request may be changed already
+// (its values trimmed, an Accept-Encoding added). `origin_text` is
+// `origin.ToString()`. With
 // `ask_gzip` (Settings::gzip), a request without an Accept-Encoding of its
 // own gets `Accept-Encoding: gzip` and is decoded.
 [[nodiscard]] Result<CheckedRequest> CheckRequest(const Origin& origin,

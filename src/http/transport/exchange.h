@@ -101,7 +101,8 @@ struct Exchange {
   // stream or connection did (a limit, a malformed field).
   std::optional<AttemptOutcome> verdict;
   // HTTP/2: how the exchange ended, from its stream's close until the
-  // session hands it to the pool (H2Session::Queue, Deliver).
+  // session hands it to the pool (H2Session::Queue, Deliver), by reference
+  // up to Dispatcher::End, which resets the exchange once it is taken.
   AttemptOutcome outcome;
 };
 
