@@ -29,13 +29,13 @@ using internal::CallRequest;
 // A call in flight: its state, its first request, the caller's callback,
 // and its place in the client's list of live calls (guarded by Impl::mu).
 struct LiveCall final : internal::CallState {
-  // Makes the call's request in its place from `request`, which
+  // Makes the call's request in its place from the caller's `from`, which
   // CheckRequest accepted (`checked`).
   LiveCall(TimePoint deadline, std::shared_ptr<outbound::internal::CancelState> cancel,
-           Client::Callback&& on_done, Request& request, internal::CheckedRequest checked)
+           Client::Callback&& on_done, Request& from, internal::CheckedRequest checked)
       : CallState(deadline, std::move(cancel)),
         callback(std::move(on_done)),
-        first_request(internal::TakeCallRequest(request, checked)) {}
+        first_request(internal::TakeCallRequest(from, checked)) {}
   Client::Callback callback;
   CallRequest first_request;  // one allocation for the call and its request
   LiveCall* prev = nullptr;
