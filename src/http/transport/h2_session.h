@@ -161,7 +161,7 @@ class H2Session final : public Codec {
   static constexpr std::size_t kLongestKeptValue = 256;
   std::array<nghttp2_rcbuf*, kValidValues> valid_values_{};
   std::size_t next_valid_value_ = 0;  // where ValidValue looks first
-  std::vector<Exchange*> ended_;  // each with its `outcome`, for Deliver
+  std::vector<Exchange*> ended_;      // each with its `outcome`, for Deliver
   bool settings_received_ = false;
   bool room_changed_ = false;
   bool goaway_ = false;
