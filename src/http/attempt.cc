@@ -127,7 +127,10 @@ bool Attempt::Launch() {
 
 void Attempt::Tell(AttemptEvent event, TimePoint now) {
   std::size_t proceeded = proceeded_.load();
-  for (std::size_t i = 0; i < proceeded; ++i) path_.at(i).Heard(*this, event, now);
+  for (const AttemptPath::Listener& heard : path_.listeners()) {
+    if (heard.depth >= proceeded) return;
+    heard.listener->Heard(*this, event, now);
+  }
 }
 
 bool Attempt::Sent(TimePoint now) {
@@ -281,6 +284,16 @@ void Attempt::BodyTimer::Expired() {
   if (auto live = attempt.weak_from_this().lock()) {
     live->body_timer_fired_ = true;
     live->call->DeadlinePassed();
+  }
+}
+
+AttemptPath::AttemptPath(AttemptSlots slots, std::vector<std::unique_ptr<AttemptLayer>> layers,
+                         std::function<void(std::string_view what)> misused)
+    : AttemptSlotLayout(std::move(slots)), LayerList(std::move(layers), std::move(misused)) {
+  for (std::size_t depth = 0; depth < size(); ++depth) {
+    if (auto* listener = dynamic_cast<AttemptListener*>(&at(depth))) {
+      listeners_.push_back({depth, listener});
+    }
   }
 }
 

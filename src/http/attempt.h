@@ -16,9 +16,9 @@
 //
 // The transport tells the attempt what happens to it (sent, the request
 // body sent, the headers); the attempt tells each layer that proceeded
-// (`AttemptLayer::Heard`), so the attempt timeout and the breaker's
-// slow-call rule run their own timers without the transport knowing
-// either. Internal.
+// and listens (`AttemptListener::Heard`), so the attempt timeout and the
+// breaker's slow-call rule run their own timers without the transport
+// knowing either. Internal.
 #ifndef OUTBOUND_SRC_HTTP_ATTEMPT_H_
 #define OUTBOUND_SRC_HTTP_ATTEMPT_H_
 
@@ -132,12 +132,21 @@ class AttemptLayer {
   // The attempt this layer handed on has ended: this layer's part of its
   // outcome. Once per Proceed, on any thread.
   virtual void Finish(Attempt& attempt, AttemptOutcome& outcome) = 0;
-  // What the transport says of the attempt this layer handed on, on the
-  // transport's thread. kSent and kAwaitingHeaders come under the
+};
+
+// A layer that hears what the transport says of the attempts it handed on
+// implements this beside AttemptLayer (the attempt timeout, the breaker,
+// the attempt span); the path tells only those.
+class AttemptListener {
+ public:
+  // On the transport's thread. kSent and kAwaitingHeaders come under the
   // attempt's lock and never after the attempt ended: note a time or arm a
   // timer, no more. kHeaders comes without the lock, and may come after
   // Finish: disarm, no more.
-  virtual void Heard(Attempt& /*attempt*/, AttemptEvent /*event*/, TimePoint /*now*/) {}
+  virtual void Heard(Attempt& attempt, AttemptEvent event, TimePoint now) = 0;
+
+ protected:
+  ~AttemptListener() = default;
 };
 
 // A timer a layer keeps in its slot for one attempt: armed at most once,
@@ -361,10 +370,16 @@ struct AttemptSlotLayout {
 class AttemptPath final : private AttemptSlotLayout, public LayerList<AttemptLayer> {
  public:
   AttemptPath(AttemptSlots slots, std::vector<std::unique_ptr<AttemptLayer>> layers,
-              std::function<void(std::string_view what)> misused)
-      : AttemptSlotLayout(std::move(slots)), LayerList(std::move(layers), std::move(misused)) {}
+              std::function<void(std::string_view what)> misused);
 
   const AttemptSlots& slots() const { return AttemptSlotLayout::slots; }
+  // The layers that are AttemptListeners, with their place in the list,
+  // top to bottom.
+  struct Listener {
+    std::size_t depth;
+    AttemptListener* listener;
+  };
+  const std::vector<Listener>& listeners() const { return listeners_; }
   // An attempt on this path was made; and has gone, the last it touches of
   // the path (notified under the lock, so the path may go at once after).
   void AttemptMade() const { attempts.fetch_add(1, std::memory_order_relaxed); }
@@ -379,6 +394,9 @@ class AttemptPath final : private AttemptSlotLayout, public LayerList<AttemptLay
     if (attempts.fetch_sub(1, std::memory_order_acq_rel) == 1) no_attempts.notify_all();
   }
   void Misused(std::string_view what) const;
+
+ private:
+  std::vector<Listener> listeners_;
 };
 
 }  // namespace outbound::http::internal

@@ -10,7 +10,7 @@
 namespace outbound::http::internal {
 namespace {
 
-class AttemptSpan final : public AttemptLayer {
+class AttemptSpan final : public AttemptLayer, public AttemptListener {
  public:
   AttemptSpan(AttemptSlots& slots, const ClientTelemetry& telemetry)
       : in_queue_(slots.Declare<std::optional<Duration>>()), telemetry_(telemetry) {}

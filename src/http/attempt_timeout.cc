@@ -12,7 +12,7 @@
 namespace outbound::http::internal {
 namespace {
 
-class AttemptTimeout final : public AttemptLayer {
+class AttemptTimeout final : public AttemptLayer, public AttemptListener {
  public:
   AttemptTimeout(AttemptSlots& slots, Clock& clock, const Routes& routes)
       : timer_(slots.Declare<AttemptTimer>()) {

@@ -14,7 +14,7 @@
 namespace outbound::http::internal {
 namespace {
 
-class BreakerLayer final : public AttemptLayer, public Admission {
+class BreakerLayer final : public AttemptLayer, public AttemptListener, public Admission {
  public:
   BreakerLayer(AttemptSlots& slots, circuit::Breaker& breaker, Clock& clock,
                const ClientTelemetry& telemetry)

@@ -17,6 +17,7 @@
 #include "layers.h"
 #include "origin.h"
 #include "outbound/internal/mutex.h"
+#include "recycled.h"
 #include "request_check.h"
 #include "transport/pool.h"
 #include "transport_spec.h"
@@ -364,8 +365,8 @@ void Client::Impl::Send(Request&& request, Callback&& done, std::optional<bool> 
   if (deadline <= now) {
     return refuse(Error(ErrorKind::kDeadline, "the call's deadline had passed: nothing was sent"));
   }
-  auto call = std::make_shared<LiveCall>(deadline, std::move(request.context.cancel),
-                                         std::move(done), request, *checked);
+  auto call = internal::MakeRecycled<LiveCall>(deadline, std::move(request.context.cancel),
+                                               std::move(done), request, *checked);
   call->first_request.idempotent = idempotent;
   call->policy = &policy;
   call->parent = std::move(request.context.trace);

@@ -19,6 +19,7 @@
 #include "body_pipe_link.h"
 #include "layers.h"
 #include "outbound/internal/mutex.h"
+#include "recycled.h"
 
 namespace outbound::http::internal {
 namespace {
@@ -276,7 +277,7 @@ class RetryingRequest final : public Cancellable,
     flight.hedge = hedge;
     flight.decided = flight.lost = flight.repeat = false;
     flight.wait = Duration{0};
-    auto attempt = std::make_shared<Attempt>(attempts_path_, *options_.clock);
+    auto attempt = MakeRecycled<Attempt>(attempts_path_, *options_.clock);
     waiting_ = false;
     if (!hedge) again_decided_ = false;
     attempt->request = request_;
@@ -604,7 +605,7 @@ class RetryLoop final : public CallLayer {
   std::string_view name() const override { return "retry loop"; }
 
   void Send(CallState& call) override {
-    auto retrying = std::make_shared<RetryingRequest>(attempts_, options_, call.shared_from_this());
+    auto retrying = MakeRecycled<RetryingRequest>(attempts_, options_, call.shared_from_this());
     call.SetCancelTarget(retrying);
     retrying->StartAttempt();
   }

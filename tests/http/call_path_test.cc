@@ -112,7 +112,7 @@ struct EventLog {
 };
 
 // Counts its slots' lives; records what it hears; hands every attempt on.
-class Listening final : public AttemptLayer {
+class Listening final : public AttemptLayer, public AttemptListener {
  public:
   struct Slot {
     Slot() { ++made; }

@@ -20,7 +20,7 @@ namespace outbound::http::internal {
 namespace {
 
 // [example time-to-headers]
-class TimeToHeaders final : public AttemptLayer {
+class TimeToHeaders final : public AttemptLayer, public AttemptListener {
  public:
   explicit TimeToHeaders(AttemptSlots& slots) : slot_(slots.Declare<PerAttempt>()) {}
 
