@@ -283,11 +283,18 @@ void Dispatcher::End(Exchange& exchange, AttemptOutcome&& outcome) {
   // before the queue moves, so a breaker it opened stops the queued ones.
   events->End(std::move(outcome));
   if (spare_.size() < kSpareExchanges) {
-    // As a new one: nothing of this attempt's is kept. Its constructor
-    // allocates nothing (the outcome's default message fits a string's own
-    // buffer), so it cannot throw between the two.
+    // As a new one: nothing of this attempt's is kept but the room its
+    // answer's fields were read into, when the caller was handed a copy
+    // (HTTP/2: H2Session::Deliver) and the room is of a usual size. The
+    // constructor allocates nothing (the outcome's default message fits a
+    // string's own buffer), so it cannot throw between the two.
+    ResponseHeaders room = std::move(exchange.response.headers);
     std::destroy_at(&exchange);
     std::construct_at(&exchange);
+    if (room.capacity() <= kKeptHeaderRoom) {
+      room.clear();
+      exchange.response.headers = std::move(room);
+    }
     spare_.push_back(std::move(node));
   }
   if (carrier_) Dispatch();

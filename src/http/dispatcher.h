@@ -94,6 +94,8 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
   // allocation per attempt. At most kSpareExchanges are kept, so a burst of
   // calls leaves no more memory behind than this.
   static constexpr std::size_t kSpareExchanges = 256;
+  // The most room for an answer's header fields a spare exchange keeps.
+  static constexpr std::size_t kKeptHeaderRoom = 4096;
   std::vector<Exchanges::node_type> spare_;
   std::deque<transport::Exchange*> queue_;
   std::uint64_t queued_ = 0;  // the last queue place given

@@ -279,6 +279,39 @@ TEST(ResponseHeadersTest, ACopyOwnsItsFields) {
   EXPECT_EQ((*copy.begin()).value, "3");
 }
 
+TEST(ResponseHeadersTest, ACopyHoldsTheFieldsWithoutTheRoomMadeAhead) {
+  ResponseHeaders roomy;
+  roomy.reserve(512);
+  roomy.Add("Location", "/next");
+  EXPECT_EQ(roomy.capacity(), 512u);
+  ResponseHeaders copy = roomy;
+  EXPECT_EQ(copy.capacity(), 8u + 8u + 5u);  // two sizes, the name, the value
+  EXPECT_EQ(copy.Find("location"), "/next");
+  ResponseHeaders assigned{{"X-Old", "1"}};
+  assigned = roomy;
+  EXPECT_EQ(assigned.size(), 1u);
+  EXPECT_EQ(assigned.Find("x-old"), "");
+  EXPECT_EQ(assigned.Find("Location"), "/next");
+  copy.Add("Retry-After", "3");  // grows as any other
+  EXPECT_EQ(copy.size(), 2u);
+  EXPECT_EQ(copy.Find("retry-after"), "3");
+}
+
+TEST(ResponseHeadersTest, ClearedItKeepsItsRoomAndTakesFieldsAgain) {
+  ResponseHeaders headers;
+  headers.reserve(256);
+  headers.Add("Location", "/next");
+  headers.clear();
+  EXPECT_EQ(headers.size(), 0u);
+  EXPECT_TRUE(headers.begin() == headers.end());
+  EXPECT_EQ(headers.Find("location"), "");
+  EXPECT_EQ(headers.capacity(), 256u);
+  headers.Add("Retry-After", "3");
+  EXPECT_EQ(headers.size(), 1u);
+  EXPECT_EQ(headers.Find("retry-after"), "3");
+  EXPECT_EQ(headers.capacity(), 256u);
+}
+
 TEST(ResponseHeadersTest, AMovedFromSetIsEmptyAndTakesFieldsAgain) {
   ResponseHeaders from{{"Retry-After", "3"}, {"Location", "/next"}};
   ResponseHeaders to = std::move(from);

@@ -84,6 +84,40 @@ TEST_F(NativeTransportTest, Http2SendsTheSchemeOfTheUrl) {
   EXPECT_EQ(h2->body, "https");
 }
 
+// An exchange keeps the room its answer's fields were read into for the
+// next answer, and hands the caller a copy: answers ending in one batch,
+// and each after the room was used again, keep their own fields.
+TEST_F(NativeTransportTest, Http2AnswersKeepTheirOwnHeaderFields) {
+  Serve([](const ServerRequest& r) {
+    // A longer value each time, so a later answer overwrites more.
+    return Reply::Ok(r.target).Header("x-target",
+                                      r.target + std::string(r.target.size() * 40, '+'));
+  });
+  auto client = MakeClient();
+  constexpr int kCalls = 40;
+  std::vector<std::future<Result<Response>>> answers;
+  for (int i = 0; i < kCalls; ++i)
+    answers.push_back(client->SendAsync(Request::Get(NumberedPath(i))));
+  std::vector<Result<Response>> kept;
+  for (auto& answer : answers) kept.push_back(answer.get());
+  for (int i = 0; i < kCalls; ++i) {
+    auto again = client->Send(Request::Get(NumberedPath(kCalls + i)));  // the rooms used again
+    ASSERT_TRUE(again) << again.error().message();
+  }
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_TRUE(kept[i]) << kept[i].error().message();
+    std::string path = NumberedPath(i);
+    EXPECT_EQ(kept[i]->version, "2");
+    EXPECT_EQ(kept[i]->header("x-target"), path + std::string(path.size() * 40, '+')) << i;
+    EXPECT_EQ(kept[i]->body, path);
+    // A copy is the fields alone: no room made ahead comes with it.
+    std::size_t bytes = 0;
+    for (const auto& [name, value] : kept[i]->headers) bytes += 8 + name.size() + value.size();
+    EXPECT_EQ(kept[i]->headers.capacity(), bytes) << i;
+  }
+  EXPECT_EQ(server->connections_opened(), 1);
+}
+
 TEST_F(NativeTransportTest, HttpOneOpensNoMoreConnectionsThanMaxConnections) {
   Serve([](const ServerRequest& r) { return Reply::Ok(r.target); }, Protocol::kHttp11);
   Settings settings = PaymentsSettings();

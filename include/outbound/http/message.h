@@ -421,8 +421,16 @@ class ResponseHeaders {
   ResponseHeaders(std::initializer_list<Field> fields) {
     for (const Field& f : fields) Add(f.name, f.value);
   }
-  ResponseHeaders(const ResponseHeaders&) = default;
-  ResponseHeaders& operator=(const ResponseHeaders&) = default;
+  // A copy holds the fields alone, not the room made ahead for more.
+  ResponseHeaders(const ResponseHeaders& other)
+      : text_(other.text_, 0, other.used_), used_(other.used_), count_(other.count_) {}
+  ResponseHeaders& operator=(const ResponseHeaders& other) {
+    if (this == &other) return *this;
+    text_.assign(other.text_, 0, other.used_);
+    used_ = other.used_;
+    count_ = other.count_;
+    return *this;
+  }
   // Leaves `other` empty.
   ResponseHeaders(ResponseHeaders&& other) noexcept
       : text_(std::move(other.text_)),
@@ -452,6 +460,13 @@ class ResponseHeaders {
   // Makes room for fields of `bytes` bytes in all.
   void reserve(std::size_t bytes) {
     if (text_.size() < bytes) text_.resize(bytes);
+  }
+  // The bytes of fields it holds without growing.
+  std::size_t capacity() const { return text_.size(); }
+  // Removes every field; the room stays.
+  void clear() {
+    used_ = 0;
+    count_ = 0;
   }
 
  private:

@@ -376,11 +376,26 @@ void H2Session::Refuse(Exchange& exchange, AttemptOutcome&& verdict, std::uint32
   RefuseMalformed(exchange, std::string(why) + Quoted(field) + std::string(after));
 }
 
+// The answer's fields were read into room made ahead: the caller gets a
+// copy at their size, and the exchange keeps the room for its next answer.
+// Made here, just before the caller hears the answer (and most often frees
+// it), the copy takes the block the previous answer's copy gave back: the
+// answers of a batch of streams, read all at once, are not each a block of
+// their own that malloc's per-thread cache cannot keep.
+void H2Session::KeepHeaderRoom(Exchange& exchange) {
+  ResponseHeaders& answer = exchange.outcome.result->headers;
+  exchange.response.headers = std::move(answer);
+  answer = exchange.response.headers;
+}
+
 void H2Session::Deliver() {
   while (!ended_.empty()) {
     std::vector<Exchange*> ended;
     ended.swap(ended_);
-    for (Exchange* e : ended) events_.ExchangeEnded(*e, std::move(e->outcome));
+    for (Exchange* e : ended) {
+      if (e->outcome.result) KeepHeaderRoom(*e);
+      events_.ExchangeEnded(*e, std::move(e->outcome));
+    }
     // Its room back for the next ends, unless some came meanwhile or it
     // grew past what a usual batch needs.
     ended.clear();

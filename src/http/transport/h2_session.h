@@ -128,6 +128,9 @@ class H2Session final : public Codec {
                        std::string_view after);
   // Tells the pool what happened while nghttp2 was running.
   void Deliver();
+  // Before an answer goes up: the caller's copy of its fields, the room
+  // kept by the exchange.
+  static void KeepHeaderRoom(Exchange& exchange);
   // Whether a response field's value is valid (ValidFieldValue), checking
   // each value HPACK's dynamic table repeats once per session, not on
   // every response.
