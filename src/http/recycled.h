@@ -19,6 +19,19 @@
 #include <new>
 #include <utility>
 
+// Under AddressSanitizer a kept block is poisoned, so a use after free is
+// still caught though the block is not given back to the heap.
+#if defined(__SANITIZE_ADDRESS__)
+#define OUTBOUND_RECYCLED_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OUTBOUND_RECYCLED_ASAN 1
+#endif
+#endif
+#ifdef OUTBOUND_RECYCLED_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace outbound::http::internal {
 
 // How many freed blocks of one size a thread keeps at most: a burst of
@@ -36,6 +49,7 @@ class RecycledBlocks {
       if (Free* block = shelf.top; block != nullptr) {
         shelf.top = block->next;
         --shelf.count;
+        Unpoison(block);
         return block;
       }
     }
@@ -51,6 +65,7 @@ class RecycledBlocks {
       if (shelf.count < kKeptBlocks) {
         shelf.top = ::new (block) Free{shelf.top};
         ++shelf.count;
+        Poison(block);
         return;
       }
     }
@@ -63,6 +78,18 @@ class RecycledBlocks {
   };
   static_assert(kSize >= sizeof(Free));
 
+  // All of a kept block but its link.
+  static void Poison([[maybe_unused]] void* block) {
+#ifdef OUTBOUND_RECYCLED_ASAN
+    ASAN_POISON_MEMORY_REGION(static_cast<char*>(block) + sizeof(Free), kSize - sizeof(Free));
+#endif
+  }
+  static void Unpoison([[maybe_unused]] void* block) {
+#ifdef OUTBOUND_RECYCLED_ASAN
+    ASAN_UNPOISON_MEMORY_REGION(block, kSize);
+#endif
+  }
+
   struct Shelf {
     Free* top = nullptr;
     std::size_t count = 0;
@@ -73,7 +100,10 @@ class RecycledBlocks {
       // A block freed later on this thread (by another thread-local's
       // destructor) goes straight back to the heap.
       t_gone = true;
-      while (top != nullptr) ::operator delete(std::exchange(top, top->next), kSize);
+      while (top != nullptr) {
+        Unpoison(top);
+        ::operator delete(std::exchange(top, top->next), kSize);
+      }
     }
   };
 
