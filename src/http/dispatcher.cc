@@ -284,8 +284,9 @@ void Dispatcher::End(Exchange& exchange, AttemptOutcome&& outcome) {
   events->End(std::move(outcome));
   if (spare_.size() < kSpareExchanges) {
     // As a new one: nothing of this attempt's is kept but the room its
-    // answer's fields were read into, when the caller was handed a copy
-    // (HTTP/2: H2Session::Deliver) and the room is of a usual size. The
+    // answer's fields were read into, when the exchange still has it (over
+    // HTTP/2 the caller got a copy, H2Session::KeepHeaderRoom; a failed
+    // attempt's answer went nowhere) and it is of a usual size. The
     // constructor allocates nothing (the outcome's default message fits a
     // string's own buffer), so it cannot throw between the two.
     ResponseHeaders room = std::move(exchange.response.headers);

@@ -7,10 +7,14 @@
 // call, its retry loop, its attempt). With many calls in flight, more of
 // each size are free at once than glibc's per-thread cache keeps (7 a
 // size), and the rest go through its bins at about 200 instructions a
-// malloc and free. The client's loop thread ends calls and, from their
-// callbacks, often sends the next ones: it takes the blocks back from here
-// for a few instructions. A block freed on one thread and wanted on another
-// costs what it did before: one malloc, one free.
+// malloc and free. A client's loop thread ends calls and, when their
+// callbacks send the next ones, makes them too: it takes the blocks back
+// from here for a few instructions. A block freed on one thread and wanted
+// on another costs what it did before: one malloc, one free.
+//
+// Under AddressSanitizer or ThreadSanitizer nothing is kept: every block
+// goes back to the heap, so a use after free is still reported with the
+// stack that freed it.
 #ifndef OUTBOUND_SRC_HTTP_RECYCLED_H_
 #define OUTBOUND_SRC_HTTP_RECYCLED_H_
 
@@ -19,24 +23,24 @@
 #include <new>
 #include <utility>
 
-// Under AddressSanitizer a kept block is poisoned, so a use after free is
-// still caught though the block is not given back to the heap.
-#if defined(__SANITIZE_ADDRESS__)
-#define OUTBOUND_RECYCLED_ASAN 1
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define OUTBOUND_RECYCLED_OFF 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define OUTBOUND_RECYCLED_ASAN 1
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define OUTBOUND_RECYCLED_OFF 1
 #endif
-#endif
-#ifdef OUTBOUND_RECYCLED_ASAN
-#include <sanitizer/asan_interface.h>
 #endif
 
 namespace outbound::http::internal {
 
 // How many freed blocks of one size a thread keeps at most: a burst of
-// calls leaves no more than this many of each behind on the thread.
-inline constexpr std::size_t kKeptBlocks = 64;
+// calls leaves no more than this many of each behind on the thread (for
+// the three sizes, about 40 KiB).
+#ifdef OUTBOUND_RECYCLED_OFF
+inline constexpr std::size_t kKeptBlocks = 0;
+#else
+inline constexpr std::size_t kKeptBlocks = 16;
+#endif
 
 // The freed blocks of one size one thread keeps. The thread frees them
 // when it exits.
@@ -49,7 +53,6 @@ class RecycledBlocks {
       if (Free* block = shelf.top; block != nullptr) {
         shelf.top = block->next;
         --shelf.count;
-        Unpoison(block);
         return block;
       }
     }
@@ -65,7 +68,6 @@ class RecycledBlocks {
       if (shelf.count < kKeptBlocks) {
         shelf.top = ::new (block) Free{shelf.top};
         ++shelf.count;
-        Poison(block);
         return;
       }
     }
@@ -78,18 +80,6 @@ class RecycledBlocks {
   };
   static_assert(kSize >= sizeof(Free));
 
-  // All of a kept block but its link.
-  static void Poison([[maybe_unused]] void* block) {
-#ifdef OUTBOUND_RECYCLED_ASAN
-    ASAN_POISON_MEMORY_REGION(static_cast<char*>(block) + sizeof(Free), kSize - sizeof(Free));
-#endif
-  }
-  static void Unpoison([[maybe_unused]] void* block) {
-#ifdef OUTBOUND_RECYCLED_ASAN
-    ASAN_UNPOISON_MEMORY_REGION(block, kSize);
-#endif
-  }
-
   struct Shelf {
     Free* top = nullptr;
     std::size_t count = 0;
@@ -100,10 +90,7 @@ class RecycledBlocks {
       // A block freed later on this thread (by another thread-local's
       // destructor) goes straight back to the heap.
       t_gone = true;
-      while (top != nullptr) {
-        Unpoison(top);
-        ::operator delete(std::exchange(top, top->next), kSize);
-      }
+      while (top != nullptr) ::operator delete(std::exchange(top, top->next), kSize);
     }
   };
 

@@ -147,6 +147,8 @@ struct Response;
 // an Error to refuse the answer (a Content-Type the caller cannot read):
 // the call ends with that error as with a BodySink's, not retried, and a
 // failure to the breaker unless the kind is the caller's own limit.
+// `head` is the client's, valid during the call only: copy what you keep
+// (the call's Response has the same head for later).
 //
 // example: examples/headers/http.cc#body-head
 //   std::optional<std::uint64_t> total;  // for a progress bar
