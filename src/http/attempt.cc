@@ -98,7 +98,9 @@ void Attempt::Proceed(AttemptLayer& from) {
 
 bool Attempt::End(AttemptOutcome&& outcome) {
   if (ended_.exchange(true)) return false;
-  outcome.ended = clock_.Now();  // read once for every layer and the owner
+  // Read once for every layer and the owner, unless the transport knows
+  // when the end came (an answer's last bytes).
+  if (outcome.ended == TimePoint{}) outcome.ended = clock_.Now();
   // Under the attempt's lock: no event is being told now, and none will
   // be. The call's deadline holds again.
   DisarmBodyTimer();

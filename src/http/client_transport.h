@@ -31,8 +31,9 @@ struct AttemptOutcome {
   std::optional<Classification> classification;  // set by the breaker layer
   std::exception_ptr thrown;                     // the user's classify or policy threw
   AttemptRecord record;                          // filled by the attempt span
-  // When the attempt ended, on the client's clock: read once as it ends
-  // (Attempt::End), the "now" of its layers' Finish and its owner's
+  // When the attempt ended, on the client's clock: the time the transport
+  // read its answer's last bytes, or else read once as it ends
+  // (Attempt::End); the "now" of its layers' Finish and its owner's
   // decision.
   TimePoint ended{};
 

@@ -122,6 +122,7 @@ void Dispatcher::TakeIncoming() {
   }
   // The batch's requests are written together, once all are handed over.
   batching_ = true;
+  batch_time_.reset();
   for (auto& [events, what] : taken_) Begin(std::move(events), what);
   taken_.clear();
   if (taken_.capacity() > kKeptIncoming) taken_.shrink_to_fit();  // a burst's room goes
@@ -220,7 +221,7 @@ void Dispatcher::Dispatch() {
     while (!queue_.empty() && !stopped_ && carrier_->HasRoom()) {
       Exchange& exchange = *queue_.front();
       queue_.pop_front();
-      TimePoint now = clock_.Now();
+      TimePoint now = HandOverTime();
       // The breaker that admitted it may have opened meanwhile.
       const Admission* admission = exchange.admission;
       if (admission != nullptr && !admission->StillAdmitted(now)) {
@@ -245,6 +246,12 @@ void Dispatcher::Dispatch() {
   } while (dispatch_again_ && !stopped_);
   dispatching_ = false;
   if (!batching_ && carrier_) carrier_->Flush();
+}
+
+TimePoint Dispatcher::HandOverTime() {
+  if (!batching_) return clock_.Now();
+  if (!batch_time_) batch_time_ = clock_.Now();
+  return *batch_time_;
 }
 
 // A layer above cancelled the attempt: it has been answered already.

@@ -66,6 +66,9 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
   void TakeIncoming();
   void Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeRequest& what);
   void Dispatch();
+  // When an exchange is handed to the carrier: the clock, read once for a
+  // batch of incoming exchanges.
+  TimePoint HandOverTime();
   void Cancel(std::uint64_t id);
   // The exchange's pipe has bytes (or its end) for a transport that found
   // none.
@@ -104,6 +107,8 @@ class Dispatcher final : public ClientTransport, private CarrierEvents {
   bool dispatching_ = false;
   bool dispatch_again_ = false;
   bool batching_ = false;  // TakeIncoming is handing a batch over: it flushes
+  // The time the batch is handed over, read when its first exchange is.
+  std::optional<TimePoint> batch_time_;
   bool stopped_ = false;
 
   // Warm's callers waiting for a connection.

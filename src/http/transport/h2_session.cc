@@ -270,7 +270,10 @@ bool H2Session::Received(const std::uint8_t* data, std::size_t size) {
   TimePoint now = clock_.Now();
   if (now - last_heard_ >= kFloodPause) frames_without_progress_ = 0;
   last_heard_ = now;
+  receiving_ = true;
+  wall_heard_.reset();
   ssize_t used = nghttp2_session_mem_recv(session_, data, size);
+  receiving_ = false;
   if (used < 0 && error_.empty())
     error_ = std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(used));
   if (used < 0) broken_ = true;
@@ -352,6 +355,9 @@ void H2Session::Queue(std::int32_t stream_id) {
   Forget(it);
   if (!broken_) nghttp2_session_set_stream_user_data(session_, stream_id, nullptr);
   AttemptOutcome& outcome = exchange->outcome;
+  // An end read off the wire ended when its bytes came (Attempt::End
+  // reads the clock for the others).
+  if (receiving_) outcome.ended = last_heard_;
   outcome.connection = connection_id_;
   if (!outcome.result && exchange->headers_done) outcome.body_failed = true;
   outcome.body_streamed = exchange->streamed;
@@ -570,7 +576,8 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
       // measured from nothing, not on top of the headers.
       exchange->header_bytes = exchange->header_wire_bytes = 0;
       exchange->response.version = "2";
-      exchange->response.received_at = self.clock_.WallNow();
+      if (!self.wall_heard_) self.wall_heard_ = self.clock_.WallNow();
+      exchange->response.received_at = *self.wall_heard_;
       ChooseDecoder(*exchange);
       if (exchange->content_length && !exchange->Streams() && !exchange->decoder &&
           !HasNoBody(*exchange)) {
@@ -581,8 +588,8 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
         }
         exchange->response.body.reserve(static_cast<std::size_t>(*exchange->content_length));
       }
-      exchange->events->HeadersArrived(self.clock_.Now());
-      if (exchange->Streams()) exchange->events->BodyStreaming(self.clock_.Now());
+      exchange->events->HeadersArrived(self.last_heard_);
+      if (exchange->Streams()) exchange->events->BodyStreaming(self.last_heard_);
     }
   }
   if (end_stream) {

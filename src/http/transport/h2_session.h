@@ -185,7 +185,12 @@ class H2Session final : public Codec {
   static constexpr Duration kQuietBeforePing = std::chrono::seconds(1);
   static constexpr Duration kPongTimeout = std::chrono::seconds(1);
   bool Degraded() const { return ping_sent_ && clock_.Now() - *ping_sent_ >= kPongTimeout; }
-  TimePoint last_heard_;                // when the server's last bytes came
+  TimePoint last_heard_;  // when the server's last bytes came
+  // While Received runs: what it read (the clock once for all the frames
+  // of a read), and the wall clock's time, read when a response first
+  // needs it.
+  bool receiving_ = false;
+  std::optional<std::chrono::system_clock::time_point> wall_heard_;
   std::optional<TimePoint> ping_sent_;  // a PING awaits its ACK since then
   // One probe until the server sends HEADERS or DATA again: gRPC servers
   // (grpc-go, grpc-core) count each PING that comes while they write nothing
