@@ -186,9 +186,9 @@ class H2Session final : public Codec {
   static constexpr Duration kPongTimeout = std::chrono::seconds(1);
   bool Degraded() const { return ping_sent_ && clock_.Now() - *ping_sent_ >= kPongTimeout; }
   TimePoint last_heard_;  // when the server's last bytes came
-  // While Received runs: what it read (the clock once for all the frames
-  // of a read), and the wall clock's time, read when a response first
-  // needs it.
+  // Received is running: the frames it hands nghttp2 all came at
+  // last_heard_ (the clock read once a read), and at wall_heard_ on the
+  // wall clock (read when the read's first answer needs it).
   bool receiving_ = false;
   std::optional<std::chrono::system_clock::time_point> wall_heard_;
   std::optional<TimePoint> ping_sent_;  // a PING awaits its ACK since then
