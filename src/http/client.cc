@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "../core/recycled.h"
 #include "body_pipe_link.h"
 #include "client_peer.h"
 #include "client_telemetry.h"
@@ -17,7 +18,6 @@
 #include "layers.h"
 #include "origin.h"
 #include "outbound/internal/mutex.h"
-#include "recycled.h"
 #include "request_check.h"
 #include "transport/pool.h"
 #include "transport_spec.h"
@@ -365,8 +365,8 @@ void Client::Impl::Send(Request&& request, Callback&& done, std::optional<bool> 
   if (deadline <= now) {
     return refuse(Error(ErrorKind::kDeadline, "the call's deadline had passed: nothing was sent"));
   }
-  auto call = internal::MakeRecycled<LiveCall>(deadline, std::move(request.context.cancel),
-                                               std::move(done), request, *checked);
+  auto call = outbound::internal::MakeRecycled<LiveCall>(
+      deadline, std::move(request.context.cancel), std::move(done), request, *checked);
   call->first_request.idempotent = idempotent;
   call->policy = &policy;
   call->parent = std::move(request.context.trace);

@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include "../core/recycled.h"
 #include "body_pipe_link.h"
 #include "layers.h"
 #include "outbound/internal/mutex.h"
-#include "recycled.h"
 
 namespace outbound::http::internal {
 namespace {
@@ -277,7 +277,7 @@ class RetryingRequest final : public Cancellable,
     flight.hedge = hedge;
     flight.decided = flight.lost = flight.repeat = false;
     flight.wait = Duration{0};
-    auto attempt = MakeRecycled<Attempt>(attempts_path_, *options_.clock);
+    auto attempt = outbound::internal::MakeRecycled<Attempt>(attempts_path_, *options_.clock);
     waiting_ = false;
     if (!hedge) again_decided_ = false;
     attempt->request = request_;
@@ -605,7 +605,8 @@ class RetryLoop final : public CallLayer {
   std::string_view name() const override { return "retry loop"; }
 
   void Send(CallState& call) override {
-    auto retrying = MakeRecycled<RetryingRequest>(attempts_, options_, call.shared_from_this());
+    auto retrying = outbound::internal::MakeRecycled<RetryingRequest>(attempts_, options_,
+                                                                      call.shared_from_this());
     call.SetCancelTarget(retrying);
     retrying->StartAttempt();
   }

@@ -2,8 +2,10 @@
 #include "outbound/telemetry/trace.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
+#include "../core/recycled.h"
 #include "outbound/internal/ascii.h"
 #include "outbound/telemetry/log.h"
 
@@ -31,8 +33,8 @@ std::string ToHex(const std::array<std::uint8_t, N>& bytes) {
 }
 
 // Random bytes, 48 bits per draw (Uniform gives at least 53 good bits):
-// three draws for a trace id, two for a span id. Drawn again in the
-// unlikely case they are all zero.
+// three draws for a trace id, two for a span id, each draw's bits laid out
+// from the lowest byte. Drawn again in the unlikely case they are all zero.
 template <std::size_t N>
 std::array<std::uint8_t, N> RandomBytes(Random& random) {
   constexpr std::size_t kBytesPerDraw = 6;
@@ -40,9 +42,12 @@ std::array<std::uint8_t, N> RandomBytes(Random& random) {
   do {
     for (std::size_t i = 0; i < N; i += kBytesPerDraw) {
       auto bits = static_cast<std::uint64_t>(random.Uniform() * 0x1.0p48);
-      for (std::size_t j = i; j < std::min(N, i + kBytesPerDraw); ++j) {
-        bytes[j] = static_cast<std::uint8_t>(bits);
-        bits >>= 8;
+      std::size_t n = std::min(kBytesPerDraw, N - i);
+      if constexpr (std::endian::native == std::endian::little) {
+        std::memcpy(bytes.data() + i, &bits, n);  // an id drawn per attempt: no loop
+      } else {
+        for (std::size_t j = 0; j < n; ++j)
+          bytes[i + j] = static_cast<std::uint8_t>(bits >> (8 * j));
       }
     }
   } while (!AnyNonZero(bytes));
@@ -74,6 +79,18 @@ class RecordingSpan final : public Span {
     data_.attributes.reserve(kAttributesExpected);
   }
   ~RecordingSpan() override { End(data_.start); }
+
+  // A span is made and ended on every attempt: its block is kept by the
+  // thread that deleted it, for the next span made there (recycled.h).
+  static void* operator new(std::size_t size) {
+    using Blocks = outbound::internal::RecycledBlocks<sizeof(RecordingSpan)>;
+    return size == sizeof(RecordingSpan) ? Blocks::Take() : ::operator new(size);
+  }
+  static void operator delete(void* block, std::size_t size) noexcept {
+    using Blocks = outbound::internal::RecycledBlocks<sizeof(RecordingSpan)>;
+    if (size == sizeof(RecordingSpan)) return Blocks::Give(block);
+    ::operator delete(block, size);
+  }
 
   const SpanContext& context() const override { return data_.context; }
   void SetAttribute(const KeyValue& attribute) override {

@@ -3,7 +3,7 @@
 // never on another; no more than kKeptBlocks of a size are kept; and what
 // it makes is an ordinary shared_ptr (weak pointers, shared_from_this,
 // destructors). Under a sanitizer nothing is kept, and only the last holds.
-#include "../../src/http/recycled.h"
+#include "../../src/core/recycled.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-namespace outbound::http::internal {
+namespace outbound::internal {
 namespace {
 
 // A size of its own: no other test's blocks share its shelf.
@@ -122,4 +122,4 @@ TEST(RecycledTest, OverAlignedObjectsKeepTheirAlignment) {
 }
 
 }  // namespace
-}  // namespace outbound::http::internal
+}  // namespace outbound::internal

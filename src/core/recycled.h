@@ -4,7 +4,8 @@
 // thread. Internal.
 //
 // Why: every call makes its state in three blocks of 700 to 900 bytes (the
-// call, its retry loop, its attempt). With many calls in flight, more of
+// call, its retry loop, its attempt), and a traced attempt its span (whose
+// operator new takes RecycledBlocks directly). With many calls in flight, more of
 // each size are free at once than glibc's per-thread cache keeps (7 a
 // size), and the rest go through its bins at about 200 instructions a
 // malloc and free. A client's loop thread ends calls and, when their
@@ -15,8 +16,8 @@
 // Under AddressSanitizer or ThreadSanitizer nothing is kept: every block
 // goes back to the heap, so a use after free is still reported with the
 // stack that freed it.
-#ifndef OUTBOUND_SRC_HTTP_RECYCLED_H_
-#define OUTBOUND_SRC_HTTP_RECYCLED_H_
+#ifndef OUTBOUND_SRC_CORE_RECYCLED_H_
+#define OUTBOUND_SRC_CORE_RECYCLED_H_
 
 #include <cstddef>
 #include <memory>
@@ -31,7 +32,7 @@
 #endif
 #endif
 
-namespace outbound::http::internal {
+namespace outbound::internal {
 
 // How many freed blocks of one size a thread keeps at most: a burst of
 // calls leaves no more than this many of each behind on the thread (for
@@ -140,6 +141,6 @@ std::shared_ptr<T> MakeRecycled(Args&&... args) {
   return std::allocate_shared<T>(RecyclingAllocator<T>(), std::forward<Args>(args)...);
 }
 
-}  // namespace outbound::http::internal
+}  // namespace outbound::internal
 
-#endif  // OUTBOUND_SRC_HTTP_RECYCLED_H_
+#endif  // OUTBOUND_SRC_CORE_RECYCLED_H_
