@@ -94,7 +94,6 @@ class DateReader {
     return std::nullopt;
   }
   bool AtEnd() const { return rest_.empty(); }
-  std::string_view rest() const { return rest_; }
 
  private:
   std::string_view rest_;

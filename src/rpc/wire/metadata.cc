@@ -43,30 +43,6 @@ std::optional<std::string_view> FindField(const http::ResponseHeaders& fields,
   return std::nullopt;
 }
 
-bool ValidMetadataKey(std::string_view key) {
-  static constexpr std::array<std::string_view, 8> kReserved = {
-      "content-type",     "te", "host", "connection", "keep-alive", "proxy-connection", "upgrade",
-      "transfer-encoding"};
-  if (key.empty() || key.starts_with("grpc-")) return false;
-  for (char c : key) {
-    bool allowed =
-        (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
-    if (!allowed) return false;
-  }
-  for (std::string_view reserved : kReserved) {
-    if (key == reserved) return false;
-  }
-  return true;
-}
-
-bool ValidAsciiValue(std::string_view value) {
-  for (char c : value) {
-    auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte > 0x7E) return false;
-  }
-  return true;
-}
-
 bool IsBinaryKey(std::string_view key) {
   return key.size() >= 4 && EqualsIgnoringAsciiCase(key.substr(key.size() - 4), "-bin");
 }

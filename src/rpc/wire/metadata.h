@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// gRPC metadata on HTTP/2: which keys a caller may send, binary values
-// (keys ending in "-bin") carried as base64, and the metadata a caller sees
-// out of an answer's header or trailer fields. Pure functions, no I/O.
-// Internal: the gRPC front end's.
+// gRPC metadata on HTTP/2: binary values (keys ending in "-bin") carried
+// as base64, and the metadata a caller sees out of an answer's header or
+// trailer fields. Pure functions, no I/O. Internal: the gRPC front end's
+// and the kit's fake gRPC server's.
 //
-//   for (auto& [key, value] : caller_metadata) {
-//     if (!ValidMetadataKey(key)) return FailWith(Code::kInternal, ...);
-//     fields.emplace_back(key, IsBinaryKey(key) ? EncodeBinaryValue(value) : value);
-//   }
+//   Trailers trailers = MetadataOf(response.headers);  // "-bin" values decoded
 #ifndef OUTBOUND_SRC_RPC_WIRE_METADATA_H_
 #define OUTBOUND_SRC_RPC_WIRE_METADATA_H_
 
@@ -29,18 +26,6 @@ using outbound::internal::EqualsIgnoringAsciiCase;
 // empty one.
 std::optional<std::string_view> FindField(const http::ResponseHeaders& fields,
                                           std::string_view lower);
-
-// Whether `key` is one a caller may send as custom metadata: 1 or more of
-// a-z 0-9 '-' '_' '.', so no upper case and no pseudo-header (':'); not
-// starting with "grpc-" (reserved for gRPC itself); and none of the fields
-// the front end writes or HTTP/2 forbids (content-type, te, host,
-// connection, keep-alive, proxy-connection, transfer-encoding, upgrade),
-// which would break the request rather than carry data.
-bool ValidMetadataKey(std::string_view key);
-
-// Whether `value` may be sent as the value of a key without "-bin": bytes
-// 0x20-0x7E only (the protocol's ASCII-Value; an empty value is allowed).
-bool ValidAsciiValue(std::string_view value);
 
 // Whether `key` names binary metadata: it ends in "-bin" (any case).
 bool IsBinaryKey(std::string_view key);
