@@ -5,9 +5,9 @@
 //
 // Why: every call makes its state in three blocks of 700 to 900 bytes (the
 // call, its retry loop, its attempt), and a traced attempt its span (whose
-// operator new takes RecycledBlocks directly). With many calls in flight, more of
-// each size are free at once than glibc's per-thread cache keeps (7 a
-// size), and the rest go through its bins at about 200 instructions a
+// operator new takes RecycledBlocks directly). With many calls in flight,
+// more of each size are free at once than glibc's per-thread cache keeps
+// (7 a size), and the rest go through its bins at about 200 instructions a
 // malloc and free. A client's loop thread ends calls and, when their
 // callbacks send the next ones, makes them too: it takes the blocks back
 // from here for a few instructions. A block freed on one thread and wanted
@@ -36,7 +36,7 @@ namespace outbound::internal {
 
 // How many freed blocks of one size a thread keeps at most: a burst of
 // calls leaves no more than this many of each behind on the thread (for
-// the three sizes, about 40 KiB).
+// the four sizes, about 45 KiB).
 #ifdef OUTBOUND_RECYCLED_OFF
 inline constexpr std::size_t kKeptBlocks = 0;
 #else

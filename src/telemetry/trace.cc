@@ -83,6 +83,7 @@ class RecordingSpan final : public Span {
   // A span is made and ended on every attempt: its block is kept by the
   // thread that deleted it, for the next span made there (recycled.h).
   static void* operator new(std::size_t size) {
+    static_assert(alignof(RecordingSpan) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
     using Blocks = outbound::internal::RecycledBlocks<sizeof(RecordingSpan)>;
     return size == sizeof(RecordingSpan) ? Blocks::Take() : ::operator new(size);
   }
