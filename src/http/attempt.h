@@ -227,7 +227,7 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   // header of that name: the trace context (`traceparent`, `tracestate`,
   // `baggage`, set by the attempt span layer) and a front end's (gRPC's
   // `grpc-timeout`, the time the attempt has left).
-  Headers attempt_headers;
+  AttemptFields attempt_headers;
   // The trace context this attempt runs in: its span's, or the caller's.
   const telemetry::SpanContext& trace_context() const {
     return span != nullptr ? span->context() : call->parent;

@@ -170,19 +170,21 @@ telemetry::Span& ClientTelemetry::StartSpan(Attempt& attempt, std::string_view n
 }
 
 void ClientTelemetry::SetTraceHeaders(Attempt& attempt, const telemetry::SpanContext& context) {
-  Headers& headers = attempt.attempt_headers;
+  AttemptFields& headers = attempt.attempt_headers;
   headers.clear();
   // tracestate and baggage carry the caller's own text, sent as it is: one
   // with a control character (CR, LF) would split the field on HTTP/1.1,
   // so it is left out, as a tracestate that does not parse is (W3C).
   if (context.valid()) {
-    headers.emplace_back("traceparent", telemetry::FormatTraceparent(context));
+    std::array<char, telemetry::kTraceparentSize> traceparent;
+    telemetry::FormatTraceparent(context, traceparent);
+    headers.Add("traceparent", std::string_view(traceparent.data(), traceparent.size()));
     if (!context.trace_state.empty() && IsFieldValue(context.trace_state)) {
-      headers.emplace_back("tracestate", context.trace_state);
+      headers.Add("tracestate", context.trace_state);
     }
   }
   const std::string& baggage = attempt.call->baggage;
-  if (!baggage.empty() && IsFieldValue(baggage)) headers.emplace_back("baggage", baggage);
+  if (!baggage.empty() && IsFieldValue(baggage)) headers.Add("baggage", baggage);
 }
 
 void ClientTelemetry::AttemptEnded(Attempt& attempt, const AttemptOutcome& outcome,

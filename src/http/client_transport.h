@@ -7,10 +7,15 @@
 #ifndef OUTBOUND_SRC_HTTP_CLIENT_TRANSPORT_H_
 #define OUTBOUND_SRC_HTTP_CLIENT_TRANSPORT_H_
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "call.h"
 #include "outbound/clock.h"
@@ -82,6 +87,63 @@ struct AttemptOutcome {
   bool ejected_endpoint = false;
 };
 
+// The header fields an attempt adds to its request, each sent in place of
+// the request's own field of that name: the trace context (traceparent,
+// tracestate, baggage) and gRPC's grpc-timeout. They are made for every
+// attempt, so adding one allocates nothing: a value is copied into room
+// kept here (a traceparent's 55 bytes and a timeout's few fit), and only
+// one longer than the room left (a caller's tracestate or baggage) into a
+// string of its own.
+class AttemptFields {
+ public:
+  struct Field {
+    std::string_view name;
+    std::string_view value;
+  };
+  // At most this many: the trace context's three and grpc-timeout.
+  static constexpr std::size_t kMaxFields = 4;
+
+  AttemptFields() = default;
+  // The values are views of this object's own room: not copied or moved.
+  AttemptFields(const AttemptFields&) = delete;
+  AttemptFields& operator=(const AttemptFields&) = delete;
+
+  // Adds a field named `name`, which must be a string literal, with a copy
+  // of `value`. A field past kMaxFields is a bug in the library: it fails
+  // an assertion in a debug build and is left out in a release one.
+  void Add(std::string_view name, std::string_view value) {
+    assert(count_ < kMaxFields && "an attempt adds at most four fields");
+    if (count_ == kMaxFields) return;
+    std::string_view kept;
+    if (value.size() <= room_.size() - used_) {
+      char* at = room_.data() + used_;
+      std::copy(value.begin(), value.end(), at);
+      used_ += value.size();
+      kept = std::string_view(at, value.size());
+    } else {
+      if (long_values_ == nullptr) long_values_ = std::make_unique<std::string[]>(kMaxFields);
+      kept = long_values_[count_].assign(value);
+    }
+    fields_[count_++] = Field{name, kept};
+  }
+  void clear() {
+    count_ = 0;
+    used_ = 0;
+  }
+
+  const Field* begin() const { return fields_.data(); }
+  const Field* end() const { return fields_.data() + count_; }
+  std::size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+
+ private:
+  std::array<Field, kMaxFields> fields_;  // the first count_ are set
+  std::size_t count_ = 0;
+  std::array<char, 72> room_;  // a traceparent (55) and a grpc-timeout (at most 9)
+  std::size_t used_ = 0;
+  std::unique_ptr<std::string[]> long_values_;  // made for the first value the room cannot hold
+};
+
 // The breaker's last word before the transport sends an exchange that
 // waited in its queue: false when the breaker that admitted it has opened
 // by `now`, so it is failed as rejected and nothing is sent.
@@ -99,7 +161,7 @@ struct ExchangeRequest {
   const CallRequest* request = nullptr;
   // The attempt's own headers (the trace context, `grpc-timeout`): each
   // sent in place of the request's own header of that name.
-  const Headers* attempt_headers = nullptr;
+  const AttemptFields* attempt_headers = nullptr;
   // Where the body of a 2xx answer goes as it arrives; null: into
   // Response::body.
   const BodySink* body_sink = nullptr;

@@ -127,8 +127,7 @@ class GrpcTimeout final : public http::internal::AttemptLayer {
       deadline =
           std::min(deadline.value_or(TimePoint::max()), AddSaturated(now, attempt.attempt_timeout));
     }
-    if (deadline)
-      attempt.attempt_headers.emplace_back("grpc-timeout", EncodeTimeout(*deadline - now));
+    if (deadline) attempt.attempt_headers.Add("grpc-timeout", EncodeTimeout(*deadline - now));
     attempt.Proceed(*this);
   }
 

@@ -171,11 +171,18 @@ bool IsTracestate(std::string_view list) {
 }  // namespace
 
 std::string FormatTraceparent(const SpanContext& context) {
-  std::string out = "00-00000000000000000000000000000000-0000000000000000-00";  // one allocation
+  std::string out(kTraceparentSize, '\0');  // one allocation
+  FormatTraceparent(context, std::span<char, kTraceparentSize>(out.data(), kTraceparentSize));
+  return out;
+}
+
+void FormatTraceparent(const SpanContext& context, std::span<char, kTraceparentSize> out) {
+  constexpr std::string_view kUnsampled = "00-00000000000000000000000000000000-0000000000000000-00";
+  static_assert(kUnsampled.size() == kTraceparentSize);
+  std::copy(kUnsampled.begin(), kUnsampled.end(), out.begin());
   outbound::internal::WriteHex(context.trace_id.bytes, out.data() + 3);
   outbound::internal::WriteHex(context.span_id.bytes, out.data() + 36);
   if (context.sampled) out[54] = '1';
-  return out;
 }
 
 std::optional<SpanContext> ParseTraceparent(std::string_view traceparent,

@@ -345,7 +345,7 @@ class FakeClientTransport final : public ClientTransport {
   // The request as a server would receive it.
   static Result<ServerRequest> Received(const ExchangeRequest& what) {
     const http::internal::CallRequest& sent = *what.request;
-    const http::Headers& own = *what.attempt_headers;
+    const http::internal::AttemptFields& own = *what.attempt_headers;
     ServerRequest request;
     request.method = sent.method;
     std::size_t scheme = sent.url.find("://");
@@ -353,8 +353,9 @@ class FakeClientTransport final : public ClientTransport {
     request.target = path == std::string::npos ? "/" : sent.url.substr(path);
     request.version = "2";
     for (const auto& [name, value] : sent.headers) {
-      bool replaced = std::any_of(own.begin(), own.end(),
-                                  [&](const auto& h) { return Lower(h.first) == Lower(name); });
+      bool replaced = std::any_of(own.begin(), own.end(), [&](const auto& h) {
+        return Lower(std::string(h.name)) == Lower(name);
+      });
       if (!replaced) request.headers.emplace_back(Lower(name), value);
     }
     // As the transports send it, for a request that names none.
@@ -362,7 +363,7 @@ class FakeClientTransport final : public ClientTransport {
       request.headers.emplace_back("user-agent", http::internal::kDefaultUserAgent);
     }
     for (const auto& [name, value] : own) {
-      request.headers.emplace_back(Lower(name), value);
+      request.headers.emplace_back(Lower(std::string(name)), std::string(value));
     }
     if (!sent.body_source) {
       request.body = sent.body;

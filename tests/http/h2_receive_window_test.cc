@@ -142,7 +142,7 @@ struct Download {
     exchange.window = &window;
   }
   CallRequest request;
-  Headers no_headers;
+  AttemptFields no_headers;
   std::string authority = "bench.test";
   std::string body;
   BodySink sink = [this](std::string_view piece) {

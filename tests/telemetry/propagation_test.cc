@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <span>
+#include <string_view>
+
 namespace outbound::telemetry {
 namespace {
 
@@ -23,6 +27,21 @@ TEST(TraceparentTest, KeepsTheSampledFlag) {
   ASSERT_TRUE(context);
   EXPECT_FALSE(context->sampled);
   EXPECT_EQ(FormatTraceparent(*context), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00");
+}
+
+TEST(TraceparentTest, WrittenIntoTheCallersRoomAsIntoAString) {
+  for (std::string_view text :
+       {kExample, std::string_view("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00")}) {
+    auto context = ParseTraceparent(text);
+    ASSERT_TRUE(context);
+    std::array<char, kTraceparentSize + 2> room;
+    room.fill('#');
+    FormatTraceparent(*context,
+                      std::span<char, kTraceparentSize>(room.data() + 1, kTraceparentSize));
+    EXPECT_EQ(std::string_view(room.data() + 1, kTraceparentSize), text);
+    EXPECT_EQ(room.front(), '#');  // nothing written outside it
+    EXPECT_EQ(room.back(), '#');
+  }
 }
 
 TEST(TraceparentTest, RefusesWhatTheSpecRefuses) {

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,13 @@ namespace outbound::telemetry {
 
 // "00-<trace id>-<span id>-<flags>". `context` must be valid.
 std::string FormatTraceparent(const SpanContext& context);
+
+// The length of the traceparent above: version 00's.
+inline constexpr std::size_t kTraceparentSize = 55;
+
+// The same, written into `out`, for a caller that keeps its own room (the
+// client writes one for every attempt).
+void FormatTraceparent(const SpanContext& context, std::span<char, kTraceparentSize> out);
 
 // The context a `traceparent` value (and its `tracestate`) carries; none
 // for a malformed value, a zero id, or version ff. Versions above 00 are

@@ -34,7 +34,7 @@ struct Exchange {
   // only its events), held until the exchange ends; and what to send.
   std::shared_ptr<ExchangeEvents> events;
   const CallRequest* request = nullptr;
-  const Headers* attempt_headers = nullptr;
+  const AttemptFields* attempt_headers = nullptr;
   std::uint64_t* queue_place = nullptr;
   const Admission* admission = nullptr;
   // With several endpoints: the call's last endpoint
@@ -232,12 +232,12 @@ inline void ChooseDecoder(Exchange& exchange) {
 // any the attempt's replace.
 template <class Field>
 void ForEachRequestHeader(const Exchange& exchange, Field&& field) {
-  const Headers& own = *exchange.attempt_headers;
+  const AttemptFields& own = *exchange.attempt_headers;
   for (const auto& [name, value] : own) field(name, value);
   for (const auto& [name, value] : exchange.request->headers) {
     bool replaced = false;
-    for (const auto& header : own) replaced = replaced || SameHeaderName(name, header.first);
-    if (!replaced) field(name, value);
+    for (const auto& header : own) replaced = replaced || SameHeaderName(name, header.name);
+    if (!replaced) field(std::string_view(name), std::string_view(value));
   }
 }
 

@@ -170,7 +170,7 @@ bool H1Exchange::Start(Exchange& exchange) {
   request_.reserve(64 + exchange.path.size() + request.body.size());
   request_.append(request.method).append(" ").append(exchange.path).append(" HTTP/1.1\r\nHost: ");
   request_.append(*exchange.authority).append("\r\n");
-  ForEachRequestHeader(exchange, [&](const std::string& name, const std::string& value) {
+  ForEachRequestHeader(exchange, [&](std::string_view name, std::string_view value) {
     // `TE: trailers` is HTTP/2's (a hop-by-hop field here, and HTTP/1.1's
     // trailer fields are dropped): not sent.
     if (SameHeaderName(name, "TE")) return;

@@ -180,7 +180,7 @@ bool H2Session::Start(Exchange& exchange) {
   // already (the usual case) goes as it is; others are lowered in a copy.
   std::vector<std::string>& names = lowered_names_;
   names.clear();
-  ForEachRequestHeader(exchange, [&](const std::string& name, const std::string& value) {
+  ForEachRequestHeader(exchange, [&](std::string_view name, std::string_view value) {
     std::string_view field_name = name;
     if (std::any_of(name.begin(), name.end(),
                     [](char c) { return outbound::internal::IsAsciiUpper(c); })) {
