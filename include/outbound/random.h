@@ -18,7 +18,8 @@ class Random {
  public:
   virtual ~Random() = default;
   // A number drawn uniformly from [0, 1), with 48 random bits or more: a
-  // RecordingTracer draws its trace and span ids 48 bits at a time.
+  // RecordingTracer given this source draws its trace and span ids 48 bits
+  // at a time (from DefaultRandom(), 64 bits at a time, at no call of this).
   virtual double Uniform() = 0;
 };
 

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstring>
 
+#include "../core/random_bits.h"
 #include "../core/recycled.h"
 #include "outbound/internal/ascii.h"
 #include "outbound/telemetry/log.h"
@@ -32,14 +33,24 @@ std::string ToHex(const std::array<std::uint8_t, N>& bytes) {
   return hex;
 }
 
-// Random bytes, 48 bits per draw (Uniform gives at least 53 good bits):
-// three draws for a trace id, two for a span id, each draw's bits laid out
-// from the lowest byte. Drawn again in the unlikely case they are all zero.
+// Random bytes, never all zero: ids of zeroes are invalid (W3C), so a
+// draw of all zeroes (only likely from a fixed source that gives 0) has
+// its last byte set to 1, rather than drawn again, which from such a
+// source would never end. From DefaultRandom(), 64 bits a draw: one draw
+// for a span id, two for a trace id. From any other source, 48 bits a draw
+// of Uniform (which gives at least 53 good bits), each draw's bits laid out
+// from the lowest byte.
 template <std::size_t N>
 std::array<std::uint8_t, N> RandomBytes(Random& random) {
-  constexpr std::size_t kBytesPerDraw = 6;
   std::array<std::uint8_t, N> bytes{};
-  do {
+  if (&random == &DefaultRandom()) {
+    static_assert(N % 8 == 0);
+    for (std::size_t i = 0; i < N; i += 8) {
+      std::uint64_t bits = outbound::internal::DefaultRandomBits();
+      std::memcpy(bytes.data() + i, &bits, 8);
+    }
+  } else {
+    constexpr std::size_t kBytesPerDraw = 6;
     for (std::size_t i = 0; i < N; i += kBytesPerDraw) {
       auto bits = static_cast<std::uint64_t>(random.Uniform() * 0x1.0p48);
       std::size_t n = std::min(kBytesPerDraw, N - i);
@@ -50,7 +61,8 @@ std::array<std::uint8_t, N> RandomBytes(Random& random) {
           bytes[i + j] = static_cast<std::uint8_t>(bits >> (8 * j));
       }
     }
-  } while (!AnyNonZero(bytes));
+  }
+  if (!AnyNonZero(bytes)) bytes[N - 1] = 1;
   return bytes;
 }
 
@@ -96,17 +108,22 @@ class RecordingSpan final : public Span {
   const SpanContext& context() const override { return data_.context; }
   void SetAttribute(const KeyValue& attribute) override {
     Value* value = nullptr;
-    for (Attribute& existing : data_.attributes) {
-      if (existing.key == attribute.key.text()) {
-        value = &existing.value;
-        break;
+    // A key of a length no key held has is new: a client span's keys all
+    // differ in length, so none of them searches the others.
+    std::uint64_t length_bit = std::uint64_t{1} << (attribute.key.text().size() % 64);
+    if ((key_lengths_ & length_bit) != 0) {
+      for (Attribute& existing : data_.attributes) {
+        if (existing.key == attribute.key.text()) {
+          value = &existing.value;
+          break;
+        }
       }
     }
     if (value == nullptr) {
       // Built in place: no temporary Attribute to move in. A literal key is
       // kept as it is, not copied.
-      Attribute& added = data_.attributes.emplace_back();
-      added.key = Key(attribute.key);
+      Attribute& added = data_.attributes.emplace_back(Key(attribute.key));
+      key_lengths_ |= length_bit;
       value = &added.value;
     }
     // Made in place, with no Value to move in; a string replacing a string
@@ -145,6 +162,7 @@ class RecordingSpan final : public Span {
   SpanProcessor& processor_;
   SpanData data_;
   bool ended_ = false;
+  std::uint64_t key_lengths_ = 0;  // bit n % 64 set for each key of length n held
 };
 
 }  // namespace

@@ -132,6 +132,29 @@ TEST(AttributeKeyTest, ASpanKeepsLiteralKeysAsTheyAreAndCopiesTheRest) {
   EXPECT_EQ(attributes[1].value, Value(std::string("user.chosen.key.of.some.length")));
 }
 
+TEST(AttributeKeyTest, KeysOfOneLengthAreToldApartAndASecondSettingReplacesTheFirst) {
+  KeepLast processor;
+  RecordingTracer tracer(DefaultRandom(), processor);
+  std::unique_ptr<Span> span = tracer.StartSpan({.scope = "test", .name = "GET"});
+  const std::string long_key(64 + 3, 'k');  // its length the same as "abc"'s, modulo 64
+  span->SetAttribute({"abc", std::int64_t{1}});
+  span->SetAttribute({"xyz", std::int64_t{2}});  // same length, another key
+  span->SetAttribute({std::string_view(long_key), std::int64_t{3}});
+  span->SetAttribute({std::string_view(std::string("xyz")), std::int64_t{4}});  // xyz again
+  span->SetAttribute({"abc", true});
+  span->End(TimePoint{});
+
+  ASSERT_TRUE(processor.last.has_value());
+  const Attributes& attributes = processor.last->attributes;
+  ASSERT_EQ(attributes.size(), 3u);
+  EXPECT_EQ(attributes[0].key, "abc");
+  EXPECT_EQ(attributes[0].value, Value(true));
+  EXPECT_EQ(attributes[1].key, "xyz");
+  EXPECT_EQ(attributes[1].value, Value(std::int64_t{4}));
+  EXPECT_EQ(attributes[2].key, long_key);
+  EXPECT_EQ(attributes[2].value, Value(std::int64_t{3}));
+}
+
 TEST(AttributeKeyTest, AMetricKeepsItsSetsKeysAsTheSpanDoes) {
   MetricStore store;
   auto counter = store.CreateCounter({"test", "calls", "{call}", ""});
