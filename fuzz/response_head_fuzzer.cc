@@ -138,7 +138,7 @@ Summary Run(const std::string& response, const std::vector<std::size_t>& ends, b
   // An attempt on a path with no layers: the codec only tells it events.
   static const http::internal::AttemptPath kNoLayers({}, {}, nullptr);
   auto attempt = std::make_shared<http::internal::Attempt>(kNoLayers, clock);
-  const http::internal::AttemptFields no_attempt_headers;
+  http::internal::AttemptFields no_attempt_headers;  // none
   exchange.events = attempt;
   exchange.request = request.get();
   exchange.attempt_headers = &no_attempt_headers;
