@@ -72,7 +72,7 @@ class RecycledBlocks {
         return;
       }
     }
-    ::operator delete(block, kSize);
+    ::operator delete(block);  // unsized: clang 14 declares no sized delete by default
   }
 
  private:
@@ -91,7 +91,7 @@ class RecycledBlocks {
       // A block freed later on this thread (by another thread-local's
       // destructor) goes straight back to the heap.
       t_gone = true;
-      while (top != nullptr) ::operator delete(std::exchange(top, top->next), kSize);
+      while (top != nullptr) ::operator delete(std::exchange(top, top->next));
     }
   };
 

@@ -109,8 +109,8 @@ class AttemptFields {
   AttemptFields& operator=(const AttemptFields&) = delete;
 
   // Adds a field named `name`, which must be a string literal, with a copy
-  // of `value`. A field past kMaxFields is a bug in the library: it fails
-  // an assertion in a debug build and is left out in a release one.
+  // of `value` (not a view of these fields' own values). A field past kMaxFields is a bug in the
+  // library: it fails an assertion in a debug build and is left out in a release one.
   void Add(std::string_view name, std::string_view value) {
     assert(count_ < kMaxFields && "an attempt adds at most four fields");
     if (count_ == kMaxFields) return;

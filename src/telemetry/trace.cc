@@ -102,7 +102,7 @@ class RecordingSpan final : public Span {
   static void operator delete(void* block, std::size_t size) noexcept {
     using Blocks = outbound::internal::RecycledBlocks<sizeof(RecordingSpan)>;
     if (size == sizeof(RecordingSpan)) return Blocks::Give(block);
-    ::operator delete(block, size);
+    ::operator delete(block);
   }
 
   const SpanContext& context() const override { return data_.context; }
@@ -122,7 +122,7 @@ class RecordingSpan final : public Span {
     if (value == nullptr) {
       // Built in place: no temporary Attribute to move in. A literal key is
       // kept as it is, not copied.
-      Attribute& added = data_.attributes.emplace_back(Key(attribute.key));
+      Attribute& added = data_.attributes.emplace_back(Attribute{Key(attribute.key), Value()});
       key_lengths_ |= length_bit;
       value = &added.value;
     }

@@ -352,11 +352,13 @@ class FakeClientTransport final : public ClientTransport {
     std::size_t path = sent.url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
     request.target = path == std::string::npos ? "/" : sent.url.substr(path);
     request.version = "2";
-    for (const auto& [name, value] : sent.headers) {
+    for (const auto& header : sent.headers) {
+      // Not a structured binding: clang 14 cannot capture one in a lambda.
+      const std::string name = Lower(header.first);
       bool replaced = std::any_of(own.begin(), own.end(), [&](const auto& h) {
-        return Lower(std::string(h.name)) == Lower(name);
+        return Lower(std::string(h.name)) == name;
       });
-      if (!replaced) request.headers.emplace_back(Lower(name), value);
+      if (!replaced) request.headers.emplace_back(name, header.second);
     }
     // As the transports send it, for a request that names none.
     if (sent.default_user_agent) {

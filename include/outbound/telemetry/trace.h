@@ -140,7 +140,9 @@ class RecordingTracer final : public Tracer {
   SpanProcessor& processor_;
 };
 
-// New random ids, never all zero.
+// New random ids, never all zero: an id drawn as zeroes (from a fixed
+// source that gives 0, say) ends in 1, so such a source gives the same
+// valid id every time.
 TraceId NewTraceId(Random& random);
 SpanId NewSpanId(Random& random);
 
