@@ -120,8 +120,9 @@ class RecordingSpan final : public Span {
       }
     }
     if (value == nullptr) {
-      // Built in place: no temporary Attribute to move in. A literal key is
-      // kept as it is, not copied.
+      // A literal key is kept as it is, not copied; the value is made
+      // below, in place. (Braced: clang 14 makes no aggregate from
+      // parentheses.)
       Attribute& added = data_.attributes.emplace_back(Attribute{Key(attribute.key), Value()});
       key_lengths_ |= length_bit;
       value = &added.value;
