@@ -93,16 +93,14 @@ class RecordingSpan final : public Span {
   ~RecordingSpan() override { End(data_.start); }
 
   // A span is made and ended on every attempt: its block is kept by the
-  // thread that deleted it, for the next span made there (recycled.h).
-  static void* operator new(std::size_t size) {
+  // thread that deleted it, for the next span made there (recycled.h). The
+  // class is final, so every block asked for is one RecordingSpan's.
+  static void* operator new(std::size_t /*size*/) {
     static_assert(alignof(RecordingSpan) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
-    using Blocks = outbound::internal::RecycledBlocks<sizeof(RecordingSpan)>;
-    return size == sizeof(RecordingSpan) ? Blocks::Take() : ::operator new(size);
+    return outbound::internal::RecycledBlocks<sizeof(RecordingSpan)>::Take();
   }
-  static void operator delete(void* block, std::size_t size) noexcept {
-    using Blocks = outbound::internal::RecycledBlocks<sizeof(RecordingSpan)>;
-    if (size == sizeof(RecordingSpan)) return Blocks::Give(block);
-    ::operator delete(block);
+  static void operator delete(void* block) noexcept {
+    outbound::internal::RecycledBlocks<sizeof(RecordingSpan)>::Give(block);
   }
 
   const SpanContext& context() const override { return data_.context; }
