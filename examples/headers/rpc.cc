@@ -49,6 +49,17 @@ Result<std::unique_ptr<rpc::Client>> RpcClientExample(const std::string& request
   return carts;
 }
 
+rpc::Reply MetadataExample(rpc::Client& carts, const std::string& request_bytes,
+                           const std::string& token, const std::string& request_id) {
+  // [example context-metadata]
+  Context ctx;
+  ctx.metadata.emplace("authorization", "Bearer " + token);
+  ctx.metadata.emplace("x-request-id-bin", request_id);  // bytes
+  rpc::Reply reply = carts.Call("/cart.v1.Carts/Get", request_bytes, ctx);
+  // [end context-metadata]
+  return reply;
+}
+
 rpc::Status TypedExample(const std::unique_ptr<rpc::Client>* carts,
                          const cart::v1::GetCartRequest& request, const Context& context) {
   // [example rpc-typed]

@@ -3,7 +3,8 @@
 //
 // What one call carries besides its request: a deadline, a way for the
 // caller to give up, and the caller's trace context and baggage, which
-// every attempt passes on to the dependency (`traceparent`, `baggage`).
+// every attempt passes on to the dependency (`traceparent`, `baggage`),
+// and the metadata a gRPC call sends (an HTTP call's: header fields).
 //
 // example: examples/headers/core.cc#context
 //   CancelSource cancel;
@@ -14,9 +15,11 @@
 #define OUTBOUND_CONTEXT_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "outbound/clock.h"
@@ -24,6 +27,9 @@
 #include "outbound/telemetry/trace.h"
 
 namespace outbound {
+
+// Request metadata: names and values, a name possibly more than once.
+using Metadata = std::multimap<std::string, std::string>;
 
 namespace internal {
 // Shared by a CancelSource and its tokens. Thread-safe.
@@ -67,6 +73,21 @@ struct Context {
   telemetry::SpanContext trace;
   // Passed on to the dependency in each attempt's `baggage` header.
   telemetry::Baggage baggage;
+  // Sent with each attempt, after the call's own fields. A gRPC call's
+  // metadata: a name is taken without case and sent in lower case, a
+  // "-bin" name's value is any bytes (sent base64-coded, as gRPC wants),
+  // any other value printable ASCII. A name gRPC reserves ("grpc-*",
+  // content-type, te), a name of other than letters, digits, '-', '_' and
+  // '.', or a value that breaks these rules ends the call with INTERNAL,
+  // naming it, before anything is sent. An HTTP call sends them as header
+  // fields, after the Request's own, checked as those are (Request::headers).
+  //
+  // example: examples/headers/rpc.cc#context-metadata
+  //   Context ctx;
+  //   ctx.metadata.emplace("authorization", "Bearer " + token);
+  //   ctx.metadata.emplace("x-request-id-bin", request_id);  // bytes
+  //   rpc::Reply reply = carts.Call("/cart.v1.Carts/Get", request_bytes, ctx);
+  Metadata metadata;
 };
 
 }  // namespace outbound

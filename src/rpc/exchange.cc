@@ -120,17 +120,23 @@ Status UnaryFramingOf(const http::Response& response, std::size_t receive_limit)
 
 }  // namespace
 
-http::Request CallRequest(std::string_view method, const Context& context, bool accept_gzip) {
+StatusOr<http::Request> CallRequest(std::string_view method, const Context& context,
+                                    bool accept_gzip) {
   std::string path(method);
   if (path.empty() || path.front() != '/') path.insert(path.begin(), '/');
   http::Request request = http::Request::Post(std::move(path), "");
   // Room for these three, grpc-encoding, and the Accept-Encoding the
   // core's CheckRequest may add: one allocation.
-  request.headers.reserve(5);
+  request.headers.reserve(5 + context.metadata.size());
   request.Header("content-type", "application/grpc");
   request.Header("te", "trailers");
   if (accept_gzip) request.Header("grpc-accept-encoding", "gzip");
+  if (Status added = AppendRequestMetadata(context.metadata, request.headers); !added.ok()) {
+    return tl::unexpected(std::move(added));
+  }
   request.WithContext(context);
+  // Sent above as gRPC codes it: the core adds a context's metadata as it is.
+  request.context.metadata.clear();
   return request;
 }
 
@@ -139,9 +145,10 @@ StatusOr<http::Request> MessageRequest(std::string_view method, std::string_view
                                        bool accept_gzip) {
   StatusOr<std::string> body = FrameForSending(message, send_limit, gzip);
   if (!body) return tl::unexpected(std::move(body.error()));
-  http::Request request = CallRequest(method, context, accept_gzip);
-  if (gzip) request.Header("grpc-encoding", "gzip");
-  request.body = std::move(*body);
+  StatusOr<http::Request> request = CallRequest(method, context, accept_gzip);
+  if (!request) return request;
+  if (gzip) request->Header("grpc-encoding", "gzip");
+  request->body = std::move(*body);
   return request;
 }
 

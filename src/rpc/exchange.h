@@ -26,13 +26,15 @@ namespace outbound::rpc::internal {
 
 // The request of a call: a POST to the method's path ("/pkg.Service/Method";
 // the server answers UNIMPLEMENTED for one it does not have) with gRPC's
-// headers (content-type, te). With `accept_gzip`, grpc-accept-encoding says
-// a gzip-coded answer is welcome.
-http::Request CallRequest(std::string_view method, const Context& context, bool accept_gzip);
+// headers (content-type, te) and the context's metadata
+// (AppendRequestMetadata, whose INTERNAL it gives back). With
+// `accept_gzip`, grpc-accept-encoding says a gzip-coded answer is welcome.
+StatusOr<http::Request> CallRequest(std::string_view method, const Context& context,
+                                    bool accept_gzip);
 
 // The request of a call that sends one message: CallRequest's, `message`
 // framed (gzip-coded with `gzip`), or RESOURCE_EXHAUSTED when `message` is
-// over `send_limit` bytes.
+// over `send_limit` bytes (CallRequest's INTERNAL for bad metadata).
 StatusOr<http::Request> MessageRequest(std::string_view method, std::string_view message,
                                        const Context& context, std::size_t send_limit, bool gzip,
                                        bool accept_gzip = true);

@@ -144,7 +144,16 @@ Stream Client::OpenStream(std::string_view method, const Context& context) {
     impl->caller_cancel = context.cancel;
     impl->forward_id = context.cancel->OnCancel([token = own.cancel] { token->Cancel(); });
   }
-  http::Request request = internal::CallRequest(method, own, /*accept_gzip=*/true);
+  internal::StatusOr<http::Request> made = internal::CallRequest(method, own, /*accept_gzip=*/true);
+  if (!made) {
+    // Bad metadata: nothing is sent, and the stream has ended already.
+    impl->local = made.error();
+    impl->ended_locally.store(true);
+    impl->shared->End(tl::unexpected(Error(ErrorKind::kInvalidRequest, made.error().message)),
+                      nullptr);
+    return Stream(std::move(impl));
+  }
+  http::Request& request = *made;
   request.StreamBodyFromPipe(impl->pipe);
   std::shared_ptr<internal::Deframer> deframer(impl->shared, &impl->shared->deframer);
   request.StreamBodyTo(internal::DeframingSink(deframer), impl->shared->window)

@@ -6,6 +6,7 @@
 // both ways, deadlines, retries, pushback, the receive limit and
 // cancellation. Waits run on a ManualClock the test advances to each timer
 // the call sets.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -569,6 +570,73 @@ TEST_F(GrpcioPeerTest, BinaryMetadataGoesAndComesBackAsItsBytes) {
   auto text = reply.trailers.find("x-text");
   ASSERT_NE(text, reply.trailers.end());
   EXPECT_EQ(text->second, "plain value");
+}
+
+// A call's own metadata (Context::metadata) reaches grpcio: a name in any
+// case arrives in lower case, a "-bin" value as its bytes; and each call
+// sends its own.
+TEST_F(GrpcioPeerTest, EachCallSendsItsContextsMetadata) {
+  Start();
+  const std::string bytes("\x00\x01\xfe\xff binary", 11);
+  Context first;
+  first.metadata.emplace("Authorization", "Bearer first");
+  first.metadata.emplace("x-id-bin", bytes);
+  Reply reply = Call("Echo", "m", first);
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  nlohmann::json seen = peer_->Stats().at("last_metadata");
+  EXPECT_EQ(seen.value("authorization", ""), "Bearer first");
+  EXPECT_EQ(seen.value("x-id-bin", ""), "0001feff2062696e617279");  // the bytes, in hex
+  auto echoed = reply.trailers.find("x-id-bin");
+  ASSERT_NE(echoed, reply.trailers.end());
+  EXPECT_EQ(echoed->second, bytes);
+
+  Context second;
+  second.metadata.emplace("authorization", "Bearer second");
+  reply = Call("Echo", "m", second);
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  seen = peer_->Stats().at("last_metadata");
+  EXPECT_EQ(seen.value("authorization", ""), "Bearer second");
+  EXPECT_FALSE(seen.contains("x-id-bin"));
+}
+
+TEST_F(GrpcioPeerTest, AStreamSendsItsContextsMetadata) {
+  Start();
+  Context context;
+  context.metadata.emplace("x-tenant", "acme");
+  Stream stream = client_->OpenStream("/peer.Test/Join", context);
+  ASSERT_TRUE(stream.Write(std::string_view("a")));
+  ASSERT_TRUE(stream.WritesDone());
+  std::string reply;
+  ASSERT_TRUE(stream.Read(&reply));
+  Status status = stream.Finish();
+  ASSERT_TRUE(status.ok()) << status.message;
+  EXPECT_EQ(peer_->Stats().at("last_metadata").value("x-tenant", ""), "acme");
+}
+
+// Metadata gRPC does not allow ends the call with INTERNAL naming it, and
+// nothing reaches the server: a unary call, and a stream.
+TEST_F(GrpcioPeerTest, BadMetadataEndsTheCallWithInternalAndNothingIsSent) {
+  Start();
+  Context context;
+  context.metadata.emplace("grpc-timeout", "1S");
+  Reply reply = Call("Echo", "m", context);
+  EXPECT_EQ(reply.status.code, Code::kInternal);
+  EXPECT_THAT(reply.status.message, ::testing::HasSubstr("\"grpc-timeout\""));
+  EXPECT_EQ(reply.attempts, 0);
+
+  Context bad_value;
+  bad_value.metadata.emplace("x-note", "line\r\nbreak");
+  Stream stream = client_->OpenStream("/peer.Test/Join", bad_value);
+  EXPECT_FALSE(stream.Write(std::string_view("a")));
+  std::string message;
+  EXPECT_FALSE(stream.Read(&message));
+  Status status = stream.Finish();
+  EXPECT_EQ(status.code, Code::kInternal);
+  EXPECT_THAT(status.message, ::testing::HasSubstr("\"x-note\""));
+  EXPECT_EQ(stream.attempts(), 0);
+
+  EXPECT_EQ(Calls("Echo"), 0);
+  EXPECT_EQ(Calls("Join"), 0);
 }
 
 // --- gzip ---

@@ -112,5 +112,52 @@ TEST(MetadataOfTest, RepeatedFieldsAreAllKeptInOrder) {
               ElementsAre(Pair("x-a", "1"), Pair("x-a", "2")));
 }
 
+TEST(RequestMetadataTest, NamesGoInLowerCaseAndBinaryValuesInBase64AfterTheFieldsThere) {
+  http::Headers fields = {{"te", "trailers"}};
+  Status status = AppendRequestMetadata({{"Authorization", "Bearer abc"},
+                                         {"x-id-bin", "\x00\x01\xfe\xff"s},
+                                         {"x-a", "1"},
+                                         {"x-a", "2"}},
+                                        fields);
+  ASSERT_TRUE(status.ok()) << status.message;
+  EXPECT_THAT(fields, ElementsAre(Pair("te", "trailers"), Pair("authorization", "Bearer abc"),
+                                  Pair("x-a", "1"), Pair("x-a", "2"), Pair("x-id-bin", "AAH+/w")));
+}
+
+TEST(RequestMetadataTest, EveryCharacterGrpcAllowsInANameIsTaken) {
+  http::Headers fields;
+  EXPECT_TRUE(AppendRequestMetadata({{"a-z_0.9", "v"}, {"x-empty", ""}}, fields).ok());
+  EXPECT_EQ(fields.size(), 2u);
+}
+
+TEST(RequestMetadataTest, ABadEntryIsInternalNamesItselfAndNothingIsAppended) {
+  struct Case {
+    const char* name;
+    std::string value;
+    const char* said;
+  };
+  const Case cases[] = {
+      {"", "v", "is empty"},
+      {"x key", "v", "a character other than"},
+      {":authority", "v", "a character other than"},
+      {"x-\xc3\xa9", "v", "a character other than"},
+      {"grpc-timeout", "1S", "reserved by gRPC"},
+      {"GRPC-Status", "0", "reserved by gRPC"},
+      {"content-type", "text/plain", "written by the client itself"},
+      {"TE", "trailers", "written by the client itself"},
+      {"x-note", "line\r\nx-injected: 1", "printable ASCII"},
+      {"x-note", "caf\xc3\xa9", "printable ASCII"},
+      {"x-note", "nul\0"s, "printable ASCII"},
+  };
+  for (const Case& c : cases) {
+    http::Headers fields = {{"te", "trailers"}};
+    Status status = AppendRequestMetadata({{"x-fine", "1"}, {c.name, c.value}}, fields);
+    EXPECT_EQ(status.code, Code::kInternal) << c.name;
+    EXPECT_THAT(status.message, ::testing::HasSubstr(c.said)) << c.name;
+    EXPECT_THAT(status.message, ::testing::HasSubstr('"' + std::string(c.name) + '"')) << c.name;
+    EXPECT_THAT(fields, ElementsAre(Pair("te", "trailers"))) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace outbound::rpc::internal

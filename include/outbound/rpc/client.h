@@ -80,7 +80,8 @@ class Client {
   // A unary call by full method name ("/pkg.Service/Method") with a
   // serialised request. Blocks the calling thread until the call ends; safe
   // to call from many threads. context's deadline (if earlier than
-  // Settings::timeout) bounds the call, its cancel ends it. What the user's
+  // Settings::timeout) bounds the call, its cancel ends it, and each
+  // attempt sends its metadata (Context::metadata). What the user's
   // classify or breaker policy throws is rethrown here.
   Reply Call(std::string_view method, std::string_view request, const Context& context = {});
 

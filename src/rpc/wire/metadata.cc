@@ -33,7 +33,48 @@ bool Hidden(std::string_view name) {
   return false;
 }
 
+// Why `name` cannot be a request's metadata name, or empty when it can.
+std::string_view NameProblem(std::string_view name) {
+  if (name.empty()) return "is empty";
+  for (char c : name) {
+    using outbound::internal::IsAsciiAlpha;
+    using outbound::internal::IsAsciiDigit;
+    bool allowed = IsAsciiAlpha(c) || IsAsciiDigit(c) || c == '-' || c == '_' || c == '.';
+    if (!allowed) return "holds a character other than a letter, a digit, '-', '_' or '.'";
+  }
+  if (outbound::internal::StartsWithIgnoringAsciiCase(name, "grpc-")) return "is reserved by gRPC";
+  if (EqualsIgnoringAsciiCase(name, "content-type") || EqualsIgnoringAsciiCase(name, "te")) {
+    return "is written by the client itself";
+  }
+  return {};
+}
+
+bool PrintableAscii(std::string_view value) {
+  for (char c : value) {
+    if (c < 0x20 || c > 0x7E) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+Status AppendRequestMetadata(const Metadata& metadata, http::Headers& fields) {
+  for (const auto& [name, value] : metadata) {
+    if (std::string_view problem = NameProblem(name); !problem.empty()) {
+      return {Code::kInternal, "the call's metadata name \"" + name + "\" " + std::string(problem)};
+    }
+    if (!IsBinaryKey(name) && !PrintableAscii(value)) {
+      return {Code::kInternal, "the call's metadata \"" + name +
+                                   "\" has a byte outside printable ASCII in its value (binary "
+                                   "values need a name ending in \"-bin\")"};
+    }
+  }
+  for (const auto& [name, value] : metadata) {
+    fields.emplace_back(outbound::internal::AsciiLowered(name),
+                        IsBinaryKey(name) ? EncodeBinaryValue(value) : value);
+  }
+  return {};
+}
 
 std::optional<std::string_view> FindField(const http::ResponseHeaders& fields,
                                           std::string_view lower) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "outbound/context.h"
 #include "outbound/http/message.h"
 #include "outbound/internal/ascii.h"
 #include "outbound/rpc/settings.h"
@@ -41,6 +42,16 @@ std::string EncodeBinaryValue(std::string_view bytes);
 // leaves one character over (no bytes are 1 character long). Leftover bits
 // of the last character that are not zero are ignored, as most decoders do.
 std::optional<std::string> DecodeBinaryValue(std::string_view base64);
+
+// Appends a call's request metadata (Context::metadata) to `fields` as
+// gRPC sends it: each name in lower case, a "-bin" name's value
+// base64-coded. INTERNAL, naming the entry, for the first one gRPC does
+// not allow, and then nothing is appended: an empty name, or one of other
+// than ASCII letters, digits, '-', '_' and '.'; a name gRPC reserves
+// ("grpc-" anything, content-type, te); a text value with a byte outside
+// printable ASCII (0x20-0x7E). Connection-specific names (connection,
+// host...) are left to the call core's own check of request fields.
+Status AppendRequestMetadata(const Metadata& metadata, http::Headers& fields);
 
 // The metadata a caller sees from an answer's fields (its trailers, or its
 // headers when the answer is Trailers-Only), names lower-cased:
