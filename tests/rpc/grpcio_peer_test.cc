@@ -635,8 +635,8 @@ TEST_F(GrpcioPeerTest, BadMetadataEndsTheCallWithInternalAndNothingIsSent) {
   EXPECT_THAT(status.message, ::testing::HasSubstr("\"x-note\""));
   EXPECT_EQ(stream.attempts(), 0);
 
-  EXPECT_EQ(Calls("Echo"), 0);
-  EXPECT_EQ(Calls("Join"), 0);
+  EXPECT_EQ(peer_->Calls("Echo"), 0);
+  EXPECT_EQ(peer_->Calls("Join"), 0);
 }
 
 // --- gzip ---
