@@ -118,9 +118,11 @@ gRPC:
   OK writes nothing, and leaves FILE as it was). The call's status
   and its attempts go to stderr, as in: outbound: OK (1 attempt), or
   outbound: UNAVAILABLE: failed to connect to all addresses; ... (3 attempts).
-  -o, --timeout, --cacert, --cert, --key, --connect-to, --fault (the point
-  is grpc:HOST:PORT), -v (each attempt's span) and --report json apply;
-  -X, -H, -i, --fail and --runtime-file do not. The settings are the
+  -H is the call's metadata (a NAME-bin header's value is the bytes given,
+  sent base64-coded; a name gRPC reserves, such as grpc-timeout, ends the
+  call INTERNAL). -o, --timeout, --cacert, --cert, --key, --connect-to,
+  --fault (the point is grpc:HOST:PORT), -v (each attempt's span) and
+  --report json apply; -X, -i, --fail and --runtime-file do not. The settings are the
   variables above that rpc::Settings has: OUTBOUND_TIMEOUT
   OUTBOUND_ATTEMPT_TIMEOUT OUTBOUND_MAX_ATTEMPTS OUTBOUND_BACKOFF_BASE
   OUTBOUND_BACKOFF_MAX, the OUTBOUND_RETRY_BUDGET_ and OUTBOUND_BREAKER_
@@ -284,7 +286,6 @@ int RunCall(const std::vector<std::string>& args) {
     } else if (a == "-H" || a == "--header") {
       auto v = value();
       if (!v || !AddHeader(request, *v)) return Usage("call", a + " needs 'Name: value'");
-      http_only.push_back(a);
     } else if (a == "-d" || a == "--data") {
       auto v = value();
       if (!v) return Usage("call", a + " needs data");
@@ -329,9 +330,12 @@ int RunCall(const std::vector<std::string>& args) {
     std::string problem;
     std::optional<GrpcTarget> target = ParseGrpcUrl(url, &problem);
     if (!target) return Usage("call", problem);
+    Metadata metadata;
+    for (auto& [name, value] : request.headers) metadata.emplace(std::move(name), std::move(value));
     return RunGrpcCall({.url = url,
                         .target = std::move(*target),
                         .message = std::move(request.body),
+                        .metadata = std::move(metadata),
                         .output = output,
                         .settings = setting_options,
                         .network = &network,

@@ -180,6 +180,7 @@ int RunGrpcCall(const GrpcCall& call) {
       RpcSettingsFromEnvironment(call.url, call.target, call.settings);
   if (!settings) return kExitConfig;
   Context context;
+  context.metadata = call.metadata;
   if (call.fault) {
     settings->faults.enabled = true;
     context.baggage.push_back({"outbound-fault", *call.fault, ""});

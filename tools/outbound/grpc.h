@@ -17,6 +17,7 @@ struct GrpcCall {
   std::string url;
   GrpcTarget target;
   std::string message;                // the serialised request
+  Metadata metadata;                  // -H
   std::optional<std::string> output;  // -o FILE
   SettingOptions settings;
   const Network* network = nullptr;  // --connect-to
