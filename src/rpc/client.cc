@@ -195,7 +195,10 @@ void Client::ServerStreamAsync(std::string_view method, std::string_view request
               Reply reply;
               reply.attempts = result ? result->attempts : result.error().attempts();
               reply.status = internal::StatusOf(result);
-              if (result) reply.trailers = internal::TrailersOf(*result);
+              if (result) {
+                reply.trailers = internal::TrailersOf(*result);
+                reply.headers = internal::HeadersOf(*result);
+              }
               // A malformed message, or a body that ended inside one, ended
               // the call (DeframingSink): the Deframer has its exact code,
               // read here, on the thread that fed it.

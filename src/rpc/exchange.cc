@@ -159,6 +159,13 @@ Status StatusOf(const Result<http::Response>& result) {
 
 Trailers TrailersOf(const http::Response& response) { return MetadataOf(StatusFields(response)); }
 
+Metadata HeadersOf(const http::Response& response) {
+  // Trailers-Only: the headers are the trailers, and there is no initial
+  // metadata.
+  if (response.trailers.empty()) return {};
+  return MetadataOf(response.headers);
+}
+
 std::string_view MethodOf(std::string_view url) { return http::internal::PathOf(url); }
 
 Status AttemptStatusOf(const Result<http::Response>& result, bool body_streams,
@@ -219,6 +226,7 @@ Reply ReplyOf(Result<http::Response> result, std::size_t receive_limit) {
   reply.status = StatusOf(result);
   if (!result) return reply;
   reply.trailers = TrailersOf(*result);
+  reply.headers = HeadersOf(*result);
   if (!reply.status.ok()) return reply;
   auto message = OnlyMessage(*result, receive_limit);
   if (!message) {

@@ -50,6 +50,10 @@ Status StatusOf(const Result<http::Response>& result);
 // trailers-only.
 Trailers TrailersOf(const http::Response& response);
 
+// The answer's initial metadata, as TrailersOf has the trailing: none for
+// a Trailers-Only answer, whose headers are its trailers.
+Metadata HeadersOf(const http::Response& response);
+
 // The method an attempt called, from its URL's path: "/pkg.Service/Method".
 std::string_view MethodOf(std::string_view url);
 

@@ -119,6 +119,7 @@ struct Stream::Impl {
   bool finished = false;
   Status status;
   Trailers trailers;
+  Metadata headers;
   int attempts = 0;
 
   ~Impl() {
@@ -262,7 +263,10 @@ Status Stream::Finish() {
   impl.finished = true;
   const Result<http::Response>& result = *impl.shared->result;
   impl.attempts = result ? result->attempts : result.error().attempts();
-  if (result) impl.trailers = internal::TrailersOf(*result);
+  if (result) {
+    impl.trailers = internal::TrailersOf(*result);
+    impl.headers = internal::HeadersOf(*result);
+  }
   if (local) {
     impl.status = *local;
   } else if (!impl.shared->framing.ok()) {
@@ -279,6 +283,11 @@ Status Stream::Finish() {
 const Trailers& Stream::trailers() const {
   static const Trailers kNone;
   return impl_ == nullptr ? kNone : impl_->trailers;
+}
+
+const Metadata& Stream::headers() const {
+  static const Metadata kNone;
+  return impl_ == nullptr ? kNone : impl_->headers;
 }
 
 void Stream::EndLocally(Status status) {

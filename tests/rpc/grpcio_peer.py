@@ -8,7 +8,9 @@ raw bytes (no generated code) on 127.0.0.1, plain text or TLS.
 
 Methods (each message is raw bytes):
   Echo    unary: answers the request; its custom metadata (names starting
-          "x-", "-bin" values as bytes) comes back in the trailers.
+          "x-", "-bin" values as bytes) comes back in the trailers, and
+          the initial metadata is x-served-by: grpcio and x-served-bin:
+          the bytes 00 ff.
   Fail    unary: the request is "CODE message": that status, that message.
   Flaky   unary: call n gets answers[n-1] (the last one repeats): a status
           code name, with grpc-retry-pushback-ms after a colon; OK echoes.
@@ -25,7 +27,8 @@ Methods (each message is raw bytes):
   Flood   server streaming: the request is "n:size"; n messages of `size`
           bytes, each its index in 8 digits and then '.', as fast as the
           client's flow control lets grpcio take them.
-  Join    client streaming: every message, joined with '+'.
+  Join    client streaming: every message, joined with '+'; the initial
+          metadata is x-served-by: grpcio.
   Chat    bidirectional: each message back, prefixed "echo:"; counts the
           call cancelled when the client cancels it.
   GzipChat bidirectional: each message back, prefixed "echo:" and repeated
@@ -81,6 +84,7 @@ def _count(method, context):
 
 def echo(request, context):
     _count("Echo", context)
+    context.send_initial_metadata([("x-served-by", "grpcio"), ("x-served-bin", b"\x00\xff")])
     custom = [(k, v) for k, v in context.invocation_metadata() if k.startswith("x-")]
     context.set_trailing_metadata(custom)
     return request
@@ -163,6 +167,7 @@ def flood(request, context):
 
 def join(request_iterator, context):
     _count("Join", context)
+    context.send_initial_metadata([("x-served-by", "grpcio")])
     return b"+".join(request_iterator)
 
 

@@ -51,6 +51,7 @@ namespace outbound::rpc {
 namespace {
 
 using namespace std::chrono_literals;
+using namespace std::string_literals;
 
 // A safety net for a broken test, never a tolerance: a passing test waits
 // for events.
@@ -599,6 +600,21 @@ TEST_F(GrpcioPeerTest, EachCallSendsItsContextsMetadata) {
   EXPECT_FALSE(seen.contains("x-id-bin"));
 }
 
+// The server's initial metadata (Reply::headers), apart from its trailing;
+// a Trailers-Only answer has none.
+TEST_F(GrpcioPeerTest, TheInitialMetadataIsTheRepliesHeaders) {
+  Start();
+  Reply reply = Call("Echo", "m");
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_THAT(reply.headers, ::testing::ElementsAre(::testing::Pair("x-served-bin", "\x00\xff"s),
+                                                    ::testing::Pair("x-served-by", "grpcio")));
+  EXPECT_EQ(reply.trailers.count("x-served-by"), 0u);
+
+  reply = Call("Fail", "NOT_FOUND gone");
+  EXPECT_EQ(reply.status.code, Code::kNotFound);
+  EXPECT_TRUE(reply.headers.empty()) << reply.headers.begin()->first;
+}
+
 TEST_F(GrpcioPeerTest, AStreamSendsItsContextsMetadata) {
   Start();
   Context context;
@@ -611,6 +627,7 @@ TEST_F(GrpcioPeerTest, AStreamSendsItsContextsMetadata) {
   Status status = stream.Finish();
   ASSERT_TRUE(status.ok()) << status.message;
   EXPECT_EQ(peer_->Stats().at("last_metadata").value("x-tenant", ""), "acme");
+  EXPECT_THAT(stream.headers(), ::testing::ElementsAre(::testing::Pair("x-served-by", "grpcio")));
 }
 
 // Metadata gRPC does not allow ends the call with INTERNAL naming it, and

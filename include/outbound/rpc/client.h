@@ -57,6 +57,11 @@ struct Reply {
   std::string body;   // the serialised response message when status is OK
   Trailers trailers;  // the last attempt's trailing metadata
   int attempts = 0;   // attempts sent
+  // The last attempt's initial metadata, as `trailers` has its trailing:
+  // names in lower case, "-bin" values decoded, what gRPC reads itself
+  // (content-type, grpc-encoding...) left out. Empty for an answer of
+  // trailers alone.
+  Metadata headers;
 };
 
 class Client {

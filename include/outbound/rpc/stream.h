@@ -140,6 +140,8 @@ class Stream {
 
   // The server's trailing metadata, once Finish has returned.
   const Trailers& trailers() const;
+  // The server's initial metadata, once Finish has returned (Reply::headers).
+  const Metadata& headers() const;
 
   struct Impl;
   explicit Stream(std::unique_ptr<Impl> impl);
