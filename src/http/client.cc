@@ -347,8 +347,9 @@ void Client::Impl::Send(Request&& request, Callback&& done, std::optional<bool> 
   }
   // The context's fields go after the request's own, and are checked as
   // those are.
-  for (const auto& [name, value] : request.context.metadata)
+  for (const auto& [name, value] : request.context.metadata) {
     request.headers.emplace_back(name, value);
+  }
   auto checked = internal::CheckRequest(impl.origin, impl.origin_text, request, impl.settings.gzip);
   if (!checked) return refuse(checked.error());
   Clock& clock = *impl.runtime.clock;

@@ -9,6 +9,7 @@
 #include <exception>
 #include <map>
 #include <string_view>
+#include <vector>
 
 namespace outbound::telemetry {
 namespace {
@@ -79,6 +80,28 @@ prometheus::MetricType TypeOf(InstrumentKind kind) {
   return prometheus::MetricType::Histogram;
 }
 
+// Adds `more` into `into`, two series of one family with the same labels:
+// the format allows a series once. Counts add up (two counters, two
+// histograms of the same buckets); a gauge, or histograms of other
+// buckets, cannot be summed, and the later one is left out.
+void Merge(prometheus::MetricType type, prometheus::ClientMetric& into,
+           const prometheus::ClientMetric& more) {
+  if (type == prometheus::MetricType::Counter) into.counter.value += more.counter.value;
+  if (type != prometheus::MetricType::Histogram) return;
+  auto& buckets = into.histogram.bucket;
+  const auto& other = more.histogram.bucket;
+  bool same = buckets.size() == other.size();
+  for (std::size_t i = 0; same && i < buckets.size(); ++i) {
+    same = buckets[i].upper_bound == other[i].upper_bound;
+  }
+  if (!same) return;
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    buckets[i].cumulative_count += other[i].cumulative_count;
+  }
+  into.histogram.sample_count += more.histogram.sample_count;
+  into.histogram.sample_sum += more.histogram.sample_sum;
+}
+
 class StoreCollectable final : public prometheus::Collectable {
  public:
   explicit StoreCollectable(const MetricStore& store) : store_(store) {}
@@ -86,13 +109,19 @@ class StoreCollectable final : public prometheus::Collectable {
   // One family per name, whatever scopes record it: the format allows one
   // HELP and TYPE per name. An instrument of another kind under a name
   // already taken is left out (its points would be read as the other's).
+  // Series that come out alike (names or keys that sanitise alike: "a.b",
+  // "a_b") are merged into one (Merge).
   std::vector<prometheus::MetricFamily> Collect() const override {
+    using LabelSet = std::vector<prometheus::ClientMetric::Label>;
     std::vector<prometheus::MetricFamily> families;
     std::map<std::string, std::size_t, std::less<>> by_name;
+    // Per family, where each set of labels is in it.
+    std::vector<std::map<LabelSet, std::size_t>> series;
     for (const MetricData& metric : store_.Collect()) {
       std::string name = PrometheusName(metric);
       auto [at, added] = by_name.try_emplace(name, families.size());
       if (added) {
+        series.emplace_back();
         prometheus::MetricFamily& made = families.emplace_back();
         made.name = std::move(name);
         made.help = HelpText(metric.description);
@@ -116,7 +145,12 @@ class StoreCollectable final : public prometheus::Collectable {
             m.histogram.bucket.push_back({cumulative, bound});
           }
         }
-        family.metric.push_back(std::move(m));
+        auto [place, first] = series[at->second].try_emplace(m.label, family.metric.size());
+        if (first) {
+          family.metric.push_back(std::move(m));
+        } else {
+          Merge(family.type, family.metric[place->second], m);
+        }
       }
     }
     return families;

@@ -118,10 +118,10 @@ class RecordingSpan final : public Span {
       }
     }
     if (value == nullptr) {
-      // A literal key is kept as it is, not copied; the value is made
-      // below, in place. (Braced: clang 14 makes no aggregate from
-      // parentheses.)
-      Attribute& added = data_.attributes.emplace_back(Attribute{Key(attribute.key), Value()});
+      // Made in place, key and value: a literal key is kept as it is, not
+      // copied, and the value is made below.
+      Attribute& added = data_.attributes.emplace_back();
+      added.key = Key(attribute.key);
       key_lengths_ |= length_bit;
       value = &added.value;
     }

@@ -108,6 +108,57 @@ TEST(PrometheusTest, KeysThatSanitiseAlikeAreOneLabel) {
       << text;
 }
 
+// How often `what` is in `text`.
+std::size_t Count(const std::string& text, std::string_view what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Points whose keys sanitise alike come out as one series, and the format
+// allows a series once: counters add up, histograms of the same buckets
+// too, and of two gauges the first is kept.
+TEST(PrometheusTest, SeriesThatComeOutAlikeAreOne) {
+  MetricStore store;
+  const KeyValue dotted[] = {{"a.b", "1"}};
+  const KeyValue underscored[] = {{"a_b", "1"}};
+  auto counter = store.CreateCounter({"outbound.http", "c", "", "C."});
+  counter->Add(2, dotted);
+  counter->Add(3, underscored);
+  const double bounds[] = {1};
+  auto histogram = store.CreateHistogram({"outbound.http", "h", "s", "H."}, bounds);
+  histogram->Record(0.5, dotted);
+  histogram->Record(2, underscored);
+  std::string text = Exposition(store);
+  EXPECT_EQ(Count(text, "c_total{a_b=\"1\",otel_scope_name=\"outbound.http\"} 5\n"), 1u) << text;
+  EXPECT_EQ(Count(text, "c_total{"), 1u) << text;
+  EXPECT_EQ(
+      Count(text, "h_seconds_bucket{a_b=\"1\",otel_scope_name=\"outbound.http\",le=\"1\"} 1\n"), 1u)
+      << text;
+  EXPECT_EQ(Count(text, "le=\"+Inf\"} 2\n"), 1u) << text;
+  EXPECT_EQ(Count(text, "h_seconds_count{a_b=\"1\",otel_scope_name=\"outbound.http\"} 2\n"), 1u)
+      << text;
+  EXPECT_EQ(Count(text, "h_seconds_sum{a_b=\"1\",otel_scope_name=\"outbound.http\"} 2.5\n"), 1u)
+      << text;
+}
+
+// Two instruments whose names sanitise alike are one family, and their
+// series with the same labels one series.
+TEST(PrometheusTest, InstrumentsWhoseNamesComeOutAlikeShareTheirSeries) {
+  MetricStore store;
+  store.CreateCounter({"outbound.http", "app.calls", "", "A."})->Add(1, {});
+  store.CreateCounter({"outbound.http", "app_calls", "", "B."})->Add(4, {});
+  auto gauge_one = store.AddObservableGauge({"outbound.http", "g.x", "", "G."},
+                                            [](Observations& out) { out.Observe(7, {}); });
+  auto gauge_two = store.AddObservableGauge({"outbound.http", "g_x", "", "G."},
+                                            [](Observations& out) { out.Observe(9, {}); });
+  std::string text = Exposition(store);
+  EXPECT_EQ(Count(text, "app_calls_total{otel_scope_name=\"outbound.http\"} 5\n"), 1u) << text;
+  EXPECT_EQ(Count(text, "app_calls_total{"), 1u) << text;
+  EXPECT_EQ(Count(text, "g_x{otel_scope_name=\"outbound.http\"} 7\n"), 1u) << text;
+  EXPECT_EQ(Count(text, "g_x{"), 1u) << text;
+}
+
 // An attribute with an empty key is no label: the page stays readable.
 TEST(PrometheusTest, AnEmptyKeyIsNoLabel) {
   MetricStore store;
