@@ -2,6 +2,7 @@
 #include <openssl/ssl.h>
 
 #include <algorithm>
+#include <boost/beast/http/error.hpp>
 
 #include "fake_server_internal.h"
 #include "outbound/internal/ascii.h"
@@ -273,6 +274,13 @@ int FakeServer::connections_open() const { return impl_->Read(&Impl::open); }
 
 int FakeServer::streams_reset_by_client() const { return impl_->Read(&Impl::client_resets); }
 int FakeServer::pings_from_client() const { return impl_->Read(&Impl::client_pings); }
+int FakeServer::close_notifies() const { return impl_->Read(&Impl::close_notifies); }
+
+void FakeServer::Impl::ReadFailed(const ByteStream& stream, const boost::system::error_code& ec) {
+  if (stream.tls() && (ec == asio::error::eof || ec == boost::beast::http::error::end_of_stream)) {
+    Record([&] { ++close_notifies; });
+  }
+}
 
 std::uint64_t FakeServer::raw_frames_written() const {
   std::lock_guard lock(impl_->mu);

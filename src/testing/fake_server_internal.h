@@ -51,6 +51,7 @@ class ByteStream {
   }
 
   tcp::socket& lowest() { return tls_ ? tls_->next_layer() : plain_; }
+  bool tls() const { return tls_ != nullptr; }
 
   // Closes at once: a FIN, with no TLS close_notify.
   void Close() {
@@ -100,6 +101,7 @@ struct FakeServer::Impl {
   int open = 0;
   int client_resets = 0;
   int client_pings = 0;
+  int close_notifies = 0;
   std::uint64_t raw_frames = 0;
   std::uint64_t raw_bytes_read = 0;
   std::uint64_t events = 0;  // moves on with every record, for WaitFor
@@ -109,6 +111,10 @@ struct FakeServer::Impl {
   std::thread thread;
   bool stopped = false;
 
+  // A read on `stream` failed with `ec`: a TLS connection the client ended
+  // with its close_notify is counted (OpenSSL's clean end reads as eof;
+  // a bare close as stream_truncated).
+  void ReadFailed(const ByteStream& stream, const boost::system::error_code& ec);
   // Records `request` as received.
   void Received(ServerRequest request);
   // Asks the handler how to answer `request`. The session records it

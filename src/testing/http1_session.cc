@@ -45,7 +45,10 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
 
   // The head has arrived: read the rest, or as much as a ReadCut says.
   void OnHead(beast::error_code ec) {
-    if (ec) return Close();
+    if (ec) {
+      server_.ReadFailed(*stream_, ec);
+      return Close();
+    }
     std::optional<ReadCut> cut = server_.options.cut_reading(Received());
     if (!cut) return ReadBody();
     ReadPart(std::move(*cut));
@@ -70,6 +73,7 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
 
   void OnRequest(beast::error_code ec) {
     if (ec) {
+      server_.ReadFailed(*stream_, ec);
       Close();
       return;
     }

@@ -346,7 +346,10 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
   void Read() {
     stream_->async_read_some(
         asio::buffer(input_), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
-          if (ec) return self->End();
+          if (ec) {
+            self->server_.ReadFailed(*self->stream_, ec);
+            return self->End();
+          }
           if (self->raw_mode_) {  // the test's frames own the connection
             self->server_.Record([&] { self->server_.raw_bytes_read += n; });
             return self->Read();

@@ -307,6 +307,9 @@ class FakeServer {
   int streams_reset_by_client() const;
   // HTTP/2 PING frames the client sent (not its acknowledgements of ours).
   int pings_from_client() const;
+  // TLS connections the client ended with a close_notify alert (RFC 8446
+  // §6.1), rather than by closing its socket alone.
+  int close_notifies() const;
   // Frames written raw for Reply::Frames and Reply::Flood, on every
   // connection: how a test knows a flood is under way.
   std::uint64_t raw_frames_written() const;

@@ -46,11 +46,18 @@ Connection::Connection(std::uint64_t id, EventLoop& loop, ConnectionEvents& even
 
 Connection::~Connection() {
   codec_.reset();
-  if (ssl_ != nullptr) SSL_free(ssl_);
   if (fd_ >= 0) {
+    SendCloseNotify();
     loop_.Unwatch(fd_);
     close(fd_);
   }
+  if (ssl_ != nullptr) SSL_free(ssl_);
+}
+
+void Connection::SendCloseNotify() {
+  if (ssl_ == nullptr || tls_failed_ || SSL_is_init_finished(ssl_) != 1) return;
+  SSL_shutdown(ssl_);
+  ERR_clear_error();
 }
 
 bool Connection::HasRoom() const {
@@ -181,6 +188,7 @@ void Connection::Fail(ErrorKind kind, const std::string& why, bool cannot_improv
   close_kind_ = kind;
   close_reason_ = why;
   if (fd_ >= 0) {
+    SendCloseNotify();
     loop_.Unwatch(fd_);
     close(fd_);
     fd_ = -1;
@@ -373,8 +381,10 @@ void Connection::ReadSome() {
           orderly_close = true;
           ended = "the server closed the connection";
         } else if (error == SSL_ERROR_SYSCALL && errno != 0) {
+          tls_failed_ = true;
           ended = std::string("the connection failed: ") + std::strerror(errno);
         } else {
+          tls_failed_ = true;
           unsigned long e = ERR_peek_error();
           const char* reason = e != 0 ? ERR_reason_error_string(e) : nullptr;
           ended = reason != nullptr ? std::string("the connection ended: ") + reason
@@ -452,6 +462,7 @@ void Connection::Flush() {
             write_wants_read_ = true;
             break;
           }
+          tls_failed_ = true;
           failed = error == SSL_ERROR_SYSCALL && errno != 0
                        ? std::string("the connection failed: ") + std::strerror(errno)
                        : "the connection failed while writing";

@@ -141,6 +141,11 @@ class Connection final : private CodecEvents {
   // Starts what waited for the connection to open (or for room).
   void StartWaiting();
   void Fail(ErrorKind kind, const std::string& why, bool cannot_improve = false);
+  // TLS: sends the close_notify alert RFC 8446 §6.1 asks for before the
+  // write side closes, so the server can tell this end from a cut. Once,
+  // without waiting for the server's; never before the handshake ended or
+  // after a fatal TLS error (OpenSSL's rule); a full socket buffer drops it.
+  void SendCloseNotify();
   // Tells the pool there is room, and the first time that it is ready.
   void TellRoom();
 
@@ -166,6 +171,7 @@ class Connection final : private CodecEvents {
   bool closed_connecting_ = false;
   std::uint32_t watched_ = 0;
   bool handshake_wants_write_ = false;
+  bool tls_failed_ = false;        // a read or write ended in a fatal TLS error
   bool write_wants_read_ = false;  // TLS: SSL_write needs a read first
   bool in_io_ = false;             // a read or flush is on the stack
   bool flush_again_ = false;

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// How the client ends a TLS connection: with a close_notify alert first
+// (RFC 8446 §6.1), over HTTP/2 and HTTP/1.1, when the client goes and
+// when it closes a connection it no longer wants.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "client_test_support.h"
+
+namespace outbound::http {
+namespace {
+
+using testing::Reply;
+using testing::ServerRequest;
+
+class TlsCloseTest : public ClientTestBase, public ::testing::TestWithParam<Protocol> {
+ protected:
+  // Waits (a safety net of 10 s real time) until the server has counted
+  // `n` close_notify alerts.
+  bool ServerSawCloseNotifies(int n) {
+    return server->WaitFor([n](const testing::FakeServer& s) { return s.close_notifies() >= n; },
+                           std::chrono::seconds(10));
+  }
+};
+
+TEST_P(TlsCloseTest, AClientThatGoesEndsItsConnectionWithACloseNotify) {
+  Serve([](const ServerRequest&) { return Reply::Ok("fine"); }, GetParam());
+  auto client = MakeClient();
+  auto response = client->Send(Request::Get("/"));
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(server->close_notifies(), 0);
+  client.reset();
+  EXPECT_TRUE(ServerSawCloseNotifies(1));
+  EXPECT_EQ(server->close_notifies(), 1);
+}
+
+// A connection the client closes for its own reason (a call cut short by
+// its deadline: HTTP/1.1 must close it, and HTTP/2's session outlives
+// the call) says close_notify too, when it closes.
+TEST_P(TlsCloseTest, AConnectionClosedByTheClientEndsWithACloseNotify) {
+  Serve([](const ServerRequest&) { return Reply::Hang(); }, GetParam());
+  Settings settings = PaymentsSettings();
+  settings.max_attempts = 1;
+  settings.timeout = std::chrono::seconds(1);
+  auto client = MakeClient(settings);
+  auto call = client->SendAsync(Request::Get("/"));
+  ASSERT_TRUE(server->WaitForRequests(1));
+  clock.Advance(std::chrono::seconds(1));
+  auto response = call.get();
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kDeadline);
+  client.reset();
+  EXPECT_TRUE(ServerSawCloseNotifies(1));
+  EXPECT_EQ(server->close_notifies(), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, TlsCloseTest,
+                         ::testing::Values(Protocol::kHttp2, Protocol::kHttp11),
+                         [](const auto& info) {
+                           return info.param == Protocol::kHttp2 ? "http2" : "http1";
+                         });
+
+}  // namespace
+}  // namespace outbound::http
