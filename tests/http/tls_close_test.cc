@@ -57,8 +57,8 @@ TEST_P(TlsCloseTest, AConnectionClosedByTheClientEndsWithACloseNotify) {
 
 INSTANTIATE_TEST_SUITE_P(Protocols, TlsCloseTest,
                          ::testing::Values(Protocol::kHttp2, Protocol::kHttp11),
-                         [](const auto& info) {
-                           return info.param == Protocol::kHttp2 ? "http2" : "http1";
+                         [](const auto& param_info) {
+                           return param_info.param == Protocol::kHttp2 ? "http2" : "http1";
                          });
 
 }  // namespace
