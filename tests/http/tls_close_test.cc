@@ -44,7 +44,8 @@ TEST_P(TlsCloseTest, AConnectionClosedWhenIdleEndsWithACloseNotify) {
   ASSERT_TRUE(response) << response.error().message();
   clock.Advance(std::chrono::seconds(90));
   EXPECT_TRUE(ServerSawCloseNotifies(1));
-  EXPECT_EQ(server->connections_open(), 0);
+  EXPECT_TRUE(
+      server->WaitFor([](const testing::FakeServer& s) { return s.connections_open() == 0; }));
   EXPECT_EQ(server->close_notifies(), 1);
 }
 
