@@ -50,10 +50,8 @@ TEST_P(TlsCloseTest, AConnectionClosedWhenIdleEndsWithACloseNotify) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, TlsCloseTest,
-                         ::testing::Values(Protocol::kHttp2, Protocol::kHttp11),
-                         [](const auto& param_info) {
-                           return param_info.param == Protocol::kHttp2 ? "http2" : "http1";
-                         });
+                         ::testing::Values(Protocol::kHttp2, Protocol::kHttp11), ProtocolName);
+});
 
 }  // namespace
 }  // namespace outbound::http
