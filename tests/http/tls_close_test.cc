@@ -51,7 +51,6 @@ TEST_P(TlsCloseTest, AConnectionClosedWhenIdleEndsWithACloseNotify) {
 
 INSTANTIATE_TEST_SUITE_P(Protocols, TlsCloseTest,
                          ::testing::Values(Protocol::kHttp2, Protocol::kHttp11), ProtocolName);
-});
 
 }  // namespace
 }  // namespace outbound::http
