@@ -81,6 +81,9 @@ struct Context {
   // '.', or a value that breaks these rules ends the call with INTERNAL,
   // naming it, before anything is sent. An HTTP call sends them as header
   // fields, after the Request's own, checked as those are (Request::headers).
+  // They go in the order of their names. They are this call's: a Context
+  // passed on to calls of other dependencies takes them along (a token
+  // for one to the others), so clear them before passing it on.
   //
   // example: examples/headers/rpc.cc#context-metadata
   //   Context ctx;

@@ -115,7 +115,8 @@ class StoreCollectable final : public prometheus::Collectable {
     using LabelSet = std::vector<prometheus::ClientMetric::Label>;
     std::vector<prometheus::MetricFamily> families;
     std::map<std::string, std::size_t, std::less<>> by_name;
-    // Per family, where each set of labels is in it.
+    // Per family, where each set of labels (sorted by name: keys that
+    // sanitise alike may sort apart) is in it.
     std::vector<std::map<LabelSet, std::size_t>> series;
     for (const MetricData& metric : store_.Collect()) {
       std::string name = PrometheusName(metric);
@@ -145,7 +146,10 @@ class StoreCollectable final : public prometheus::Collectable {
             m.histogram.bucket.push_back({cumulative, bound});
           }
         }
-        auto [place, first] = series[at->second].try_emplace(m.label, family.metric.size());
+        LabelSet sorted = m.label;
+        std::sort(sorted.begin(), sorted.end());
+        auto [place, first] =
+            series[at->second].try_emplace(std::move(sorted), family.metric.size());
         if (first) {
           family.metric.push_back(std::move(m));
         } else {

@@ -118,10 +118,11 @@ class RecordingSpan final : public Span {
       }
     }
     if (value == nullptr) {
-      // Made in place, key and value: a literal key is kept as it is, not
-      // copied, and the value is made below.
+      // A literal key is kept as it is, not copied; the attribute is made
+      // in place, and its value below.
+      Key key(attribute.key);
       Attribute& added = data_.attributes.emplace_back();
-      added.key = Key(attribute.key);
+      added.key = std::move(key);
       key_lengths_ |= length_bit;
       value = &added.value;
     }

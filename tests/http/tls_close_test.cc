@@ -42,6 +42,8 @@ TEST_P(TlsCloseTest, AConnectionClosedWhenIdleEndsWithACloseNotify) {
   auto client = MakeClient();
   auto response = client->Send(Request::Get("/"));
   ASSERT_TRUE(response) << response.error().message();
+  // The client arms its idle timer once the call has left it, on its loop.
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + std::chrono::seconds(90)));
   clock.Advance(std::chrono::seconds(90));
   EXPECT_TRUE(ServerSawCloseNotifies(1));
   EXPECT_TRUE(

@@ -142,6 +142,20 @@ TEST(PrometheusTest, SeriesThatComeOutAlikeAreOne) {
       << text;
 }
 
+// Labels that come out alike in another order ("a.z" sorts before "a_b",
+// "a_z" after it) are the same series too.
+TEST(PrometheusTest, SeriesAlikeButForTheirLabelsOrderAreOne) {
+  MetricStore store;
+  const KeyValue dotted[] = {{"a.z", "1"}, {"a_b", "2"}};
+  const KeyValue underscored[] = {{"a_z", "1"}, {"a_b", "2"}};
+  auto counter = store.CreateCounter({"outbound.http", "c", "", "C."});
+  counter->Add(2, dotted);
+  counter->Add(3, underscored);
+  std::string text = Exposition(store);
+  EXPECT_EQ(Count(text, "c_total{"), 1u) << text;
+  EXPECT_EQ(Count(text, "} 5\n"), 1u) << text;
+}
+
 // Two instruments whose names sanitise alike are one family, and their
 // series with the same labels one series.
 TEST(PrometheusTest, InstrumentsWhoseNamesComeOutAlikeShareTheirSeries) {

@@ -50,6 +50,7 @@
 #include <string>
 #include <string_view>
 
+#include "outbound/context.h"
 #include "outbound/rpc/settings.h"
 
 namespace outbound::rpc {

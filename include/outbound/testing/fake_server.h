@@ -308,7 +308,9 @@ class FakeServer {
   // HTTP/2 PING frames the client sent (not its acknowledgements of ours).
   int pings_from_client() const;
   // TLS connections the client ended with a close_notify alert (RFC 8446
-  // §6.1), rather than by closing its socket alone.
+  // §6.1), rather than by closing its socket alone. Counted where the
+  // server reads the connection: waiting for a request (HTTP/1.1) or for
+  // frames (HTTP/2), not inside a ReadCut.
   int close_notifies() const;
   // Frames written raw for Reply::Frames and Reply::Flood, on every
   // connection: how a test knows a flood is under way.
