@@ -354,6 +354,22 @@ TEST_F(OutboundGrpcCallTest, BenchMakesItsCallsAndPrintsItsFigures) {
   EXPECT_EQ(server.calls(), 300);
 }
 
+// -H is every bench call's metadata: a server that refuses a call
+// without it answers them all.
+TEST_F(OutboundGrpcCallTest, BenchSendsItsHeaderOptionAsEveryCallsMetadata) {
+  EchoServer server([](int, grpc::ServerContext* context, const EchoRequest&, EchoReply*) {
+    auto tenant = context->client_metadata().find("x-tenant");
+    bool acme = tenant != context->client_metadata().end() && tenant->second == "acme";
+    return acme ? grpc::Status::OK : grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "who?");
+  });
+  CommandResult result = Run("bench -n 20 -c 4 -H 'x-tenant: acme' " + Url(server));
+  EXPECT_EQ(result.exit_code, 0) << result.output << Stderr();
+  EXPECT_NE(result.output.find("ok: 20  errors: none"), std::string::npos) << result.output;
+  result = Run("bench -n 4 -c 2 " + Url(server));
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.output.find("{\"PERMISSION_DENIED\":4}"), std::string::npos) << result.output;
+}
+
 TEST_F(OutboundGrpcCallTest, BenchCountsEachStatusAsItsError) {
   EchoServer server(Echoing());
   CommandResult result = Run("bench -n 40 -c 4 " + Url(server, "/outbound.test.Echo/Shout"));

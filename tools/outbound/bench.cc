@@ -35,7 +35,8 @@ client. Settings come from the OUTBOUND_* variables (see outbound call --help).
 A grpc or grpcs URL, grpc://HOST:PORT/package.Service/Method, sends N unary
 gRPC calls of that method through one rpc::Client, each with the serialised
 message -d gives (-d @req.bin), and prints the same figures, errors by
-status (see "gRPC" in outbound call --help); -X and -H do not apply.
+status (see "gRPC" in outbound call --help); -H is every call's metadata,
+and -X does not apply.
 
 options:
   -n N                    calls to make (default 10000)
@@ -152,7 +153,6 @@ int RunBench(const std::vector<std::string>& args) {
       http_only.push_back(a);
     } else if ((a == "-H" || a == "--header") && has_value) {
       if (!AddHeader(proto, args[++i])) return Usage("bench", "-H needs 'Name: value'");
-      http_only.push_back(a);
     } else if ((a == "-d" || a == "--data") && has_value) {
       std::string problem;
       std::optional<std::string> data = ReadData(args[++i], &problem);
@@ -193,9 +193,12 @@ int RunBench(const std::vector<std::string>& args) {
     std::string problem;
     std::optional<GrpcTarget> target = ParseGrpcUrl(url, &problem);
     if (!target) return Usage("bench", problem);
+    Metadata metadata;
+    for (auto& [name, value] : proto.headers) metadata.emplace(std::move(name), std::move(value));
     return RunGrpcBench({.url = url,
                          .target = std::move(*target),
                          .message = std::move(proto.body),
+                         .metadata = std::move(metadata),
                          .network = &network,
                          .calls = n,
                          .concurrency = concurrency,

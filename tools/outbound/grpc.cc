@@ -244,6 +244,7 @@ int RunGrpcBench(const GrpcBench& bench) {
     std::condition_variable all_done;
     std::atomic<long> attempts{0};
     std::string method, message;
+    Context context;  // the metadata every call sends
     Clock* clock = nullptr;
     long n = 0, rss_every = 0;
     std::vector<double> latencies_ms;
@@ -255,10 +256,12 @@ int RunGrpcBench(const GrpcBench& bench) {
 
     void StartOne() {
       TimePoint began = clock->Now();
-      client->CallAsync(method, message,
-                        [run = this, began](rpc::Reply reply, const std::exception_ptr&) {
-                          run->Ended(began, reply);
-                        });
+      client->CallAsync(
+          method, message,
+          [run = this, began](rpc::Reply reply, const std::exception_ptr&) {
+            run->Ended(began, reply);
+          },
+          context);
     }
 
     void Ended(TimePoint began, const rpc::Reply& reply) {
@@ -308,6 +311,7 @@ int RunGrpcBench(const GrpcBench& bench) {
   if (!run.client) return kExitConfig;
   run.method = bench.target.method;
   run.message = bench.message;
+  run.context.metadata = bench.metadata;
   run.clock = &SystemClock();
   run.n = bench.calls;
   run.rss_every = bench.rss_every;

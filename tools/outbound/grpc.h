@@ -34,6 +34,7 @@ struct GrpcBench {
   std::string url;
   GrpcTarget target;
   std::string message;  // the serialised request, the same for every call
+  Metadata metadata;    // -H, the same for every call
   const Network* network = nullptr;
   long calls = 0;
   int concurrency = 0;
