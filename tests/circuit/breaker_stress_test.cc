@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -25,13 +26,33 @@ TEST(BreakerStressTest, ConcurrentAttemptsKeepProbeLimitAndTransitionOrder) {
   std::atomic<int> probes_in_flight{0};
   std::atomic<int> max_probes_in_flight{0};
   std::atomic<bool> stop{false};
+  // The fake time moves only while no worker is between its Allow and
+  // counting its probe out. A probe stops being the breaker's once time
+  // has passed: a probe of a half-open period that has ended (its
+  // generation left), or one unsettled past probe_timeout. Without the
+  // gate, a worker held up there would count a probe the breaker had
+  // already let go, beside the next period's.
+  std::atomic<bool> ticking{false};
+  std::atomic<int> counting{0};
+  auto enter = [&] {
+    while (true) {
+      while (ticking.load()) std::this_thread::yield();
+      ++counting;
+      if (!ticking.load()) return;
+      --counting;
+    }
+  };
 
   auto worker = [&](int seed) {
     unsigned x = static_cast<unsigned>(seed);
     for (int i = 0; i < 20000; ++i) {
       x = x * 1103515245u + 12345u;
+      enter();
       auto ticket = breaker.Allow(clock.Now());
-      if (!ticket) continue;
+      if (!ticket) {
+        --counting;
+        continue;
+      }
       bool probe = ticket->probe();
       if (probe) {
         int now_in = ++probes_in_flight;
@@ -41,12 +62,19 @@ TEST(BreakerStressTest, ConcurrentAttemptsKeepProbeLimitAndTransitionOrder) {
       }
       Outcome outcome = (x >> 16) % 3 == 0 ? Outcome::kSuccess : Outcome::kFailure;
       if (probe) --probes_in_flight;
+      --counting;
       if ((x >> 8) % 10 == 0) continue;  // dropped unsettled
       ticket->Settle(outcome, clock.Now());
     }
   };
   std::thread ticker([&] {
-    while (!stop) clock.Advance(std::chrono::milliseconds(1));
+    while (!stop) {
+      ticking = true;
+      while (counting.load() != 0) std::this_thread::yield();
+      clock.Advance(std::chrono::milliseconds(1));
+      ticking = false;
+      std::this_thread::yield();
+    }
   });
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) threads.emplace_back(worker, t + 1);
