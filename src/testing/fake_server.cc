@@ -274,6 +274,10 @@ int FakeServer::connections_open() const { return impl_->Read(&Impl::open); }
 
 int FakeServer::streams_reset_by_client() const { return impl_->Read(&Impl::client_resets); }
 int FakeServer::pings_from_client() const { return impl_->Read(&Impl::client_pings); }
+int FakeServer::goaways_from_client() const { return impl_->Read(&Impl::client_goaways); }
+int FakeServer::goaway_errors_from_client() const {
+  return impl_->Read(&Impl::client_goaway_errors);
+}
 int FakeServer::close_notifies() const { return impl_->Read(&Impl::close_notifies); }
 
 void FakeServer::Impl::ReadFailed(const ByteStream& stream, const boost::system::error_code& ec) {

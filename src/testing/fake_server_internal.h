@@ -101,6 +101,8 @@ struct FakeServer::Impl {
   int open = 0;
   int client_resets = 0;
   int client_pings = 0;
+  int client_goaways = 0;
+  int client_goaway_errors = 0;
   int close_notifies = 0;
   std::uint64_t raw_frames = 0;
   std::uint64_t raw_bytes_read = 0;

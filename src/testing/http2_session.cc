@@ -120,6 +120,13 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
       self.server_.Record([&] { ++self.server_.client_pings; });
     }
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
+      self.client_goaway_ = true;
+      self.server_.Record([&] {
+        ++self.server_.client_goaways;
+        if (frame->goaway.error_code != NGHTTP2_NO_ERROR) ++self.server_.client_goaway_errors;
+      });
+    }
     bool request_done = (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
                         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
     auto it = self.streams_.find(frame->hd.stream_id);
@@ -378,6 +385,9 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
     if (out.empty()) {
       if (raw_mode_) return;  // the script is done: wait for the client to leave
       bool done = !nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_);
+      // The client said GOAWAY: it closes next, and the server reads on to
+      // see how (close_notifies counts a TLS end).
+      if (done && client_goaway_ && !end_after_write_ && !closing_) return;
       if (done || end_after_write_ || (closing_ && streams_.empty())) End();
       return;
     }
@@ -455,6 +465,7 @@ class Http2Session final : public Session, public std::enable_shared_from_this<H
   bool end_after_write_ = false;  // a GOAWAY reset: close once it is written
   // Reply::Frames and Reply::Flood: what is left to write raw.
   bool raw_mode_ = false;
+  bool client_goaway_ = false;  // the client sent GOAWAY
   std::string raw_first_;
   std::size_t raw_first_count_ = 0;
   std::string raw_flood_;

@@ -49,7 +49,9 @@
 // streams open at once on one connection), stalled (/stall answers left at
 // 5 bytes), abandoned (of those, the ones closed since: the client reset
 // them or went; /held answers too), held (/held answers started), released,
-// bodies ({body: {received, answered, dropped}}), flushed (bytes of /flood
+// bodies ({body: {received, answered, dropped}}), client_goaways (GOAWAY
+// frames the client sent), client_goaway_errors (those of them with an
+// error code other than NO_ERROR), flushed (bytes of /flood
 // answers whose write callbacks have run). An http2 stream's write callback
 // runs once nghttp2 has framed the chunk as DATA and the session's write of
 // those frames to the socket has completed (Node 20, src/node_http2.cc:
@@ -87,7 +89,8 @@ if (args['max-concurrent-streams'] !== undefined) {
 }
 
 const stats = {sessions: 0, open: 0, streams: 0, refused: 0, answered: 0, delayed: 0, lost: 0, closed: 0,
-               max_open: 0, stalled: 0, abandoned: 0, held: 0, released: 0, bodies: {}, flushed: 0};
+               max_open: 0, stalled: 0, abandoned: 0, held: 0, released: 0, bodies: {}, flushed: 0,
+               client_goaways: 0, client_goaway_errors: 0};
 const held = holdAnswers(stats, body);
 
 const server = args.plain === 'true'
@@ -120,6 +123,10 @@ server.on('session', (session) => {
   stats.sessions++;
   stats.open++;
   session.on('close', () => stats.open--);
+  session.on('goaway', (errorCode) => {
+    stats.client_goaways++;
+    if (errorCode !== http2.constants.NGHTTP2_NO_ERROR) stats.client_goaway_errors++;
+  });
   session.streamCount = 0;
   session.open = 0;
   session.live = 0;  // streams not yet closed, refused ones too

@@ -56,6 +56,30 @@ TEST_F(NodeHttp2Test, TrailerFieldsArriveApartFromTheHeaders) {
   EXPECT_EQ(client->Send(Request::Get("/"))->trailers.size(), 0u);
 }
 
+// A client that goes tells Node so: GOAWAY with NO_ERROR (RFC 9113 §6.8)
+// on its connection, over TLS and over h2c, and Node closes the session.
+TEST_F(NodeHttp2Test, AClientThatGoesSaysGoawayFirst) {
+  for (bool plain : {false, true}) {
+    SCOPED_TRACE(plain ? "h2c" : "TLS");
+    StartPeer("h2_server.js",
+              plain ? std::vector<std::string>{"--plain"} : std::vector<std::string>{});
+    http::Settings settings = PaymentsSettings();
+    if (plain) {
+      settings.base_url = "http://payments:8443";
+      settings.tls.reset();
+      settings.http2_prior_knowledge = true;
+    }
+    auto client = MakeClient(settings);
+    ASSERT_TRUE(client->Send(Request::Get("/")));
+    EXPECT_EQ(peer->Stats()["client_goaways"].get<int>(), 0);
+    client.reset();
+    EXPECT_TRUE(WaitUntil([&] { return peer->Stats()["open"].get<int>() == 0; }));
+    nlohmann::json stats = peer->Stats();
+    EXPECT_EQ(stats["client_goaways"].get<int>(), 1) << stats.dump();
+    EXPECT_EQ(stats["client_goaway_errors"].get<int>(), 0) << stats.dump();
+  }
+}
+
 // Settings::http2_prior_knowledge: HTTP/2 from the first byte to an http
 // URL (h2c), as gRPC servers listen; 64 calls in flight share one
 // connection, and trailers arrive as over TLS.

@@ -59,9 +59,13 @@ TEST_F(NodeMaxAgeTest, EachAgePassedIsANewConnectionAndNoCallFails) {
   EXPECT_EQ(log->attempts(), kRounds * kCallsPerRound);  // none sent twice
   EXPECT_EQ(stats["sessions"].get<int>(), kRounds);
   EXPECT_EQ(stats["answered"].get<int>(), kRounds * kCallsPerRound);
-  // The last connection, idle past its age, has closed too.
+  // The last connection, idle past its age, has closed too; each said
+  // GOAWAY with NO_ERROR before it closed.
   EXPECT_TRUE(WaitUntil([&] { return peer->Stats()["open"].get<int>() == 0; }))
       << peer->Stats().dump();
+  stats = peer->Stats();
+  EXPECT_EQ(stats["client_goaways"].get<int>(), kRounds) << stats.dump();
+  EXPECT_EQ(stats["client_goaway_errors"].get<int>(), 0) << stats.dump();
 }
 
 // /held answers 5 bytes of its body, and the rest when the test releases

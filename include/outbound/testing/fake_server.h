@@ -307,6 +307,11 @@ class FakeServer {
   int streams_reset_by_client() const;
   // HTTP/2 PING frames the client sent (not its acknowledgements of ours).
   int pings_from_client() const;
+  // HTTP/2 GOAWAY frames the client sent: how it says it is closing a
+  // connection it no longer wants (RFC 9113 §6.8). Those with an error
+  // code other than NO_ERROR are also counted by goaway_errors_from_client.
+  int goaways_from_client() const;
+  int goaway_errors_from_client() const;
   // TLS connections the client ended with a close_notify alert (RFC 8446
   // §6.1), rather than by closing its socket alone. Counted where the
   // server reads the connection: waiting for a request (HTTP/1.1) or for

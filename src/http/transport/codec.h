@@ -68,6 +68,12 @@ class Codec {
   // Whether the protocol has ended the connection (HTTP/2: GOAWAY, and no
   // stream left): it is closed.
   virtual bool Finished() const = 0;
+  // The client is about to close the connection by its own choice (idle,
+  // aged, drained, the client going): the codec queues what its protocol
+  // says then, for Produce to hand over before the close. HTTP/2: GOAWAY
+  // with NO_ERROR (RFC 9113 §6.8), so the server can tell a graceful end
+  // from a lost connection; HTTP/1.1 has nothing to say.
+  virtual void Closing() {}
   // The connection is gone (`why`): every exchange still on it ends, each
   // reported to the pool with what is known of it.
   virtual void Closed(const std::string& why) = 0;

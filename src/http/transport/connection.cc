@@ -170,7 +170,17 @@ void Connection::Resume(Exchange& exchange) {
   }
 }
 
-void Connection::Close(const std::string& why) { Fail(ErrorKind::kTransport, why); }
+void Connection::Close(const std::string& why) {
+  // The goodbye is written now if the socket takes it, never waited for:
+  // a write in progress (a close from inside a read) or a full socket
+  // buffer leaves it out, as a peer that has gone would.
+  if (state_ == State::kOpen && !in_io_ && !tls_failed_) {
+    closing_ = true;
+    codec_->Closing();
+    Flush();
+  }
+  Fail(ErrorKind::kTransport, why);
+}
 
 void Connection::Drain(const std::string& why) {
   draining_ = true;
@@ -423,7 +433,7 @@ void Connection::ReadSome() {
           "only HTTP/1.1?)";
     }
     if (orderly_close) codec_->PeerClosed();
-    return Close(ended);
+    return Fail(ErrorKind::kTransport, ended);
   }
   if (total >= kReadBudget && ssl_ != nullptr && SSL_pending(ssl_) > 0) {
     events_.ConnectionHasMore(*this);
@@ -484,10 +494,11 @@ void Connection::Flush() {
     }
   } while (flush_again_ && failed.empty() && state_ == State::kOpen && written < kWriteBudget);
   in_io_ = false;
-  if (state_ != State::kOpen) return;
-  if (!failed.empty()) return Close(failed);
+  if (state_ != State::kOpen || closing_) return;  // closing: Close goes on
+  if (!failed.empty()) return Fail(ErrorKind::kTransport, failed);
   if (codec_->Finished()) {
-    return Close(codec_->error().empty() ? "the HTTP/2 session ended (GOAWAY)" : codec_->error());
+    return Fail(ErrorKind::kTransport,
+                codec_->error().empty() ? "the HTTP/2 session ended (GOAWAY)" : codec_->error());
   }
   Watch();
   if (written >= kWriteBudget) events_.ConnectionHasMore(*this);  // the rest on a later turn

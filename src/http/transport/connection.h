@@ -116,7 +116,10 @@ class Connection final : private CodecEvents {
   void Cancel(Exchange& exchange);
   // The exchange's piped body has bytes, or its end: written now.
   void Resume(Exchange& exchange);
-  // Closes the connection; the exchanges on it end with `why`.
+  // Closes the connection, which the client no longer wants; the
+  // exchanges on it end with `why`. An open connection says goodbye first
+  // as its protocol has it (Codec::Closing: HTTP/2's GOAWAY), then TLS's
+  // close_notify. A connection that failed is not closed this way.
   void Close(const std::string& why);
   // Takes no new exchange from now on, as after a server's GOAWAY: it has
   // no room and is not reusable, so the pool closes it once idle (at once
@@ -178,6 +181,7 @@ class Connection final : private CodecEvents {
   bool flush_requested_ = false;
   bool ready_told_ = false;
   bool draining_ = false;
+  bool closing_ = false;  // Close is writing the goodbye: Flush leaves the close to it
   ErrorKind close_kind_ = ErrorKind::kTransport;
   std::string close_reason_;
   std::string out_;
