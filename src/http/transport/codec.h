@@ -70,10 +70,11 @@ class Codec {
   virtual bool Finished() const = 0;
   // The client is about to close the connection by its own choice (idle,
   // aged, drained, the client going): the codec queues what its protocol
-  // says then, for Produce to hand over before the close. HTTP/2: GOAWAY
-  // with NO_ERROR (RFC 9113 §6.8), so the server can tell a graceful end
-  // from a lost connection; HTTP/1.1 has nothing to say.
-  virtual void Closing() {}
+  // says then, for Produce to hand over before the close, and nothing of
+  // any exchange after it. HTTP/2: GOAWAY with NO_ERROR (RFC 9113 §6.8),
+  // so the server can tell a graceful end from a lost connection; HTTP/1.1
+  // has nothing to say. Returns whether it queued anything.
+  virtual bool Closing() { return false; }
   // The connection is gone (`why`): every exchange still on it ends, each
   // reported to the pool with what is known of it.
   virtual void Closed(const std::string& why) = 0;

@@ -173,10 +173,12 @@ void Connection::Resume(Exchange& exchange) {
 void Connection::Close(const std::string& why) {
   // The goodbye is written now if the socket takes it, never waited for:
   // a write in progress (a close from inside a read) or a full socket
-  // buffer leaves it out, as a peer that has gone would.
-  if (state_ == State::kOpen && !in_io_ && !tls_failed_) {
+  // buffer leaves it out, as a peer that has gone would. So do bytes not
+  // yet written: they would finish frames (a request's last DATA, say)
+  // that the close otherwise cuts off, for an exchange that is ending.
+  if (state_ == State::kOpen && !in_io_ && !tls_failed_ && out_offset_ == out_.size() &&
+      codec_->Closing()) {
     closing_ = true;
-    codec_->Closing();
     Flush();
   }
   Fail(ErrorKind::kTransport, why);

@@ -298,11 +298,11 @@ bool H2Session::Produce(std::string& out) {
   return !broken_;
 }
 
-void H2Session::Closing() {
-  // Nothing more goes out after the GOAWAY: once it is written the
-  // session wants neither to read nor to write. Last-stream-id 0: the
-  // server opened no stream here to keep.
-  if (!broken_) nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+bool H2Session::Closing() {
+  // From here nghttp2 starts no stream and sends no DATA, and once the
+  // GOAWAY is written the session wants neither to read nor to write.
+  // Last-stream-id 0: the server opened no stream here to keep.
+  return !broken_ && nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR) == 0;
 }
 
 void H2Session::Closed(const std::string& why) {

@@ -77,7 +77,7 @@ class H2Session final : public Codec {
   void PeerClosed() override {}
   bool Produce(std::string& out) override;
   bool Finished() const override;
-  void Closing() override;
+  bool Closing() override;
   void Closed(const std::string& why) override;
 
  private:
