@@ -698,18 +698,22 @@ TEST_F(ClientH2Test, SettingsAsLongAsDurationMaxAreNoLimit) {
 }
 
 // Without balancing, a name's addresses are dialled in order until one
-// answers. A first address that is a black hole (its SYNs dropped) held
-// each attempt to its timeout, and every retry dialled it first again:
-// the address whose connection never opened goes last from then on.
+// answers, the next beside the last every 250 ms (happy_eyeballs_test.cc).
+// An attempt timeout shorter than that lets a black hole first (its SYNs
+// dropped) hold each attempt to its timeout, and every retry dialled it
+// first again: the address whose connection never opened goes last from
+// then on.
 TEST_F(ClientH2Test, AnAddressWhoseDialWasCutShortIsDialledLast) {
   auto hole = testing::BlackHole::Start();
   ASSERT_TRUE(hole) << hole.error().message();
   Serve([](const ServerRequest&) { return Reply::Ok("second"); });
   network.Set("payments", 8443, {{"127.0.0.1", (*hole)->port()}, {"127.0.0.1", server->port()}});
   Settings settings = PaymentsSettings();
+  settings.attempt_timeout = milliseconds(200);
   auto client = MakeClient(settings);
   auto call = client->SendAsync(Request::Get("/"));
-  ASSERT_TRUE(clock.WaitForTimers(2));  // the deadline, and the attempt's timeout
+  // The deadline, the attempt's timeout and the next dial's.
+  ASSERT_TRUE(clock.WaitForTimers(3));
   clock.Advance(settings.attempt_timeout);
   AdvanceAfterAttempt(1, settings.backoff_base);  // the backoff
   ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready)

@@ -333,7 +333,7 @@ TEST_F(MiddlewareTest, AMiddlewareThatThrowsEndsTheCallAndTheCallerGetsTheExcept
   Settings settings = PaymentsSettings();
   settings.attempt_middleware = {std::make_shared<Throws>()};
   auto client = MakeClient(std::move(settings));
-  EXPECT_THROW(client->Send(Request::Get("/")), std::runtime_error);
+  EXPECT_THROW((void)client->Send(Request::Get("/")), std::runtime_error);
   EXPECT_EQ(server->request_count(), 0u);
   EXPECT_EQ(Attempts().size(), 1u);  // not retried
 }

@@ -205,7 +205,7 @@ TEST_F(RpcClient, AThrowingClassifyReachesTheCallerAndLeavesTheBreakerConsistent
     return DefaultClassify(method, status, trailers);
   };
   auto client = Make(server, settings);
-  EXPECT_THROW(client->Call(kSay, ""), std::runtime_error);
+  EXPECT_THROW((void)client->Call(kSay, ""), std::runtime_error);
   throw_now = false;
   EXPECT_EQ(client->breaker().state(clock_.Now()), circuit::State::kClosed);
   EXPECT_TRUE(client->Call(kSay, "").status.ok());

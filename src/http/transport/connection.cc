@@ -46,6 +46,7 @@ Connection::Connection(std::uint64_t id, EventLoop& loop, ConnectionEvents& even
 
 Connection::~Connection() {
   codec_.reset();
+  StopDialing();
   if (fd_ >= 0) {
     SendCloseNotify();
     loop_.Unwatch(fd_);
@@ -77,41 +78,82 @@ bool Connection::AwaitingSettings() const {
 void Connection::Dial(std::vector<SocketAddress> addresses) {
   addresses_ = std::move(addresses);
   next_address_ = 0;
+  state_ = State::kConnecting;
   DialNext();
+}
+
+bool Connection::DialAnother() {
+  if (state_ != State::kConnecting || next_address_ >= addresses_.size()) return false;
+  DialNext();
+  return state_ == State::kConnecting && next_address_ < addresses_.size();
 }
 
 void Connection::DialNext() {
-  const SocketAddress& address = addresses_[next_address_++];
-  const auto* sa = reinterpret_cast<const sockaddr*>(&address.storage);
-  fd_ = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) {
-    int error = errno;
-    if (LocalShortage(error)) {
-      return Fail(ErrorKind::kLocalResource, std::string("this process could not open a socket (") +
-                                                 std::strerror(error) +
-                                                 "): not the dependency's failure");
+  while (next_address_ < addresses_.size()) {
+    std::size_t index = next_address_++;
+    const SocketAddress& address = addresses_[index];
+    const auto* sa = reinterpret_cast<const sockaddr*>(&address.storage);
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      int error = errno;
+      if (LocalShortage(error)) {
+        return Fail(ErrorKind::kLocalResource,
+                    std::string("this process could not open a socket (") + std::strerror(error) +
+                        "): not the dependency's failure");
+      }
+      dial_error_ = error;  // this address's family, say: the next may do
+      continue;
     }
-    return DialFailed(error);  // this address's family, say: the next may do
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, sa, address.length) == 0) return Won(fd, index, /*watched=*/false);
+    if (errno != EINPROGRESS) {
+      dial_error_ = errno;
+      close(fd);
+      continue;
+    }
+    dialing_.push_back({fd, index});
+    loop_.Watch(fd, EPOLLOUT, [this, fd](std::uint32_t) { DialAnswered(fd); });
+    return;
   }
-  int one = 1;
-  setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  state_ = State::kConnecting;
-  if (connect(fd_, sa, address.length) == 0) return Connected();
-  if (errno != EINPROGRESS) return DialFailed(errno);
-  Watch();
+  if (dialing_.empty()) {
+    address_ = addresses_.empty() ? SIZE_MAX : addresses_.size() - 1;
+    Fail(ErrorKind::kTransport, std::string("could not connect: ") + std::strerror(dial_error_));
+  }
 }
 
-void Connection::DialFailed(int error) {
-  if (next_address_ >= addresses_.size()) {
-    return Fail(ErrorKind::kTransport, std::string("could not connect: ") + std::strerror(error));
+void Connection::DialAnswered(int fd) {
+  auto it =
+      std::find_if(dialing_.begin(), dialing_.end(), [fd](const Dialing& d) { return d.fd == fd; });
+  if (it == dialing_.end()) return;
+  int error = 0;
+  socklen_t length = sizeof error;
+  getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
+  if (error == 0) return Won(fd, it->address, /*watched=*/true);
+  dial_error_ = error;
+  loop_.Unwatch(fd);
+  close(fd);
+  dialing_.erase(it);
+  DialNext();  // refused: the next address now, not after the delay
+}
+
+void Connection::Won(int fd, std::size_t address, bool watched) {
+  // Watched as a dial, with its own callback: Watch() registers it anew.
+  if (watched) loop_.Unwatch(fd);
+  std::erase_if(dialing_, [fd](const Dialing& d) { return d.fd == fd; });
+  StopDialing();
+  fd_ = fd;
+  address_ = address;
+  watched_ = 0;
+  Connected();
+}
+
+void Connection::StopDialing() {
+  for (const Dialing& d : dialing_) {
+    loop_.Unwatch(d.fd);
+    close(d.fd);
   }
-  if (fd_ >= 0) {
-    if (watched_ != 0) loop_.Unwatch(fd_);
-    watched_ = 0;
-    close(fd_);
-    fd_ = -1;
-  }
-  DialNext();
+  dialing_.clear();
 }
 
 void Connection::FailToOpen(ErrorKind kind, const std::string& why) { Fail(kind, why); }
@@ -196,6 +238,8 @@ void Connection::Continue() {
 void Connection::Fail(ErrorKind kind, const std::string& why, bool cannot_improve) {
   if (state_ == State::kClosed) return;
   closed_connecting_ = state_ == State::kConnecting;
+  if (!dialing_.empty()) address_ = dialing_.front().address;
+  StopDialing();
   state_ = State::kClosed;
   close_kind_ = kind;
   close_reason_ = why;
@@ -224,9 +268,6 @@ void Connection::Watch() {
   if (fd_ < 0) return;
   std::uint32_t wanted = 0;
   switch (state_) {
-    case State::kConnecting:
-      wanted = EPOLLOUT;
-      break;
     case State::kHandshaking:
       wanted = EPOLLIN | (handshake_wants_write_ ? EPOLLOUT : 0u);
       break;
@@ -245,14 +286,6 @@ void Connection::Watch() {
 
 void Connection::OnReady(std::uint32_t events) {
   switch (state_) {
-    case State::kConnecting: {
-      int error = 0;
-      socklen_t length = sizeof error;
-      getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &length);
-      // The next of the name's addresses, if any, is tried.
-      if (error != 0) return DialFailed(error);
-      return Connected();
-    }
     case State::kHandshaking:
       return Handshake();
     case State::kOpen:

@@ -30,6 +30,11 @@ namespace outbound::http::internal::transport {
 // everything else before it reads more.
 inline constexpr std::size_t kReadBudget = 256 * 1024;
 
+// How long a dial goes unanswered before the name's next address is dialled
+// beside it (RFC 8305 §5's Connection Attempt Delay, its recommended
+// 250 ms): a dead first address costs this much, not the attempt.
+inline constexpr Duration kConnectionAttemptDelay = std::chrono::milliseconds(250);
+
 // One address to dial.
 struct SocketAddress {
   sockaddr_storage storage{};
@@ -77,10 +82,11 @@ class Connection final : private CodecEvents {
 
   std::uint64_t id() const { return id_; }
   State state() const { return state_; }
-  // The address it dialled last (it connected there, or was still trying
-  // when it closed); null before its first dial.
+  // The address it connected to; or, closed while connecting, the oldest
+  // dial still unanswered then (the last one tried if none was); null
+  // before that.
   const SocketAddress* address() const {
-    return next_address_ == 0 ? nullptr : &addresses_[next_address_ - 1];
+    return address_ < addresses_.size() ? &addresses_[address_] : nullptr;
   }
   // Whether it closed while still connecting to address(): its SYN
   // unanswered (or refused), as a black hole's is.
@@ -104,8 +110,15 @@ class Connection final : private CodecEvents {
   ErrorKind close_kind() const { return close_kind_; }
   const std::string& close_reason() const { return close_reason_; }
 
-  // Connects to the first of `addresses` that accepts, in order.
+  // Connects to the first of `addresses` that accepts: dials them in
+  // order, the next at once when one is refused, and the next beside
+  // those still unanswered at each DialAnother (Happy Eyeballs, RFC 8305
+  // §5); the first to answer is kept and the others closed.
   void Dial(std::vector<SocketAddress> addresses);
+  // The pool's kConnectionAttemptDelay passed: dials the next address
+  // beside those unanswered. Whether an address is still left to dial at
+  // the next delay (false: nothing more to time).
+  bool DialAnother();
   // The connection could not be opened: its waiting exchanges end.
   void FailToOpen(ErrorKind kind, const std::string& why);
 
@@ -131,9 +144,16 @@ class Connection final : private CodecEvents {
   void FlushRequested();
 
  private:
+  // Dials the next address that a socket can be made for; fails the
+  // connection if none is left and no dial is in progress.
   void DialNext();
-  // The address being dialled refused: the next one, or the end.
-  void DialFailed(int error);
+  // A dial in progress on `fd` answered: it won, or it failed and the
+  // next address is dialled at once.
+  void DialAnswered(int fd);
+  // The dial on `fd` (watched by the loop or not) won: the others close.
+  void Won(int fd, std::size_t address, bool watched);
+  // Closes every dial in progress.
+  void StopDialing();
   void OnReady(std::uint32_t events);
   void Connected();
   void Handshake();
@@ -171,6 +191,15 @@ class Connection final : private CodecEvents {
   std::vector<Exchange*> waiting_;
   std::vector<SocketAddress> addresses_;
   std::size_t next_address_ = 0;
+  // A connect in progress to addresses_[address], on `fd`: several race
+  // while the first goes unanswered. The winner becomes fd_.
+  struct Dialing {
+    int fd;
+    std::size_t address;
+  };
+  std::vector<Dialing> dialing_;    // oldest first
+  std::size_t address_ = SIZE_MAX;  // address()'s index
+  int dial_error_ = 0;              // why the last dial failed, for the message
   bool closed_connecting_ = false;
   std::uint32_t watched_ = 0;
   bool handshake_wants_write_ = false;

@@ -56,6 +56,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     resolver_.reset();
     resolve_timer_.Cancel();
     age_timers_.clear();
+    dial_timers_.clear();
     graveyard_.clear();
     alive_.reset();
   }
@@ -446,16 +447,41 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
                        });
   }
 
-  // Dials the name's addresses in their order, but the one whose last
-  // connection closed while still connecting (its SYN unanswered, as a
-  // black hole's) goes last until it answers: a dead first address would
-  // otherwise take every attempt's time while the next was never tried.
+  // Dials the name's addresses, IPv6 and IPv4 taking turns (RFC 8305
+  // §4), the next beside the last every kConnectionAttemptDelay it goes
+  // unanswered; but the one whose last connection closed while still
+  // connecting (its SYN unanswered, as a black hole's) goes last until it
+  // answers, so it costs no later connection the delay.
   void Dial(Connection& connection, std::vector<SocketAddress> addresses) {
+    addresses = transport::InterleaveFamilies(std::move(addresses));
     if (unusable_) {
       std::stable_partition(addresses.begin(), addresses.end(),
                             [&](const SocketAddress& a) { return !(a == *unusable_); });
     }
+    bool several = addresses.size() > 1;
     connection.Dial(std::move(addresses));
+    if (several && connection.state() == Connection::State::kConnecting) {
+      ArmDialTimer(connection.id());
+    }
+  }
+
+  // At each kConnectionAttemptDelay, the next address beside the dials
+  // still unanswered, while one is left. The timer fires on the clock's
+  // thread; the dial runs on the loop.
+  void ArmDialTimer(std::uint64_t id) {
+    std::weak_ptr<const char> alive = alive_;
+    auto next = [loop = loop_, alive, this, id] {
+      loop->Post([alive, this, id] {
+        if (!alive.lock()) return;
+        Connection* c = Find(id);
+        if (c != nullptr && c->DialAnother()) {
+          ArmDialTimer(id);
+        } else {
+          dial_timers_.erase(id);
+        }
+      });
+    };
+    dial_timers_[id] = clock_.ScheduleAfter(transport::kConnectionAttemptDelay, std::move(next));
   }
 
   Connection* Find(std::uint64_t id) const {
@@ -489,6 +515,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   }
 
   void ConnectionReady(Connection& connection) override {
+    dial_timers_.erase(connection.id());
     // It answers after all.
     if (unusable_ && connection.address() != nullptr && *connection.address() == *unusable_) {
       unusable_.reset();
@@ -534,6 +561,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
                            [&](const auto& c) { return c.get() == &connection; });
     if (it == connections_.end()) return;
     age_timers_.erase(connection.id());
+    dial_timers_.erase(connection.id());
     if (auto of = endpoint_of_.find(connection.id());
         of != endpoint_of_.end() && !connection.was_ready()) {
       DialFailed(*of->second);
@@ -610,6 +638,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   std::vector<std::unique_ptr<Connection>> graveyard_;  // closed, destroyed on a later turn
   // Each usable connection's drain at its maximum age, cancelled with it.
   std::unordered_map<std::uint64_t, Timer> age_timers_;
+  // Each connecting connection's next dial (Dial), cancelled once it is
+  // ready or closed.
+  std::unordered_map<std::uint64_t, Timer> dial_timers_;
   Connection::Protocol learned_ = Connection::Protocol::kUnknown;
   Connection::Protocol plain_ = Connection::Protocol::kHttp11;  // without TLS
   std::uint64_t next_connection_id_ = 0;

@@ -42,6 +42,25 @@ std::string Text(const SocketAddress& address) {
   return std::string(ip) + ":" + std::to_string(ntohs(v4->sin_port));
 }
 
+std::vector<SocketAddress> InterleaveFamilies(std::vector<SocketAddress> addresses) {
+  if (addresses.size() < 3) return addresses;  // two of one family, or one each: as they are
+  auto family = [](const SocketAddress& a) {
+    return reinterpret_cast<const sockaddr*>(&a.storage)->sa_family;
+  };
+  std::vector<SocketAddress> first;
+  std::vector<SocketAddress> other;
+  for (SocketAddress& a : addresses) {
+    (family(a) == family(addresses.front()) ? first : other).push_back(a);
+  }
+  std::vector<SocketAddress> turns;
+  turns.reserve(addresses.size());
+  for (std::size_t i = 0; i < first.size() || i < other.size(); ++i) {
+    if (i < first.size()) turns.push_back(first[i]);
+    if (i < other.size()) turns.push_back(other[i]);
+  }
+  return turns;
+}
+
 Resolver::Resolver() : thread_([this] { Run(); }) {}
 
 Resolver::~Resolver() {

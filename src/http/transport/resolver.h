@@ -24,6 +24,12 @@ std::optional<SocketAddress> Literal(const std::string& text, std::uint16_t port
 // "10.0.0.7:8443", "[::1]:8443".
 std::string Text(const SocketAddress& address);
 
+// `addresses` with their families taking turns, the first's family first,
+// each family's addresses in their order (RFC 8305 §4): a family whose
+// path is broken delays the other by one attempt delay, not by all of its
+// addresses.
+std::vector<SocketAddress> InterleaveFamilies(std::vector<SocketAddress> addresses);
+
 // Resolves names with the OS resolver on a thread of its own, so a slow
 // DNS answer never holds the loop. Its destructor waits for the name being
 // resolved, if any.

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+// A name with several addresses (RFC 8305, Happy Eyeballs): a first address
+// whose dial goes unanswered (a black hole, as a broken IPv6 path is) costs
+// the connection attempt delay of 250 ms, not the attempt: the next
+// address is dialled beside it then, and the first to answer is kept. The
+// families take turns in the dialling order.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../src/http/transport/resolver.h"
+#include "client_test_support.h"
+#include "outbound/testing/black_hole.h"
+
+namespace outbound::http {
+namespace {
+
+namespace transport = internal::transport;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::Reply;
+using testing::ServerRequest;
+
+class HappyEyeballsTest : public ClientTestBase, public ::testing::Test {
+ protected:
+  // payments:8443 reaches a black hole first, then the fake server.
+  void HoleThenServer() {
+    auto started = testing::BlackHole::Start();
+    ASSERT_TRUE(started) << started.error().message();
+    hole = std::move(*started);
+    Serve([](const ServerRequest&) { return Reply::Ok("second"); });
+    network.Set("payments", 8443, {{"127.0.0.1", hole->port()}, {"127.0.0.1", server->port()}});
+  }
+
+  // Waits (a safety net of 10 s real time) until the hole has been dialled.
+  bool HoleDialled() {
+    auto give_up = std::chrono::steady_clock::now() + seconds(10);
+    while (hole->dials() == 0) {
+      if (std::chrono::steady_clock::now() >= give_up) return false;
+      std::this_thread::yield();
+    }
+    return true;
+  }
+
+  std::unique_ptr<testing::BlackHole> hole;
+};
+
+TEST_F(HappyEyeballsTest, AnUnansweredFirstAddressCostsTheAttemptDelayNotTheAttempt) {
+  HoleThenServer();
+  auto client = MakeClient();
+  TimePoint start = clock.Now();
+  auto call = client->SendAsync(Request::Get("/"));
+  ASSERT_TRUE(HoleDialled());
+  // The call's deadline, its attempt's timeout and the next dial.
+  ASSERT_TRUE(clock.WaitForTimers(3));
+  EXPECT_EQ(server->connections_opened(), 0);
+  clock.Advance(milliseconds(250));
+  ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready)
+      << "the second address was not dialled at 250 ms";
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "second");
+  EXPECT_EQ(response->attempts, 1);
+  EXPECT_EQ(clock.Now() - start, milliseconds(250));
+  EXPECT_EQ(server->connections_opened(), 1);
+  // The dial left unanswered is closed (no socket waits at the hole).
+  auto give_up = std::chrono::steady_clock::now() + seconds(10);
+  while (hole->dials() > 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(hole->dials(), 0);
+  // The winner is kept: later calls go on it.
+  ASSERT_TRUE(client->Send(Request::Get("/")));
+  EXPECT_EQ(server->connections_opened(), 1);
+}
+
+// A first address that refuses is no reason to wait: the next is dialled
+// at once, with no time passing.
+TEST_F(HappyEyeballsTest, ARefusedFirstAddressIsFollowedAtOnce) {
+  Serve([](const ServerRequest&) { return Reply::Ok("second"); });
+  network.Set("payments", 8443,
+              {{"127.0.0.1", testing::PortNothingListensOn()}, {"127.0.0.1", server->port()}});
+  auto client = MakeClient();
+  TimePoint start = clock.Now();
+  auto response = client->Send(Request::Get("/"));
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "second");
+  EXPECT_EQ(clock.Now(), start);
+}
+
+// Every address unanswered: each is dialled in turn at 250 ms, and the
+// attempt ends at its own timeout, as with one address.
+TEST_F(HappyEyeballsTest, NoAddressAnsweringEndsTheAttemptAtItsTimeout) {
+  auto started = testing::BlackHole::Start();
+  ASSERT_TRUE(started) << started.error().message();
+  hole = std::move(*started);
+  network.Set("payments", 8443, {{"127.0.0.1", hole->port()}, {"127.0.0.1", hole->port()}});
+  Settings settings = PaymentsSettings();
+  settings.max_attempts = 1;
+  auto client = MakeClient(settings);
+  auto call = client->SendAsync(Request::Get("/"));
+  ASSERT_TRUE(HoleDialled());
+  ASSERT_TRUE(clock.WaitForTimers(3));
+  clock.Advance(milliseconds(250));
+  // The second dial: the hole counts it.
+  auto give_up = std::chrono::steady_clock::now() + seconds(10);
+  while (hole->dials() < 2 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(hole->dials(), 2);
+  clock.Advance(settings.attempt_timeout - milliseconds(250));
+  ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready);
+  auto response = call.get();
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kDeadline) << response.error().message();
+}
+
+transport::SocketAddress V4(const char* ip) {
+  transport::SocketAddress address;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&address.storage);
+  v4->sin_family = AF_INET;
+  inet_pton(AF_INET, ip, &v4->sin_addr);
+  address.length = sizeof(sockaddr_in);
+  return address;
+}
+
+transport::SocketAddress V6(const char* ip) {
+  transport::SocketAddress address;
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&address.storage);
+  v6->sin6_family = AF_INET6;
+  inet_pton(AF_INET6, ip, &v6->sin6_addr);
+  address.length = sizeof(sockaddr_in6);
+  return address;
+}
+
+std::vector<std::string> Texts(const std::vector<transport::SocketAddress>& addresses) {
+  std::vector<std::string> texts;
+  for (const auto& a : addresses) texts.push_back(transport::Text(a));
+  return texts;
+}
+
+TEST(InterleaveFamiliesTest, TheFamiliesTakeTurnsFirstFamilyFirst) {
+  EXPECT_EQ(
+      Texts(transport::InterleaveFamilies({V6("2001:db8::1"), V6("2001:db8::2"), V6("2001:db8::3"),
+                                           V4("192.0.2.1"), V4("192.0.2.2")})),
+      (std::vector<std::string>{"[2001:db8::1]:0", "192.0.2.1:0", "[2001:db8::2]:0", "192.0.2.2:0",
+                                "[2001:db8::3]:0"}));
+  EXPECT_EQ(
+      Texts(transport::InterleaveFamilies({V4("192.0.2.1"), V4("192.0.2.2"), V6("2001:db8::1")})),
+      (std::vector<std::string>{"192.0.2.1:0", "[2001:db8::1]:0", "192.0.2.2:0"}));
+  // One family: as it was.
+  EXPECT_EQ(
+      Texts(transport::InterleaveFamilies({V4("192.0.2.3"), V4("192.0.2.1"), V4("192.0.2.2")})),
+      (std::vector<std::string>{"192.0.2.3:0", "192.0.2.1:0", "192.0.2.2:0"}));
+}
+
+}  // namespace
+}  // namespace outbound::http
