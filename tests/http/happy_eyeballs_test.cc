@@ -80,6 +80,30 @@ TEST_F(HappyEyeballsTest, AnUnansweredFirstAddressCostsTheAttemptDelayNotTheAtte
   EXPECT_EQ(server->connections_opened(), 1);
 }
 
+// The address outrun goes last from then on: the next connection (after
+// the first closed, idle) dials the one that answered first, and costs no
+// delay.
+TEST_F(HappyEyeballsTest, TheAddressOutrunIsDialledLastAfterwards) {
+  HoleThenServer();
+  auto client = MakeClient();
+  auto call = client->SendAsync(Request::Get("/"));
+  ASSERT_TRUE(HoleDialled());
+  ASSERT_TRUE(clock.WaitForTimers(3));
+  clock.Advance(milliseconds(250));
+  ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready);
+  ASSERT_TRUE(call.get());
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + seconds(90)));
+  clock.Advance(seconds(90));  // the idle close
+  ASSERT_TRUE(
+      server->WaitFor([](const testing::FakeServer& s) { return s.connections_open() == 0; }));
+  auto next = client->SendAsync(Request::Get("/"));  // no time passes
+  ASSERT_EQ(next.wait_for(seconds(10)), std::future_status::ready)
+      << "the next connection dialled the outrun address first";
+  auto response = next.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(server->connections_opened(), 2);
+}
+
 // A first address that refuses is no reason to wait: the next is dialled
 // at once, with no time passing.
 TEST_F(HappyEyeballsTest, ARefusedFirstAddressIsFollowedAtOnce) {

@@ -141,6 +141,7 @@ void Connection::Won(int fd, std::size_t address, bool watched) {
   // Watched as a dial, with its own callback: Watch() registers it anew.
   if (watched) loop_.Unwatch(fd);
   std::erase_if(dialing_, [fd](const Dialing& d) { return d.fd == fd; });
+  if (!dialing_.empty() && dialing_.front().address < address) outrun_ = dialing_.front().address;
   StopDialing();
   fd_ = fd;
   address_ = address;

@@ -88,6 +88,11 @@ class Connection final : private CodecEvents {
   const SocketAddress* address() const {
     return address_ < addresses_.size() ? &addresses_[address_] : nullptr;
   }
+  // The address of the oldest dial still unanswered when a later one won
+  // the race (as a black hole's SYN goes unanswered); null if none.
+  const SocketAddress* outrun() const {
+    return outrun_ < addresses_.size() ? &addresses_[outrun_] : nullptr;
+  }
   // Whether it closed while still connecting to address(): its SYN
   // unanswered (or refused), as a black hole's is.
   bool closed_connecting() const { return closed_connecting_; }
@@ -199,6 +204,7 @@ class Connection final : private CodecEvents {
   };
   std::vector<Dialing> dialing_;    // oldest first
   std::size_t address_ = SIZE_MAX;  // address()'s index
+  std::size_t outrun_ = SIZE_MAX;   // outrun()'s index
   int dial_error_ = 0;              // why the last dial failed, for the message
   bool closed_connecting_ = false;
   std::uint32_t watched_ = 0;

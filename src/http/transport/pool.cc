@@ -450,8 +450,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   // Dials the name's addresses, IPv6 and IPv4 taking turns (RFC 8305
   // §4), the next beside the last every kConnectionAttemptDelay it goes
   // unanswered; but the one whose last connection closed while still
-  // connecting (its SYN unanswered, as a black hole's) goes last until it
-  // answers, so it costs no later connection the delay.
+  // connecting, or whose dial a later address outran (its SYN unanswered,
+  // as a black hole's), goes last until it answers, so it costs no later
+  // connection the delay.
   void Dial(Connection& connection, std::vector<SocketAddress> addresses) {
     addresses = transport::InterleaveFamilies(std::move(addresses));
     if (unusable_) {
@@ -520,6 +521,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     if (unusable_ && connection.address() != nullptr && *connection.address() == *unusable_) {
       unusable_.reset();
     }
+    // An address a later one outran goes last too: the next connection
+    // does not wait the attempt delay for it again.
+    if (connection.outrun() != nullptr) unusable_ = *connection.outrun();
     ArmAgeTimer(connection);
     dispatcher_.ConnectionReady();
   }
@@ -606,8 +610,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   Random& random_;
   const Network& network_;
   std::optional<Duration> max_age_;  // Settings::max_connection_age
-  // The address whose last connection closed while connecting: dialled
-  // last (Dial) until a connection to it is ready.
+  // The address whose last connection closed while connecting, or whose
+  // dial another outran: dialled last (Dial) until a connection to it is
+  // ready.
   std::optional<SocketAddress> unusable_;
   std::optional<Balancing> balancing_;  // Settings::balancing
   std::size_t max_connections_;
