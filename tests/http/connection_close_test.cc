@@ -81,6 +81,32 @@ TEST_P(ConnectionCloseTest, AConnectionPastItsAgeEndsGracefully) {
   EXPECT_EQ(server->connections_opened(), 2);
 }
 
+// A connection that passes its age with a call on it closes once the call
+// ends, which the client reads in the middle of a read: the goodbye waits
+// for the read to return, and is said all the same.
+TEST_P(ConnectionCloseTest, AConnectionBusyAtItsAgeEndsGracefullyOnceItsCallEnds) {
+  Serve(
+      [](const ServerRequest&) {
+        return Reply::Ok("late").DelayHeaders(std::chrono::seconds(100));
+      },
+      GetParam());
+  Settings settings = PaymentsSettings();
+  settings.max_connection_age = std::chrono::minutes(1);
+  settings.timeout = std::chrono::hours(1);
+  settings.attempt_timeout = std::chrono::hours(1);
+  auto client = MakeClient(settings);
+  auto call = client->SendAsync(Request::Get("/"));
+  ASSERT_TRUE(server->WaitForRequests(1));  // the answer's delay is armed
+  clock.Advance(std::chrono::seconds(70));  // past its age: drained, busy
+  EXPECT_EQ(server->close_notifies(), 0);
+  EXPECT_EQ(server->goaways_from_client(), 0);
+  clock.Advance(std::chrono::seconds(30));  // the answer
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "late");
+  ExpectGracefulEnds(1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Protocols, ConnectionCloseTest,
                          ::testing::Values(Protocol::kHttp2, Protocol::kHttp11), ProtocolName);
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "h1_exchange.h"
 #include "h2_session.h"
@@ -62,7 +63,8 @@ void Connection::SendCloseNotify() {
 }
 
 bool Connection::HasRoom() const {
-  return state_ == State::kOpen && !draining_ && waiting_.empty() && codec_->HasRoom();
+  return state_ == State::kOpen && !draining_ && !closing_ && !close_after_io_ &&
+         waiting_.empty() && codec_->HasRoom();
 }
 
 bool Connection::Idle() const { return waiting_.empty() && (codec_ == nullptr || codec_->Idle()); }
@@ -96,6 +98,12 @@ void Connection::DialNext() {
     int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       int error = errno;
+      // Short of sockets with a dial still in progress: that one may yet
+      // answer, and no other address is tried.
+      if (LocalShortage(error) && !dialing_.empty()) {
+        next_address_ = addresses_.size();
+        return;
+      }
       if (LocalShortage(error)) {
         return Fail(ErrorKind::kLocalResource,
                     std::string("this process could not open a socket (") + std::strerror(error) +
@@ -129,7 +137,14 @@ void Connection::DialAnswered(int fd) {
   int error = 0;
   socklen_t length = sizeof error;
   getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
-  if (error == 0) return Won(fd, it->address, /*watched=*/true);
+  if (error == 0) {
+    // Not connected yet: an event the loop held for a socket closed in the
+    // same wake-up (a dial that lost), whose number this one took.
+    sockaddr_storage peer{};
+    socklen_t peer_length = sizeof peer;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) return;
+    return Won(fd, it->address, /*watched=*/true);
+  }
   dial_error_ = error;
   loop_.Unwatch(fd);
   close(fd);
@@ -215,14 +230,21 @@ void Connection::Resume(Exchange& exchange) {
 
 void Connection::Close(const std::string& why) {
   // The goodbye is written now if the socket takes it, never waited for:
-  // a write in progress (a close from inside a read) or a full socket
-  // buffer leaves it out, as a peer that has gone would. So do bytes not
-  // yet written: they would finish frames (a request's last DATA, say)
-  // that the close otherwise cuts off, for an exchange that is ending.
-  if (state_ == State::kOpen && !in_io_ && !tls_failed_ && out_offset_ == out_.size() &&
-      codec_->Closing()) {
+  // a full socket buffer leaves it out, as a peer that has gone would. So
+  // do bytes not yet written: they would finish frames (a request's last
+  // DATA, say) that the close otherwise cuts off, for an exchange that is
+  // ending.
+  bool goodbye = state_ == State::kOpen && !tls_failed_ && out_offset_ == out_.size();
+  if (goodbye && in_io_ && Idle()) {
+    // Inside a read or a flush (the last stream of a drained connection
+    // ended, say): the close, with nothing on the connection to end, waits
+    // for them to return, at the end of Flush.
+    if (!close_after_io_) close_after_io_ = why;
+    return;
+  }
+  if (goodbye && !in_io_) {
     closing_ = true;
-    Flush();
+    if (codec_->Closing()) Flush();
   }
   Fail(ErrorKind::kTransport, why);
 }
@@ -532,6 +554,7 @@ void Connection::Flush() {
   in_io_ = false;
   if (state_ != State::kOpen || closing_) return;  // closing: Close goes on
   if (!failed.empty()) return Fail(ErrorKind::kTransport, failed);
+  if (close_after_io_) return Close(*std::exchange(close_after_io_, std::nullopt));
   if (codec_->Finished()) {
     return Fail(ErrorKind::kTransport,
                 codec_->error().empty() ? "the HTTP/2 session ended (GOAWAY)" : codec_->error());

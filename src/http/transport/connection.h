@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -217,6 +218,9 @@ class Connection final : private CodecEvents {
   bool ready_told_ = false;
   bool draining_ = false;
   bool closing_ = false;  // Close is writing the goodbye: Flush leaves the close to it
+  // Close was asked for inside a read or flush, with nothing on the
+  // connection: why, for the end of Flush.
+  std::optional<std::string> close_after_io_;
   ErrorKind close_kind_ = ErrorKind::kTransport;
   std::string close_reason_;
   std::string out_;
