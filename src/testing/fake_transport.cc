@@ -352,6 +352,20 @@ class FakeClientTransport final : public ClientTransport {
     std::size_t path = sent.url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
     request.target = path == std::string::npos ? "/" : sent.url.substr(path);
     request.version = "2";
+    // As FakeServer records an HTTP/2 request: :scheme, and :authority as
+    // its first field, host.
+    if (scheme != std::string::npos) {
+      request.scheme = sent.url.substr(0, scheme);
+      request.headers.emplace_back(
+          "host", sent.url.substr(scheme + 3, (path == std::string::npos ? sent.url.size() : path) -
+                                                  (scheme + 3)));
+    }
+    // Then in the transports' order: the attempt's own fields, the
+    // request's that they do not replace, then the default user-agent for
+    // a request that names none.
+    for (const auto& [name, value] : own) {
+      request.headers.emplace_back(Lower(std::string(name)), std::string(value));
+    }
     for (const auto& header : sent.headers) {
       // Not a structured binding: clang 14 cannot capture one in a lambda.
       const std::string name = Lower(header.first);
@@ -360,12 +374,8 @@ class FakeClientTransport final : public ClientTransport {
       });
       if (!replaced) request.headers.emplace_back(name, header.second);
     }
-    // As the transports send it, for a request that names none.
     if (sent.default_user_agent) {
       request.headers.emplace_back("user-agent", http::internal::kDefaultUserAgent);
-    }
-    for (const auto& [name, value] : own) {
-      request.headers.emplace_back(Lower(std::string(name)), std::string(value));
     }
     if (!sent.body_source) {
       request.body = sent.body;

@@ -449,3 +449,38 @@ TEST_F(NoTelemetryTest, WithoutTelemetryTheCallersContextStillReachesTheDependen
 
 }  // namespace
 }  // namespace outbound::http
+
+namespace outbound::http {
+namespace {
+
+std::vector<std::string> FieldNames(const testing::ServerRequest& request) {
+  std::vector<std::string> names;
+  for (const auto& field : request.headers) names.push_back(field.first);
+  return names;
+}
+
+// The kit's FakeTransport records a request's fields as FakeServer records
+// what the wire carries, in its order (:authority as host, the attempt's
+// own fields, traceparent here, then the request's, then the default
+// user-agent), so a test on it sees what a server would.
+TEST_F(TelemetryH2Test, TheFakeTransportRecordsFieldsInTheWiresOrder) {
+  Serve([](const ServerRequest&) { return Reply::Ok(""); });
+  auto wire = MakeClient();
+  ASSERT_TRUE(wire->Send(Request::Get("/").Header("X-A", "1")));
+  testing::FakeTransport fake(clock, [](const ServerRequest&) { return Reply::Ok(""); });
+  Runtime fake_runtime = runtime;
+  fake_runtime.transport = &fake;
+  auto faked = Client::Create(fake_runtime, PaymentsSettings());
+  ASSERT_TRUE(faked) << faked.error().message();
+  ASSERT_TRUE((*faked)->Send(Request::Get("/").Header("X-A", "1")));
+  ASSERT_EQ(server->requests().size(), 1u);
+  ASSERT_EQ(fake.requests().size(), 1u);
+  EXPECT_EQ(FieldNames(fake.requests()[0]), FieldNames(server->requests()[0]));
+  EXPECT_EQ(FieldNames(fake.requests()[0]),
+            (std::vector<std::string>{"host", "traceparent", "x-a", "user-agent"}));
+  EXPECT_EQ(fake.requests()[0].header("host"), server->requests()[0].header("host"));
+  EXPECT_EQ(fake.requests()[0].scheme, server->requests()[0].scheme);
+}
+
+}  // namespace
+}  // namespace outbound::http

@@ -57,9 +57,11 @@ class FakeTransport final : public http::Transport {
   FakeTransport(const FakeTransport&) = delete;
   FakeTransport& operator=(const FakeTransport&) = delete;
 
-  // Every request handed to the transport, in order, as a server would
-  // see it (header names in lower case, the attempt's trace headers
-  // included, a streamed body read whole); `version` is "2". A request is
+  // Every request handed to the transport, in order, as a FakeServer
+  // would record it over HTTP/2 (`scheme`, the fields in the order the
+  // wire carries them, `host` first from :authority, header names in
+  // lower case, the attempt's trace headers included, a streamed body
+  // read whole); `version` is "2". A request is
   // here once its reply's DelayHeaders timer is pending and before any of
   // the answer arrives, so a test may move the clock as soon as it sees it.
   std::vector<ServerRequest> requests() const;
