@@ -4,9 +4,7 @@
 // the connection attempt delay of 250 ms, not the attempt: the next
 // address is dialled beside it then, and the first to answer is kept. The
 // families take turns in the dialling order.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 
 #include <chrono>
 #include <future>
@@ -38,10 +36,11 @@ class HappyEyeballsTest : public ClientTestBase, public ::testing::Test {
     network.Set("payments", 8443, {{"127.0.0.1", hole->port()}, {"127.0.0.1", server->port()}});
   }
 
-  // Waits (a safety net of 10 s real time) until the hole has been dialled.
-  bool HoleDialled() {
+  // Waits (a safety net of 10 s real time) until `n` dials wait at the
+  // hole (connects in SYN_SENT there).
+  bool DialsAtTheHole(int n) {
     auto give_up = std::chrono::steady_clock::now() + seconds(10);
-    while (hole->dials() == 0) {
+    while (hole->dials() != n) {
       if (std::chrono::steady_clock::now() >= give_up) return false;
       std::this_thread::yield();
     }
@@ -56,7 +55,7 @@ TEST_F(HappyEyeballsTest, AnUnansweredFirstAddressCostsTheAttemptDelayNotTheAtte
   auto client = MakeClient();
   TimePoint start = clock.Now();
   auto call = client->SendAsync(Request::Get("/"));
-  ASSERT_TRUE(HoleDialled());
+  ASSERT_TRUE(DialsAtTheHole(1));
   // The call's deadline, its attempt's timeout and the next dial.
   ASSERT_TRUE(clock.WaitForTimers(3));
   EXPECT_EQ(server->connections_opened(), 0);
@@ -70,11 +69,7 @@ TEST_F(HappyEyeballsTest, AnUnansweredFirstAddressCostsTheAttemptDelayNotTheAtte
   EXPECT_EQ(clock.Now() - start, milliseconds(250));
   EXPECT_EQ(server->connections_opened(), 1);
   // The dial left unanswered is closed (no socket waits at the hole).
-  auto give_up = std::chrono::steady_clock::now() + seconds(10);
-  while (hole->dials() > 0 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::yield();
-  }
-  EXPECT_EQ(hole->dials(), 0);
+  EXPECT_TRUE(DialsAtTheHole(0));
   // The winner is kept: later calls go on it.
   ASSERT_TRUE(client->Send(Request::Get("/")));
   EXPECT_EQ(server->connections_opened(), 1);
@@ -87,7 +82,7 @@ TEST_F(HappyEyeballsTest, TheAddressOutrunIsDialledLastAfterwards) {
   HoleThenServer();
   auto client = MakeClient();
   auto call = client->SendAsync(Request::Get("/"));
-  ASSERT_TRUE(HoleDialled());
+  ASSERT_TRUE(DialsAtTheHole(1));
   ASSERT_TRUE(clock.WaitForTimers(3));
   clock.Advance(milliseconds(250));
   ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready);
@@ -131,15 +126,11 @@ TEST_F(HappyEyeballsTest, NoAddressAnsweringEndsTheAttemptAtItsTimeout) {
   settings.max_attempts = 1;
   auto client = MakeClient(settings);
   auto call = client->SendAsync(Request::Get("/"));
-  ASSERT_TRUE(HoleDialled());
+  ASSERT_TRUE(DialsAtTheHole(1));
   ASSERT_TRUE(clock.WaitForTimers(3));
   clock.Advance(milliseconds(250));
   // The second dial: the hole counts it.
-  auto give_up = std::chrono::steady_clock::now() + seconds(10);
-  while (hole->dials() < 2 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::yield();
-  }
-  EXPECT_EQ(hole->dials(), 2);
+  EXPECT_TRUE(DialsAtTheHole(2));
   clock.Advance(settings.attempt_timeout - milliseconds(250));
   ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready);
   auto response = call.get();
@@ -147,23 +138,8 @@ TEST_F(HappyEyeballsTest, NoAddressAnsweringEndsTheAttemptAtItsTimeout) {
   EXPECT_EQ(response.error().kind(), ErrorKind::kDeadline) << response.error().message();
 }
 
-transport::SocketAddress V4(const char* ip) {
-  transport::SocketAddress address;
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&address.storage);
-  v4->sin_family = AF_INET;
-  inet_pton(AF_INET, ip, &v4->sin_addr);
-  address.length = sizeof(sockaddr_in);
-  return address;
-}
-
-transport::SocketAddress V6(const char* ip) {
-  transport::SocketAddress address;
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&address.storage);
-  v6->sin6_family = AF_INET6;
-  inet_pton(AF_INET6, ip, &v6->sin6_addr);
-  address.length = sizeof(sockaddr_in6);
-  return address;
-}
+// An IP literal's address, port 0.
+transport::SocketAddress At(const char* ip) { return *transport::Literal(ip, 0); }
 
 std::vector<std::string> Texts(const std::vector<transport::SocketAddress>& addresses) {
   std::vector<std::string> texts;
@@ -173,16 +149,16 @@ std::vector<std::string> Texts(const std::vector<transport::SocketAddress>& addr
 
 TEST(InterleaveFamiliesTest, TheFamiliesTakeTurnsFirstFamilyFirst) {
   EXPECT_EQ(
-      Texts(transport::InterleaveFamilies({V6("2001:db8::1"), V6("2001:db8::2"), V6("2001:db8::3"),
-                                           V4("192.0.2.1"), V4("192.0.2.2")})),
+      Texts(transport::InterleaveFamilies({At("2001:db8::1"), At("2001:db8::2"), At("2001:db8::3"),
+                                           At("192.0.2.1"), At("192.0.2.2")})),
       (std::vector<std::string>{"[2001:db8::1]:0", "192.0.2.1:0", "[2001:db8::2]:0", "192.0.2.2:0",
                                 "[2001:db8::3]:0"}));
   EXPECT_EQ(
-      Texts(transport::InterleaveFamilies({V4("192.0.2.1"), V4("192.0.2.2"), V6("2001:db8::1")})),
+      Texts(transport::InterleaveFamilies({At("192.0.2.1"), At("192.0.2.2"), At("2001:db8::1")})),
       (std::vector<std::string>{"192.0.2.1:0", "[2001:db8::1]:0", "192.0.2.2:0"}));
   // One family: as it was.
   EXPECT_EQ(
-      Texts(transport::InterleaveFamilies({V4("192.0.2.3"), V4("192.0.2.1"), V4("192.0.2.2")})),
+      Texts(transport::InterleaveFamilies({At("192.0.2.3"), At("192.0.2.1"), At("192.0.2.2")})),
       (std::vector<std::string>{"192.0.2.3:0", "192.0.2.1:0", "192.0.2.2:0"}));
 }
 
