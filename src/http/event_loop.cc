@@ -15,7 +15,7 @@ EventLoop::EventLoop() {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   epoll_event event{};
   event.events = EPOLLIN;
-  event.data.fd = wake_fd_;
+  event.data.u64 = Tag(wake_fd_, 0);
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &event);
   thread_ = std::thread([this] { Run(); });
 }
@@ -59,11 +59,15 @@ void EventLoop::Wake() {
 }
 
 void EventLoop::Watch(int fd, std::uint32_t events, std::function<void(std::uint32_t)> on_ready) {
+  auto it = watched_.find(fd);
+  bool known = it != watched_.end();
+  // A new registration of the number is a new generation; changing the
+  // events watched keeps it.
+  std::uint32_t generation = known ? it->second.generation : ++last_generation_;
+  watched_[fd] = Watcher{generation, std::move(on_ready)};
   epoll_event event{};
   event.events = events;
-  event.data.fd = fd;
-  bool known = watched_.count(fd) > 0;
-  watched_[fd] = std::move(on_ready);
+  event.data.u64 = Tag(fd, generation);
   epoll_ctl(epoll_fd_, known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event);
 }
 
@@ -91,15 +95,19 @@ void EventLoop::Run() {
     }
     int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout_ms);
     for (int i = 0; i < n; ++i) {
-      int fd = events[static_cast<size_t>(i)].data.fd;
+      std::uint64_t tag = events[static_cast<size_t>(i)].data.u64;
+      int fd = static_cast<int>(tag & 0xffffffffu);
       if (fd == wake_fd_) {
         std::uint64_t drained;
         [[maybe_unused]] ssize_t r = read(wake_fd_, &drained, sizeof drained);
         continue;
       }
       auto it = watched_.find(fd);
-      if (it == watched_.end()) continue;
-      auto on_ready = it->second;  // the callback may unwatch fd
+      // Unwatched since; or closed, and its number taken by a socket
+      // watched anew, earlier in this wake-up: the readiness was the old
+      // socket's.
+      if (it == watched_.end() || it->second.generation != tag >> 32) continue;
+      auto on_ready = it->second.on_ready;  // the callback may unwatch fd
       on_ready(events[static_cast<size_t>(i)].events);
     }
   }

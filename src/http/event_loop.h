@@ -34,6 +34,8 @@ class EventLoop {
 
   // Loop thread only. Calls `on_ready(events)` when `fd` is ready for
   // `events` (EPOLLIN, EPOLLOUT); a second call for an fd replaces the first.
+  // Readiness the loop holds for an fd that was closed and whose number a
+  // socket watched since has taken reaches nobody.
   void Watch(int fd, std::uint32_t events, std::function<void(std::uint32_t)> on_ready);
   void Unwatch(int fd);
 
@@ -41,12 +43,24 @@ class EventLoop {
   void Run();
   void Wake();
 
+  // What epoll hands back with an fd's readiness: the fd and the
+  // generation of its registration (Watch).
+  static std::uint64_t Tag(int fd, std::uint32_t generation) {
+    return (std::uint64_t{generation} << 32) | static_cast<std::uint32_t>(fd);
+  }
+
+  struct Watcher {
+    std::uint32_t generation;
+    std::function<void(std::uint32_t)> on_ready;
+  };
+
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   outbound::internal::Mutex mu_;
   std::deque<std::function<void()>> posted_;
   bool stopping_ = false;
-  std::unordered_map<int, std::function<void(std::uint32_t)>> watched_;
+  std::unordered_map<int, Watcher> watched_;
+  std::uint32_t last_generation_ = 0;
   std::thread thread_;
 };
 

@@ -86,7 +86,8 @@ TEST_P(ConnectionCloseTest, AConnectionPastItsAgeEndsGracefully) {
 // for the read to return, and is said all the same.
 TEST_P(ConnectionCloseTest, AConnectionBusyAtItsAgeEndsGracefullyOnceItsCallEnds) {
   Serve(
-      [](const ServerRequest&) {
+      [](const ServerRequest& r) {
+        if (r.target != "/late") return Reply::Ok("fine");
         return Reply::Ok("late").DelayHeaders(std::chrono::seconds(100));
       },
       GetParam());
@@ -95,8 +96,11 @@ TEST_P(ConnectionCloseTest, AConnectionBusyAtItsAgeEndsGracefullyOnceItsCallEnds
   settings.timeout = std::chrono::hours(1);
   settings.attempt_timeout = std::chrono::hours(1);
   auto client = MakeClient(settings);
-  auto call = client->SendAsync(Request::Get("/"));
-  ASSERT_TRUE(server->WaitForRequests(1));  // the answer's delay is armed
+  // A call answered first: the connection's age is armed once its call is
+  // back (the server may see a request before the client has armed it).
+  ASSERT_TRUE(client->Send(Request::Get("/")));
+  auto call = client->SendAsync(Request::Get("/late"));
+  ASSERT_TRUE(server->WaitForRequests(2));  // the answer's delay is armed
   clock.Advance(std::chrono::seconds(70));  // past its age: drained, busy
   EXPECT_EQ(server->close_notifies(), 0);
   EXPECT_EQ(server->goaways_from_client(), 0);
