@@ -283,6 +283,13 @@ std::string Origin::ToString() const {
   return scheme + "://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
+std::string Origin::Authority() const {
+  bool v6 = host.find(':') != std::string::npos;
+  std::string authority = v6 ? "[" + host + "]" : host;
+  if (port != (scheme == "https" ? 443 : 80)) authority.append(":").append(std::to_string(port));
+  return authority;
+}
+
 Result<ParsedUrl> ParseUrl(std::string_view text) {
   if (auto ok = CheckBytes(text); !ok) return tl::unexpected(ok.error());
   return FromParts(Split(text));

@@ -42,6 +42,9 @@ struct Origin {
 
   // "https://payments:8443", the port always written.
   std::string ToString() const;
+  // What a request names it by (HTTP/2's :authority, HTTP/1.1's Host):
+  // "payments:8443", "[::1]:8443"; "payments" on the scheme's own port.
+  std::string Authority() const;
   friend bool operator==(const Origin&, const Origin&) = default;
 };
 

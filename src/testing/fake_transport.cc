@@ -11,6 +11,7 @@
 
 #include "../http/attempt.h"
 #include "../http/client_transport.h"
+#include "../http/origin.h"
 #include "../http/request_check.h"
 #include "../http/transport_spec.h"
 #include "outbound/internal/ascii.h"
@@ -354,11 +355,9 @@ class FakeClientTransport final : public ClientTransport {
     request.version = "2";
     // As FakeServer records an HTTP/2 request: :scheme, and :authority as
     // its first field, host.
-    if (scheme != std::string::npos) {
-      request.scheme = sent.url.substr(0, scheme);
-      request.headers.emplace_back(
-          "host", sent.url.substr(scheme + 3, (path == std::string::npos ? sent.url.size() : path) -
-                                                  (scheme + 3)));
+    if (auto url = http::internal::ParseUrl(sent.url)) {
+      request.scheme = url->origin.scheme;
+      request.headers.emplace_back("host", url->origin.Authority());
     }
     // Then in the transports' order: the attempt's own fields, the
     // request's that they do not replace, then the default user-agent for

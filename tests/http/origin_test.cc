@@ -37,6 +37,19 @@ TEST(ParseUrlTest, SchemeAndHostAreCaseInsensitiveAndTheDefaultPortIsFilledIn) {
   EXPECT_NE(OriginOf("https://payments:8444"), payments);
 }
 
+// What a request names the origin by: the port only off the scheme's
+// own, an IPv6 address in brackets.
+TEST(OriginTest, TheAuthorityWritesThePortOnlyWhenItIsNotTheSchemes) {
+  auto authority = [](std::string_view url) { return ParseUrl(url)->origin.Authority(); };
+  EXPECT_EQ(authority("https://payments:8443/x"), "payments:8443");
+  EXPECT_EQ(authority("https://payments/x"), "payments");
+  EXPECT_EQ(authority("https://payments:80/"), "payments:80");
+  EXPECT_EQ(authority("http://payments:80/"), "payments");
+  EXPECT_EQ(authority("http://payments:443/"), "payments:443");
+  EXPECT_EQ(authority("http://[::1]:8080/"), "[::1]:8080");
+  EXPECT_EQ(authority("https://[::1]/"), "[::1]");
+}
+
 TEST(ParseUrlTest, TheNormalFormHasTheOriginThenThePathAndQueryAsWritten) {
   EXPECT_EQ(FullOf("HTTPS://PAYMENTS:8443/Charges/1?Q=A%2Fb#frag"),
             "https://payments:8443/Charges/1?Q=A%2Fb");

@@ -137,14 +137,7 @@ void Connection::DialAnswered(int fd) {
   int error = 0;
   socklen_t length = sizeof error;
   getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
-  if (error == 0) {
-    // Not connected yet: an event the loop held for a socket closed in the
-    // same wake-up (a dial that lost), whose number this one took.
-    sockaddr_storage peer{};
-    socklen_t peer_length = sizeof peer;
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) return;
-    return Won(fd, it->address, /*watched=*/true);
-  }
+  if (error == 0) return Won(fd, it->address, /*watched=*/true);
   dial_error_ = error;
   loop_.Unwatch(fd);
   close(fd);

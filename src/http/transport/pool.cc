@@ -37,10 +37,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
         origin_(origin),
         loop_(std::move(loop)),
         tls_(std::move(tls)) {
-    bool v6 = origin_.host.find(':') != std::string::npos;
-    authority_ = v6 ? "[" + origin_.host + "]" : origin_.host;
-    bool default_port = origin_.port == (tls_ ? 443 : 80);
-    if (!default_port) authority_.append(":").append(std::to_string(origin_.port));
+    authority_ = origin_.Authority();
     // Plain http is HTTP/1.1 unless the settings say HTTP/2 (prior
     // knowledge); https says which by ALPN.
     if (!tls_)

@@ -43,7 +43,6 @@ std::string Text(const SocketAddress& address) {
 }
 
 std::vector<SocketAddress> InterleaveFamilies(std::vector<SocketAddress> addresses) {
-  if (addresses.size() < 3) return addresses;  // two of one family, or one each: as they are
   auto family = [](const SocketAddress& a) {
     return reinterpret_cast<const sockaddr*>(&a.storage)->sa_family;
   };
