@@ -5,6 +5,12 @@
 #include <utility>
 
 namespace outbound::http::internal {
+namespace {
+
+// How many CallState::Stop calls run on this thread now.
+thread_local int t_stopping = 0;
+
+}  // namespace
 
 CallState::~CallState() { Disarm(); }
 
@@ -78,8 +84,15 @@ void CallState::Stop(CancelReason reason) {
     std::lock_guard lock(mu_);
     target = cancel_target_.lock();
   }
-  if (target) target->Cancel(reason);
+  if (!target) return;
+  struct StoppingScope {
+    StoppingScope() { ++t_stopping; }
+    ~StoppingScope() { --t_stopping; }
+  } scope;
+  target->Cancel(reason);
 }
+
+bool CallState::Stopping() { return t_stopping > 0; }
 
 void CallState::Begin(const CallPath& path) {
   assert(!weak_from_this().expired() && "the caller holds the call while it runs");

@@ -133,6 +133,12 @@ class CallState : public std::enable_shared_from_this<CallState> {
     CancelReason reason = reason_.load();
     return reason == CancelReason::kCancelled || reason == CancelReason::kClientDestroyed;
   }
+  // Whether this thread is stopping a call now (a cancel, a deadline, the
+  // client going): a call that ends inside it tells its caller later, from
+  // the loop's queue, for the stop may have come from the caller's own
+  // code on the loop (a callback of another call, a stream's message),
+  // which may hold a lock the callback takes.
+  static bool Stopping();
   // Attempts started so far by the whole call, redirects included.
   std::atomic<int> attempts{0};
   // Attempts handed to a connection so far: what Error::attempts reports.

@@ -410,12 +410,12 @@ void Client::Impl::Send(Request&& request, Callback&& done, std::optional<bool> 
       callback(std::move(ended.result), ended.thrown);
       impl->Unlink(*live);
     };
-    if (t_sending == impl || !impl->loop->InLoop()) {
-      // Ended inside SendAsync (a rejection), or on a thread that is not the
-      // loop's (a cancel, a deadline on the clock's thread, a ManualClock
-      // advanced): the caller hears of it from the loop, never on the stack
-      // of a thread that may hold its own locks. The call stays alive until
-      // then.
+    if (t_sending == impl || internal::CallState::Stopping() || !impl->loop->InLoop()) {
+      // Ended inside SendAsync (a rejection), by a stop (a cancel, even one
+      // from the caller's own callback on the loop; a deadline) or on a
+      // thread that is not the loop's (a ManualClock advanced): the caller
+      // hears of it from the loop's queue, never on the stack of code that
+      // may hold its own locks. The call stays alive until then.
       impl->loop->Post([held = live->shared_from_this(), finish,
                         outcome = std::move(outcome)]() mutable { finish(outcome); });
     } else {

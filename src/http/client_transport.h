@@ -89,9 +89,10 @@ struct AttemptOutcome {
 
 // The header fields an attempt adds to its request, each sent in place of
 // the request's own field of that name: the trace context (traceparent,
-// tracestate, baggage) and gRPC's grpc-timeout. They are made for every
-// attempt, so adding one allocates nothing: a value is copied into room
-// kept here (a traceparent's 55 bytes and a timeout's few fit), and only
+// tracestate, baggage) and gRPC's grpc-timeout and
+// grpc-previous-rpc-attempts. They are made for every attempt, so adding
+// one allocates nothing: a value is copied into room kept here (a
+// traceparent's 55 bytes and gRPC's few fit), and only
 // one longer than the room left (a caller's tracestate or baggage) into a
 // string of its own.
 class AttemptFields {
@@ -100,8 +101,8 @@ class AttemptFields {
     std::string_view name;
     std::string_view value;
   };
-  // At most this many: the trace context's three and grpc-timeout.
-  static constexpr std::size_t kMaxFields = 4;
+  // At most this many: the trace context's three and gRPC's two.
+  static constexpr std::size_t kMaxFields = 5;
 
   AttemptFields() = default;
   // The values are views of this object's own room: not copied or moved.
@@ -112,7 +113,7 @@ class AttemptFields {
   // of `value` (not a view of these fields' own values). A field past kMaxFields is a bug in the
   // library: it fails an assertion in a debug build and is left out in a release one.
   void Add(std::string_view name, std::string_view value) {
-    assert(count_ < kMaxFields && "an attempt adds at most four fields");
+    assert(count_ < kMaxFields && "an attempt adds at most five fields");
     if (count_ == kMaxFields) return;
     std::string_view kept;
     if (value.size() <= room_.size() - used_) {
@@ -139,7 +140,9 @@ class AttemptFields {
  private:
   std::array<Field, kMaxFields> fields_;  // the first count_ are set
   std::size_t count_ = 0;
-  std::array<char, 72> room_;  // a traceparent (55) and a grpc-timeout (at most 9)
+  // A traceparent (55), a grpc-timeout (at most 9) and an attempt count (at
+  // most 10).
+  std::array<char, 80> room_;
   std::size_t used_ = 0;
   std::unique_ptr<std::string[]> long_values_;  // made for the first value the room cannot hold
 };

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <optional>
 #include <span>
 
@@ -141,6 +142,28 @@ class GrpcTimeout final : public http::internal::AttemptLayer {
   Clock& clock_;
 };
 
+// Tells the server which attempt this is: a retry or a hedge carries
+// grpc-previous-rpc-attempts, the number of attempts of the call sent
+// before it (gRFC A6), so a server can tell a call tried again from a new
+// one. The first attempt carries none.
+class PreviousAttempts final : public http::internal::AttemptLayer {
+ public:
+  std::string_view name() const override { return "grpc previous attempts"; }
+
+  void Start(Attempt& attempt) override {
+    if (attempt.resend_count > 0) {
+      std::array<char, 12> digits;  // an int's
+      auto written =
+          std::to_chars(digits.data(), digits.data() + digits.size(), attempt.resend_count);
+      attempt.attempt_headers.Add("grpc-previous-rpc-attempts",
+                                  std::string_view(digits.data(), written.ptr));
+    }
+    attempt.Proceed(*this);
+  }
+
+  void Finish(Attempt& /*attempt*/, AttemptOutcome& /*outcome*/) override {}
+};
+
 // An injected "status:NNN,retry-after:S" as a gRPC server would say it: a
 // Trailers-Only answer with the code gRPC gives that HTTP status, and the
 // retry-after as pushback.
@@ -176,6 +199,7 @@ http::internal::FrontEnd GrpcFrontEnd(const std::optional<Duration>& attempt_tim
   front_end.attempt_layers =
       [](http::internal::AttemptSlots& /*slots*/, Clock& clock,
          std::vector<std::unique_ptr<http::internal::AttemptLayer>>& layers) {
+        layers.push_back(std::make_unique<PreviousAttempts>());
         layers.push_back(std::make_unique<GrpcTimeout>(clock));
       };
   return front_end;

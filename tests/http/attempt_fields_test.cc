@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // AttemptFields: the fields an attempt adds keep their own copies of
 // their values, in order, whatever their length; clear() empties them for
-// the next attempt; and a field past the fourth is left out.
+// the next attempt; and a field past the fifth is left out.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -54,18 +54,18 @@ TEST(AttemptFieldsTest, ClearEmptiesThemAndTheRoomServesAgain) {
 }
 
 #ifdef NDEBUG
-TEST(AttemptFieldsTest, AFifthFieldIsLeftOutInARelease) {
+TEST(AttemptFieldsTest, ASixthFieldIsLeftOutInARelease) {
   AttemptFields fields;
-  for (int i = 0; i < 5; ++i) fields.Add("x-field", std::to_string(i));
+  for (int i = 0; i < 6; ++i) fields.Add("x-field", std::to_string(i));
   EXPECT_EQ(fields.size(), AttemptFields::kMaxFields);
-  EXPECT_EQ(Read(fields).back().second, "3");
+  EXPECT_EQ(Read(fields).back().second, "4");
 }
 #else
-TEST(AttemptFieldsDeathTest, AFifthFieldFailsAnAssertionInADebugBuild) {
+TEST(AttemptFieldsDeathTest, ASixthFieldFailsAnAssertionInADebugBuild) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");  // the suite's binary runs threads
   AttemptFields fields;
-  for (int i = 0; i < 4; ++i) fields.Add("x-field", std::to_string(i));
-  EXPECT_DEATH(fields.Add("x-field", "4"), "at most four");
+  for (int i = 0; i < 5; ++i) fields.Add("x-field", std::to_string(i));
+  EXPECT_DEATH(fields.Add("x-field", "5"), "at most five");
 }
 #endif
 

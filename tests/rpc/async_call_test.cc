@@ -226,6 +226,47 @@ TEST_F(RpcAsync, ACancelDuringAnAttemptCancelsTheRpc) {
   while (!server_saw_cancel) std::this_thread::sleep_for(milliseconds(1));
 }
 
+// A call cancelled from the caller's own code on the loop (here, another
+// call's done) ends after that code returns, not inside it: the caller may
+// hold a lock there that the cancelled call's done takes too.
+TEST_F(RpcAsync, ACancelFromAnotherCallsDoneEndsTheCallAfterThatDoneReturns) {
+  EchoServer server(
+      [](int call, grpc::ServerContext* context, const EchoRequest& request, EchoReply* reply) {
+        if (request.text() == "hang") return Hang(call, context, request, reply);
+        reply->set_text("echo: " + request.text());
+        return grpc::Status::OK;
+      });
+  auto client = Make(server);
+  CancelSource cancel;
+  Context context;
+  context.cancel = cancel.token();
+  std::atomic<bool> in_first_done{false};
+  std::promise<bool> hung_ended;  // whether it ended inside the first's done
+  auto ended = hung_ended.get_future();
+  request_.set_text("hang");
+  client->CallAsync(
+      kSay, request_.SerializeAsString(),
+      [&](const Reply& reply, std::exception_ptr) {
+        EXPECT_EQ(reply.status.code, Code::kCancelled);
+        hung_ended.set_value(in_first_done.load());
+      },
+      context);
+  while (server.calls() == 0) std::this_thread::sleep_for(milliseconds(1));
+  std::promise<void> first_done;
+  request_.set_text("quick");
+  client->CallAsync(kSay, request_.SerializeAsString(),
+                    [&](const Reply& reply, std::exception_ptr) {
+                      EXPECT_TRUE(reply.status.ok()) << reply.status.message;
+                      in_first_done = true;
+                      cancel.Cancel();
+                      in_first_done = false;
+                      first_done.set_value();
+                    });
+  first_done.get_future().get();
+  ASSERT_EQ(ended.wait_for(seconds(10)), std::future_status::ready);
+  EXPECT_FALSE(ended.get()) << "the cancelled call's done ran inside the other call's done";
+}
+
 TEST_F(RpcAsync, TimeoutEndsAHungCallAndCountsAgainstTheBreaker) {
   EchoServer server(Hang);
   Settings settings = DefaultSettings();

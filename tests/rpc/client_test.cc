@@ -54,6 +54,29 @@ TEST_F(RpcClient, UnavailableIsRetriedUntilOk) {
   EXPECT_EQ(server.calls(), 3);
 }
 
+// Each retry tells the server how many attempts went before it, as
+// grpc-previous-rpc-attempts (gRFC A6); the first attempt sends none.
+TEST_F(RpcClient, EachRetrySaysHowManyAttemptsWentBefore) {
+  std::mutex mu;
+  std::vector<std::string> previous;  // "-" where the field was not sent
+  EchoServer server(
+      [&](int call, grpc::ServerContext* context, const EchoRequest& request, EchoReply* reply) {
+        {
+          std::lock_guard lock(mu);
+          auto it = context->client_metadata().find("grpc-previous-rpc-attempts");
+          previous.emplace_back(it == context->client_metadata().end()
+                                    ? "-"
+                                    : std::string(it->second.data(), it->second.size()));
+        }
+        if (call < 3) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not yet");
+        return Ok(reply, request);
+      });
+  auto client = Make(server);
+  ASSERT_TRUE(Say(*client, "x").ok());
+  std::lock_guard lock(mu);
+  EXPECT_EQ(previous, (std::vector<std::string>{"-", "1", "2"}));
+}
+
 TEST_F(RpcClient, GenericCallReturnsBytesAndAttempts) {
   EchoServer server(UnavailableThenEcho(1));
   auto client = Make(server);

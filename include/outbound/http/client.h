@@ -78,10 +78,11 @@ class Client final : public Sender {
   using Sender::SendAsync;
 
   // The callback form, for many calls with no thread waiting on each: `done`
-  // runs once, on the client's event-loop thread or the clock's timer thread,
-  // and must not block or throw. `thrown` carries what the user's classify
-  // or breaker policy threw (the result is then an error). Many calls may be
-  // in flight at once on the client's one event-loop thread.
+  // runs once, on the client's event-loop thread, never on the stack of a
+  // call of yours into the library (this SendAsync, a CancelSource::Cancel,
+  // even one made in another callback), and must not block or throw. `thrown` carries what the
+  // user's classify or breaker policy threw (the result is then an error). Many calls may be in
+  // flight at once on the client's one event-loop thread.
   void SendAsync(Request request, Callback done) override;
 
   // The breaker's state now (read, not tracked: half-open as soon as its

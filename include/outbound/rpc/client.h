@@ -116,10 +116,11 @@ class Client {
   // Call, without blocking: returns at once, and `done` gets the Reply when
   // the call ends. The waits between attempts are timers on the Runtime's
   // clock, so no thread waits for the call. `done` runs once, on the
-  // client's event-loop thread or the clock's timer thread, never on the
-  // stack of the thread that started the call (even for a call that ends
-  // at once: rejected by the breaker, already cancelled); it must not block
-  // or throw.
+  // client's event-loop thread, never on the stack of a call of yours into
+  // the library: not inside CallAsync (even for a call that ends at once:
+  // rejected by the breaker, already cancelled), nor inside a
+  // CancelSource::Cancel (even one made in another call's `done` or a
+  // stream's on_message); it must not block or throw.
   void CallAsync(std::string_view method, std::string_view request, Done done,
                  const Context& context = {});
 
