@@ -1,0 +1,804 @@
+// SPDX-License-Identifier: Apache-2.0
+// The gRPC client against grpc-go's server, the reference implementation
+// (Debian golang-google-grpc-dev), in tests/rpc/grpc_go_peer, started by
+// each test in plain text (h2c) or over TLS with a certificate of the
+// test's own CA. The essentials the grpcio suite checks (every kind of
+// call, statuses, metadata both ways, gzip both ways, deadlines, retries,
+// pushback, cancels, the trace context), and what grpc-go's server does
+// that the other peers do not: connections ended at MaxConnectionAge with
+// two GOAWAYs, a MaxConcurrentStreams limit, a receive limit answered
+// from the length prefix, and its PING policy. The peer reads the frames
+// of a plain-text connection as they pass, so a test can say what went on
+// the wire. Waits run on a ManualClock the test advances to each timer the
+// call sets.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "outbound/http/middleware.h"
+#include "outbound/rpc/client.h"
+#include "outbound/telemetry/propagation.h"
+#include "outbound/testing/fixed_random.h"
+#include "outbound/testing/manual_clock.h"
+#include "outbound/testing/network_map.h"
+#include "outbound/testing/test_ca.h"
+
+extern char** environ;
+
+namespace outbound::rpc {
+namespace {
+
+using namespace std::chrono_literals;
+using namespace std::string_literals;
+
+// A safety net for a broken test, never a tolerance: a passing test waits
+// for events.
+constexpr auto kSafetyNet = std::chrono::seconds(10);
+
+// HTTP/2's codes in the GOAWAYs the peer reports.
+constexpr int kNoError = 0x0;
+constexpr int kEnhanceYourCalm = 0xb;
+// The last-stream-id of grpc-go's first GOAWAY of a graceful close: any
+// stream, for the client may have sent some before it saw the GOAWAY.
+constexpr std::uint32_t kAnyStream = 0x7fffffff;
+
+// The grpc_go_peer program run for one test, talked to over its stdin and
+// stdout as GrpcioPeer (grpcio_peer_test.cc) talks to grpcio_peer.py. The
+// destructor kills and reaps it; if the test dies first, the program sees
+// its stdin end and stops.
+class GrpcGoPeer {
+ public:
+  explicit GrpcGoPeer(std::vector<std::string> args) {
+    std::vector<std::string> argv_strings = {OUTBOUND_GRPC_GO_PEER};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& s : argv_strings) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+      throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, pair[1], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, pair[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+    int spawned = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(pair[1]);
+    channel_ = pair[0];
+    if (spawned != 0) {
+      close(channel_);
+      throw std::runtime_error(std::string("cannot start " OUTBOUND_GRPC_GO_PEER ": ") +
+                               std::strerror(spawned));
+    }
+    try {
+      port_ = nlohmann::json::parse(ReadLine()).at("port").get<std::uint16_t>();
+    } catch (const std::exception& e) {
+      Stop();
+      throw std::runtime_error(std::string("grpc_go_peer did not start: ") + e.what());
+    }
+  }
+  ~GrpcGoPeer() { Stop(); }
+  GrpcGoPeer(const GrpcGoPeer&) = delete;
+  GrpcGoPeer& operator=(const GrpcGoPeer&) = delete;
+
+  std::uint16_t port() const { return port_; }
+
+  // What the server has seen so far (grpc_go_peer/main.go says what each
+  // field holds).
+  nlohmann::json Stats() {
+    static constexpr char kStats[] = "stats\n";
+    if (send(channel_, kStats, sizeof(kStats) - 1, MSG_NOSIGNAL) != sizeof(kStats) - 1) {
+      throw std::runtime_error("the peer is gone");
+    }
+    return nlohmann::json::parse(ReadLine());
+  }
+
+  int Calls(const std::string& method) { return Stats().at("calls").value(method, 0); }
+
+  // Waits (the safety net at most) until `done(Stats())` holds.
+  template <typename Done>
+  bool WaitFor(Done done) {
+    auto until = std::chrono::steady_clock::now() + kSafetyNet;
+    while (!done(Stats())) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+
+ private:
+  void Stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      int status;
+      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      pid_ = -1;
+    }
+    if (channel_ >= 0) {
+      close(channel_);
+      channel_ = -1;
+    }
+  }
+
+  std::string ReadLine() {
+    auto until = std::chrono::steady_clock::now() + kSafetyNet;
+    while (true) {
+      if (std::size_t newline = buffered_.find('\n'); newline != std::string::npos) {
+        std::string line = buffered_.substr(0, newline);
+        buffered_.erase(0, newline + 1);
+        return line;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - std::chrono::steady_clock::now());
+      if (left.count() <= 0) throw std::runtime_error("the peer said nothing for 10 s");
+      pollfd fd{.fd = channel_, .events = POLLIN, .revents = 0};
+      if (poll(&fd, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[4096];
+      ssize_t n = read(channel_, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw std::runtime_error("the peer exited");
+      buffered_.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+
+  pid_t pid_ = -1;
+  int channel_ = -1;
+  std::string buffered_;
+  std::uint16_t port_ = 0;
+};
+
+// A certificate written where the peer reads it, removed with its
+// directory when the object goes.
+class CertFiles {
+ public:
+  explicit CertFiles(const testing::Certificate& certificate) {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "outbound-grpc-go-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    dir_ = pattern;
+    Write(dir_ + "/chain.pem", certificate.chain_pem);
+    Write(dir_ + "/key.pem", certificate.key_pem);
+  }
+  ~CertFiles() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  CertFiles(const CertFiles&) = delete;
+  CertFiles& operator=(const CertFiles&) = delete;
+
+  std::vector<std::string> Args() const {
+    return {"--cert=" + dir_ + "/chain.pem", "--key=" + dir_ + "/key.pem"};
+  }
+
+ private:
+  static void Write(const std::string& path, const std::string& content) {
+    std::ofstream out(path);
+    out << content;
+    if (!out) throw std::runtime_error("cannot write " + path);
+  }
+  std::string dir_;
+};
+
+// What each attempt sent and got, as HTTP/2 carried it: the first byte of
+// the framed request (its compressed flag), its grpc-encoding, and the
+// answer's grpc-encoding.
+class WireLog final : public http::AttemptMiddleware {
+ public:
+  void OnResult(const http::OutgoingRequest& request, Result<http::Response>& result,
+                const http::AttemptInfo&) override {
+    std::lock_guard lock(mu);
+    request_flag = request.body().empty() ? -1 : static_cast<int>(request.body()[0]);
+    request_encoding = std::string(request.header("grpc-encoding"));
+    answer_encoding = result ? std::string(result->headers.Find("grpc-encoding")) : "";
+  }
+  std::mutex mu;
+  int request_flag = -1;
+  std::string request_encoding;
+  std::string answer_encoding;
+};
+
+// A context whose call the peer records under `id` (x-call-id).
+Context WithCallId(const std::string& id) {
+  Context context;
+  context.metadata.emplace("x-call-id", id);
+  return context;
+}
+
+class GrpcGoPeerTest : public ::testing::Test {
+ protected:
+  GrpcGoPeerTest() : random_(0.0) {  // a backoff's jitter of 0: a wait is the pushback alone
+    runtime_.clock = &clock_;
+    runtime_.network = &network_;
+    runtime_.random = &random_;
+  }
+
+  // Starts the peer with `args` (over TLS with a certificate for
+  // "backend" when `tls`, else plain text), and a client of it with
+  // `settings`.
+  void Start(std::vector<std::string> args = {}, Settings settings = DefaultSettings(),
+             bool tls = false) {
+    if (tls) {
+      files_ = std::make_unique<CertFiles>(ca_.IssueServer({"backend"}));
+      std::vector<std::string> cert = files_->Args();
+      args.insert(args.begin(), cert.begin(), cert.end());
+      settings.tls = TlsSettings{.root_pem = ca_.pem()};
+    }
+    peer_ = std::make_unique<GrpcGoPeer>(std::move(args));
+    network_.Add("backend", 9090, "127.0.0.1", peer_->port());
+    timeout_ = settings.timeout;
+    settings.addr = "backend:9090";
+    auto client = Client::Create(runtime_, std::move(settings));
+    ASSERT_TRUE(client) << client.error().message();
+    client_ = std::move(*client);
+  }
+
+  // A unary call, the clock advanced to each wait it sets (a backoff, a
+  // pushback) but never to its deadline: the peer answers in real time
+  // while the deadline's timer is pending.
+  Reply Call(const std::string& method, const std::string& request, const Context& context = {}) {
+    TimePoint until = clock_.Now() + timeout_;
+    auto future = std::async(std::launch::async, [&] {
+      return client_->Call("/peer.Test/" + method, request, context);
+    });
+    while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+      if (auto next = clock_.next_timer(); next && *next < until) clock_.AdvanceTo(*next);
+    }
+    return future.get();
+  }
+
+  // Waits until the peer has seen `n` calls of `method`.
+  void WaitForCalls(const std::string& method, int n) {
+    ASSERT_TRUE(peer_->WaitFor([&](const nlohmann::json& stats) {
+      return stats.at("calls").value(method, 0) >= n;
+    })) << "the peer never saw call "
+        << n << " of " << method;
+  }
+
+  bool PeerSawCancelled(int n) {
+    return peer_->WaitFor(
+        [n](const nlohmann::json& stats) { return stats.at("cancelled").get<int>() >= n; });
+  }
+
+  testing::TestCA ca_;
+  testing::ManualClock clock_;
+  testing::NetworkMap network_;
+  testing::FixedRandom random_;
+  Runtime runtime_;
+  std::unique_ptr<CertFiles> files_;
+  std::unique_ptr<GrpcGoPeer> peer_;
+  std::unique_ptr<Client> client_;
+  Duration timeout_ = DefaultSettings().timeout;
+};
+
+// The connections grpc-go has begun to end at their maximum age (its
+// first GOAWAY sent).
+int AgedConnections(const nlohmann::json& stats) {
+  int aged = 0;
+  for (const auto& connection : stats.at("connections")) {
+    if (!connection.at("goaways").empty()) ++aged;
+  }
+  return aged;
+}
+
+// --- Each kind of call, in plain text and over TLS ---
+
+TEST_F(GrpcGoPeerTest, AUnaryCallInPlainTextIsAnswered) {
+  Start();
+  Reply reply = Call("Echo", "hello");
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(reply.body, "hello");
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_EQ(peer_->Calls("Echo"), 1);
+}
+
+TEST_F(GrpcGoPeerTest, AUnaryCallOverTlsIsAnswered) {
+  Start({}, DefaultSettings(), /*tls=*/true);
+  Reply reply = Call("Echo", "over tls");
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(reply.body, "over tls");
+  EXPECT_EQ(reply.attempts, 1);
+}
+
+TEST_F(GrpcGoPeerTest, AServerStreamDeliversEveryMessageInOrder) {
+  Start({}, DefaultSettings(), /*tls=*/true);
+  std::vector<std::string> got;
+  Reply reply = client_->ServerStream("/peer.Test/Count", "100",
+                                      [&](std::string_view message) { got.emplace_back(message); });
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  ASSERT_EQ(got.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(got[i], std::to_string(i + 1));
+}
+
+TEST_F(GrpcGoPeerTest, AClientStreamsMessagesAndTheOneReplyJoinsThem) {
+  Start();
+  Context context;
+  context.metadata.emplace("x-tenant", "acme");
+  Stream stream = client_->OpenStream("/peer.Test/Join", context);
+  for (const char* part : {"a", "b", "c"}) ASSERT_TRUE(stream.Write(std::string_view(part)));
+  ASSERT_TRUE(stream.WritesDone());
+  std::string reply;
+  ASSERT_TRUE(stream.Read(&reply));
+  EXPECT_EQ(reply, "a+b+c");
+  EXPECT_FALSE(stream.Read(&reply));
+  Status status = stream.Finish();
+  EXPECT_TRUE(status.ok()) << status.message;
+  EXPECT_EQ(peer_->Stats().at("last_metadata").value("x-tenant", ""), "acme");
+  EXPECT_THAT(stream.headers(), ::testing::ElementsAre(::testing::Pair("x-served-by", "grpc-go")));
+}
+
+TEST_F(GrpcGoPeerTest, ABidiStreamEchoesEachMessageBeforeTheNextIsWritten) {
+  Start({}, DefaultSettings(), /*tls=*/true);
+  Stream stream = client_->OpenStream("/peer.Test/Chat");
+  for (int i = 0; i < 20; ++i) {
+    std::string line = "line " + std::to_string(i);
+    ASSERT_TRUE(stream.Write(line));
+    std::string echoed;
+    ASSERT_TRUE(stream.Read(&echoed)) << "no echo of " << line;
+    EXPECT_EQ(echoed, "echo:" + line);
+  }
+  ASSERT_TRUE(stream.WritesDone());
+  std::string more;
+  EXPECT_FALSE(stream.Read(&more));
+  Status status = stream.Finish();
+  EXPECT_TRUE(status.ok()) << status.message;
+  EXPECT_EQ(peer_->Stats().at("cancelled").get<int>(), 0);
+}
+
+// --- Statuses and metadata ---
+
+// grpc-go percent-encodes grpc-message; the caller sees the text as the
+// handler wrote it: UTF-8 and '%' intact.
+TEST_F(GrpcGoPeerTest, AStatusMessageIsPercentDecoded) {
+  Start();
+  const std::string message = "na\u00efve 100% s\u00fbr \u2713 %41";
+  Reply reply = Call("Fail", "INVALID_ARGUMENT " + message);
+  EXPECT_EQ(reply.status.code, Code::kInvalidArgument);
+  EXPECT_EQ(reply.status.message, message);
+  EXPECT_EQ(reply.attempts, 1);
+}
+
+// grpc-go's own answers to a method and a service it does not have.
+TEST_F(GrpcGoPeerTest, AMethodOrServiceTheServerDoesNotHaveIsUnimplemented) {
+  Start();
+  Reply method = Call("Nothing", "");
+  EXPECT_EQ(method.status.code, Code::kUnimplemented) << method.status.message;
+  EXPECT_THAT(method.status.message, ::testing::HasSubstr("unknown method Nothing"));
+  EXPECT_EQ(method.attempts, 1);
+  Reply service = client_->Call("/peer.Elsewhere/Echo", "");
+  EXPECT_EQ(service.status.code, Code::kUnimplemented) << service.status.message;
+  EXPECT_THAT(service.status.message, ::testing::HasSubstr("unknown service peer.Elsewhere"));
+}
+
+// A call's metadata reaches grpc-go, a "-bin" value as its bytes (the peer
+// echoes it into its trailers, and grpc-go encodes it again); the initial
+// metadata comes back as Reply::headers, the trailing as Reply::trailers,
+// "-bin" values decoded. A Trailers-Only answer has no headers.
+TEST_F(GrpcGoPeerTest, MetadataGoesBothWaysBinaryValuesAsTheirBytes) {
+  Start();
+  const std::string bytes("\x00\x01\xfe\xff binary", 11);
+  Context context;
+  context.metadata.emplace("Authorization", "Bearer token");
+  context.metadata.emplace("x-id-bin", bytes);
+  context.metadata.emplace("x-text", "plain value");
+  Reply reply = Call("Echo", "m", context);
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  nlohmann::json seen = peer_->Stats().at("last_metadata");
+  EXPECT_EQ(seen.value("authorization", ""), "Bearer token");
+  EXPECT_EQ(seen.value("x-id-bin", ""), "0001feff2062696e617279");  // the bytes, in hex
+  EXPECT_EQ(seen.value("x-text", ""), "plain value");
+  EXPECT_THAT(reply.trailers, ::testing::IsSupersetOf({::testing::Pair("x-id-bin", bytes),
+                                                       ::testing::Pair("x-text", "plain value"s)}));
+  EXPECT_THAT(reply.headers, ::testing::ElementsAre(::testing::Pair("x-served-bin", "\x00\xff"s),
+                                                    ::testing::Pair("x-served-by", "grpc-go")));
+  EXPECT_EQ(reply.trailers.count("x-served-by"), 0u);
+
+  reply = Call("Fail", "NOT_FOUND gone");
+  EXPECT_EQ(reply.status.code, Code::kNotFound);
+  EXPECT_EQ(reply.status.message, "gone");
+  EXPECT_TRUE(reply.headers.empty()) << reply.headers.begin()->first;
+}
+
+// The caller's trace context and baggage reach grpc-go as metadata, the
+// failure scenario left out of the baggage.
+TEST_F(GrpcGoPeerTest, TheTraceContextAndBaggageReachTheServer) {
+  Settings settings = DefaultSettings();
+  settings.faults.enabled = true;
+  Start({}, settings);
+  Context context;
+  context.trace =
+      *telemetry::ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  context.baggage = {{"tenant", "acme", ""}, {"outbound-fault", "grpc:other:9090=abort", ""}};
+  Reply reply = Call("Echo", "traced", context);
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  nlohmann::json seen = peer_->Stats().at("last_metadata");
+  EXPECT_EQ(seen.value("traceparent", ""),
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  EXPECT_EQ(seen.value("baggage", ""), "tenant=acme");
+}
+
+// --- gzip ---
+
+// grpc-go takes a gzip-coded request and, with no compressor of its own
+// set, answers in the request's encoding: gzip both ways on one call.
+TEST_F(GrpcGoPeerTest, AGzipRequestIsTakenAndAnsweredGzipCoded) {
+  Settings settings = DefaultSettings();
+  settings.gzip_requests = true;
+  auto log = std::make_shared<WireLog>();
+  settings.attempt_middleware.push_back(log);
+  Start({}, settings);
+  std::string request(5000, 'z');
+  Reply reply = Call("Echo", request);
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(reply.body, request);
+  std::lock_guard lock(log->mu);
+  EXPECT_EQ(log->request_encoding, "gzip");
+  EXPECT_EQ(log->request_flag, 1) << "the message went uncompressed";
+  EXPECT_EQ(log->answer_encoding, "gzip") << "grpc-go did not compress: the test proves nothing";
+}
+
+// A server told to compress everything (grpc.RPCCompressor) codes each
+// message of a stream whose request went uncompressed.
+TEST_F(GrpcGoPeerTest, AServerStreamsGzipCodedMessagesAreDecoded) {
+  Settings settings = DefaultSettings();
+  auto log = std::make_shared<WireLog>();
+  settings.attempt_middleware.push_back(log);
+  Start({"--compress-all"}, settings);
+  std::vector<std::string> got;
+  Reply reply = client_->ServerStream("/peer.Test/Count", "3",
+                                      [&](std::string_view message) { got.emplace_back(message); });
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(got, (std::vector<std::string>{"1", "2", "3"}));
+  std::lock_guard lock(log->mu);
+  EXPECT_EQ(log->answer_encoding, "gzip") << "grpc-go did not compress: the test proves nothing";
+}
+
+// --- Deadlines ---
+
+// The call's 7 s reach grpc-go as grpc-timeout: its handler's context
+// deadline is at most that away, less the trip (the manual clock did not
+// move, so 7 s were sent).
+TEST_F(GrpcGoPeerTest, TheDeadlineReachesTheServerAsGrpcTimeout) {
+  Settings settings = DefaultSettings();
+  settings.timeout = 7s;
+  Start({}, settings);
+  Reply reply = Call("Deadline", "");
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  ASSERT_NE(reply.body, "none") << "no grpc-timeout arrived";
+  int left_ms = std::stoi(reply.body);
+  EXPECT_LE(left_ms, 7000);
+  EXPECT_GT(left_ms, 6000);
+}
+
+// A call that outlives its deadline ends DEADLINE_EXCEEDED when the clock
+// reaches it, once, and the server sees the call go. The deadline is long
+// (60 s) so grpc-go's own timer, in real time, never ends it first.
+TEST_F(GrpcGoPeerTest, ACallThatOutlivesItsDeadlineEndsDeadlineExceeded) {
+  Settings settings = DefaultSettings();
+  settings.timeout = 60s;
+  Start({}, settings);
+  TimePoint start = clock_.Now();
+  auto call = std::async(std::launch::async, [&] { return client_->Call("/peer.Test/Hang", ""); });
+  WaitForCalls("Hang", 1);
+  clock_.AdvanceTo(start + 60s);
+  ASSERT_EQ(call.wait_for(kSafetyNet), std::future_status::ready);
+  Reply reply = call.get();
+  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 1);
+  EXPECT_TRUE(PeerSawCancelled(1));
+  EXPECT_EQ(peer_->Calls("Hang"), 1);
+}
+
+// --- Retries and pushback ---
+
+TEST_F(GrpcGoPeerTest, UnavailableThenOkIsRetriedAndTheSecondAttemptSucceeds) {
+  Start({"--answers=UNAVAILABLE,OK"});
+  Reply reply = Call("Flaky", "again");
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(reply.body, "again");
+  EXPECT_EQ(reply.attempts, 2);
+  EXPECT_EQ(peer_->Calls("Flaky"), 2);
+}
+
+TEST_F(GrpcGoPeerTest, PushbackIsWaitedOnTheClockBeforeTheRetry) {
+  Start({"--answers=RESOURCE_EXHAUSTED:2000,OK"});
+  TimePoint start = clock_.Now();
+  Reply reply = Call("Flaky", "later");
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 2);
+  EXPECT_EQ(peer_->Calls("Flaky"), 2);
+  EXPECT_EQ(clock_.Now() - start, 2s);  // backoff jitter 0, then the pushback
+}
+
+// --- Cancellation ---
+
+TEST_F(GrpcGoPeerTest, ACancelFromTheClientReachesTheServer) {
+  Settings settings = DefaultSettings();
+  settings.timeout = 60s;
+  Start({}, settings);
+  CancelSource cancel;
+  Context context;
+  context.cancel = cancel.token();
+  auto call =
+      std::async(std::launch::async, [&] { return client_->Call("/peer.Test/Hang", "", context); });
+  WaitForCalls("Hang", 1);
+  cancel.Cancel();
+  ASSERT_EQ(call.wait_for(kSafetyNet), std::future_status::ready);
+  Reply reply = call.get();
+  EXPECT_EQ(reply.status.code, Code::kCancelled) << reply.status.message;
+  EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 0);
+  EXPECT_TRUE(PeerSawCancelled(1));
+  // The connection is still good for the next call.
+  Reply next = Call("Echo", "after");
+  ASSERT_TRUE(next.status.ok()) << next.status.message;
+  EXPECT_EQ(next.body, "after");
+}
+
+TEST_F(GrpcGoPeerTest, ACancelledStreamReachesTheServer) {
+  Start();
+  CancelSource cancel;
+  Context context;
+  context.cancel = cancel.token();
+  Stream stream = client_->OpenStream("/peer.Test/Chat", context);
+  ASSERT_TRUE(stream.Write(std::string_view("one")));
+  std::string echoed;
+  ASSERT_TRUE(stream.Read(&echoed));
+  cancel.Cancel();
+  Status status = stream.Finish();
+  EXPECT_EQ(status.code, Code::kCancelled) << status.message;
+  EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 0);
+  EXPECT_TRUE(PeerSawCancelled(1));
+}
+
+// --- What grpc-go's server does that the other peers do not ---
+
+// keepalive.ServerParameters{MaxConnectionAge}: grpc-go ends each
+// connection at its age (here 40 ms, jittered) with a GOAWAY for any
+// stream and a PING, then, the PING answered, a GOAWAY naming the last
+// stream it takes (none when the client has closed the connection first,
+// idle after the first). Calls kept in flight across many such ends all
+// succeed, each reaches the server once (not even an unprocessed retry
+// lands twice: the method is non-idempotent), no stream is opened on a
+// connection after its GOAWAY was read, and once a call has gone on a
+// newer connection no later call goes on an older one.
+TEST_F(GrpcGoPeerTest, CallsAcrossManyMaxConnectionAgeGoawaysEachReachTheServerOnce) {
+  Settings settings = DefaultSettings();
+  settings.non_idempotent_methods = {"/peer.Test/Echo"};
+  Start({"--max-connection-age=40ms"}, settings);
+  constexpr int kInFlight = 8;
+  constexpr int kAged = 10;
+  int batches = 0;
+  auto until = std::chrono::steady_clock::now() + kSafetyNet;
+  while (AgedConnections(peer_->Stats()) < kAged) {
+    ASSERT_LT(std::chrono::steady_clock::now(), until) << "grpc-go aged too few connections";
+    std::vector<std::future<Reply>> calls;
+    for (int i = 0; i < kInFlight; ++i) {
+      std::string id = std::to_string(batches * kInFlight + i);
+      calls.push_back(client_->CallAsync("/peer.Test/Echo", id, WithCallId(id)));
+    }
+    for (int i = 0; i < kInFlight; ++i) {
+      auto& call = calls[static_cast<std::size_t>(i)];
+      ASSERT_EQ(call.wait_for(kSafetyNet), std::future_status::ready);
+      Reply reply = call.get();
+      ASSERT_TRUE(reply.status.ok()) << "call " << batches * kInFlight + i << ": "
+                                     << CodeName(reply.status.code) << " " << reply.status.message;
+      EXPECT_EQ(reply.body, std::to_string(batches * kInFlight + i));
+    }
+    ++batches;
+  }
+
+  nlohmann::json stats = peer_->Stats();
+  int newest_before = 0;  // the newest connection of the batches so far
+  for (int batch = 0; batch < batches; ++batch) {
+    int newest = newest_before;
+    for (int i = 0; i < kInFlight; ++i) {
+      std::string id = std::to_string(batch * kInFlight + i);
+      const auto& received = stats.at("call_ids").at(id);
+      ASSERT_EQ(received.size(), 1u)
+          << "call " << id << " reached the server " << received.size() << " times";
+      int connection = received[0].get<int>();
+      EXPECT_GE(connection, newest_before) << "call " << id << " went on an older connection";
+      newest = std::max(newest, connection);
+    }
+    newest_before = newest;
+  }
+  EXPECT_GE(newest_before, kAged) << "the calls never moved to a new connection";
+  for (const auto& connection : stats.at("connections")) {
+    EXPECT_EQ(connection.at("streams_after_goaway").get<int>(), 0) << connection.dump();
+    EXPECT_EQ(connection.at("refused").get<int>(), 0) << connection.dump();
+    const auto& goaways = connection.at("goaways");
+    if (goaways.empty()) continue;
+    EXPECT_LE(goaways.size(), 2u) << connection.dump();
+    EXPECT_EQ(goaways[0].at("last_stream_id").get<std::uint32_t>(), kAnyStream);
+    for (const auto& goaway : goaways) EXPECT_EQ(goaway.at("code").get<int>(), kNoError);
+  }
+}
+
+// A stream open when its connection reaches its age goes on there to its
+// end (grpc-go's grace outlasts it), while the next call goes on a new
+// connection; the stream is neither cut nor opened again.
+TEST_F(GrpcGoPeerTest, AStreamOpenWhenItsConnectionAgesFinishesThere) {
+  Start({"--max-connection-age=40ms"});
+  Stream chat = client_->OpenStream("/peer.Test/Chat", WithCallId("chat"));
+  ASSERT_TRUE(chat.Write(std::string_view("before")));
+  std::string echoed;
+  ASSERT_TRUE(chat.Read(&echoed));
+  EXPECT_EQ(echoed, "echo:before");
+  int chat_connection = peer_->Stats().at("call_ids").at("chat")[0].get<int>();
+  // Both GOAWAYs sent on the stream's connection.
+  ASSERT_TRUE(peer_->WaitFor([&](const nlohmann::json& stats) {
+    return stats.at("connections")[chat_connection - 1].at("goaways").size() >= 2;
+  }));
+
+  Reply reply = Call("Echo", "meanwhile", WithCallId("meanwhile"));
+  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+  ASSERT_TRUE(chat.Write(std::string_view("after")));
+  ASSERT_TRUE(chat.Read(&echoed));
+  EXPECT_EQ(echoed, "echo:after");
+  ASSERT_TRUE(chat.WritesDone());
+  EXPECT_FALSE(chat.Read(&echoed));
+  Status status = chat.Finish();
+  EXPECT_TRUE(status.ok()) << status.message;
+  EXPECT_EQ(chat.attempts(), 1);
+
+  nlohmann::json stats = peer_->Stats();
+  EXPECT_EQ(stats.at("calls").value("Chat", 0), 1);
+  EXPECT_EQ(stats.at("cancelled").get<int>(), 0);
+  EXPECT_GT(stats.at("call_ids").at("meanwhile")[0].get<int>(), chat_connection);
+}
+
+// grpc.MaxConcurrentStreams(3): twelve calls at once, each held by the
+// server until three wait together, all complete on their first attempt.
+// The client keeps to the limit, opening connections as it needs them
+// (docs/grpc-client.md): grpc-go refuses no stream, and no connection
+// carries more than three.
+TEST_F(GrpcGoPeerTest, MoreCallsThanTheServersStreamLimitAllCompleteAndNoneIsRefused) {
+  Start({"--max-concurrent-streams=3"});
+  // The server's SETTINGS, with its limit, have come: no stream goes out
+  // before them.
+  auto warmed = client_->Warm().get();
+  ASSERT_TRUE(warmed) << warmed.error().message();
+  constexpr int kCalls = 12;
+  std::vector<std::future<Reply>> calls;
+  for (int i = 0; i < kCalls; ++i) calls.push_back(client_->CallAsync("/peer.Test/Gate", "3"));
+  for (auto& call : calls) {
+    ASSERT_EQ(call.wait_for(kSafetyNet), std::future_status::ready);
+    Reply reply = call.get();
+    ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+    EXPECT_EQ(reply.body, "passed");
+    EXPECT_EQ(reply.attempts, 1);
+  }
+  nlohmann::json stats = peer_->Stats();
+  EXPECT_EQ(stats.at("calls").value("Gate", 0), kCalls);
+  int streams = 0;
+  for (const auto& connection : stats.at("connections")) {
+    EXPECT_EQ(connection.at("refused").get<int>(), 0) << connection.dump();
+    EXPECT_LE(connection.at("max_in_flight").get<int>(), 3) << connection.dump();
+    streams += connection.at("streams").get<int>();
+  }
+  EXPECT_EQ(streams, kCalls);
+  // One opened only when every other is full: four hold twelve.
+  EXPECT_LE(stats.at("connections").size(), 4u);
+}
+
+// grpc.MaxRecvMsgSize(1024): a larger request ends RESOURCE_EXHAUSTED with
+// grpc-go's own message, read from its length prefix, and is not sent
+// again. At 256 KiB the request outruns the stream's flow-control window:
+// grpc-go answers and resets the stream (NO_ERROR) while the client still
+// has bytes to send, and the answer is still the call's.
+TEST_F(GrpcGoPeerTest, ARequestOverTheServersReceiveLimitIsResourceExhaustedAndNotRetried) {
+  Start({"--max-receive-message-size=1024"});
+  Reply at = Call("Echo", std::string(1024, 'a'));
+  ASSERT_TRUE(at.status.ok()) << at.status.message;
+  for (std::size_t size : {std::size_t{2000}, std::size_t{256 * 1024}}) {
+    SCOPED_TRACE(size);
+    Reply over = Call("Echo", std::string(size, 'a'));
+    EXPECT_EQ(over.status.code, Code::kResourceExhausted) << over.status.message;
+    EXPECT_THAT(over.status.message, ::testing::HasSubstr("received message larger than max (" +
+                                                          std::to_string(size) + " vs. 1024)"));
+    EXPECT_EQ(over.attempts, 1);
+  }
+  nlohmann::json stats = peer_->Stats();
+  EXPECT_EQ(stats.at("calls").value("Echo", 0), 1);
+  ASSERT_EQ(stats.at("connections").size(), 1u);
+  EXPECT_EQ(stats.at("connections")[0].at("streams").get<int>(), 3) << "a request went twice";
+}
+
+// grpc-go holds a gzip-coded request to its limit decoded, not as sent.
+TEST_F(GrpcGoPeerTest, AGzipRequestOverTheServersReceiveLimitDecodedIsResourceExhausted) {
+  Settings settings = DefaultSettings();
+  settings.gzip_requests = true;
+  Start({"--max-receive-message-size=1024"}, settings);
+  Reply over = Call("Echo", std::string(5000, 'z'));  // far fewer than 1024 bytes coded
+  EXPECT_EQ(over.status.code, Code::kResourceExhausted) << over.status.message;
+  EXPECT_THAT(over.status.message,
+              ::testing::HasSubstr("received message larger than max (5000 vs. 1024)"));
+  EXPECT_EQ(over.attempts, 1);
+  EXPECT_EQ(peer_->Calls("Echo"), 0);
+}
+
+// grpc-go's PING policy (keepalive.EnforcementPolicy, MinTime 5 min):
+// each PING that comes sooner than MinTime after the last, while grpc-go
+// has written no HEADERS or DATA since, is a strike, and the third strike
+// ends the connection with GOAWAY ENHANCE_YOUR_CALM "too_many_pings". The
+// client has no keepalive setting; the PINGs it sends are its probes of a
+// quiet connection (a call cancelled after 1 s without a word from the
+// server), one until the server sends HEADERS or DATA again
+// (docs/http-client.md). So five quiet cancels in a row cost one PING,
+// three more each after an answer one each, and grpc-go never ends the
+// connection.
+TEST_F(GrpcGoPeerTest, QuietConnectionProbesStayWithinGrpcGosPingPolicy) {
+  Settings settings = DefaultSettings();
+  settings.timeout = 60s;
+  Start({}, settings);
+  int hangs = 0;
+  // A call the server holds, cancelled once the connection has been quiet
+  // for a second of the client's clock.
+  auto quiet_cancel = [&] {
+    CancelSource cancel;
+    Context context;
+    context.cancel = cancel.token();
+    std::future<Reply> call = client_->CallAsync("/peer.Test/Hang", "", context);
+    WaitForCalls("Hang", ++hangs);
+    clock_.Advance(1s);
+    cancel.Cancel();
+    ASSERT_EQ(call.wait_for(kSafetyNet), std::future_status::ready);
+    EXPECT_EQ(call.get().status.code, Code::kCancelled);
+    ASSERT_TRUE(PeerSawCancelled(hangs));
+  };
+  auto pings = [](const nlohmann::json& stats) {
+    int sent = 0;
+    for (const auto& connection : stats.at("connections")) {
+      sent += connection.at("pings").get<int>();
+    }
+    return sent;
+  };
+
+  // Called directly, not through Call: that would move the clock to the
+  // probe's answer timer.
+  ASSERT_TRUE(client_->Call("/peer.Test/Echo", "first").status.ok());
+  for (int i = 0; i < 5; ++i) quiet_cancel();
+  int pings_while_quiet = pings(peer_->Stats());
+  EXPECT_GE(pings_while_quiet, 1) << "the client never probed: the test proves nothing";
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(client_->Call("/peer.Test/Echo", "between").status.ok());
+    quiet_cancel();
+  }
+  Reply last = client_->Call("/peer.Test/Echo", "last");
+  ASSERT_TRUE(last.status.ok()) << last.status.message;
+
+  nlohmann::json stats = peer_->Stats();
+  EXPECT_GT(pings(stats), pings_while_quiet) << "no probe after the server spoke again";
+  for (const auto& connection : stats.at("connections")) {
+    EXPECT_LE(connection.at("max_quiet_pings").get<int>(), 1) << connection.dump();
+    for (const auto& goaway : connection.at("goaways")) {
+      EXPECT_NE(goaway.at("code").get<int>(), kEnhanceYourCalm) << goaway.dump();
+      EXPECT_NE(goaway.at("debug").get<std::string>(), "too_many_pings");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace outbound::rpc
