@@ -669,6 +669,33 @@ TEST_F(GrpcGoPeerTest, AStreamOpenWhenItsConnectionAgesFinishesThere) {
   EXPECT_GT(stats.at("call_ids").at("meanwhile")[0].get<int>(), chat_connection);
 }
 
+// keepalive.ServerParameters{MaxConnectionAgeGrace}: a call still going
+// that long after its connection's age is cut, the connection closed
+// under it. It ends UNAVAILABLE and, its method non-idempotent and the
+// call received, is not sent again; the next call opens a new connection.
+TEST_F(GrpcGoPeerTest, ACallOutlastingTheAgesGraceIsCutAndNotSentAgain) {
+  Settings settings = DefaultSettings();
+  settings.timeout = 60s;
+  settings.non_idempotent_methods = {"/peer.Test/Hang"};
+  Start({"--max-connection-age=40ms", "--max-connection-age-grace=100ms"}, settings);
+  auto call = client_->CallAsync("/peer.Test/Hang", "", WithCallId("hang"));
+  ASSERT_EQ(call.wait_for(kSafetyNet), std::future_status::ready);
+  Reply reply = call.get();
+  EXPECT_EQ(reply.status.code, Code::kUnavailable) << reply.status.message;
+  EXPECT_EQ(reply.attempts, 1);
+  Reply next = client_->Call("/peer.Test/Echo", "next", WithCallId("next"));
+  ASSERT_TRUE(next.status.ok()) << next.status.message;
+  EXPECT_EQ(next.attempts, 1);
+
+  EXPECT_TRUE(PeerSawCancelled(1));
+  nlohmann::json stats = peer_->Stats();
+  EXPECT_EQ(stats.at("calls").value("Hang", 0), 1);
+  int hang_connection = stats.at("call_ids").at("hang")[0].get<int>();
+  EXPECT_EQ(stats.at("connections")[hang_connection - 1].at("goaways").size(), 2u)
+      << "grpc-go closed the connection before its GOAWAYs";
+  EXPECT_GT(stats.at("call_ids").at("next")[0].get<int>(), hang_connection);
+}
+
 // grpc.MaxConcurrentStreams(3): twelve calls at once, each held by the
 // server until three wait together, all complete on their first attempt.
 // The client keeps to the limit, opening connections as it needs them
@@ -737,6 +764,29 @@ TEST_F(GrpcGoPeerTest, AGzipRequestOverTheServersReceiveLimitDecodedIsResourceEx
               ::testing::HasSubstr("received message larger than max (5000 vs. 1024)"));
   EXPECT_EQ(over.attempts, 1);
   EXPECT_EQ(peer_->Calls("Echo"), 0);
+}
+
+// grpc.InitialWindowSize(64 KiB), a fixed window: through a 16 MiB upload
+// grpc-go opens it again with two WINDOW_UPDATEs for each 16 KiB it reads,
+// thousands of frames in a row with no HEADERS or DATA. Each lets the
+// client send more, so none is the flood the client ends a connection
+// for (docs/http-client.md): the upload arrives whole.
+TEST_F(GrpcGoPeerTest, AnUploadThroughGrpcGosWindowUpdatesIsNoFlood) {
+  Start({"--initial-window-size=65536"});
+  Stream stream = client_->OpenStream("/peer.Test/Drain");
+  const std::string message(16 * 1024, 'u');
+  constexpr int kMessages = 1024;
+  for (int i = 0; i < kMessages; ++i) ASSERT_TRUE(stream.Write(message)) << "message " << i;
+  ASSERT_TRUE(stream.WritesDone());
+  std::string reply;
+  ASSERT_TRUE(stream.Read(&reply));
+  Status status = stream.Finish();
+  ASSERT_TRUE(status.ok()) << status.message;
+  EXPECT_EQ(reply, std::to_string(kMessages * message.size()));
+  nlohmann::json stats = peer_->Stats();
+  ASSERT_EQ(stats.at("connections").size(), 1u);
+  EXPECT_GT(stats.at("connections")[0].at("max_quiet_frames").get<int>(), 1000)
+      << "grpc-go wrote too few frames without HEADERS or DATA: the test proves nothing";
 }
 
 // grpc-go's PING policy (keepalive.EnforcementPolicy, MinTime 5 min):

@@ -8,16 +8,23 @@
 //
 //	grpc_go_peer [--cert=chain.pem --key=key.pem]
 //	             [--answers=UNAVAILABLE,RESOURCE_EXHAUSTED:2000,OK]
-//	             [--max-connection-age=50ms] [--max-concurrent-streams=n]
-//	             [--max-receive-message-size=bytes] [--compress-all]
+//	             [--max-connection-age=50ms [--max-connection-age-grace=1m]]
+//	             [--max-concurrent-streams=n]
+//	             [--max-receive-message-size=bytes] [--initial-window-size=bytes]
+//	             [--compress-all]
 //
 // The options are grpc-go's own server options: keepalive.ServerParameters'
 // MaxConnectionAge (its GOAWAYs: first one with a PING, then the final one
-// once the PING is answered), MaxConcurrentStreams, MaxRecvMsgSize, and
-// RPCCompressor (every answer gzip-coded). Its ping policy is always on,
-// as grpc-go's is by default: keepalive.EnforcementPolicy{MinTime: 5 min},
-// a client's third PING too soon closes the connection with GOAWAY
-// ENHANCE_YOUR_CALM "too_many_pings".
+// once the PING is answered) and MaxConnectionAgeGrace (then the connection
+// is closed, calls or not), MaxConcurrentStreams, MaxRecvMsgSize,
+// InitialWindowSize and InitialConnWindowSize (a fixed window and no BDP
+// PINGs: at 64 KiB, grpc-go sends a WINDOW_UPDATE for the stream and one
+// for the connection for each 16 KiB it reads), and RPCCompressor (every
+// answer gzip-coded). Its PING policy is always on, as grpc-go's is by
+// default: keepalive.EnforcementPolicy{MinTime: 5 min}. A PING sooner than
+// MinTime after the last, with no HEADERS or DATA written since, is a
+// strike; the third closes the connection with GOAWAY ENHANCE_YOUR_CALM
+// "too_many_pings".
 //
 // Methods (each message is raw bytes):
 //
@@ -38,6 +45,8 @@
 //	Count    server streaming: the request is a decimal n; messages "1".."n".
 //	Join     client streaming: every message, joined with '+'; the initial
 //	         metadata is x-served-by: grpc-go.
+//	Drain    client streaming: reads every message and answers the bytes
+//	         they held, in decimal; sends nothing before.
 //	Chat     bidirectional: each message back, prefixed "echo:"; counts the
 //	         call cancelled when the client cancels it.
 //
@@ -53,7 +62,7 @@
 //	                  "max_in_flight": n, "pings": n, "max_quiet_pings": n,
 //	                  "refused": n, "goaways": [{"last_stream_id": n,
 //	                  "code": n, "debug": "..."}],
-//	                  "streams_after_goaway": n}]}
+//	                  "streams_after_goaway": n, "max_quiet_frames": n}]}
 //
 // where a connection's frames are read off the wire in plain text (over TLS
 // only its calls are counted): streams the client opened, PINGs it sent
@@ -61,8 +70,9 @@
 // wrote no HEADERS or DATA, streams the server refused (RST_STREAM
 // REFUSED_STREAM), its GOAWAY frames, and the streams the client opened
 // after it had answered the PING that follows a graceful GOAWAY (so after
-// it had read the GOAWAY, which forbids them). The server stops when stdin
-// ends.
+// it had read the GOAWAY, which forbids them), and the most frames the
+// server wrote in a row with no HEADERS or DATA. The server stops when
+// stdin ends.
 package main
 
 import (
@@ -124,7 +134,11 @@ type connection struct {
 	Goaways       []goaway `json:"goaways"`
 	// Streams the client opened after it acknowledged the PING of a
 	// graceful GOAWAY, so after it had read that GOAWAY.
-	StreamsAfterGoaway int  `json:"streams_after_goaway"`
+	StreamsAfterGoaway int `json:"streams_after_goaway"`
+	// The most frames the server wrote in a row with no HEADERS or DATA
+	// among them (WINDOW_UPDATE, PING, SETTINGS...).
+	MaxQuietFrames     int  `json:"max_quiet_frames"`
+	quietFrames        int  // frames since the server last wrote HEADERS or DATA
 	quietPings         int  // PINGs since the server last wrote HEADERS or DATA
 	goawayAcknowledged bool // the client answered the PING of a graceful GOAWAY
 }
@@ -327,6 +341,11 @@ func sniff(c net.Conn, conn *connection) net.Conn {
 	s.out = frames{onFrame: func(kind, flags byte, payload []byte) {
 		seen.mu.Lock()
 		defer seen.mu.Unlock()
+		if kind == frameHeaders || kind == frameData {
+			conn.quietFrames = 0
+		} else if conn.quietFrames++; conn.quietFrames > conn.MaxQuietFrames {
+			conn.MaxQuietFrames = conn.quietFrames
+		}
 		switch {
 		case kind == frameHeaders || kind == frameData:
 			conn.quietPings = 0
@@ -478,8 +497,12 @@ func main() {
 	key := flag.String("key", "", "PEM private key of --cert")
 	answerList := flag.String("answers", "OK", "what Flaky's calls get, in turn")
 	maxAge := flag.Duration("max-connection-age", 0, "keepalive.ServerParameters.MaxConnectionAge (0: none)")
+	grace := flag.Duration("max-connection-age-grace", safetyNet,
+		"keepalive.ServerParameters.MaxConnectionAgeGrace: how long calls may go on after the age")
 	maxStreams := flag.Uint("max-concurrent-streams", 0, "grpc.MaxConcurrentStreams (0: grpc-go's default)")
 	maxReceive := flag.Int("max-receive-message-size", 0, "grpc.MaxRecvMsgSize (0: grpc-go's default)")
+	window := flag.Int("initial-window-size", 0,
+		"grpc.InitialWindowSize and InitialConnWindowSize, at least 65536: a fixed window (0: grpc-go's, grown from its BDP PINGs)")
 	compressAll := flag.Bool("compress-all", false, "gzip every answer (grpc.RPCCompressor)")
 	flag.Parse()
 	answers = strings.Split(*answerList, ",")
@@ -495,6 +518,7 @@ func main() {
 		Streams: []grpc.StreamDesc{
 			{StreamName: "Count", ServerStreams: true, Handler: count},
 			{StreamName: "Join", ClientStreams: true, Handler: join},
+			{StreamName: "Drain", ClientStreams: true, Handler: drain},
 			{StreamName: "Chat", ServerStreams: true, ClientStreams: true, Handler: chat},
 		},
 	}
@@ -503,16 +527,20 @@ func main() {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Minute}),
 	}
 	if *maxAge > 0 {
-		// The grace outlasts any call of a test: a call on an aged
-		// connection ends as the client drives it, never cut by the server.
+		// By default the grace outlasts any call of a test: a call on an
+		// aged connection ends as the client drives it, not cut by the server.
 		options = append(options, grpc.KeepaliveParams(keepalive.ServerParameters{
-			MaxConnectionAge: *maxAge, MaxConnectionAgeGrace: safetyNet}))
+			MaxConnectionAge: *maxAge, MaxConnectionAgeGrace: *grace}))
 	}
 	if *maxStreams > 0 {
 		options = append(options, grpc.MaxConcurrentStreams(uint32(*maxStreams)))
 	}
 	if *maxReceive > 0 {
 		options = append(options, grpc.MaxRecvMsgSize(*maxReceive))
+	}
+	if *window > 0 {
+		options = append(options, grpc.InitialWindowSize(int32(*window)),
+			grpc.InitialConnWindowSize(int32(*window)))
 	}
 	if *compressAll {
 		options = append(options, grpc.RPCCompressor(grpc.NewGZIPCompressor()))
@@ -585,6 +613,24 @@ func join(_ interface{}, stream grpc.ServerStream) error {
 		parts = append(parts, string(message))
 	}
 	return stream.SendMsg([]byte(strings.Join(parts, "+")))
+}
+
+func drain(_ interface{}, stream grpc.ServerStream) error {
+	_, done := seen.call(stream.Context(), "Drain")
+	defer done()
+	total := 0
+	for {
+		var message []byte
+		err := stream.RecvMsg(&message)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		total += len(message)
+	}
+	return stream.SendMsg([]byte(strconv.Itoa(total)))
 }
 
 func chat(_ interface{}, stream grpc.ServerStream) error {
