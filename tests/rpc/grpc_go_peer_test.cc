@@ -6,11 +6,12 @@
 // call, statuses, metadata both ways, gzip both ways, deadlines, retries,
 // pushback, cancels, the trace context), and what grpc-go's server does
 // that the other peers do not: connections ended at MaxConnectionAge with
-// two GOAWAYs, a MaxConcurrentStreams limit, a receive limit answered
-// from the length prefix, and its PING policy. The peer reads the frames
-// of a plain-text connection as they pass, so a test can say what went on
-// the wire. Waits run on a ManualClock the test advances to each timer the
-// call sets.
+// two GOAWAYs and cut after its grace, a MaxConcurrentStreams limit, a
+// receive limit answered from the length prefix, a fixed flow-control
+// window's stream of WINDOW_UPDATEs, and its PING policy. The peer reads
+// the frames of a plain-text connection as they pass, so a test can say
+// what went on the wire. Waits run on a ManualClock the test advances to
+// each timer the call sets.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -20,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -29,7 +31,6 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
