@@ -20,7 +20,9 @@
 //    kMaxFramesWithoutProgress frames in a row that carry nothing for any
 //    exchange (PING, SETTINGS, WINDOW_UPDATE, PRIORITY, empty DATA or
 //    CONTINUATION, unknown types), with no pause of kFloodPause between
-//    the server's bytes, end the connection.
+//    the server's bytes, end the connection. A DATA frame this end sends
+//    counts as progress too: an upload draws a WINDOW_UPDATE or two per
+//    16 KiB, and is no flood.
 // Internal.
 #ifndef OUTBOUND_SRC_HTTP_TRANSPORT_H2_SESSION_H_
 #define OUTBOUND_SRC_HTTP_TRANSPORT_H2_SESSION_H_
@@ -194,9 +196,10 @@ class H2Session final : public Codec {
   std::optional<std::chrono::system_clock::time_point> wall_heard_;
   std::optional<TimePoint> ping_sent_;  // a PING awaits its ACK since then
   // One probe until the server sends HEADERS or DATA again: gRPC servers
-  // (grpc-go, grpc-core) count each PING that comes while they write nothing
-  // as a strike and, at the third, close the connection with GOAWAY
-  // ENHANCE_YOUR_CALM "too_many_pings", failing every call on it.
+  // (grpc-go, grpc-core) count each PING after the first that comes while
+  // they write nothing as a strike and, at the third (grpc-go 1.33: the
+  // fourth PING), close the connection with GOAWAY ENHANCE_YOUR_CALM
+  // "too_many_pings", failing every call on it.
   bool may_probe_ = true;
 };
 
