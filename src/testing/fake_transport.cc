@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -239,7 +240,12 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
   bool ToSink(std::string_view piece) {
     std::shared_ptr<ExchangeEvents> attempt = attempt_.lock();
     if (!attempt || ended()) return false;
-    Result<bool> answer = (*sink_)(piece);
+    Result<bool> answer = false;
+    try {
+      answer = (*sink_)(piece);
+    } catch (...) {
+      return SinkThrew("body sink");
+    }
     if (answer && *answer) return true;
     AttemptOutcome outcome;
     if (answer) {
@@ -259,11 +265,28 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
   bool ToHeadSink() {
     std::shared_ptr<ExchangeEvents> attempt = attempt_.lock();
     if (!attempt || ended()) return false;
-    Result<void> heard = (*head_sink_)(response_);
+    Result<void> heard;
+    try {
+      heard = (*head_sink_)(response_);
+    } catch (...) {
+      return SinkThrew("body head sink");
+    }
     if (heard) return true;
     AttemptOutcome outcome;
     outcome.result = tl::unexpected(std::move(heard.error()));
     outcome.body_failed = true;
+    streamed_ = true;
+    outcome.body_streamed = true;
+    End(std::move(outcome));
+    return false;
+  }
+
+  // The caller's sink threw (called inside the catch), as the transports
+  // take it: the exchange ends, final, the exception the call's `thrown`.
+  bool SinkThrew(std::string_view which) {
+    AttemptOutcome outcome =
+        Failed(ErrorKind::kCancelled, "the caller's " + std::string(which) + " threw");
+    outcome.thrown = std::current_exception();
     streamed_ = true;
     outcome.body_streamed = true;
     End(std::move(outcome));

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <future>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -185,6 +186,41 @@ TEST_P(StreamedBodyTest, ASinkThatStopsEndsTheCallCancelledAndTheBreakerCountsNo
   ASSERT_TRUE(next) << next.error().message();
   EXPECT_EQ(next->body, big);
   EXPECT_EQ(server->request_count(), 2u);
+}
+
+// A sink that throws ends the call as one that stopped reading (nothing
+// retried, the breaker counts nothing), and its exception reaches the
+// caller: Send rethrows it. It never unwinds through the transport, and
+// the client goes on.
+TEST_P(StreamedBodyTest, ASinkThatThrowsEndsTheCallAndItsExceptionReachesTheCaller) {
+  std::string big(200 * 1024, 'x');
+  Serve([&](const ServerRequest&) { return Reply::Ok(big); }, GetParam());
+  auto client = MakeClient(TripOnFirstFailure(PaymentsSettings()));
+  int pieces = 0;
+  auto throwing = [&](std::string_view) -> Result<bool> {
+    if (++pieces == 2) throw std::runtime_error("the disk is full");
+    return true;
+  };
+  try {
+    auto result = client->Send(Request::Get("/big").StreamBodyTo(throwing));
+    ADD_FAILURE() << "Send returned instead of rethrowing";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "the disk is full");
+  }
+  EXPECT_EQ(pieces, 2) << "the sink was called again after it threw";
+  EXPECT_EQ(server->request_count(), 1u);
+  EXPECT_TRUE(Transitions().empty());
+
+  auto head_throws = client->SendAsync(
+      Request::Get("/head")
+          .StreamBodyTo([](std::string_view) { return true; })
+          .OnBodyHead([](const Response&) -> Result<void> { throw std::logic_error("no head"); }));
+  EXPECT_THROW((void)head_throws.get(), std::logic_error);
+  EXPECT_EQ(server->request_count(), 2u);
+
+  auto next = client->Send(Request::Get("/again"));
+  ASSERT_TRUE(next) << next.error().message();
+  EXPECT_EQ(next->body, big);
 }
 
 // A classify that asks to retry a streamed 2xx is overruled: the caller

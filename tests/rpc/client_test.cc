@@ -14,6 +14,7 @@
 #include <future>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -575,6 +576,34 @@ TEST_F(RpcClient, AStreamsOpeningIsRetried) {
   EXPECT_EQ(got, (std::vector<std::string>{"1", "2"}));
   EXPECT_EQ(reply.attempts, 2);
   EXPECT_EQ(server.stream_calls(), 2);
+}
+
+// An on_message that throws ends the stream (nothing retried, the breaker
+// counts nothing) and ServerStream rethrows what it threw; the messages
+// after it are not handed on.
+TEST_F(RpcClient, AnOnMessageThatThrowsEndsTheStreamAndServerStreamRethrows) {
+  EchoServer server(Echoing());
+  server.service().stream = [](int, grpc::ServerContext*, const EchoRequest&,
+                               grpc::ServerWriter<EchoReply>* writer) { return Write(writer, 3); };
+  auto client = Make(server);
+  std::vector<std::string> got;
+  try {
+    Drive([&] {
+      return client->ServerStream(kCount, "",
+                                  [&, collect = Collect(got)](std::string_view message) {
+                                    collect(message);
+                                    throw std::runtime_error("cannot store " + got.back());
+                                  });
+    });
+    ADD_FAILURE() << "ServerStream returned instead of rethrowing";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "cannot store 1");
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"1"}));
+  EXPECT_EQ(server.stream_calls(), 1);
+  auto counts = client->breaker().counts(clock_.Now());
+  EXPECT_EQ(counts.failures, 0);
+  EXPECT_EQ(counts.successes, 0);
 }
 
 TEST_F(RpcClient, AnOpenStreamThatFailsIsNotRetriedAndCountsAgainstTheBreaker) {

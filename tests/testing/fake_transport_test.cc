@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <future>
+#include <stdexcept>
 #include <string>
 
 #include "outbound/http/client.h"
@@ -219,6 +220,17 @@ TEST_F(FakeTransportTest, ATrickledBodyReachesTheSinkPieceByPieceInFakeTime) {
   EXPECT_EQ(response->status, 200);
   std::lock_guard lock(mu);
   EXPECT_EQ(got, "abcdef");
+}
+
+// A sink that throws ends the call as over the transports: its exception
+// reaches the caller, and nothing is sent again.
+TEST_F(FakeTransportTest, ASinkThatThrowsEndsTheCallWithItsException) {
+  Script([](const ServerRequest&) { return Reply::Trickle("abcdef", 2, seconds(1)); });
+  auto client = MakeClient();
+  auto call = client->SendAsync(http::Request::Get("/").StreamBodyTo(
+      [](std::string_view) -> Result<bool> { throw std::runtime_error("the disk is full"); }));
+  EXPECT_THROW((void)call.get(), std::runtime_error);
+  EXPECT_EQ(transport->requests().size(), 1u);
 }
 
 // The kit hands a streamed answer's head to OnBodyHead as the transports

@@ -111,7 +111,9 @@ struct Body {
 // for a record that does not parse): the call ends with that error as with
 // a body cut short, not retried and a failure to the breaker (unless the
 // kind is the caller's own limit: kResponseTooLarge, kInvalidRequest or
-// kLocalResource, which the breaker does not count).
+// kLocalResource, which the breaker does not count). A sink that throws
+// ends the call as one returning false would, and what it threw reaches
+// the caller (Send rethrows it; SendAsync's callback gets it as `thrown`).
 // A sink returning bool needs no more than that: its bool converts.
 //
 // example: examples/headers/http.cc#body-sink-error

@@ -33,7 +33,8 @@ class Sender {
   virtual ~Sender() = default;
 
   // `done` gets the call's outcome, and `thrown` what the user's own code
-  // (a classify function, a breaker policy) threw, the result then an error.
+  // (a classify function, a breaker policy, a body sink) threw, the result
+  // then an error.
   using Callback = std::function<void(Result<Response> result, std::exception_ptr thrown)>;
 
   // Sends `request` without waiting. `done` runs exactly once, never on the

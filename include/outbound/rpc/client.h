@@ -131,7 +131,9 @@ class Client {
 
   // A server-streaming call by full method name: on_message gets each
   // serialised message as it arrives, on the client's event-loop thread
-  // (so it must be quick and must not wait on this client). Retried as a
+  // (so it must be quick and must not wait on this client); if it throws,
+  // the stream ends (not retried, the breaker counts nothing) and
+  // ServerStream rethrows what it threw. Retried as a
   // unary call is until its first message has arrived, never after. The
   // call's deadline (Settings::timeout, or its method's, or the context's) bounds the whole
   // stream. Blocks until the stream ends. The Reply has no body.
@@ -141,7 +143,8 @@ class Client {
 
   // ServerStream, without blocking: returns at once; on_message gets each
   // message as above, and `done` the Reply (no body) once the stream has
-  // ended, as CallAsync's does. on_message is never called after `done`.
+  // ended, as CallAsync's does, with what on_message threw, if it did, as
+  // `thrown`. on_message is never called after `done`.
   void ServerStreamAsync(std::string_view method, std::string_view request,
                          std::function<void(std::string_view message)> on_message, Done done,
                          const Context& context = {});

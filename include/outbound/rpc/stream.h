@@ -107,12 +107,13 @@ class Stream {
   // Read, without blocking: `done` gets the next serialised message, or
   // nullopt once the server has sent its last one or the stream ended
   // (call Finish then). It runs on the client's event-loop thread, never on
-  // the caller's stack, and must be quick; it may call ReadAsync again, but
-  // never Finish, Write or the destructor (they wait for that thread). One
-  // read at a time: a Read or ReadAsync while another waits gets nothing
-  // (false, or nullopt at once). A read still waiting when the stream is
-  // finished or destroyed gets nullopt. On a moved-from stream, which has
-  // no loop to run `done` on, it does nothing: `done` is never called.
+  // the caller's stack, and must be quick and must not throw; it may call
+  // ReadAsync again, but never Finish, Write or the destructor (they wait
+  // for that thread). One read at a time: a Read or ReadAsync while
+  // another waits gets nothing (false, or nullopt at once). A read still
+  // waiting when the stream is finished or destroyed gets nullopt. On a
+  // moved-from stream, which has no loop to run `done` on, it does
+  // nothing: `done` is never called.
   void ReadAsync(std::function<void(std::optional<std::string> message)> done);
 
   // Receives and parses the next protobuf message. One that does not parse

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -121,11 +122,29 @@ inline AttemptOutcome Malformed(const std::string& why) {
   return outcome;
 }
 
+// The caller's sink threw (call inside the catch): the exchange ends as
+// one the caller stopped reading, final, and the exception goes to the
+// caller as the call's `thrown`. It never unwinds through the transport
+// (nghttp2's C frames, the event loop).
+inline AttemptOutcome SinkThrew(Exchange& exchange, std::string_view which) {
+  exchange.streamed = true;
+  AttemptOutcome outcome =
+      Failed(ErrorKind::kCancelled, "the caller's " + std::string(which) + " threw");
+  outcome.thrown = std::current_exception();
+  return outcome;
+}
+
 // Hands the sink a piece of a streamed body, or its end (empty): empty to
 // go on, or the outcome that ends the exchange, the caller having stopped
-// reading or found the body bad (BodySink). A body found bad is final.
+// reading or found the body bad (BodySink), or its sink having thrown. A
+// body found bad is final.
 inline std::optional<AttemptOutcome> ToSink(Exchange& exchange, std::string_view piece) {
-  Result<bool> answer = (*exchange.sink)(piece);
+  Result<bool> answer = false;
+  try {
+    answer = (*exchange.sink)(piece);
+  } catch (...) {
+    return SinkThrew(exchange, "body sink");
+  }
   if (answer && *answer) return std::nullopt;
   if (answer) return Failed(ErrorKind::kCancelled, "the caller stopped reading the body");
   exchange.streamed = true;
@@ -136,9 +155,15 @@ inline std::optional<AttemptOutcome> ToSink(Exchange& exchange, std::string_view
 
 // Hands the head sink the answer whose body is about to stream: empty to
 // go on, or the outcome that ends the exchange, the caller having refused
-// the answer (BodyHeadSink). Refused is final, as a body found bad.
+// the answer (BodyHeadSink), or thrown. Refused is final, as a body found
+// bad.
 inline std::optional<AttemptOutcome> ToHeadSink(Exchange& exchange) {
-  Result<void> heard = (*exchange.head_sink)(exchange.response);
+  Result<void> heard;
+  try {
+    heard = (*exchange.head_sink)(exchange.response);
+  } catch (...) {
+    return SinkThrew(exchange, "body head sink");
+  }
   if (heard) return std::nullopt;
   exchange.streamed = true;
   AttemptOutcome outcome;
