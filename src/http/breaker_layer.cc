@@ -83,10 +83,13 @@ class BreakerLayer final : public AttemptLayer, public AttemptListener, public A
     } catch (...) {
       // The user's classify or policy threw: the slot is freed now (an
       // unsettled ticket counts nothing), the response dropped, and the
-      // exception goes up to the caller.
+      // exception goes up to the caller, unless the user's code threw
+      // first (a body sink): the first throw is the one the caller hears.
       mine.ticket.reset();
-      outcome.thrown = std::current_exception();
-      outcome.result = Fail(ErrorKind::kTransport, "classify threw");
+      if (!outcome.thrown) {
+        outcome.thrown = std::current_exception();
+        outcome.result = Fail(ErrorKind::kTransport, "classify threw");
+      }
     }
   }
 

@@ -177,14 +177,16 @@ void Client::ServerStreamAsync(std::string_view method, std::string_view request
         });
     return;
   }
-  // The call may end inside on_message (a handler that cancels it): the
-  // messages left in that piece are dropped, not handed to a caller told
-  // it has ended.
+  // A handler may cancel the call (its end is then posted to the loop):
+  // the messages left in that piece are dropped from the cancel on, and
+  // once the call has ended, not handed to a caller told it has ended.
   auto open = std::make_shared<std::atomic<bool>>(true);
   auto deframer = std::make_shared<internal::Deframer>(
       /*encoding=*/"", impl.receive_limit,
-      [open, on_message = std::move(on_message)](std::string message) {
-        if (open->load(std::memory_order_acquire)) on_message(message);
+      [open, cancel = context.cancel, on_message = std::move(on_message)](std::string message) {
+        if (!open->load(std::memory_order_acquire)) return;
+        if (cancel != nullptr && cancel->cancelled()) return;
+        on_message(message);
       });
   sent->StreamBodyTo(internal::DeframingSink(deframer))
       .OnBodyHead(internal::DeframingHead(deframer));

@@ -61,8 +61,8 @@ struct Shared {
       result = std::move(answer);
       thrown = thrown_by;
       // Read here, on the thread that feeds it: a ReadAsync handler that
-      // cancels the call ends it inside Feed, which may go on to fail the
-      // rest of that piece while the caller's Finish reads.
+      // cancels the call leaves a Feed that may go on to fail the rest of
+      // its piece while the caller's Finish reads.
       framing = deframer.status();
       ended = true;
       read = std::exchange(waiting_read, nullptr);

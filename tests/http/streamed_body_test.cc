@@ -188,6 +188,29 @@ TEST_P(StreamedBodyTest, ASinkThatStopsEndsTheCallCancelledAndTheBreakerCountsNo
   EXPECT_EQ(server->request_count(), 2u);
 }
 
+// A sink that cancels its own call hears nothing after the cancel, though
+// more of the body has arrived in the same read: the call ends cancelled,
+// and the breaker counts nothing.
+TEST_P(StreamedBodyTest, ASinkThatCancelsItsCallHearsNothingMore) {
+  std::string big(200 * 1024, 'x');
+  Serve([&](const ServerRequest&) { return Reply::Ok(big); }, GetParam());
+  auto client = MakeClient(TripOnFirstFailure(PaymentsSettings()));
+  CancelSource cancel;
+  Context context;
+  context.cancel = cancel.token();
+  int pieces = 0;
+  auto result =
+      client->Send(Request::Get("/big").WithContext(context).StreamBodyTo([&](std::string_view) {
+        ++pieces;
+        cancel.Cancel();
+        return true;
+      }));
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().kind(), ErrorKind::kCancelled) << result.error().message();
+  EXPECT_EQ(pieces, 1);
+  EXPECT_TRUE(Transitions().empty());
+}
+
 // A sink that throws ends the call as one that stopped reading (nothing
 // retried, the breaker counts nothing), and its exception reaches the
 // caller: Send rethrows it. It never unwinds through the transport, and

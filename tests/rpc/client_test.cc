@@ -578,6 +578,33 @@ TEST_F(RpcClient, AStreamsOpeningIsRetried) {
   EXPECT_EQ(server.stream_calls(), 2);
 }
 
+// An on_message that cancels its own stream hears no message after the
+// cancel, though the rest of that read (here, up to a hundred messages)
+// has arrived: the stream ends CANCELLED with what came before it.
+TEST_F(RpcClient, AnOnMessageThatCancelsItsStreamHearsNoMoreMessages) {
+  EchoServer server(Echoing());
+  server.service().stream = [](int, grpc::ServerContext*, const EchoRequest&,
+                               grpc::ServerWriter<EchoReply>* writer) {
+    return Write(writer, 100);
+  };
+  auto client = Make(server);
+  CancelSource cancel;
+  Context context;
+  context.cancel = cancel.token();
+  std::vector<std::string> got;
+  Reply reply = Drive([&] {
+    return client->ServerStream(
+        kCount, "",
+        [&, collect = Collect(got)](std::string_view message) {
+          collect(message);
+          cancel.Cancel();
+        },
+        context);
+  });
+  EXPECT_EQ(reply.status.code, Code::kCancelled) << reply.status.message;
+  EXPECT_EQ(got, (std::vector<std::string>{"1"}));
+}
+
 // An on_message that throws ends the stream (nothing retried, the breaker
 // counts nothing) and ServerStream rethrows what it threw; the messages
 // after it are not handed on.

@@ -14,19 +14,9 @@
 // each timer the call sets.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -43,8 +33,7 @@
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
 #include "outbound/testing/test_ca.h"
-
-extern char** environ;
+#include "spawned_peer.h"
 
 namespace outbound::rpc {
 namespace {
@@ -54,7 +43,7 @@ using namespace std::string_literals;
 
 // A safety net for a broken test, never a tolerance: a passing test waits
 // for events.
-constexpr auto kSafetyNet = std::chrono::seconds(10);
+constexpr auto kSafetyNet = SpawnedPeer::kSafetyNet;
 
 // HTTP/2's codes in the GOAWAYs the peer reports.
 constexpr int kNoError = 0x0;
@@ -62,146 +51,6 @@ constexpr int kEnhanceYourCalm = 0xb;
 // The last-stream-id of grpc-go's first GOAWAY of a graceful close: any
 // stream, for the client may have sent some before it saw the GOAWAY.
 constexpr std::uint32_t kAnyStream = 0x7fffffff;
-
-// The grpc_go_peer program run for one test, talked to over its stdin and
-// stdout as GrpcioPeer (grpcio_peer_test.cc) talks to grpcio_peer.py. The
-// destructor kills and reaps it; if the test dies first, the program sees
-// its stdin end and stops.
-class GrpcGoPeer {
- public:
-  explicit GrpcGoPeer(std::vector<std::string> args) {
-    std::vector<std::string> argv_strings = {OUTBOUND_GRPC_GO_PEER};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& s : argv_strings) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    int pair[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-      throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, pair[1], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, pair[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
-    int spawned = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(pair[1]);
-    channel_ = pair[0];
-    if (spawned != 0) {
-      close(channel_);
-      throw std::runtime_error(std::string("cannot start " OUTBOUND_GRPC_GO_PEER ": ") +
-                               std::strerror(spawned));
-    }
-    try {
-      port_ = nlohmann::json::parse(ReadLine()).at("port").get<std::uint16_t>();
-    } catch (const std::exception& e) {
-      Stop();
-      throw std::runtime_error(std::string("grpc_go_peer did not start: ") + e.what());
-    }
-  }
-  ~GrpcGoPeer() { Stop(); }
-  GrpcGoPeer(const GrpcGoPeer&) = delete;
-  GrpcGoPeer& operator=(const GrpcGoPeer&) = delete;
-
-  std::uint16_t port() const { return port_; }
-
-  // What the server has seen so far (grpc_go_peer/main.go says what each
-  // field holds).
-  nlohmann::json Stats() {
-    static constexpr char kStats[] = "stats\n";
-    if (send(channel_, kStats, sizeof(kStats) - 1, MSG_NOSIGNAL) != sizeof(kStats) - 1) {
-      throw std::runtime_error("the peer is gone");
-    }
-    return nlohmann::json::parse(ReadLine());
-  }
-
-  int Calls(const std::string& method) { return Stats().at("calls").value(method, 0); }
-
-  // Waits (the safety net at most) until `done(Stats())` holds.
-  template <typename Done>
-  bool WaitFor(Done done) {
-    auto until = std::chrono::steady_clock::now() + kSafetyNet;
-    while (!done(Stats())) {
-      if (std::chrono::steady_clock::now() > until) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return true;
-  }
-
- private:
-  void Stop() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      int status;
-      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-      }
-      pid_ = -1;
-    }
-    if (channel_ >= 0) {
-      close(channel_);
-      channel_ = -1;
-    }
-  }
-
-  std::string ReadLine() {
-    auto until = std::chrono::steady_clock::now() + kSafetyNet;
-    while (true) {
-      if (std::size_t newline = buffered_.find('\n'); newline != std::string::npos) {
-        std::string line = buffered_.substr(0, newline);
-        buffered_.erase(0, newline + 1);
-        return line;
-      }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          until - std::chrono::steady_clock::now());
-      if (left.count() <= 0) throw std::runtime_error("the peer said nothing for 10 s");
-      pollfd fd{.fd = channel_, .events = POLLIN, .revents = 0};
-      if (poll(&fd, 1, static_cast<int>(left.count())) <= 0) continue;
-      char buf[4096];
-      ssize_t n = read(channel_, buf, sizeof(buf));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw std::runtime_error("the peer exited");
-      buffered_.append(buf, static_cast<std::size_t>(n));
-    }
-  }
-
-  pid_t pid_ = -1;
-  int channel_ = -1;
-  std::string buffered_;
-  std::uint16_t port_ = 0;
-};
-
-// A certificate written where the peer reads it, removed with its
-// directory when the object goes.
-class CertFiles {
- public:
-  explicit CertFiles(const testing::Certificate& certificate) {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "outbound-grpc-go-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    dir_ = pattern;
-    Write(dir_ + "/chain.pem", certificate.chain_pem);
-    Write(dir_ + "/key.pem", certificate.key_pem);
-  }
-  ~CertFiles() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  CertFiles(const CertFiles&) = delete;
-  CertFiles& operator=(const CertFiles&) = delete;
-
-  std::vector<std::string> Args() const {
-    return {"--cert=" + dir_ + "/chain.pem", "--key=" + dir_ + "/key.pem"};
-  }
-
- private:
-  static void Write(const std::string& path, const std::string& content) {
-    std::ofstream out(path);
-    out << content;
-    if (!out) throw std::runtime_error("cannot write " + path);
-  }
-  std::string dir_;
-};
 
 // What each attempt sent and got, as HTTP/2 carried it: the first byte of
 // the framed request (its compressed flag), its grpc-encoding, and the
@@ -247,7 +96,8 @@ class GrpcGoPeerTest : public ::testing::Test {
       args.insert(args.begin(), cert.begin(), cert.end());
       settings.tls = TlsSettings{.root_pem = ca_.pem()};
     }
-    peer_ = std::make_unique<GrpcGoPeer>(std::move(args));
+    args.insert(args.begin(), OUTBOUND_GRPC_GO_PEER);
+    peer_ = std::make_unique<SpawnedPeer>(std::move(args), "grpc_go_peer");
     network_.Add("backend", 9090, "127.0.0.1", peer_->port());
     timeout_ = settings.timeout;
     settings.addr = "backend:9090";
@@ -289,7 +139,7 @@ class GrpcGoPeerTest : public ::testing::Test {
   testing::FixedRandom random_;
   Runtime runtime_;
   std::unique_ptr<CertFiles> files_;
-  std::unique_ptr<GrpcGoPeer> peer_;
+  std::unique_ptr<SpawnedPeer> peer_;  // grpc_go_peer
   std::unique_ptr<Client> client_;
   Duration timeout_ = DefaultSettings().timeout;
 };

@@ -137,8 +137,12 @@ inline AttemptOutcome SinkThrew(Exchange& exchange, std::string_view which) {
 // Hands the sink a piece of a streamed body, or its end (empty): empty to
 // go on, or the outcome that ends the exchange, the caller having stopped
 // reading or found the body bad (BodySink), or its sink having thrown. A
-// body found bad is final.
+// body found bad is final. Nothing reaches the sink of an attempt that was
+// cancelled or has ended (a cancel from the sink itself, a deadline on
+// another thread): the canceller, on its way to this thread, ends the
+// exchange.
 inline std::optional<AttemptOutcome> ToSink(Exchange& exchange, std::string_view piece) {
+  if (exchange.events == nullptr || exchange.events->Cancelled()) return std::nullopt;
   Result<bool> answer = false;
   try {
     answer = (*exchange.sink)(piece);
@@ -158,6 +162,7 @@ inline std::optional<AttemptOutcome> ToSink(Exchange& exchange, std::string_view
 // the answer (BodyHeadSink), or thrown. Refused is final, as a body found
 // bad.
 inline std::optional<AttemptOutcome> ToHeadSink(Exchange& exchange) {
+  if (exchange.events == nullptr || exchange.events->Cancelled()) return std::nullopt;  // as ToSink
   Result<void> heard;
   try {
     heard = (*exchange.head_sink)(exchange.response);
