@@ -596,21 +596,29 @@ func count(_ interface{}, stream grpc.ServerStream) error {
 	return nil
 }
 
+// receiveAll hands each message the client streams to take, until the
+// client's half-close; an error ends the call with it.
+func receiveAll(stream grpc.ServerStream, take func(message []byte)) error {
+	for {
+		var message []byte
+		err := stream.RecvMsg(&message)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		take(message)
+	}
+}
+
 func join(_ interface{}, stream grpc.ServerStream) error {
 	_, done := seen.call(stream.Context(), "Join")
 	defer done()
 	stream.SendHeader(metadata.Pairs("x-served-by", "grpc-go"))
 	var parts []string
-	for {
-		var message []byte
-		err := stream.RecvMsg(&message)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		parts = append(parts, string(message))
+	if err := receiveAll(stream, func(m []byte) { parts = append(parts, string(m)) }); err != nil {
+		return err
 	}
 	return stream.SendMsg([]byte(strings.Join(parts, "+")))
 }
@@ -619,16 +627,8 @@ func drain(_ interface{}, stream grpc.ServerStream) error {
 	_, done := seen.call(stream.Context(), "Drain")
 	defer done()
 	total := 0
-	for {
-		var message []byte
-		err := stream.RecvMsg(&message)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		total += len(message)
+	if err := receiveAll(stream, func(m []byte) { total += len(m) }); err != nil {
+		return err
 	}
 	return stream.SendMsg([]byte(strconv.Itoa(total)))
 }
