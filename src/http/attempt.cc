@@ -166,6 +166,16 @@ void Attempt::RequestBodySent(TimePoint now) {
   Tell(AttemptEvent::kAwaitingHeaders, now);
 }
 
+void Attempt::Writing() {
+  if (path_.field_writers().empty()) return;
+  std::size_t proceeded = proceeded_.load();
+  TimePoint now = clock_.Now();
+  for (const AttemptPath::FieldWriter& heard : path_.field_writers()) {
+    if (heard.depth >= proceeded) return;
+    heard.writer->Writing(*this, now);
+  }
+}
+
 void Attempt::HeadersArrived(TimePoint now) {
   if (headers_arrived_.exchange(true)) return;
   // Not under mu_: a layer stops its timers here, and stopping one waits
@@ -295,6 +305,9 @@ AttemptPath::AttemptPath(AttemptSlots slots, std::vector<std::unique_ptr<Attempt
   for (std::size_t depth = 0; depth < size(); ++depth) {
     if (auto* listener = dynamic_cast<AttemptListener*>(&at(depth))) {
       listeners_.push_back({depth, listener});
+    }
+    if (auto* writer = dynamic_cast<AttemptFieldWriter*>(&at(depth))) {
+      field_writers_.push_back({depth, writer});
     }
   }
 }

@@ -149,6 +149,21 @@ class AttemptListener {
   ~AttemptListener() = default;
 };
 
+// A layer that adds an attempt field whose value depends on the moment the
+// attempt goes onto a connection (gRPC's time left) implements this beside
+// AttemptLayer; the path tells only those, and costs nothing without one.
+class AttemptFieldWriter {
+ public:
+  // On the transport's thread, just before it writes the request: add to
+  // `attempt.attempt_headers`, no more. Without the attempt's lock; it may
+  // come after Finish (a cancel on another thread), when what it adds is
+  // written to nobody.
+  virtual void Writing(Attempt& attempt, TimePoint now) = 0;
+
+ protected:
+  ~AttemptFieldWriter() = default;
+};
+
 // A timer a layer keeps in its slot for one attempt: armed at most once,
 // and once Disarm returns its expiry is not running and never will.
 // Expiry runs on the clock's thread with the attempt alive.
@@ -201,6 +216,10 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   std::shared_ptr<const CallRequest> request;
   int number = 1;        // within its request
   int resend_count = 0;  // within the whole call
+  // Of the call's attempts before this one, those the server may have
+  // acted on: not one it refused unprocessed, never sent, or turned away
+  // by the breaker (gRPC's grpc-previous-rpc-attempts, gRFC A6).
+  int previous_attempts = 0;
   // The attempt repeats the one before at a middleware's request.
   bool repeat = false;
   // A hedge: started beside another attempt still in flight (Hedging).
@@ -275,6 +294,8 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   // call's deadline is held (Settings::timeout, WithTimeout no longer end
   // it) and only the Context's deadline, on the body timer, does.
   void RequestHeadersSent(TimePoint now) override;
+  // About to be written on a connection: the field writers add theirs.
+  void Writing() override;
   // The response's headers arrived.
   void HeadersArrived(TimePoint now) override;
   bool headers_arrived() const { return headers_arrived_.load(); }
@@ -380,6 +401,12 @@ class AttemptPath final : private AttemptSlotLayout, public LayerList<AttemptLay
     AttemptListener* listener;
   };
   const std::vector<Listener>& listeners() const { return listeners_; }
+  // The layers that are AttemptFieldWriters, likewise.
+  struct FieldWriter {
+    std::size_t depth;
+    AttemptFieldWriter* writer;
+  };
+  const std::vector<FieldWriter>& field_writers() const { return field_writers_; }
   // An attempt on this path was made; and has gone, the last it touches of
   // the path (notified under the lock, so the path may go at once after).
   void AttemptMade() const { attempts.fetch_add(1, std::memory_order_relaxed); }
@@ -397,6 +424,7 @@ class AttemptPath final : private AttemptSlotLayout, public LayerList<AttemptLay
 
  private:
   std::vector<Listener> listeners_;
+  std::vector<FieldWriter> field_writers_;
 };
 
 }  // namespace outbound::http::internal

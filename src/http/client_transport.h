@@ -201,6 +201,10 @@ class ExchangeEvents {
   // say): the transport must not send it, and ends it with
   // CancelledOutcome().
   [[nodiscard]] virtual bool Sent(TimePoint now) = 0;
+  // On a ready connection, about to be written: the transport reads the
+  // exchange's attempt fields right after. Time before it went to the
+  // client's queue or to opening the connection.
+  virtual void Writing() {}
   // The whole of a streamed request body written; the response's headers;
   // a 2xx body on its way to the sink.
   virtual void RequestBodySent(TimePoint now) = 0;

@@ -100,26 +100,29 @@ class GrpcTelemetry final : public http::internal::ClientTelemetry {
 };
 
 // Tells the server how long the attempt has: the call's time left as the
-// attempt goes to the transport, as grpc-timeout. A stream (its body a
-// pipe) is bounded by its context's deadline alone once it is on a
-// connection, so that is the one it sends, and none without one. A unary
-// call's attempt with a shorter attempt timeout (set by the layer above)
-// sends that: the client waits no longer. A server stream's does not: its
-// attempt timeout bounds only the wait for the headers, and the call's
-// deadline the whole stream (a server told less would cut it short).
+// attempt is handed to a connection, as grpc-timeout. Not earlier: time
+// spent in the client's own queue (a connection opening, the pool full)
+// is the call's, and a server told the time left before it would work on
+// past the moment the client gives up. A stream (its body a pipe) is
+// bounded by its context's deadline alone once it is on a connection, so
+// that is the one it sends, and none without one. A unary call's attempt
+// with a shorter attempt timeout (set by the layer above) sends that: the
+// client waits no longer. A server stream's does not: its attempt timeout
+// bounds only the wait for the headers, and the call's deadline the whole
+// stream (a server told less would cut it short).
 //
 // An attempt its attempt timeout cut ends UNAVAILABLE, not
 // DEADLINE_EXCEEDED: the call's deadline has not passed, and as with a
 // replica that cannot be reached, another attempt may answer (gRPC's
 // per-attempt timeout is retried whatever the retryable codes).
-class GrpcTimeout final : public http::internal::AttemptLayer {
+class GrpcTimeout final : public http::internal::AttemptLayer,
+                          public http::internal::AttemptFieldWriter {
  public:
-  explicit GrpcTimeout(Clock& clock) : clock_(clock) {}
-
   std::string_view name() const override { return "grpc timeout"; }
 
-  void Start(Attempt& attempt) override {
-    TimePoint now = clock_.Now();
+  void Start(Attempt& attempt) override { attempt.Proceed(*this); }
+
+  void Writing(Attempt& attempt, TimePoint now) override {
     std::optional<TimePoint> deadline = attempt.call->deadline();
     bool stream = attempt.request->body_source.pipe != nullptr;
     bool answer_streams = static_cast<bool>(attempt.call->body_sink);
@@ -129,7 +132,6 @@ class GrpcTimeout final : public http::internal::AttemptLayer {
           std::min(deadline.value_or(TimePoint::max()), AddSaturated(now, attempt.attempt_timeout));
     }
     if (deadline) attempt.attempt_headers.Add("grpc-timeout", EncodeTimeout(*deadline - now));
-    attempt.Proceed(*this);
   }
 
   void Finish(Attempt& attempt, AttemptOutcome& outcome) override {
@@ -137,24 +139,23 @@ class GrpcTimeout final : public http::internal::AttemptLayer {
     if (outcome.result) return;
     outcome.result = Fail(ErrorKind::kTransport, outcome.result.error().message());
   }
-
- private:
-  Clock& clock_;
 };
 
 // Tells the server which attempt this is: a retry or a hedge carries
 // grpc-previous-rpc-attempts, the number of attempts of the call sent
 // before it (gRFC A6), so a server can tell a call tried again from a new
-// one. The first attempt carries none.
+// one. The first attempt carries none, nor one sent again because the one
+// before was never acted on (a refused stream): as grpc-core, it counts
+// only attempts the server may have seen.
 class PreviousAttempts final : public http::internal::AttemptLayer {
  public:
   std::string_view name() const override { return "grpc previous attempts"; }
 
   void Start(Attempt& attempt) override {
-    if (attempt.resend_count > 0) {
+    if (attempt.previous_attempts > 0) {
       std::array<char, 12> digits;  // an int's
       auto written =
-          std::to_chars(digits.data(), digits.data() + digits.size(), attempt.resend_count);
+          std::to_chars(digits.data(), digits.data() + digits.size(), attempt.previous_attempts);
       attempt.attempt_headers.Add("grpc-previous-rpc-attempts",
                                   std::string_view(digits.data(), written.ptr));
     }
@@ -197,10 +198,10 @@ http::internal::FrontEnd GrpcFrontEnd(const std::optional<Duration>& attempt_tim
     return std::make_unique<GrpcTelemetry>(telemetry, origin, clock, receive_limit);
   };
   front_end.attempt_layers =
-      [](http::internal::AttemptSlots& /*slots*/, Clock& clock,
+      [](http::internal::AttemptSlots& /*slots*/, Clock& /*clock*/,
          std::vector<std::unique_ptr<http::internal::AttemptLayer>>& layers) {
         layers.push_back(std::make_unique<PreviousAttempts>());
-        layers.push_back(std::make_unique<GrpcTimeout>(clock));
+        layers.push_back(std::make_unique<GrpcTimeout>());
       };
   return front_end;
 }

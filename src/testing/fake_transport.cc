@@ -343,6 +343,7 @@ class FakeClientTransport final : public ClientTransport {
       attempt->End(attempt->CancelledOutcome());
       return;
     }
+    attempt->Writing();
     auto request = Received(what);
     if (!request) {
       AttemptOutcome outcome;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "../http/text_source.h"
@@ -181,6 +182,46 @@ TEST_P(NginxTest, AStreamedAnswersHeadComesBeforeItsBody) {
   ASSERT_TRUE(text) << text.error().message();
   EXPECT_EQ(heard, "200  gzip after 0;") << "nginx did not gzip: the test proves less";
   EXPECT_EQ(body, NginxText());
+}
+
+// A sink that cancels its own call, or throws, while nginx's 1 MiB comes
+// in many frames: it hears nothing after that, the call ends cancelled
+// (or Send rethrows), the breaker counts nothing, and the client's next
+// call is whole.
+TEST_P(NginxTest, ASinkThatCancelsOrThrowsHearsNothingMoreAndTheClientGoesOn) {
+  StartNginx({.big_bytes = 1 << 20});
+  auto client = MakeClient(PaymentsSettings());
+  CancelSource cancel;
+  Context context;
+  context.cancel = cancel.token();
+  int pieces = 0;
+  auto cancelled =
+      client->Send(Request::Get("/big").WithContext(context).StreamBodyTo([&](std::string_view) {
+        ++pieces;
+        cancel.Cancel();
+        return true;
+      }));
+  ASSERT_FALSE(cancelled);
+  EXPECT_EQ(cancelled.error().kind(), ErrorKind::kCancelled) << cancelled.error().message();
+  EXPECT_EQ(pieces, 1);
+
+  pieces = 0;
+  auto throwing = [&](std::string_view) -> Result<bool> {
+    if (++pieces == 2) throw std::runtime_error("the disk is full");
+    return true;
+  };
+  try {
+    (void)client->Send(Request::Get("/big").StreamBodyTo(throwing));
+    ADD_FAILURE() << "Send returned instead of rethrowing";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "the disk is full");
+  }
+  EXPECT_EQ(pieces, 2) << "the sink was called again after it threw";
+  EXPECT_TRUE(Transitions().empty());
+
+  auto next = client->Send(Request::Get("/big"));
+  ASSERT_TRUE(next) << next.error().message();
+  EXPECT_EQ(next->body.size(), std::size_t{1} << 20);
 }
 
 // Settings::gzip against nginx's own gzip: the request asks for it, nginx

@@ -139,6 +139,33 @@ TEST_F(StreamRetryTest, ARefusedStreamIsSentAgainWhateverItsMethod) {
   EXPECT_EQ(Received(), (std::vector<Messages>{{"part 1"}, {"part 1"}}));
 }
 
+// grpc-previous-rpc-attempts counts only attempts the server may have
+// acted on: the one sent again after a refused stream says none went
+// before it; the retry after its UNAVAILABLE says one did.
+TEST_F(StreamRetryTest, ARefusedStreamIsNotCountedAmongThePreviousAttempts) {
+  Serve({GrpcReply::ResetStream(7), GrpcReply::TrailersOnly(Code::kUnavailable),
+         GrpcReply::Ok("stored")});
+  auto client = Make();
+  Stream upload = client->OpenStream(kUpload);
+  ASSERT_TRUE(upload.Write("part 1"));
+  upload.WritesDone();
+  auto ended = ReadToEnd(upload);
+  // A new client has earned no transparent resends, so the refused stream
+  // was the retry loop's first attempt, and this is its second backoff
+  // (full jitter under 200 ms).
+  ASSERT_TRUE(clock_.WaitForTimerBy(clock_.Now() + milliseconds(200)));
+  clock_.Advance(milliseconds(200));
+  Ended got = ended.get();
+  EXPECT_TRUE(got.status.ok()) << got.status.message;
+  EXPECT_EQ(got.attempts, 3);
+  std::vector<std::string> previous;  // "-" where the field was not sent
+  for (const auto& request : server_->requests()) {
+    std::string value = request.header("grpc-previous-rpc-attempts");
+    previous.push_back(value.empty() ? "-" : value);
+  }
+  EXPECT_EQ(previous, (std::vector<std::string>{"-", "-", "1"}));
+}
+
 // A message has arrived: the caller has read it, so the stream is final.
 TEST_F(StreamRetryTest, AStreamThatFailsAfterAMessageIsNotSentAgain) {
   Serve({GrpcReply::Messages({"first"}).EndWith(Code::kUnavailable), GrpcReply::Ok("stored")});

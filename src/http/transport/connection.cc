@@ -170,6 +170,7 @@ void Connection::FailToOpen(ErrorKind kind, const std::string& why) { Fail(kind,
 bool Connection::Carry(Exchange& exchange) {
   exchange.connection = this;
   if (state_ == State::kOpen && waiting_.empty() && codec_->HasRoom()) {
+    exchange.events->Writing();
     if (!codec_->Start(exchange)) {
       exchange.connection = nullptr;
       return false;
@@ -378,6 +379,7 @@ void Connection::StartWaiting() {
       continue;
     }
     waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(cancelled));
+    exchange->events->Writing();
     if (!codec_->Start(*exchange)) {
       exchange->connection = nullptr;
       AttemptOutcome outcome =
