@@ -148,7 +148,7 @@ bool Attempt::Sent(TimePoint now) {
   // A streamed body may take longer to send than any answer takes to come
   // (a 1 GiB upload): the wait for the headers starts once it has gone.
   if (request->body_source && !body_sent_) return true;  // RequestBodySent tells it
-  awaiting_told_ = true;
+  awaiting_since_ = now;
   Tell(AttemptEvent::kAwaitingHeaders, now);
   return true;
 }
@@ -159,15 +159,15 @@ void Attempt::RequestBodySent(TimePoint now) {
   body_sent_ = true;
   if (request->body_source.pipe) return;  // a stream's: no header timer
   if (!sent_.load() || ended_.load() || cancel_.load() != CancelReason::kNone ||
-      headers_arrived_.load() || awaiting_told_) {
+      headers_arrived_.load() || awaiting_since_) {
     return;
   }
-  awaiting_told_ = true;
+  awaiting_since_ = now;
   Tell(AttemptEvent::kAwaitingHeaders, now);
 }
 
 void Attempt::Writing() {
-  if (path_.field_writers().empty()) return;
+  if (path_.field_writers().empty() || std::exchange(written_, true)) return;
   std::size_t proceeded = proceeded_.load();
   TimePoint now = clock_.Now();
   for (const AttemptPath::FieldWriter& heard : path_.field_writers()) {

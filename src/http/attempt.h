@@ -150,7 +150,7 @@ class AttemptListener {
 };
 
 // A layer that adds an attempt field whose value depends on the moment the
-// attempt goes onto a connection (gRPC's time left) implements this beside
+// attempt is written (gRPC's time left) implements this beside
 // AttemptLayer; the path tells only those, and costs nothing without one.
 class AttemptFieldWriter {
  public:
@@ -295,7 +295,15 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   // it) and only the Context's deadline, on the body timer, does.
   void RequestHeadersSent(TimePoint now) override;
   // About to be written on a connection: the field writers add theirs.
+  // Once; a second call does nothing.
   void Writing() override;
+  // When the dependency began to owe the attempt its headers (kAwaitingHeaders,
+  // where the attempt timeout starts), if it has. For a field writer: the
+  // transport tells it before Writing, on the thread that calls Writing.
+  std::optional<TimePoint> awaiting_since() const {
+    std::lock_guard lock(mu_);
+    return awaiting_since_;
+  }
   // The response's headers arrived.
   void HeadersArrived(TimePoint now) override;
   bool headers_arrived() const { return headers_arrived_.load(); }
@@ -330,14 +338,16 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   // fault proceeds on the clock's thread while a cancellation ends it).
   std::atomic<std::size_t> proceeded_{0};
 
-  outbound::internal::Mutex mu_;
+  mutable outbound::internal::Mutex mu_;
   std::atomic<CancelReason> cancel_{CancelReason::kNone};
   std::atomic<bool> ended_{false};
   bool launched_ = false;                     // guarded by mu_
   std::shared_ptr<EndpointHealth> endpoint_;  // guarded by mu_: Carried
   std::function<void()> canceller_;
-  bool body_sent_ = false;      // guarded by mu_
-  bool awaiting_told_ = false;  // guarded by mu_
+  bool body_sent_ = false;  // guarded by mu_
+  // When kAwaitingHeaders was told; guarded by mu_ (see awaiting_since()).
+  std::optional<TimePoint> awaiting_since_;
+  bool written_ = false;  // Writing was called; the transport's thread's
   std::atomic<bool> headers_arrived_{false};
   std::atomic<bool> sent_{false};
 

@@ -141,9 +141,10 @@ class CallState : public std::enable_shared_from_this<CallState> {
   static bool Stopping();
   // Attempts started so far by the whole call, redirects included.
   std::atomic<int> attempts{0};
-  // Of those, the ones that ended unseen: unprocessed, never sent, or
-  // turned away by the breaker (Attempt::previous_attempts leaves them out).
-  std::atomic<int> unseen_attempts{0};
+  // Of those, the ones the server did not act on: refused unprocessed,
+  // never sent, or turned away by the breaker (Attempt::previous_attempts
+  // leaves them out).
+  std::atomic<int> unprocessed_attempts{0};
   // Attempts handed to a connection so far: what Error::attempts reports.
   std::atomic<int> attempts_sent{0};
   // Of those, hedges (Settings::hedging): sent beside an attempt still in

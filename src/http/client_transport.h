@@ -201,9 +201,9 @@ class ExchangeEvents {
   // say): the transport must not send it, and ends it with
   // CancelledOutcome().
   [[nodiscard]] virtual bool Sent(TimePoint now) = 0;
-  // On a ready connection, about to be written: the transport reads the
-  // exchange's attempt fields right after. Time before it went to the
-  // client's queue or to opening the connection.
+  // About to be written on a ready connection, once: the transport reads
+  // the exchange's attempt fields right after. Whatever came before (the
+  // client's queue, opening the connection) has passed.
   virtual void Writing() {}
   // The whole of a streamed request body written; the response's headers;
   // a 2xx body on its way to the sink.

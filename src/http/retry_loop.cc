@@ -181,7 +181,7 @@ class RetryingRequest final : public Cancellable,
   void Ended(InFlight& flight, AttemptOutcome&& outcome) {
     if (!outcome.record.decision) Decide(flight, outcome);
     if (outcome.unprocessed || outcome.not_sent || outcome.rejected) {
-      call_->unseen_attempts.fetch_add(1, std::memory_order_relaxed);
+      call_->unprocessed_attempts.fetch_add(1, std::memory_order_relaxed);
     }
     const retry::DecisionKind decided = *outcome.record.decision;
     const retry::ReasonKind why = outcome.record.reason.kind;
@@ -286,7 +286,7 @@ class RetryingRequest final : public Cancellable,
     attempt->request = request_;
     attempt->number = ++attempts_;
     attempt->resend_count = call_->attempts++;
-    attempt->previous_attempts = attempt->resend_count - call_->unseen_attempts.load();
+    attempt->previous_attempts = attempt->resend_count - call_->unprocessed_attempts.load();
     attempt->repeat = std::exchange(repeat_next_, false);
     attempt->queue_place = std::exchange(keep_place_, 0);
     attempt->hedge = hedge;

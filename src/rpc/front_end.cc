@@ -99,17 +99,19 @@ class GrpcTelemetry final : public http::internal::ClientTelemetry {
   std::size_t receive_limit_;
 };
 
-// Tells the server how long the attempt has: the call's time left as the
-// attempt is handed to a connection, as grpc-timeout. Not earlier: time
-// spent in the client's own queue (a connection opening, the pool full)
-// is the call's, and a server told the time left before it would work on
-// past the moment the client gives up. A stream (its body a pipe) is
-// bounded by its context's deadline alone once it is on a connection, so
-// that is the one it sends, and none without one. A unary call's attempt
-// with a shorter attempt timeout (set by the layer above) sends that: the
-// client waits no longer. A server stream's does not: its attempt timeout
-// bounds only the wait for the headers, and the call's deadline the whole
-// stream (a server told less would cut it short).
+// Tells the server how long the attempt has, as grpc-timeout: the time
+// left as the attempt is written (on a ready connection), not before.
+// Time spent in the client's queue or opening the connection has passed
+// for the client too, and a server told of it would work on past the
+// moment the client gives up. A stream (its body a pipe) is bounded by
+// its context's deadline alone once it is on a connection, so that is the
+// one it sends, and none without one. A unary call's attempt with a
+// shorter attempt timeout (set by the layer above) sends what is left of
+// that, which runs from the moment the dependency began to owe the
+// headers (a dial counts): the client waits no longer. A server stream's
+// does not: its attempt timeout bounds only the wait for the headers, and
+// the call's deadline the whole stream (a server told less would cut it
+// short).
 //
 // An attempt its attempt timeout cut ends UNAVAILABLE, not
 // DEADLINE_EXCEEDED: the call's deadline has not passed, and as with a
@@ -128,8 +130,9 @@ class GrpcTimeout final : public http::internal::AttemptLayer,
     bool answer_streams = static_cast<bool>(attempt.call->body_sink);
     if (stream) deadline = attempt.call->context_deadline;
     if (!stream && !answer_streams && attempt.attempt_timeout > Duration::zero()) {
-      deadline =
-          std::min(deadline.value_or(TimePoint::max()), AddSaturated(now, attempt.attempt_timeout));
+      TimePoint since = attempt.awaiting_since().value_or(now);
+      deadline = std::min(deadline.value_or(TimePoint::max()),
+                          AddSaturated(since, attempt.attempt_timeout));
     }
     if (deadline) attempt.attempt_headers.Add("grpc-timeout", EncodeTimeout(*deadline - now));
   }
@@ -144,9 +147,11 @@ class GrpcTimeout final : public http::internal::AttemptLayer,
 // Tells the server which attempt this is: a retry or a hedge carries
 // grpc-previous-rpc-attempts, the number of attempts of the call sent
 // before it (gRFC A6), so a server can tell a call tried again from a new
-// one. The first attempt carries none, nor one sent again because the one
-// before was never acted on (a refused stream): as grpc-core, it counts
-// only attempts the server may have seen.
+// one. It counts only the attempts the server may have acted on: not one
+// it refused unprocessed, one never sent, or one the breaker turned away
+// (grpc-core leaves out its transparent retries; this leaves those out
+// whether or not they spent one of the policy's attempts). The first
+// attempt carries none.
 class PreviousAttempts final : public http::internal::AttemptLayer {
  public:
   std::string_view name() const override { return "grpc previous attempts"; }
