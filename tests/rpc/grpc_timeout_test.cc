@@ -173,24 +173,30 @@ class GrpcTimeoutTest : public ::testing::Test {
     return testing::GrpcRequest::From(requests[n]).timeout;
   }
 
+  // A call by `client` whose connection takes `opening` to open: its
+  // server (behind `door`) answers the client's preface only then.
+  Reply CallWhileOpening(Client& client, HeldDoor& door, Duration opening) {
+    auto reply = client.CallAsync(kGet, "");
+    EXPECT_TRUE(door.WaitForConnection());
+    clock_.Advance(opening);
+    door.Open();
+    return reply.get();
+  }
+
   testing::ManualClock clock_;
   testing::NetworkMap network_;
   Runtime runtime_;
   std::unique_ptr<testing::FakeServer> server_;
 };
 
-// The call's connection takes 3 s to open (the server answers its
-// preface only then): the server hears of the 7 s that are left. The next
-// call, on the open connection, is told its whole time.
+// The call's connection takes 3 s to open: the server hears of the 7 s
+// that are left. The next call, on the open connection, is told its whole
+// time.
 TEST_F(GrpcTimeoutTest, TimeSpentOpeningTheConnectionIsNotTheServers) {
   HeldDoor door(server_->port());
   network_.Add("files", 9090, "127.0.0.1", door.port());
   auto client = Make();
-  auto reply = client->CallAsync(kGet, "");
-  ASSERT_TRUE(door.WaitForConnection());
-  clock_.Advance(seconds(3));
-  door.Open();
-  Reply got = reply.get();
+  Reply got = CallWhileOpening(*client, door, seconds(3));
   ASSERT_TRUE(got.status.ok()) << got.status.message;
   EXPECT_EQ(ToldTimeout(0), Duration(seconds(7)));
 
@@ -209,11 +215,7 @@ TEST_F(GrpcTimeoutTest, WhatIsLeftOfTheAttemptTimeoutIsTold) {
   Settings settings = DefaultSettings();
   settings.attempt_timeout = seconds(5);
   auto client = Make(settings);
-  auto reply = client->CallAsync(kGet, "");
-  ASSERT_TRUE(door.WaitForConnection());
-  clock_.Advance(seconds(3));
-  door.Open();
-  Reply got = reply.get();
+  Reply got = CallWhileOpening(*client, door, seconds(3));
   ASSERT_TRUE(got.status.ok()) << got.status.message;
   EXPECT_EQ(ToldTimeout(0), Duration(seconds(2)));
 }
