@@ -298,8 +298,7 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   // Once; a second call does nothing.
   void Writing() override;
   // When the dependency began to owe the attempt its headers (kAwaitingHeaders,
-  // where the attempt timeout starts), if it has. For a field writer: the
-  // transport tells it before Writing, on the thread that calls Writing.
+  // where the attempt timeout starts), if it has yet. Thread-safe.
   std::optional<TimePoint> awaiting_since() const {
     std::lock_guard lock(mu_);
     return awaiting_since_;
@@ -347,7 +346,7 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   bool body_sent_ = false;  // guarded by mu_
   // When kAwaitingHeaders was told; guarded by mu_ (see awaiting_since()).
   std::optional<TimePoint> awaiting_since_;
-  bool written_ = false;  // Writing was called; the transport's thread's
+  bool written_ = false;  // Writing was called (only the transport calls it)
   std::atomic<bool> headers_arrived_{false};
   std::atomic<bool> sent_{false};
 
