@@ -73,16 +73,27 @@ std::vector<std::string> PeerFiles::Args(std::vector<std::string> more) const {
   return more;
 }
 
-NodePeer::NodePeer(const std::string& script, const std::vector<std::string>& args) {
-  std::string node = FindNode();
-  // A script elsewhere in the tree (tests/telemetry's receiver) is given by
-  // its absolute path.
+namespace {
+
+// `node <script> args...`: a script elsewhere in the tree (tests/telemetry's
+// receiver) is given by its absolute path, the others by their name here.
+std::vector<std::string> NodeCommand(const std::string& script,
+                                     const std::vector<std::string>& args) {
   std::string path =
       script.starts_with('/') ? script : std::string(OUTBOUND_PEERS_DIR) + "/" + script;
-  std::vector<std::string> argv_strings = {node, path};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<std::string> command = {FindNode(), path};
+  command.insert(command.end(), args.begin(), args.end());
+  return command;
+}
+
+}  // namespace
+
+NodePeer::NodePeer(const std::string& script, const std::vector<std::string>& args)
+    : SpawnedPeer(NodeCommand(script, args), script) {}
+
+SpawnedPeer::SpawnedPeer(std::vector<std::string> command, const std::string& what) {
   std::vector<char*> argv;
-  for (auto& s : argv_strings) argv.push_back(s.data());
+  for (auto& s : command) argv.push_back(s.data());
   argv.push_back(nullptr);
 
   int pair[2];
@@ -97,26 +108,26 @@ NodePeer::NodePeer(const std::string& script, const std::vector<std::string>& ar
   posix_spawn_file_actions_adddup2(&actions, pair[1], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, pair[1], STDOUT_FILENO);
   posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
-  int spawned = posix_spawn(&pid_, node.c_str(), &actions, nullptr, argv.data(), environ);
+  int spawned = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(pair[1]);
   channel_ = pair[0];
   if (spawned != 0) {
     close(channel_);
-    throw std::runtime_error("cannot start " + node + ": " + std::strerror(spawned));
+    throw std::runtime_error("cannot start " + command[0] + ": " + std::strerror(spawned));
   }
   try {
     nlohmann::json hello = nlohmann::json::parse(ReadLine());
     port_ = hello.at("port").get<std::uint16_t>();
   } catch (const std::exception& e) {
     Stop();
-    throw std::runtime_error(script + " did not start: " + e.what());
+    throw std::runtime_error(what + " did not start: " + e.what());
   }
 }
 
-NodePeer::~NodePeer() { Stop(); }
+SpawnedPeer::~SpawnedPeer() { Stop(); }
 
-void NodePeer::Stop() {
+void SpawnedPeer::Stop() {
   if (pid_ > 0) {
     kill(pid_, SIGKILL);
     int status;
@@ -130,7 +141,7 @@ void NodePeer::Stop() {
   }
 }
 
-nlohmann::json NodePeer::Command(const std::string& name) {
+nlohmann::json SpawnedPeer::Command(const std::string& name) {
   std::string line = name + "\n";
   if (send(channel_, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
     throw std::runtime_error("the peer is gone");
@@ -142,7 +153,7 @@ nlohmann::json NodePeer::Command(const std::string& name) {
   return answer;
 }
 
-std::string NodePeer::ReadLine() {
+std::string SpawnedPeer::ReadLine() {
   TimePoint give_up = SystemClock().Now() + kWaitForPeer;
   while (true) {
     if (std::size_t newline = buffered_.find('\n'); newline != std::string::npos) {

@@ -59,29 +59,32 @@ class PeerFiles {
   std::string key_file_;
 };
 
-class NodePeer {
+// A server run as a program for one test, talked to over its stdin and
+// stdout (a socket pair): it prints {"port": n} once it listens, answers
+// each command line ("stats", a script's own) with one JSON line, and
+// exits when its stdin ends. The Node scripts here (NodePeer), and the
+// gRPC peers under Python grpcio and grpc-go (tests/rpc/spawned_peer.h).
+class SpawnedPeer {
  public:
-  // Starts `node <tests/peers>/<script> args...` (or `node <script>` for an
-  // absolute path) and waits (10 s at most) for the port it prints. Throws
-  // std::runtime_error when node cannot be found or started, or the script
-  // exits or prints no port.
-  NodePeer(const std::string& script, const std::vector<std::string>& args);
-  ~NodePeer();
-  NodePeer(const NodePeer&) = delete;
-  NodePeer& operator=(const NodePeer&) = delete;
+  // Runs `command` (the program first) and waits (10 s at most) for the
+  // port it prints. Throws std::runtime_error when it cannot be started,
+  // or exits or prints no port, with `what` ("h2_server.js") in the
+  // message.
+  SpawnedPeer(std::vector<std::string> command, const std::string& what);
+  ~SpawnedPeer();
+  SpawnedPeer(const SpawnedPeer&) = delete;
+  SpawnedPeer& operator=(const SpawnedPeer&) = delete;
 
   std::uint16_t port() const { return port_; }
-  // The child's process id (gone once the NodePeer is).
+  // The child's process id (gone once the SpawnedPeer is).
   pid_t pid() const { return pid_; }
-
-  // The script's counts now (see the script's header for the fields).
-  // Throws std::runtime_error if the script does not answer in 10 s.
+  // The program's counts now (see its header for the fields). Throws
+  // std::runtime_error if it does not answer in 10 s.
   nlohmann::json Stats() { return Command("stats"); }
-
-  // Runs one of the script's commands (h1_server.js's "release", say) and
-  // returns its answer, once the script has done it. Throws
-  // std::runtime_error as Stats does, and when the script does not know
-  // the command.
+  // Runs one of the program's commands (h1_server.js's "release", say) and
+  // returns its answer, once the program has done it. Throws
+  // std::runtime_error as Stats does, and when the program does not know
+  // the command (it answers {"error": ...}).
   nlohmann::json Command(const std::string& name);
 
  private:
@@ -94,6 +97,14 @@ class NodePeer {
   int channel_ = -1;  // our end of a socket pair: the child's stdin and stdout
   std::string buffered_;
   std::uint16_t port_ = 0;
+};
+
+class NodePeer : public SpawnedPeer {
+ public:
+  // Starts `node <tests/peers>/<script> args...` (or `node <script>` for an
+  // absolute path). Throws std::runtime_error when node cannot be found,
+  // and as SpawnedPeer does.
+  NodePeer(const std::string& script, const std::vector<std::string>& args);
 };
 
 }  // namespace outbound::peers

@@ -43,7 +43,7 @@ using namespace std::string_literals;
 
 // A safety net for a broken test, never a tolerance: a passing test waits
 // for events.
-constexpr auto kSafetyNet = SpawnedPeer::kSafetyNet;
+constexpr auto kSafetyNet = GrpcPeer::kSafetyNet;
 
 // HTTP/2's codes in the GOAWAYs the peer reports.
 constexpr int kNoError = 0x0;
@@ -97,7 +97,7 @@ class GrpcGoPeerTest : public ::testing::Test {
       settings.tls = TlsSettings{.root_pem = ca_.pem()};
     }
     args.insert(args.begin(), OUTBOUND_GRPC_GO_PEER);
-    peer_ = std::make_unique<SpawnedPeer>(std::move(args), "grpc_go_peer");
+    peer_ = std::make_unique<GrpcPeer>(std::move(args), "grpc_go_peer");
     network_.Add("backend", 9090, "127.0.0.1", peer_->port());
     timeout_ = settings.timeout;
     settings.addr = "backend:9090";
@@ -139,7 +139,7 @@ class GrpcGoPeerTest : public ::testing::Test {
   testing::FixedRandom random_;
   Runtime runtime_;
   std::unique_ptr<CertFiles> files_;
-  std::unique_ptr<SpawnedPeer> peer_;  // grpc_go_peer
+  std::unique_ptr<GrpcPeer> peer_;  // grpc_go_peer
   std::unique_ptr<Client> client_;
   Duration timeout_ = DefaultSettings().timeout;
 };

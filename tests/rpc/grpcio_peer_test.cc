@@ -44,7 +44,7 @@ using namespace std::string_literals;
 
 // A safety net for a broken test, never a tolerance: a passing test waits
 // for events.
-constexpr auto kSafetyNet = SpawnedPeer::kSafetyNet;
+constexpr auto kSafetyNet = GrpcPeer::kSafetyNet;
 
 // Custom metadata on every call: `name: value` as given (a "-bin" value
 // already in base64, as the caller sends it on the wire).
@@ -101,8 +101,8 @@ class GrpcioPeerTest : public ::testing::Test {
       settings.tls = TlsSettings{.root_pem = ca_.pem()};
     }
     args.insert(args.begin(), {OUTBOUND_GRPCIO_PYTHON, OUTBOUND_GRPCIO_PEER_SCRIPT});
-    peer_ = std::make_unique<SpawnedPeer>(std::move(args),
-                                          "grpcio_peer.py (is python3-grpcio installed?)");
+    peer_ = std::make_unique<GrpcPeer>(std::move(args),
+                                       "grpcio_peer.py (is python3-grpcio installed?)");
     network_.Add("backend", 9090, "127.0.0.1", peer_->port());
     timeout_ = settings.timeout;
     settings.addr = "backend:9090";
@@ -144,7 +144,7 @@ class GrpcioPeerTest : public ::testing::Test {
   testing::FixedRandom random_;
   Runtime runtime_;
   std::unique_ptr<CertFiles> files_;
-  std::unique_ptr<SpawnedPeer> peer_;  // grpcio_peer.py under OUTBOUND_GRPCIO_PYTHON
+  std::unique_ptr<GrpcPeer> peer_;  // grpcio_peer.py under OUTBOUND_GRPCIO_PYTHON
   std::unique_ptr<Client> client_;
   Duration timeout_ = DefaultSettings().timeout;
 };
