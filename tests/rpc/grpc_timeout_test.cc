@@ -5,25 +5,15 @@
 // spent of an attempt timeout), so it never works on past the moment the
 // client gives up. Against the kit's fake gRPC dependency over h2c on
 // loopback, on the manual clock.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <array>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <cstdint>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
+#include "held_door.h"
 #include "outbound/rpc/client.h"
 #include "outbound/testing/fake_grpc.h"
 #include "outbound/testing/manual_clock.h"
@@ -36,111 +26,6 @@ using std::chrono::seconds;
 using testing::GrpcReply;
 
 constexpr char kGet[] = "/outbound.test.Files/Get";
-
-// A port on loopback whose first connection is accepted and then held,
-// nothing read or written, until Open(); from then on its bytes go both
-// ways to `to_port`. A server slow to answer a new connection, whose
-// slowness the test decides.
-class HeldDoor {
- public:
-  explicit HeldDoor(std::uint16_t to_port) : to_port_(to_port) {
-    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t size = sizeof(address);
-    if (bind(listener_, reinterpret_cast<sockaddr*>(&address), size) == 0 &&
-        listen(listener_, 4) == 0 &&
-        getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size) == 0) {
-      port_ = ntohs(address.sin_port);
-    }
-    relay_ = std::thread([this] { Relay(); });
-  }
-  // Ends the relay whatever its ends are doing, then closes them.
-  ~HeldDoor() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-      for (int fd : {listener_, client_, server_}) {
-        if (fd >= 0) shutdown(fd, SHUT_RDWR);
-      }
-    }
-    Open();
-    relay_.join();
-    for (int fd : {listener_, client_, server_}) {
-      if (fd >= 0) close(fd);
-    }
-  }
-  HeldDoor(const HeldDoor&) = delete;
-  HeldDoor& operator=(const HeldDoor&) = delete;
-
-  std::uint16_t port() const { return port_; }
-  // Waits (10 s of real time at most) until a client's connection is held.
-  bool WaitForConnection() {
-    std::unique_lock lock(mu_);
-    return changed_.wait_for(lock, seconds(10), [this] { return held_; });
-  }
-  void Open() {
-    std::lock_guard lock(mu_);
-    open_ = true;
-    changed_.notify_all();
-  }
-
- private:
-  void Relay() {
-    int client = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) return;
-    int server = -1;
-    {
-      std::unique_lock lock(mu_);
-      client_ = client;
-      if (stopping_) shutdown(client, SHUT_RDWR);
-      held_ = true;
-      changed_.notify_all();
-      changed_.wait(lock, [this] { return open_; });
-      if (stopping_) return;
-      server = server_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    }
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = htons(to_port_);
-    if (connect(server, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
-      Pump(client, server);
-    }
-  }
-
-  // Carries bytes both ways until either end closes.
-  static void Pump(int a, int b) {
-    std::array<pollfd, 2> ends{{{a, POLLIN, 0}, {b, POLLIN, 0}}};
-    std::array<char, 16 * 1024> buffer;
-    while (poll(ends.data(), ends.size(), -1) > 0) {
-      for (std::size_t i = 0; i < ends.size(); ++i) {
-        if (ends[i].revents == 0) continue;
-        ssize_t n = read(ends[i].fd, buffer.data(), buffer.size());
-        if (n <= 0) return;
-        for (ssize_t sent = 0; sent < n;) {
-          ssize_t w =
-              write(ends[1 - i].fd, buffer.data() + sent, static_cast<std::size_t>(n - sent));
-          if (w <= 0) return;
-          sent += w;
-        }
-      }
-    }
-  }
-
-  std::uint16_t to_port_;
-  std::uint16_t port_ = 0;
-  int listener_ = -1;
-  std::mutex mu_;
-  std::condition_variable changed_;
-  int client_ = -1;  // guarded by mu_, as are those below
-  int server_ = -1;
-  bool held_ = false;
-  bool open_ = false;
-  bool stopping_ = false;
-  std::thread relay_;
-};
 
 class GrpcTimeoutTest : public ::testing::Test {
  protected:
