@@ -45,6 +45,17 @@ std::string FindNode() {
       "Node.js 20 (Debian package `nodejs`)");
 }
 
+// `node <script> args...`: a script elsewhere in the tree (tests/telemetry's
+// receiver) is given by its absolute path, the others by their name here.
+std::vector<std::string> NodeCommand(const std::string& script,
+                                     const std::vector<std::string>& args) {
+  std::string path =
+      script.starts_with('/') ? script : std::string(OUTBOUND_PEERS_DIR) + "/" + script;
+  std::vector<std::string> command = {FindNode(), path};
+  command.insert(command.end(), args.begin(), args.end());
+  return command;
+}
+
 }  // namespace
 
 void WriteFile(const std::string& path, const std::string& content) {
@@ -72,21 +83,6 @@ std::vector<std::string> PeerFiles::Args(std::vector<std::string> more) const {
   more.insert(more.begin(), {"--cert=" + cert_file_, "--key=" + key_file_});
   return more;
 }
-
-namespace {
-
-// `node <script> args...`: a script elsewhere in the tree (tests/telemetry's
-// receiver) is given by its absolute path, the others by their name here.
-std::vector<std::string> NodeCommand(const std::string& script,
-                                     const std::vector<std::string>& args) {
-  std::string path =
-      script.starts_with('/') ? script : std::string(OUTBOUND_PEERS_DIR) + "/" + script;
-  std::vector<std::string> command = {FindNode(), path};
-  command.insert(command.end(), args.begin(), args.end());
-  return command;
-}
-
-}  // namespace
 
 NodePeer::NodePeer(const std::string& script, const std::vector<std::string>& args)
     : SpawnedPeer(NodeCommand(script, args), script) {}
