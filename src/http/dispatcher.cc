@@ -193,11 +193,15 @@ void Dispatcher::Begin(std::shared_ptr<ExchangeEvents> events, const ExchangeReq
     }
   }
   if (auto why = carrier_->Unreachable()) {
-    // Dialled, as far as the dependency is concerned.
+    // A dial that failed, as far as the dependency is concerned: the
+    // breaker counts it, and nothing of the request left the client, as
+    // when a connection to a name that leads nowhere fails to open.
     if (!exchange.events->Sent(clock_.Now())) {
       return End(exchange, exchange.events->CancelledOutcome());
     }
-    return End(exchange, Failed(ErrorKind::kTransport, *why));
+    AttemptOutcome outcome = Failed(ErrorKind::kTransport, *why);
+    outcome.not_sent = true;
+    return End(exchange, std::move(outcome));
   }
   // In turn: a new attempt at the back, one sent back by a connection's
   // end at its old place, ahead of later ones.

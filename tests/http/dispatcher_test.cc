@@ -307,13 +307,16 @@ TEST_F(DispatcherTest, AnAttemptAConnectionDidNotTakeIsUnprocessed) {
   EXPECT_TRUE(a->outcome->unprocessed);
 }
 
-TEST_F(DispatcherTest, AnUnreachableDependencyFailsTheAttemptAsSentWithoutQueueingIt) {
+// Sent, so the breaker counts it; not sent, so any method may go again, as
+// after a connection to the name failed to open.
+TEST_F(DispatcherTest, AnUnreachableDependencyFailsTheAttemptAsADialThatFailedWithoutQueueingIt) {
   OnLoop([&] { carrier_->unreachable = "payments:443 is not reachable on this network"; });
   auto a = Start("a");
   ASSERT_TRUE(a->outcome.has_value());
   EXPECT_EQ(a->kind(), ErrorKind::kTransport);
   EXPECT_EQ(a->outcome->result.error().message(), "payments:443 is not reachable on this network");
   EXPECT_TRUE(a->sent);
+  EXPECT_TRUE(a->outcome->not_sent);
   MakeRoom(1);
   EXPECT_TRUE(Carried().empty());
 }

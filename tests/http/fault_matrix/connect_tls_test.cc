@@ -69,6 +69,20 @@ TEST_P(ConnectMatrix, RefusedConnectionsRetryAPostToo) {
               .took = 150ms});
 }
 
+// A name the network does not know fails as a refused dial does, whether
+// or not a connection was open before: retried, a POST too, and counted.
+TEST_P(ConnectMatrix, ANameThatLeadsNowhereIsRetriedAsARefusedDialAPostToo) {
+  StartClient();
+  Begin(Request::Post("/charges", "{}"));
+  WaitThenAdvance(50ms);
+  WaitThenAdvance(100ms);
+  ExpectEnds({.error = ErrorKind::kTransport,
+              .attempts = 3,
+              .server_saw = -1,
+              .breaker_failures = 3,
+              .took = 150ms});
+}
+
 // Never accepted: each attempt waits out its AttemptTimeout (5 s) dialling;
 // the second is cut by the call's Timeout at 10 s exactly. Both count.
 TEST_P(ConnectMatrix, AConnectNeverAcceptedEndsAtTheAttemptTimeoutThenTheDeadline) {
