@@ -2,16 +2,15 @@
 // The gRPC client against grpc-go's server, the reference implementation
 // (Debian golang-google-grpc-dev), in tests/rpc/grpc_go_peer, started by
 // each test in plain text (h2c) or over TLS with a certificate of the
-// test's own CA. The essentials the grpcio suite checks (every kind of
-// call, statuses, metadata both ways, gzip both ways, deadlines, retries,
-// pushback, cancels, the trace context), and what grpc-go's server does
-// that the other peers do not: connections ended at MaxConnectionAge with
-// two GOAWAYs and cut after its grace, a MaxConcurrentStreams limit, a
-// receive limit answered from the length prefix, a fixed flow-control
-// window's stream of WINDOW_UPDATEs, and its PING policy. The peer reads
-// the frames of a plain-text connection as they pass, so a test can say
-// what went on the wire. Waits run on a ManualClock the test advances to
-// each timer the call sets.
+// test's own CA. What every server must see is StockGrpcServerTest's
+// (stock_grpc_server_test.cc), run here against grpc-go; this file adds
+// gzip as grpc-go answers it, the time a slow connection takes, and what
+// grpc-go's server does that the other peers do not: connections ended at
+// MaxConnectionAge with two GOAWAYs and cut after its grace, a
+// MaxConcurrentStreams limit, a receive limit answered from the length
+// prefix, a fixed flow-control window's stream of WINDOW_UPDATEs, and its
+// PING policy. The peer reads the frames of a plain-text connection as
+// they pass, so a test can say what went on the wire.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -26,15 +25,8 @@
 #include <thread>
 #include <vector>
 
+#include "grpc_server_test.h"
 #include "held_door.h"
-#include "outbound/http/middleware.h"
-#include "outbound/rpc/client.h"
-#include "outbound/telemetry/propagation.h"
-#include "outbound/testing/fixed_random.h"
-#include "outbound/testing/manual_clock.h"
-#include "outbound/testing/network_map.h"
-#include "outbound/testing/test_ca.h"
-#include "spawned_peer.h"
 
 namespace outbound::rpc {
 namespace {
@@ -42,9 +34,9 @@ namespace {
 using namespace std::chrono_literals;
 using namespace std::string_literals;
 
-// A safety net for a broken test, never a tolerance: a passing test waits
-// for events.
-constexpr auto kSafetyNet = GrpcPeer::kSafetyNet;
+GrpcServerProgram GrpcGo() { return {"grpc-go", {OUTBOUND_GRPC_GO_PEER}, "grpc_go_peer"}; }
+
+INSTANTIATE_TEST_SUITE_P(GrpcGo, StockGrpcServerTest, ::testing::Values(GrpcGo()), ProgramName);
 
 // HTTP/2's codes in the GOAWAYs the peer reports.
 constexpr int kNoError = 0x0;
@@ -53,24 +45,6 @@ constexpr int kEnhanceYourCalm = 0xb;
 // stream, for the client may have sent some before it saw the GOAWAY.
 constexpr std::uint32_t kAnyStream = 0x7fffffff;
 
-// What each attempt sent and got, as HTTP/2 carried it: the first byte of
-// the framed request (its compressed flag), its grpc-encoding, and the
-// answer's grpc-encoding.
-class WireLog final : public http::AttemptMiddleware {
- public:
-  void OnResult(const http::OutgoingRequest& request, Result<http::Response>& result,
-                const http::AttemptInfo&) override {
-    std::lock_guard lock(mu);
-    request_flag = request.body().empty() ? -1 : static_cast<int>(request.body()[0]);
-    request_encoding = std::string(request.header("grpc-encoding"));
-    answer_encoding = result ? std::string(result->headers.Find("grpc-encoding")) : "";
-  }
-  std::mutex mu;
-  int request_flag = -1;
-  std::string request_encoding;
-  std::string answer_encoding;
-};
-
 // A context whose call the peer records under `id` (x-call-id).
 Context WithCallId(const std::string& id) {
   Context context;
@@ -78,71 +52,9 @@ Context WithCallId(const std::string& id) {
   return context;
 }
 
-class GrpcGoPeerTest : public ::testing::Test {
+class GrpcGoPeerTest : public GrpcServerTest {
  protected:
-  GrpcGoPeerTest() : random_(0.0) {  // a backoff's jitter of 0: a wait is the pushback alone
-    runtime_.clock = &clock_;
-    runtime_.network = &network_;
-    runtime_.random = &random_;
-  }
-
-  // Starts the peer with `args` (over TLS with a certificate for
-  // "backend" when `tls`, else plain text), and a client of it with
-  // `settings`.
-  void Start(std::vector<std::string> args = {}, Settings settings = DefaultSettings(),
-             bool tls = false) {
-    if (tls) {
-      files_ = std::make_unique<CertFiles>(ca_.IssueServer({"backend"}));
-      std::vector<std::string> cert = files_->Args();
-      args.insert(args.begin(), cert.begin(), cert.end());
-      settings.tls = TlsSettings{.root_pem = ca_.pem()};
-    }
-    args.insert(args.begin(), OUTBOUND_GRPC_GO_PEER);
-    peer_ = std::make_unique<GrpcPeer>(std::move(args), "grpc_go_peer");
-    network_.Add("backend", 9090, "127.0.0.1", peer_->port());
-    timeout_ = settings.timeout;
-    settings.addr = "backend:9090";
-    auto client = Client::Create(runtime_, std::move(settings));
-    ASSERT_TRUE(client) << client.error().message();
-    client_ = std::move(*client);
-  }
-
-  // A unary call, the clock advanced to each wait it sets (a backoff, a
-  // pushback) but never to its deadline: the peer answers in real time
-  // while the deadline's timer is pending.
-  Reply Call(const std::string& method, const std::string& request, const Context& context = {}) {
-    TimePoint until = clock_.Now() + timeout_;
-    auto future = std::async(std::launch::async, [&] {
-      return client_->Call("/peer.Test/" + method, request, context);
-    });
-    while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
-      if (auto next = clock_.next_timer(); next && *next < until) clock_.AdvanceTo(*next);
-    }
-    return future.get();
-  }
-
-  // Waits until the peer has seen `n` calls of `method`.
-  void WaitForCalls(const std::string& method, int n) {
-    ASSERT_TRUE(peer_->WaitFor([&](const nlohmann::json& stats) {
-      return stats.at("calls").value(method, 0) >= n;
-    })) << "the peer never saw call "
-        << n << " of " << method;
-  }
-
-  bool PeerSawCancelled(int n) {
-    return peer_->WaitFor(
-        [n](const nlohmann::json& stats) { return stats.at("cancelled").get<int>() >= n; });
-  }
-
-  testing::TestCA ca_;
-  testing::ManualClock clock_;
-  testing::NetworkMap network_;
-  testing::FixedRandom random_;
-  Runtime runtime_;
-  std::unique_ptr<CertFiles> files_;
-  std::unique_ptr<GrpcPeer> peer_;  // grpc_go_peer
-  std::unique_ptr<Client> client_;
-  Duration timeout_ = DefaultSettings().timeout;
+  GrpcGoPeerTest() : GrpcServerTest(GrpcGo()) {}
 };
 
 // The connections grpc-go has begun to end at their maximum age (its
@@ -153,142 +65,6 @@ int AgedConnections(const nlohmann::json& stats) {
     if (!connection.at("goaways").empty()) ++aged;
   }
   return aged;
-}
-
-// --- Each kind of call, in plain text and over TLS ---
-
-TEST_F(GrpcGoPeerTest, AUnaryCallInPlainTextIsAnswered) {
-  Start();
-  Reply reply = Call("Echo", "hello");
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  EXPECT_EQ(reply.body, "hello");
-  EXPECT_EQ(reply.attempts, 1);
-  EXPECT_EQ(peer_->Calls("Echo"), 1);
-}
-
-TEST_F(GrpcGoPeerTest, AUnaryCallOverTlsIsAnswered) {
-  Start({}, DefaultSettings(), /*tls=*/true);
-  Reply reply = Call("Echo", "over tls");
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  EXPECT_EQ(reply.body, "over tls");
-  EXPECT_EQ(reply.attempts, 1);
-}
-
-TEST_F(GrpcGoPeerTest, AServerStreamDeliversEveryMessageInOrder) {
-  Start({}, DefaultSettings(), /*tls=*/true);
-  std::vector<std::string> got;
-  Reply reply = client_->ServerStream("/peer.Test/Count", "100",
-                                      [&](std::string_view message) { got.emplace_back(message); });
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  ASSERT_EQ(got.size(), 100u);
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(got[i], std::to_string(i + 1));
-}
-
-TEST_F(GrpcGoPeerTest, AClientStreamsMessagesAndTheOneReplyJoinsThem) {
-  Start();
-  Context context;
-  context.metadata.emplace("x-tenant", "acme");
-  Stream stream = client_->OpenStream("/peer.Test/Join", context);
-  for (const char* part : {"a", "b", "c"}) ASSERT_TRUE(stream.Write(std::string_view(part)));
-  ASSERT_TRUE(stream.WritesDone());
-  std::string reply;
-  ASSERT_TRUE(stream.Read(&reply));
-  EXPECT_EQ(reply, "a+b+c");
-  EXPECT_FALSE(stream.Read(&reply));
-  Status status = stream.Finish();
-  EXPECT_TRUE(status.ok()) << status.message;
-  EXPECT_EQ(peer_->Stats().at("last_metadata").value("x-tenant", ""), "acme");
-  EXPECT_THAT(stream.headers(), ::testing::ElementsAre(::testing::Pair("x-served-by", "grpc-go")));
-}
-
-TEST_F(GrpcGoPeerTest, ABidiStreamEchoesEachMessageBeforeTheNextIsWritten) {
-  Start({}, DefaultSettings(), /*tls=*/true);
-  Stream stream = client_->OpenStream("/peer.Test/Chat");
-  for (int i = 0; i < 20; ++i) {
-    std::string line = "line " + std::to_string(i);
-    ASSERT_TRUE(stream.Write(line));
-    std::string echoed;
-    ASSERT_TRUE(stream.Read(&echoed)) << "no echo of " << line;
-    EXPECT_EQ(echoed, "echo:" + line);
-  }
-  ASSERT_TRUE(stream.WritesDone());
-  std::string more;
-  EXPECT_FALSE(stream.Read(&more));
-  Status status = stream.Finish();
-  EXPECT_TRUE(status.ok()) << status.message;
-  EXPECT_EQ(peer_->Stats().at("cancelled").get<int>(), 0);
-}
-
-// --- Statuses and metadata ---
-
-// grpc-go percent-encodes grpc-message; the caller sees the text as the
-// handler wrote it: UTF-8 and '%' intact.
-TEST_F(GrpcGoPeerTest, AStatusMessageIsPercentDecoded) {
-  Start();
-  const std::string message = "na\u00efve 100% s\u00fbr \u2713 %41";
-  Reply reply = Call("Fail", "INVALID_ARGUMENT " + message);
-  EXPECT_EQ(reply.status.code, Code::kInvalidArgument);
-  EXPECT_EQ(reply.status.message, message);
-  EXPECT_EQ(reply.attempts, 1);
-}
-
-// grpc-go's own answers to a method and a service it does not have.
-TEST_F(GrpcGoPeerTest, AMethodOrServiceTheServerDoesNotHaveIsUnimplemented) {
-  Start();
-  Reply method = Call("Nothing", "");
-  EXPECT_EQ(method.status.code, Code::kUnimplemented) << method.status.message;
-  EXPECT_THAT(method.status.message, ::testing::HasSubstr("unknown method Nothing"));
-  EXPECT_EQ(method.attempts, 1);
-  Reply service = client_->Call("/peer.Elsewhere/Echo", "");
-  EXPECT_EQ(service.status.code, Code::kUnimplemented) << service.status.message;
-  EXPECT_THAT(service.status.message, ::testing::HasSubstr("unknown service peer.Elsewhere"));
-}
-
-// A call's metadata reaches grpc-go, a "-bin" value as its bytes (the peer
-// echoes it into its trailers, and grpc-go encodes it again); the initial
-// metadata comes back as Reply::headers, the trailing as Reply::trailers,
-// "-bin" values decoded. A Trailers-Only answer has no headers.
-TEST_F(GrpcGoPeerTest, MetadataGoesBothWaysBinaryValuesAsTheirBytes) {
-  Start();
-  const std::string bytes("\x00\x01\xfe\xff binary", 11);
-  Context context;
-  context.metadata.emplace("Authorization", "Bearer token");
-  context.metadata.emplace("x-id-bin", bytes);
-  context.metadata.emplace("x-text", "plain value");
-  Reply reply = Call("Echo", "m", context);
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  nlohmann::json seen = peer_->Stats().at("last_metadata");
-  EXPECT_EQ(seen.value("authorization", ""), "Bearer token");
-  EXPECT_EQ(seen.value("x-id-bin", ""), "0001feff2062696e617279");  // the bytes, in hex
-  EXPECT_EQ(seen.value("x-text", ""), "plain value");
-  EXPECT_THAT(reply.trailers, ::testing::IsSupersetOf({::testing::Pair("x-id-bin", bytes),
-                                                       ::testing::Pair("x-text", "plain value"s)}));
-  EXPECT_THAT(reply.headers, ::testing::ElementsAre(::testing::Pair("x-served-bin", "\x00\xff"s),
-                                                    ::testing::Pair("x-served-by", "grpc-go")));
-  EXPECT_EQ(reply.trailers.count("x-served-by"), 0u);
-
-  reply = Call("Fail", "NOT_FOUND gone");
-  EXPECT_EQ(reply.status.code, Code::kNotFound);
-  EXPECT_EQ(reply.status.message, "gone");
-  EXPECT_TRUE(reply.headers.empty()) << reply.headers.begin()->first;
-}
-
-// The caller's trace context and baggage reach grpc-go as metadata, the
-// failure scenario left out of the baggage.
-TEST_F(GrpcGoPeerTest, TheTraceContextAndBaggageReachTheServer) {
-  Settings settings = DefaultSettings();
-  settings.faults.enabled = true;
-  Start({}, settings);
-  Context context;
-  context.trace =
-      *telemetry::ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
-  context.baggage = {{"tenant", "acme", ""}, {"outbound-fault", "grpc:other:9090=abort", ""}};
-  Reply reply = Call("Echo", "traced", context);
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  nlohmann::json seen = peer_->Stats().at("last_metadata");
-  EXPECT_EQ(seen.value("traceparent", ""),
-            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
-  EXPECT_EQ(seen.value("baggage", ""), "tenant=acme");
 }
 
 // --- gzip ---
@@ -329,21 +105,6 @@ TEST_F(GrpcGoPeerTest, AServerStreamsGzipCodedMessagesAreDecoded) {
 
 // --- Deadlines ---
 
-// The call's 7 s reach grpc-go as grpc-timeout: its handler's context
-// deadline is at most that away, less the trip (the manual clock did not
-// move, so 7 s were sent).
-TEST_F(GrpcGoPeerTest, TheDeadlineReachesTheServerAsGrpcTimeout) {
-  Settings settings = DefaultSettings();
-  settings.timeout = 7s;
-  Start({}, settings);
-  Reply reply = Call("Deadline", "");
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  ASSERT_NE(reply.body, "none") << "no grpc-timeout arrived";
-  int left_ms = std::stoi(reply.body);
-  EXPECT_LE(left_ms, 7000);
-  EXPECT_GT(left_ms, 6000);
-}
-
 // The call's connection takes 3 s of the client's clock to open (the
 // grpc-go server sees the client's preface only then): its handler has at
 // most the 7 s of the call's 10 that are left, less the trip.
@@ -363,86 +124,6 @@ TEST_F(GrpcGoPeerTest, TimeSpentOpeningTheConnectionIsNotTheServers) {
   int left_ms = std::stoi(got.body);
   EXPECT_LE(left_ms, 7000);
   EXPECT_GT(left_ms, 6000);
-}
-
-// A call that outlives its deadline ends DEADLINE_EXCEEDED when the clock
-// reaches it, once, and the server sees the call go. The deadline is long
-// (60 s) so grpc-go's own timer, in real time, never ends it first.
-TEST_F(GrpcGoPeerTest, ACallThatOutlivesItsDeadlineEndsDeadlineExceeded) {
-  Settings settings = DefaultSettings();
-  settings.timeout = 60s;
-  Start({}, settings);
-  TimePoint start = clock_.Now();
-  auto call = std::async(std::launch::async, [&] { return client_->Call("/peer.Test/Hang", ""); });
-  WaitForCalls("Hang", 1);
-  clock_.AdvanceTo(start + 60s);
-  ASSERT_EQ(call.wait_for(kSafetyNet), std::future_status::ready);
-  Reply reply = call.get();
-  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;
-  EXPECT_EQ(reply.attempts, 1);
-  EXPECT_TRUE(PeerSawCancelled(1));
-  EXPECT_EQ(peer_->Calls("Hang"), 1);
-}
-
-// --- Retries and pushback ---
-
-TEST_F(GrpcGoPeerTest, UnavailableThenOkIsRetriedAndTheSecondAttemptSucceeds) {
-  Start({"--answers=UNAVAILABLE,OK"});
-  Reply reply = Call("Flaky", "again");
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  EXPECT_EQ(reply.body, "again");
-  EXPECT_EQ(reply.attempts, 2);
-  EXPECT_EQ(peer_->Calls("Flaky"), 2);
-}
-
-TEST_F(GrpcGoPeerTest, PushbackIsWaitedOnTheClockBeforeTheRetry) {
-  Start({"--answers=RESOURCE_EXHAUSTED:2000,OK"});
-  TimePoint start = clock_.Now();
-  Reply reply = Call("Flaky", "later");
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  EXPECT_EQ(reply.attempts, 2);
-  EXPECT_EQ(peer_->Calls("Flaky"), 2);
-  EXPECT_EQ(clock_.Now() - start, 2s);  // backoff jitter 0, then the pushback
-}
-
-// --- Cancellation ---
-
-TEST_F(GrpcGoPeerTest, ACancelFromTheClientReachesTheServer) {
-  Settings settings = DefaultSettings();
-  settings.timeout = 60s;
-  Start({}, settings);
-  CancelSource cancel;
-  Context context;
-  context.cancel = cancel.token();
-  auto call =
-      std::async(std::launch::async, [&] { return client_->Call("/peer.Test/Hang", "", context); });
-  WaitForCalls("Hang", 1);
-  cancel.Cancel();
-  ASSERT_EQ(call.wait_for(kSafetyNet), std::future_status::ready);
-  Reply reply = call.get();
-  EXPECT_EQ(reply.status.code, Code::kCancelled) << reply.status.message;
-  EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 0);
-  EXPECT_TRUE(PeerSawCancelled(1));
-  // The connection is still good for the next call.
-  Reply next = Call("Echo", "after");
-  ASSERT_TRUE(next.status.ok()) << next.status.message;
-  EXPECT_EQ(next.body, "after");
-}
-
-TEST_F(GrpcGoPeerTest, ACancelledStreamReachesTheServer) {
-  Start();
-  CancelSource cancel;
-  Context context;
-  context.cancel = cancel.token();
-  Stream stream = client_->OpenStream("/peer.Test/Chat", context);
-  ASSERT_TRUE(stream.Write(std::string_view("one")));
-  std::string echoed;
-  ASSERT_TRUE(stream.Read(&echoed));
-  cancel.Cancel();
-  Status status = stream.Finish();
-  EXPECT_EQ(status.code, Code::kCancelled) << status.message;
-  EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 0);
-  EXPECT_TRUE(PeerSawCancelled(1));
 }
 
 // --- What grpc-go's server does that the other peers do not ---

@@ -2,10 +2,12 @@
 // The gRPC client against a server nobody here wrote: Python grpcio
 // (Debian python3-grpcio), in tests/rpc/grpcio_peer.py, started by each test
 // in plain text (h2c) or over TLS with a certificate of the test's own CA.
-// Every kind of call, statuses and their messages, metadata both ways, gzip
-// both ways, deadlines, retries, pushback, the receive limit and
-// cancellation. Waits run on a ManualClock the test advances to each timer
-// the call sets.
+// What every server must see is StockGrpcServerTest's
+// (stock_grpc_server_test.cc), run here against grpcio; this file adds the
+// client's other ways to call (callbacks, coroutines, a reader far behind
+// a flood), metadata added by middleware, gzip as grpcio answers it, a
+// stream's deadline, a client stream sent again, the receive limit, and a
+// call cut by the client's end.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -26,15 +28,8 @@
 #include <tuple>
 #include <vector>
 
-#include "outbound/http/middleware.h"
+#include "grpc_server_test.h"
 #include "outbound/rpc/asio.h"
-#include "outbound/rpc/client.h"
-#include "outbound/telemetry/propagation.h"
-#include "outbound/testing/fixed_random.h"
-#include "outbound/testing/manual_clock.h"
-#include "outbound/testing/network_map.h"
-#include "outbound/testing/test_ca.h"
-#include "spawned_peer.h"
 
 namespace outbound::rpc {
 namespace {
@@ -42,9 +37,13 @@ namespace {
 using namespace std::chrono_literals;
 using namespace std::string_literals;
 
-// A safety net for a broken test, never a tolerance: a passing test waits
-// for events.
-constexpr auto kSafetyNet = GrpcPeer::kSafetyNet;
+GrpcServerProgram Grpcio() {
+  return {"grpcio",
+          {OUTBOUND_GRPCIO_PYTHON, OUTBOUND_GRPCIO_PEER_SCRIPT},
+          "grpcio_peer.py (is python3-grpcio installed?)"};
+}
+
+INSTANTIATE_TEST_SUITE_P(Grpcio, StockGrpcServerTest, ::testing::Values(Grpcio()), ProgramName);
 
 // Custom metadata on every call: `name: value` as given (a "-bin" value
 // already in base64, as the caller sends it on the wire).
@@ -63,119 +62,12 @@ class AddMetadata final : public http::CallMiddleware {
   std::string value_;
 };
 
-// What each attempt sent and got, as HTTP/2 carried it: the first byte of
-// the framed request (its compressed flag), its grpc-encoding, and the
-// answer's grpc-encoding.
-class WireLog final : public http::AttemptMiddleware {
- public:
-  void OnResult(const http::OutgoingRequest& request, Result<http::Response>& result,
-                const http::AttemptInfo&) override {
-    std::lock_guard lock(mu);
-    request_flag = request.body().empty() ? -1 : static_cast<int>(request.body()[0]);
-    request_encoding = std::string(request.header("grpc-encoding"));
-    answer_encoding = result ? std::string(result->headers.Find("grpc-encoding")) : "";
-  }
-  std::mutex mu;
-  int request_flag = -1;
-  std::string request_encoding;
-  std::string answer_encoding;
-};
-
-class GrpcioPeerTest : public ::testing::Test {
+class GrpcioPeerTest : public GrpcServerTest {
  protected:
-  GrpcioPeerTest() : random_(0.0) {  // a backoff's jitter of 0: a wait is the pushback alone
-    runtime_.clock = &clock_;
-    runtime_.network = &network_;
-    runtime_.random = &random_;
-  }
-
-  // Starts the peer with `args` (over TLS with a certificate for
-  // "backend" when `tls`, else plain text), and a client of it with
-  // `settings`.
-  void Start(std::vector<std::string> args = {}, Settings settings = DefaultSettings(),
-             bool tls = false) {
-    if (tls) {
-      files_ = std::make_unique<CertFiles>(ca_.IssueServer({"backend"}));
-      std::vector<std::string> cert = files_->Args();
-      args.insert(args.begin(), cert.begin(), cert.end());
-      settings.tls = TlsSettings{.root_pem = ca_.pem()};
-    }
-    args.insert(args.begin(), {OUTBOUND_GRPCIO_PYTHON, OUTBOUND_GRPCIO_PEER_SCRIPT});
-    peer_ = std::make_unique<GrpcPeer>(std::move(args),
-                                       "grpcio_peer.py (is python3-grpcio installed?)");
-    network_.Add("backend", 9090, "127.0.0.1", peer_->port());
-    timeout_ = settings.timeout;
-    settings.addr = "backend:9090";
-    auto client = Client::Create(runtime_, std::move(settings));
-    ASSERT_TRUE(client) << client.error().message();
-    client_ = std::move(*client);
-  }
-
-  // A unary call, the clock advanced to each wait it sets (a backoff, a
-  // pushback) but never to its deadline: the peer answers in real time
-  // while the deadline's timer is pending.
-  Reply Call(const std::string& method, const std::string& request, const Context& context = {}) {
-    TimePoint until = clock_.Now() + timeout_;
-    auto future = std::async(std::launch::async, [&] {
-      return client_->Call("/peer.Test/" + method, request, context);
-    });
-    while (future.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
-      if (auto next = clock_.next_timer(); next && *next < until) clock_.AdvanceTo(*next);
-    }
-    return future.get();
-  }
-
-  // Waits until the peer has seen `n` calls of `method`.
-  void WaitForCalls(const std::string& method, int n) {
-    ASSERT_TRUE(peer_->WaitFor([&](const nlohmann::json& stats) {
-      return stats.at("calls").value(method, 0) >= n;
-    })) << "the peer never saw call "
-        << n << " of " << method;
-  }
-
-  bool PeerSawCancelled(int n) {
-    return peer_->WaitFor(
-        [n](const nlohmann::json& stats) { return stats.at("cancelled").get<int>() >= n; });
-  }
-
-  testing::TestCA ca_;
-  testing::ManualClock clock_;
-  testing::NetworkMap network_;
-  testing::FixedRandom random_;
-  Runtime runtime_;
-  std::unique_ptr<CertFiles> files_;
-  std::unique_ptr<GrpcPeer> peer_;  // grpcio_peer.py under OUTBOUND_GRPCIO_PYTHON
-  std::unique_ptr<Client> client_;
-  Duration timeout_ = DefaultSettings().timeout;
+  GrpcioPeerTest() : GrpcServerTest(Grpcio()) {}
 };
 
-// --- Each kind of call, in plain text and over TLS ---
-
-TEST_F(GrpcioPeerTest, AUnaryCallInPlainTextIsAnswered) {
-  Start();
-  Reply reply = Call("Echo", "hello");
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  EXPECT_EQ(reply.body, "hello");
-  EXPECT_EQ(reply.attempts, 1);
-  EXPECT_EQ(peer_->Calls("Echo"), 1);
-  EXPECT_TRUE(client_->Connected());
-}
-
-TEST_F(GrpcioPeerTest, AUnaryCallOverTlsIsAnswered) {
-  Start({}, DefaultSettings(), /*tls=*/true);
-  Reply reply = Call("Echo", "over tls");
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  EXPECT_EQ(reply.body, "over tls");
-}
-
-TEST_F(GrpcioPeerTest, AServerStreamDeliversEveryMessageInOrder) {
-  Start();
-  std::vector<std::string> got;
-  Reply reply = client_->ServerStream("/peer.Test/Count", "5",
-                                      [&](std::string_view message) { got.emplace_back(message); });
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  EXPECT_EQ(got, (std::vector<std::string>{"1", "2", "3", "4", "5"}));
-}
+// --- The client's other ways to call ---
 
 // The callback form: ServerStreamAsync returns at once; each message
 // comes in order, then `done` once with the status, and no message after.
@@ -230,15 +122,6 @@ TEST_F(GrpcioPeerTest, AnAsyncServerStreamThatCannotBeSentEndsThroughDone) {
   EXPECT_EQ(reply.attempts, 0);
   EXPECT_NE(told_on, caller);
   EXPECT_EQ(peer_->Calls("Count"), 0);
-}
-
-TEST_F(GrpcioPeerTest, AServerStreamOverTlsDeliversEveryMessage) {
-  Start({}, DefaultSettings(), /*tls=*/true);
-  int count = 0;
-  Reply reply =
-      client_->ServerStream("/peer.Test/Count", "100", [&](std::string_view) { ++count; });
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  EXPECT_EQ(count, 100);
 }
 
 // A reader far behind the server: the client stops asking for more once
@@ -348,55 +231,7 @@ TEST_F(GrpcioPeerTest, AWaitingReadHearsTheEndAndASecondReadGetsNothing) {
   EXPECT_TRUE(status.ok()) << status.message;
 }
 
-TEST_F(GrpcioPeerTest, AClientStreamsMessagesAndTheOneReplyJoinsThem) {
-  Start();
-  Stream stream = client_->OpenStream("/peer.Test/Join");
-  for (const char* part : {"a", "b", "c"}) ASSERT_TRUE(stream.Write(std::string_view(part)));
-  ASSERT_TRUE(stream.WritesDone());
-  std::string reply;
-  ASSERT_TRUE(stream.Read(&reply));
-  EXPECT_EQ(reply, "a+b+c");
-  EXPECT_FALSE(stream.Read(&reply));
-  Status status = stream.Finish();
-  EXPECT_TRUE(status.ok()) << status.message;
-}
-
-TEST_F(GrpcioPeerTest, ABidiStreamEchoesEachMessageBeforeTheNextIsWritten) {
-  Start({}, DefaultSettings(), /*tls=*/true);
-  Stream stream = client_->OpenStream("/peer.Test/Chat");
-  for (int i = 0; i < 20; ++i) {
-    std::string line = "line " + std::to_string(i);
-    ASSERT_TRUE(stream.Write(line));
-    std::string echoed;
-    ASSERT_TRUE(stream.Read(&echoed)) << "no echo of " << line;
-    EXPECT_EQ(echoed, "echo:" + line);
-  }
-  ASSERT_TRUE(stream.WritesDone());
-  std::string more;
-  EXPECT_FALSE(stream.Read(&more));
-  Status status = stream.Finish();
-  EXPECT_TRUE(status.ok()) << status.message;
-  EXPECT_EQ(peer_->Stats().at("cancelled").get<int>(), 0);
-}
-
-// --- Statuses and metadata ---
-
-// grpcio percent-encodes grpc-message; the caller sees the text as the
-// servicer wrote it: UTF-8 and '%' intact.
-TEST_F(GrpcioPeerTest, AStatusMessageIsPercentDecoded) {
-  Start();
-  const std::string message = "na\u00efve 100% s\u00fbr \u2713 %41";
-  Reply reply = Call("Fail", "INVALID_ARGUMENT " + message);
-  EXPECT_EQ(reply.status.code, Code::kInvalidArgument);
-  EXPECT_EQ(reply.status.message, message);
-  EXPECT_EQ(reply.attempts, 1);
-}
-
-TEST_F(GrpcioPeerTest, AMethodTheServerDoesNotHaveIsUnimplemented) {
-  Start();
-  Reply reply = Call("Nothing", "");
-  EXPECT_EQ(reply.status.code, Code::kUnimplemented) << reply.status.message;
-}
+// --- Metadata ---
 
 // Binary metadata sent in base64 reaches grpcio as its bytes (the peer
 // echoes it into its trailers, encoding it again), and comes back decoded
@@ -447,21 +282,6 @@ TEST_F(GrpcioPeerTest, EachCallSendsItsContextsMetadata) {
   seen = peer_->Stats().at("last_metadata");
   EXPECT_EQ(seen.value("authorization", ""), "Bearer second");
   EXPECT_FALSE(seen.contains("x-id-bin"));
-}
-
-// The server's initial metadata (Reply::headers), apart from its trailing;
-// a Trailers-Only answer has none.
-TEST_F(GrpcioPeerTest, TheInitialMetadataIsTheRepliesHeaders) {
-  Start();
-  Reply reply = Call("Echo", "m");
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  EXPECT_THAT(reply.headers, ::testing::ElementsAre(::testing::Pair("x-served-bin", "\x00\xff"s),
-                                                    ::testing::Pair("x-served-by", "grpcio")));
-  EXPECT_EQ(reply.trailers.count("x-served-by"), 0u);
-
-  reply = Call("Fail", "NOT_FOUND gone");
-  EXPECT_EQ(reply.status.code, Code::kNotFound);
-  EXPECT_TRUE(reply.headers.empty()) << reply.headers.begin()->first;
 }
 
 TEST_F(GrpcioPeerTest, AStreamSendsItsContextsMetadata) {
@@ -591,21 +411,6 @@ TEST_F(GrpcioPeerTest, AGzipRequestIsTakenByTheServer) {
 
 // --- Deadlines ---
 
-// The call's 7 s reach grpcio as grpc-timeout: its servicer's
-// time_remaining() is at most that, less the trip (the manual clock did not
-// move, so 7 s were sent).
-TEST_F(GrpcioPeerTest, TheDeadlineReachesTheServerAsGrpcTimeout) {
-  Settings settings = DefaultSettings();
-  settings.timeout = 7s;
-  Start({}, settings);
-  Reply reply = Call("Deadline", "");
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  ASSERT_NE(reply.body, "none") << "no grpc-timeout arrived";
-  int left_ms = std::stoi(reply.body);
-  EXPECT_LE(left_ms, 7000);
-  EXPECT_GT(left_ms, 6000);
-}
-
 // With an attempt timeout of 200 ms, a unary call's attempt tells grpcio
 // 200 ms; a server stream's tells it the call's 7 s, for its attempt
 // timeout bounds only the wait for its headers (told 200 ms, grpcio would
@@ -631,46 +436,7 @@ TEST_F(GrpcioPeerTest, AServerStreamTellsTheServerTheCallsDeadlineNotItsAttemptT
   EXPECT_GT(std::stoi(got[0]), 6000);
 }
 
-// A call that outlives its deadline ends DEADLINE_EXCEEDED when the clock
-// reaches it, once, and the server sees the call go. The deadline is long
-// (60 s) so grpcio's own timer, in real time, never ends it first.
-TEST_F(GrpcioPeerTest, ACallThatOutlivesItsDeadlineEndsDeadlineExceeded) {
-  Settings settings = DefaultSettings();
-  settings.timeout = 60s;
-  Start({}, settings);
-  TimePoint start = clock_.Now();
-  auto call = std::async(std::launch::async, [&] { return client_->Call("/peer.Test/Hang", ""); });
-  WaitForCalls("Hang", 1);
-  clock_.AdvanceTo(start + 60s);
-  ASSERT_EQ(call.wait_for(kSafetyNet), std::future_status::ready);
-  Reply reply = call.get();
-  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;
-  EXPECT_EQ(reply.attempts, 1);
-  EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 1);
-  EXPECT_TRUE(PeerSawCancelled(1));
-  EXPECT_EQ(peer_->Calls("Hang"), 1);
-}
-
 // --- Retries and pushback ---
-
-TEST_F(GrpcioPeerTest, UnavailableThenOkIsRetriedAndTheSecondAttemptSucceeds) {
-  Start({"--answers=UNAVAILABLE,OK"});
-  Reply reply = Call("Flaky", "again");
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  EXPECT_EQ(reply.body, "again");
-  EXPECT_EQ(reply.attempts, 2);
-  EXPECT_EQ(peer_->Calls("Flaky"), 2);
-}
-
-TEST_F(GrpcioPeerTest, ANonIdempotentMethodIsNotRetriedAfterUnavailable) {
-  Settings settings = DefaultSettings();
-  settings.non_idempotent_methods = {"/peer.Test/Flaky"};
-  Start({"--answers=UNAVAILABLE,OK"}, settings);
-  Reply reply = Call("Flaky", "once");
-  EXPECT_EQ(reply.status.code, Code::kUnavailable) << reply.status.message;
-  EXPECT_EQ(reply.attempts, 1);
-  EXPECT_EQ(peer_->Calls("Flaky"), 1);
-}
 
 // A client stream the server fails before answering any message opens
 // again, and grpcio receives every message the caller wrote a second time.
@@ -710,24 +476,6 @@ TEST_F(GrpcioPeerTest, ANonIdempotentClientStreamIsNotSentAgainAfterUnavailable)
   EXPECT_EQ(peer_->Calls("FlakyJoin"), 1);
 }
 
-TEST_F(GrpcioPeerTest, PushbackIsWaitedOnTheClockBeforeTheRetry) {
-  Start({"--answers=RESOURCE_EXHAUSTED:2000,OK"});
-  TimePoint start = clock_.Now();
-  Reply reply = Call("Flaky", "later");
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  EXPECT_EQ(reply.attempts, 2);
-  EXPECT_EQ(peer_->Calls("Flaky"), 2);
-  EXPECT_EQ(clock_.Now() - start, 2s);  // backoff jitter 0, then the pushback
-}
-
-TEST_F(GrpcioPeerTest, ANegativePushbackStopsTheRetries) {
-  Start({"--answers=UNAVAILABLE:-1,OK"});
-  Reply reply = Call("Flaky", "");
-  EXPECT_EQ(reply.status.code, Code::kUnavailable);
-  EXPECT_EQ(reply.attempts, 1);
-  EXPECT_EQ(peer_->Calls("Flaky"), 1);
-}
-
 // --- Limits and cancellation ---
 
 TEST_F(GrpcioPeerTest, AnAnswerOverTheReceiveLimitIsResourceExhausted) {
@@ -741,44 +489,6 @@ TEST_F(GrpcioPeerTest, AnAnswerOverTheReceiveLimitIsResourceExhausted) {
   Reply at = Call("Big", std::to_string(1024 * 1024));
   ASSERT_TRUE(at.status.ok()) << at.status.message;
   EXPECT_EQ(at.body.size(), 1024u * 1024u);
-}
-
-TEST_F(GrpcioPeerTest, ACancelFromTheClientReachesTheServer) {
-  Settings settings = DefaultSettings();
-  settings.timeout = 60s;
-  Start({}, settings);
-  CancelSource cancel;
-  Context context;
-  context.cancel = cancel.token();
-  auto call =
-      std::async(std::launch::async, [&] { return client_->Call("/peer.Test/Hang", "", context); });
-  WaitForCalls("Hang", 1);
-  cancel.Cancel();
-  ASSERT_EQ(call.wait_for(kSafetyNet), std::future_status::ready);
-  Reply reply = call.get();
-  EXPECT_EQ(reply.status.code, Code::kCancelled) << reply.status.message;
-  EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 0);
-  EXPECT_TRUE(PeerSawCancelled(1));
-  // The connection is still good for the next call.
-  Reply next = Call("Echo", "after");
-  ASSERT_TRUE(next.status.ok()) << next.status.message;
-  EXPECT_EQ(next.body, "after");
-}
-
-TEST_F(GrpcioPeerTest, ACancelledStreamReachesTheServer) {
-  Start();
-  CancelSource cancel;
-  Context context;
-  context.cancel = cancel.token();
-  Stream stream = client_->OpenStream("/peer.Test/Chat", context);
-  ASSERT_TRUE(stream.Write(std::string_view("one")));
-  std::string echoed;
-  ASSERT_TRUE(stream.Read(&echoed));
-  cancel.Cancel();
-  Status status = stream.Finish();
-  EXPECT_EQ(status.code, Code::kCancelled) << status.message;
-  EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 0);
-  EXPECT_TRUE(PeerSawCancelled(1));
 }
 
 // A call mid-attempt when the client goes: its RPC is cancelled, which
@@ -797,40 +507,6 @@ TEST_F(GrpcioPeerTest, DestroyingTheClientCancelsACallMidAttemptAtTheServer) {
   ASSERT_EQ(future.wait_for(0s), std::future_status::ready);
   EXPECT_EQ(future.get().status.code, Code::kCancelled);
   EXPECT_TRUE(PeerSawCancelled(1));
-}
-
-// The caller's trace context and baggage reach grpcio as metadata, the
-// failure scenario left out of the baggage.
-TEST_F(GrpcioPeerTest, TheTraceContextAndBaggageReachTheServer) {
-  Settings settings = DefaultSettings();
-  settings.faults.enabled = true;
-  Start({}, settings);
-  Context context;
-  context.trace =
-      *telemetry::ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
-  context.baggage = {{"tenant", "acme", ""}, {"outbound-fault", "grpc:other:9090=abort", ""}};
-  Reply reply = Call("Echo", "traced", context);
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  nlohmann::json seen = peer_->Stats().at("last_metadata");
-  EXPECT_EQ(seen.value("traceparent", ""),
-            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
-  EXPECT_EQ(seen.value("baggage", ""), "tenant=acme");
-}
-
-// Many calls at once share the one connection to grpcio.
-TEST_F(GrpcioPeerTest, FiftyConcurrentCallsAreEachAnswered) {
-  Start();
-  std::vector<std::future<Reply>> calls;
-  for (int i = 0; i < 50; ++i) {
-    calls.push_back(client_->CallAsync("/peer.Test/Echo", "call " + std::to_string(i)));
-  }
-  for (int i = 0; i < 50; ++i) {
-    ASSERT_EQ(calls[static_cast<std::size_t>(i)].wait_for(kSafetyNet), std::future_status::ready);
-    Reply reply = calls[static_cast<std::size_t>(i)].get();
-    ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-    EXPECT_EQ(reply.body, "call " + std::to_string(i));
-  }
-  EXPECT_EQ(peer_->Calls("Echo"), 50);
 }
 
 }  // namespace
