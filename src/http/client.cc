@@ -201,11 +201,12 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
   // connection pool, unless the Runtime gives another (a test's
   // FakeTransport).
   std::unique_ptr<internal::ClientTransport> transport;
+  internal::TransportSpec spec{c.runtime, c.settings, c.origin, front_end.http2_only,
+                               front_end.body_wanted};
   if (c.runtime.transport != nullptr) {
-    transport = c.runtime.transport->CarryFor({c.runtime, c.settings, c.origin});
+    transport = c.runtime.transport->CarryFor(spec);
   } else {
-    auto pool =
-        internal::NativePoolFor(c.runtime, c.settings, c.origin, c.loop, front_end.http2_only);
+    auto pool = internal::NativePoolFor(spec, c.loop);
     if (!pool) return tl::unexpected(pool.error());
     auto dispatcher = std::make_unique<internal::Dispatcher>(*c.runtime.clock, c.loop, *pool);
     c.dispatcher = dispatcher.get();

@@ -18,6 +18,7 @@
 #include "layers.h"
 #include "origin.h"
 #include "outbound/http/client.h"
+#include "transport_spec.h"
 
 namespace outbound::http::internal {
 
@@ -33,6 +34,12 @@ struct FrontEnd {
   // h2 alone, and a handshake that does not choose it fails the connection
   // (kTransport, saying so) rather than carry calls over HTTP/1.1.
   bool http2_only = false;
+  // Whether an answer's body is the caller's, told its head: one that is
+  // not is read and dropped, neither kept nor held to
+  // Settings::max_response_bytes (gRPC's: an answer that is not gRPC's,
+  // a proxy's error page, says all it says in its status). Null: every
+  // body is.
+  BodyWanted body_wanted = nullptr;
   // Whether each attempt has Settings::attempt_timeout for its headers (a
   // route's own attempt_timeout applies either way). gRPC's attempt has
   // the call's time left, which the server is told (grpc-timeout), unless

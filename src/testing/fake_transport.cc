@@ -43,10 +43,12 @@ AttemptOutcome Failed(ErrorKind kind, std::string message) {
 }
 
 // The client's limits on a response body (Settings::max_response_bytes,
-// max_error_response_bytes).
+// max_error_response_bytes), and whose body it keeps at all
+// (TransportSpec::body_wanted).
 struct BodyLimits {
   std::size_t body;
   std::size_t error_body;
+  http::internal::BodyWanted wanted;
 };
 
 std::string Lower(std::string text) { return outbound::internal::AsciiLowered(std::move(text)); }
@@ -206,7 +208,8 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
   }
 
   // A piece of the body: to the call's sink, or into the response within
-  // the client's limit. False if the exchange ended on it.
+  // the client's limit, or dropped if the client does not want it. False
+  // if the exchange ended on it.
   bool Take(std::string_view piece) {
     // The sink is the call's: only while the attempt (which holds the
     // call) lives.
@@ -219,6 +222,7 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
       streamed_ = true;
       return true;
     }
+    if (limits_.wanted != nullptr && !limits_.wanted(response_)) return true;
     bool error = response_.status >= 400;
     std::size_t limit = error ? std::min(limits_.body, limits_.error_body) : limits_.body;
     if (response_.body.size() + piece.size() > limit) {
@@ -441,7 +445,8 @@ int FakeTransport::cancelled() const { return state_->cancelled.load(); }
 std::unique_ptr<ClientTransport> FakeTransport::CarryFor(
     const http::internal::TransportSpec& spec) {
   return std::make_unique<FakeClientTransport>(
-      state_, BodyLimits{spec.settings.max_response_bytes, spec.settings.max_error_response_bytes});
+      state_, BodyLimits{spec.settings.max_response_bytes, spec.settings.max_error_response_bytes,
+                         spec.body_wanted});
 }
 
 }  // namespace outbound::testing

@@ -98,12 +98,15 @@ NginxPeer::NginxPeer(const PeerFiles& files, NginxOptions options) {
        << "    location = /small-upload { client_max_body_size 1k; echo_read_request_body;"
        << " echo -n stored; }\n"
        << "    location = /text { default_type text/plain; gzip on; gzip_types text/plain; }\n"
-       // nginx's documented gRPC error page (its grpc module's docs), and a
-       // proxy's HTML page where a gRPC service should be.
+       // nginx's documented gRPC error page (its grpc module's docs), a
+       // proxy's HTML page where a gRPC service should be, and a gRPC proxy
+       // whose upstream refuses it (port 1: nothing listens), which answers
+       // with nginx's own 502 page.
        << "    location /peer.Down/ { default_type application/grpc; add_header grpc-status 14;"
        << " add_header grpc-message unavailable; return 204; }\n"
        << "    location /peer.Html/ { default_type text/html;"
        << " return 200 \"<html>upstream down</html>\"; }\n"
+       << "    location /peer.Gone/ { grpc_pass grpc://127.0.0.1:1; }\n"
        << "  }\n}\n";
   WriteFile(dir_ + "/nginx.conf", conf.str());
 

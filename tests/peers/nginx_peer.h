@@ -12,7 +12,9 @@
 // Locations: `/` answers 200 with "ok"; `/echo` answers with the request's
 // body; `/big` with a file of `big_bytes` bytes. For gRPC clients:
 // `/peer.Down/*` is nginx's documented gRPC error page (204, grpc-status
-// 14, grpc-message "unavailable"); `/peer.Html/*` a 200 text/html page.
+// 14, grpc-message "unavailable"); `/peer.Html/*` a 200 text/html page;
+// `/peer.Gone/*` a gRPC proxy whose upstream refuses it (nginx's own 502
+// page).
 //
 // nginx is required: when it cannot be started the constructor throws, so
 // the test fails loudly rather than skipping (Debian package nginx-light).

@@ -30,8 +30,8 @@ class RpcNginxPeer : public ::testing::Test {
     network_.Add("backend", 443, "127.0.0.1", nginx_.port());
   }
 
-  std::unique_ptr<Client> MakeClient(std::string addr = "backend:443") {
-    Settings settings = DefaultSettings();
+  std::unique_ptr<Client> MakeClient(std::string addr = "backend:443",
+                                     Settings settings = DefaultSettings()) {
     settings.addr = std::move(addr);
     settings.tls = TlsSettings{ca_.pem(), "", ""};
     auto client = Client::Create(runtime_, settings);
@@ -97,6 +97,39 @@ TEST_F(RpcNginxPeer, AnHtmlPageIsUnknownOnAUnaryCallAndOnAStream) {
       << streamed.status.message;
   EXPECT_EQ(messages, 0);
   EXPECT_EQ(nginx_.WaitForRequests(2).size(), 2u);
+}
+
+// nginx proxying gRPC to an upstream that refuses it answers with its own
+// 502 page, HTML, larger than a small receive limit: the call is told by
+// the status (UNAVAILABLE, retried), unary or streamed, as grpc-go is; the
+// page (some 150 bytes), holding no message, is not RESOURCE_EXHAUSTED.
+TEST_F(RpcNginxPeer, ItsBadGatewayPageOverTheReceiveLimitIsUnavailableAndRetried) {
+  Settings settings = DefaultSettings();
+  settings.max_receive_message_bytes = 16;
+  auto client = MakeClient("backend:443", settings);
+  ASSERT_NE(client, nullptr);
+  Reply unary = Run([&] { return client->Call("/peer.Gone/Say", "x"); });
+  EXPECT_EQ(unary.status.code, Code::kUnavailable) << unary.status.message;
+  EXPECT_EQ(unary.status.message, "HTTP status 502");
+  EXPECT_GT(unary.attempts, 1);
+  Reply streamed =
+      Run([&] { return client->ServerStream("/peer.Gone/List", "x", [](std::string_view) {}); });
+  EXPECT_EQ(streamed.status.code, Code::kUnavailable) << streamed.status.message;
+  auto requests =
+      nginx_.WaitForRequests(static_cast<std::size_t>(unary.attempts + streamed.attempts));
+  ASSERT_FALSE(requests.empty());
+  for (const auto& request : requests) EXPECT_EQ(request.status, 502);
+}
+
+// The same for an HTML page under 200: UNKNOWN, naming its content-type.
+TEST_F(RpcNginxPeer, AnHtmlPageOverTheReceiveLimitIsUnknown) {
+  Settings settings = DefaultSettings();
+  settings.max_receive_message_bytes = 8;  // the page is 26 bytes
+  auto client = MakeClient("backend:443", settings);
+  ASSERT_NE(client, nullptr);
+  Reply unary = Run([&] { return client->Call("/peer.Html/Say", "x"); });
+  EXPECT_EQ(unary.status.code, Code::kUnknown) << unary.status.message;
+  EXPECT_NE(unary.status.message.find("text/html"), std::string::npos) << unary.status.message;
 }
 
 // nginx serving HTTPS without HTTP/2 (its ALPN offers http/1.1 alone): a

@@ -19,6 +19,7 @@
 #include "../client_transport.h"
 #include "../endpoint_health.h"
 #include "../gzip_decoder.h"
+#include "../transport_spec.h"
 #include "outbound/http/receive_window.h"
 
 namespace outbound::http::internal::transport {
@@ -50,6 +51,11 @@ struct Exchange {
   Response response;
   std::size_t max_body = 0;        // Settings::max_response_bytes
   std::size_t max_error_body = 0;  // Settings::max_error_response_bytes
+  // Whose body the caller wants (TransportSpec::body_wanted); set once the
+  // head is whole (HeadWhole): the body is read and dropped, held to no
+  // limit.
+  BodyWanted body_wanted = nullptr;
+  bool body_dropped = false;
   // The limit on the body once the status is known: an error answer's
   // (400 and above) is the smaller.
   std::size_t BodyLimit() const {
@@ -194,6 +200,7 @@ inline std::optional<AttemptOutcome> TakeBody(Exchange& exchange, std::string_vi
     exchange.streamed = true;
     return std::nullopt;
   }
+  if (exchange.body_dropped) return std::nullopt;
   if (!AppendWithin(exchange.response.body, piece, exchange.BodyLimit())) {
     return Failed(ErrorKind::kResponseTooLarge, std::string("the response's ") +
                                                     (exchange.decoder ? "decoded " : "") +
@@ -248,11 +255,15 @@ inline bool HasNoBody(const Exchange& exchange) {
   return internal::HasNoBody(exchange.request->method, exchange.response.status);
 }
 
-// Starts decoding the body if the head says it is gzip-coded and the call
-// asked for decoding; called once the head is whole.
-inline void ChooseDecoder(Exchange& exchange) {
-  if (exchange.request->decode_gzip && !HasNoBody(exchange) &&
-      GzipDecoder::IsGzip(exchange.response.headers.Find("content-encoding"))) {
+// Called once the head is whole: drops a body the caller does not want
+// (body_wanted) and does not stream, else starts decoding it if the head
+// says it is gzip-coded and the call asked for decoding.
+inline void HeadWhole(Exchange& exchange) {
+  if (exchange.body_wanted != nullptr && !exchange.Streams() &&
+      !exchange.body_wanted(exchange.response)) {
+    exchange.body_dropped = true;
+  } else if (exchange.request->decode_gzip && !HasNoBody(exchange) &&
+             GzipDecoder::IsGzip(exchange.response.headers.Find("content-encoding"))) {
     exchange.decoder = std::make_unique<GzipDecoder>();
   }
 }

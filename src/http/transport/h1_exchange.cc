@@ -348,11 +348,12 @@ bool H1Exchange::Parse() {
       response.status = status;
       response.version = parser().version() == 10 ? "1.0" : "1.1";
       response.received_at = clock_.WallNow();
-      ChooseDecoder(*current_);
-      if (current_->Streams() || current_->decoder || HasNoBody(*current_)) {
-        // No announced length to judge: a streamed body has no limit, a
-        // decoded one is judged by its decoded size, and a HEAD's or a
-        // 304's length is of a body that does not come.
+      HeadWhole(*current_);
+      if (current_->Streams() || current_->decoder || current_->body_dropped ||
+          HasNoBody(*current_)) {
+        // No announced length to judge: a streamed or dropped body has no
+        // limit, a decoded one is judged by its decoded size, and a HEAD's
+        // or a 304's length is of a body that does not come.
       } else if (auto length = parser().content_length()) {
         if (*length > current_->BodyLimit()) {
           // Announced: fail now, read nothing of it.

@@ -585,9 +585,9 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
       exchange->response.version = "2";
       if (!self.wall_heard_) self.wall_heard_ = self.clock_.WallNow();
       exchange->response.received_at = *self.wall_heard_;
-      ChooseDecoder(*exchange);
+      HeadWhole(*exchange);
       if (exchange->content_length && !exchange->Streams() && !exchange->decoder &&
-          !HasNoBody(*exchange)) {
+          !exchange->body_dropped && !HasNoBody(*exchange)) {
         if (*exchange->content_length > exchange->BodyLimit()) {
           // Announced: fail now, read nothing of it.
           self.Refuse(*exchange, TooLarge(exchange->TooLargeText()));

@@ -23,7 +23,7 @@ using transport::SocketAddress;
 class NativePool final : public Carrier, private transport::ConnectionEvents {
  public:
   NativePool(CarrierEvents& dispatcher, const Runtime& runtime, const Settings& settings,
-             const Origin& origin, std::shared_ptr<EventLoop> loop,
+             const Origin& origin, BodyWanted body_wanted, std::shared_ptr<EventLoop> loop,
              std::shared_ptr<transport::TlsContext> tls)
       : dispatcher_(dispatcher),
         clock_(*runtime.clock),
@@ -34,6 +34,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
         max_connections_(static_cast<std::size_t>(settings.max_connections)),
         max_body_(settings.max_response_bytes),
         max_error_body_(settings.max_error_response_bytes),
+        body_wanted_(body_wanted),
         origin_(origin),
         loop_(std::move(loop)),
         tls_(std::move(tls)) {
@@ -80,6 +81,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     exchange.authority = &authority_;
     exchange.max_body = max_body_;
     exchange.max_error_body = max_error_body_;
+    exchange.body_wanted = body_wanted_;
     const std::string& url = exchange.request->url;
     auto scheme_end = url.find("://");
     auto path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
@@ -615,6 +617,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   std::size_t max_connections_;
   std::size_t max_body_;
   std::size_t max_error_body_;
+  BodyWanted body_wanted_;
   Origin origin_;
   std::string authority_;
   std::shared_ptr<EventLoop> loop_;
@@ -658,17 +661,18 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
 }  // namespace
 
 Result<std::function<std::unique_ptr<Carrier>(CarrierEvents&)>> NativePoolFor(
-    const Runtime& runtime, const Settings& settings, const Origin& origin,
-    std::shared_ptr<EventLoop> loop, bool http2_only) {
+    const TransportSpec& spec, std::shared_ptr<EventLoop> loop) {
   std::shared_ptr<transport::TlsContext> tls;
-  if (settings.tls) {
-    auto made = transport::TlsContext::Create(*settings.tls, http2_only);
+  if (spec.settings.tls) {
+    auto made = transport::TlsContext::Create(*spec.settings.tls, spec.http2_only);
     if (!made) return tl::unexpected(made.error());
     tls = std::move(*made);
   }
-  return [&runtime, settings, origin, loop = std::move(loop),
+  return [&runtime = spec.runtime, settings = spec.settings, origin = spec.origin,
+          body_wanted = spec.body_wanted, loop = std::move(loop),
           tls = std::move(tls)](CarrierEvents& dispatcher) -> std::unique_ptr<Carrier> {
-    return std::make_unique<NativePool>(dispatcher, runtime, settings, origin, loop, tls);
+    return std::make_unique<NativePool>(dispatcher, runtime, settings, origin, body_wanted, loop,
+                                        tls);
   };
 }
 

@@ -27,6 +27,7 @@
 #include "../carrier.h"
 #include "../event_loop.h"
 #include "../origin.h"
+#include "../transport_spec.h"
 #include "outbound/http/settings.h"
 #include "outbound/runtime.h"
 
@@ -35,8 +36,7 @@ namespace outbound::http::internal {
 // What makes the native pool under a client's dispatcher (Dispatcher's
 // MakeCarrier). kInvalidSettings if the TLS material is unreadable.
 [[nodiscard]] Result<std::function<std::unique_ptr<Carrier>(CarrierEvents&)>> NativePoolFor(
-    const Runtime& runtime, const Settings& settings, const Origin& origin,
-    std::shared_ptr<EventLoop> loop, bool http2_only = false);
+    const TransportSpec& spec, std::shared_ptr<EventLoop> loop);
 
 }  // namespace outbound::http::internal
 

@@ -62,14 +62,7 @@ Deframer::Deframer(std::string_view encoding, std::size_t receive_limit, Message
     : encoding_(encoding), limit_(receive_limit), sink_(std::move(sink)) {}
 
 Status Deframer::Feed(std::string_view bytes) {
-  if (ignoring_ && status_.ok()) {
-    ignored_ += bytes.size();
-    if (ignored_ > limit_ + kFramePrefixSize) {
-      FailAs(Code::kResourceExhausted, "the response's body is larger than " +
-                                           std::to_string(limit_ + kFramePrefixSize) + " bytes");
-    }
-    return status_;
-  }
+  if (ignoring_) return status_;
   while (status_.ok() && !bytes.empty()) {
     if (!in_body_) {
       std::size_t take = std::min(kFramePrefixSize - prefix_have_, bytes.size());

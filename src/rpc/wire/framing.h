@@ -88,9 +88,9 @@ class Deframer {
   // stream's): its grpc-encoding decodes the messages from here on.
   void SetEncoding(std::string_view encoding) { encoding_ = encoding; }
   // The body is not gRPC's (a proxy's HTML page): it is read and dropped,
-  // not taken for messages, and the answer's headers give the call's
-  // status; but, as a unary call's, held to the receive limit and a
-  // message prefix (RESOURCE_EXHAUSTED past it).
+  // whatever its size, not taken for messages, and the answer's headers
+  // give the call's status, as for a unary call's (whose body the core
+  // drops: FrontEnd::body_wanted).
   void IgnoreBody() { ignoring_ = true; }
 
   // The next bytes of the body. Returns the Deframer's status after them.
@@ -124,7 +124,6 @@ class Deframer {
   std::string body_;
   std::size_t messages_ = 0;
   bool ignoring_ = false;
-  std::size_t ignored_ = 0;  // bytes dropped while ignoring_
 };
 
 }  // namespace outbound::rpc::internal

@@ -399,6 +399,46 @@ TEST_F(GrpcMatrix, AContentTypeOtherThanGrpcIsUnknown) {
   ExpectEnds({.code = Code::kUnknown, .breaker_failures = 1});
 }
 
+// A page that is not gRPC's holds no message: larger than the receive
+// limit, it is still told by its status (a proxy's 502 is UNAVAILABLE,
+// retried; an HTML 200 UNKNOWN), on a unary call and a server stream, not
+// RESOURCE_EXHAUSTED. Its body is read and dropped.
+TEST_F(GrpcMatrix, AProxysErrorPageOverTheReceiveLimitIsItsStatus) {
+  Settings settings = GrpcSettings();
+  settings.max_receive_message_bytes = 1024;
+  std::string page = "<html>" + std::string(4096, ' ') + "bad gateway</html>";
+  ServeThenOk(testing::Reply::Status(502, page).Header("content-type", "text/html"), 3, settings);
+  Begin();
+  WaitThenAdvance(50ms);
+  WaitThenAdvance(100ms);
+  Reply reply = ExpectEnds({.code = Code::kUnavailable,
+                            .attempts = 3,
+                            .server_saw = 3,
+                            .breaker_failures = 3,
+                            .took = 150ms});
+  EXPECT_EQ(reply.status.message, "HTTP status 502");
+}
+
+TEST_F(GrpcMatrix, AServerStreamsErrorPageOverTheReceiveLimitIsItsStatus) {
+  Settings settings = GrpcSettings();
+  settings.max_receive_message_bytes = 1024;
+  std::string page = "<html>" + std::string(4096, ' ') + "forbidden</html>";
+  ServeThenOk(testing::Reply::Status(403, page).Header("content-type", "text/html"), 1, settings);
+  BeginServerStream();
+  ExpectEnds({.code = Code::kPermissionDenied});
+  EXPECT_EQ(streamed_.load(), 0);
+}
+
+TEST_F(GrpcMatrix, AnHtmlPageUnder200OverTheReceiveLimitIsUnknown) {
+  Settings settings = GrpcSettings();
+  settings.max_receive_message_bytes = 1024;
+  std::string page = "<html>" + std::string(4096, ' ') + "oops</html>";
+  ServeThenOk(testing::Reply::Ok(page).Header("content-type", "text/html"), 1, settings);
+  Begin();
+  Reply reply = ExpectEnds({.code = Code::kUnknown, .breaker_failures = 1});
+  EXPECT_NE(reply.status.message.find("text/html"), std::string::npos) << reply.status.message;
+}
+
 // --- RST_STREAM ---
 
 // REFUSED_STREAM says the server processed nothing: sent again at once,
