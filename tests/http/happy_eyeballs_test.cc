@@ -6,6 +6,7 @@
 // families take turns in the dialling order.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <future>
 #include <string>
@@ -36,11 +37,12 @@ class HappyEyeballsTest : public ClientTestBase, public ::testing::Test {
     network.Set("payments", 8443, {{"127.0.0.1", hole->port()}, {"127.0.0.1", server->port()}});
   }
 
-  // Waits (a safety net of 10 s real time) until `n` dials wait at the
-  // hole (connects in SYN_SENT there).
-  bool DialsAtTheHole(int n) {
+  // Waits (a safety net of 10 s real time) until `n` dials wait at
+  // `at` (connects in SYN_SENT there), the test's hole by default.
+  bool DialsAtTheHole(int n, const testing::BlackHole* at = nullptr) {
+    if (at == nullptr) at = hole.get();
     auto give_up = std::chrono::steady_clock::now() + seconds(10);
-    while (hole->dials() != n) {
+    while (at->dials() != n) {
       if (std::chrono::steady_clock::now() >= give_up) return false;
       std::this_thread::yield();
     }
@@ -113,6 +115,40 @@ TEST_F(HappyEyeballsTest, ARefusedFirstAddressIsFollowedAtOnce) {
   ASSERT_TRUE(response) << response.error().message();
   EXPECT_EQ(response->body, "second");
   EXPECT_EQ(response->attempts, 1);
+}
+
+// A dial begun because the one before it was refused has a delay of its
+// own: the address after it is dialled 250 ms after it began, not 250 ms
+// after the first (RFC 8305 §5).
+TEST_F(HappyEyeballsTest, ADialBegunOnARefusalHasItsOwnDelayBeforeTheNext) {
+  std::array<std::unique_ptr<testing::BlackHole>, 3> holes;
+  std::vector<Endpoint> endpoints;
+  for (auto& h : holes) {
+    auto started = testing::BlackHole::Start();
+    ASSERT_TRUE(started) << started.error().message();
+    h = std::move(*started);
+    endpoints.push_back({"127.0.0.1", h->port()});
+  }
+  network.Set("payments", 8443, endpoints);
+  auto client = MakeClient();
+  TimePoint start = clock.Now();
+  auto call = client->SendAsync(Request::Get("/"));
+  ASSERT_TRUE(DialsAtTheHole(1, holes[0].get()));
+  ASSERT_TRUE(clock.WaitForTimers(3));
+  clock.Advance(milliseconds(100));
+  // The first host goes: its waiting dial is refused at its next SYN (a
+  // second or so of real time), and the second address is dialled at once.
+  holes[0].reset();
+  ASSERT_TRUE(DialsAtTheHole(1, holes[1].get()));
+  clock.Advance(milliseconds(150));
+  // 250 ms after the first dial, 150 after the second: the third waits,
+  // its dial now timed from the second's.
+  ASSERT_TRUE(clock.WaitForTimerBy(start + milliseconds(350)))
+      << "the third address was dialled 250 ms after the first dial";
+  EXPECT_EQ(holes[2]->dials(), 0);
+  clock.AdvanceTo(start + milliseconds(350));
+  EXPECT_TRUE(DialsAtTheHole(1, holes[2].get()));
+  EXPECT_EQ(call.wait_for(seconds(0)), std::future_status::timeout);
 }
 
 // Every address unanswered: each is dialled in turn at 250 ms, and the

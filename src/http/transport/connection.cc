@@ -121,6 +121,7 @@ void Connection::DialNext() {
       continue;
     }
     dialing_.push_back({fd, index});
+    last_dial_began_ = clock_.Now();
     loop_.Watch(fd, EPOLLOUT, [this, fd](std::uint32_t) { DialAnswered(fd); });
     return;
   }

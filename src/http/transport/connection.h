@@ -125,6 +125,10 @@ class Connection final : private CodecEvents {
   // beside those unanswered. Whether an address is still left to dial at
   // the next delay (false: nothing more to time).
   bool DialAnother();
+  // When the latest dial began, on the clock: the next address waits
+  // kConnectionAttemptDelay from it, whether that dial began on the
+  // delay or because the one before it was refused (RFC 8305 §5).
+  TimePoint last_dial_began() const { return last_dial_began_; }
   // The connection could not be opened: its waiting exchanges end.
   void FailToOpen(ErrorKind kind, const std::string& why);
 
@@ -203,7 +207,8 @@ class Connection final : private CodecEvents {
     int fd;
     std::size_t address;
   };
-  std::vector<Dialing> dialing_;    // oldest first
+  std::vector<Dialing> dialing_;  // oldest first
+  TimePoint last_dial_began_{};
   std::size_t address_ = SIZE_MAX;  // address()'s index
   std::size_t outrun_ = SIZE_MAX;   // outrun()'s index
   int dial_error_ = 0;              // why the last dial failed, for the message

@@ -41,9 +41,10 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     authority_ = origin_.Authority();
     // Plain http is HTTP/1.1 unless the settings say HTTP/2 (prior
     // knowledge); https says which by ALPN.
-    if (!tls_)
+    if (!tls_) {
       plain_ = learned_ = settings.http2_prior_knowledge ? Connection::Protocol::kHttp2
                                                          : Connection::Protocol::kHttp11;
+    }
     if (balancing_) detector_ = std::make_shared<OutlierDetector>(balancing_->outlier_detection);
   }
 
@@ -435,12 +436,13 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
                        [this, alive, id = connection.id()](std::vector<SocketAddress> addresses,
                                                            std::string error) {
                          loop_->Post([this, alive, id, addresses = std::move(addresses),
-                                      error = std::move(error)] {
+                                      error = std::move(error)]() mutable {
                            if (!alive.lock()) return;
                            Connection* c = Find(id);
                            if (c == nullptr || c->state() != Connection::State::kResolving) return;
-                           if (addresses.empty())
+                           if (addresses.empty()) {
                              return c->FailToOpen(ErrorKind::kTransport, error);
+                           }
                            Dial(*c, std::move(addresses));
                          });
                        });
@@ -461,27 +463,34 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     bool several = addresses.size() > 1;
     connection.Dial(std::move(addresses));
     if (several && connection.state() == Connection::State::kConnecting) {
-      ArmDialTimer(connection.id());
+      ArmDialTimer(connection.id(), connection.last_dial_began());
     }
   }
 
-  // At each kConnectionAttemptDelay, the next address beside the dials
-  // still unanswered, while one is left. The timer fires on the clock's
-  // thread; the dial runs on the loop.
-  void ArmDialTimer(std::uint64_t id) {
+  // kConnectionAttemptDelay after the latest dial began, the next address
+  // beside the dials still unanswered, while one is left; a dial begun
+  // since (the one before it refused) moves the time on. The timer fires
+  // on the clock's thread; the dial runs on the loop.
+  void ArmDialTimer(std::uint64_t id, TimePoint latest_dial) {
     std::weak_ptr<const char> alive = alive_;
-    auto next = [loop = loop_, alive, this, id] {
-      loop->Post([alive, this, id] {
+    auto next = [loop = loop_, alive, this, id, latest_dial] {
+      loop->Post([alive, this, id, latest_dial] {
         if (!alive.lock()) return;
         Connection* c = Find(id);
-        if (c != nullptr && c->DialAnother()) {
-          ArmDialTimer(id);
+        if (c == nullptr) {
+          dial_timers_.erase(id);
+        } else if (c->state() == Connection::State::kConnecting &&
+                   c->last_dial_began() != latest_dial) {
+          ArmDialTimer(id, c->last_dial_began());
+        } else if (c->DialAnother()) {
+          ArmDialTimer(id, c->last_dial_began());
         } else {
           dial_timers_.erase(id);
         }
       });
     };
-    dial_timers_[id] = clock_.ScheduleAfter(transport::kConnectionAttemptDelay, std::move(next));
+    dial_timers_[id] =
+        clock_.ScheduleAt(latest_dial + transport::kConnectionAttemptDelay, std::move(next));
   }
 
   Connection* Find(std::uint64_t id) const {
