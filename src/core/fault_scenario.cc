@@ -66,8 +66,9 @@ Result<std::optional<InjectedFault>> ParseFaultScenario(std::string_view scenari
     std::string_view rest = Trim(rule.substr(equals + 1));
     // The point is compared without regard to case, its scheme too.
     std::string_view scheme = name.substr(0, 5);
-    if (!EqualsIgnoringAsciiCase(scheme, "http:") && !EqualsIgnoringAsciiCase(scheme, "grpc:"))
+    if (!EqualsIgnoringAsciiCase(scheme, "http:") && !EqualsIgnoringAsciiCase(scheme, "grpc:")) {
       return malformed();
+    }
     std::size_t comma = rest.find(',');
     auto fault = ParseAction(Trim(rest.substr(0, comma)));
     if (!fault) return malformed();

@@ -341,8 +341,9 @@ Result<ParsedUrl> ResolveTarget(const Origin& base, std::string_view origin,
     return ParsedUrl{base, false, has_query, false, std::move(*full)};
   }
   if (target.substr(0, 2) == "//") return ParseUrl(base.scheme + ":" + std::string(target));
-  if (!target.empty() && target.front() == '/')
+  if (!target.empty() && target.front() == '/') {
     return ParseUrl(std::string(origin) + std::string(target));
+  }
   return ParseUrl(target);
 }
 

@@ -14,8 +14,9 @@ namespace {
 constexpr std::array<bool, 256> kTokenChars = [] {
   std::array<bool, 256> table{};
   constexpr std::string_view kSeparators = "()<>@,;:\\\"/[]?={}";
-  for (int c = 33; c < 127; ++c)
+  for (int c = 33; c < 127; ++c) {
     table[c] = kSeparators.find(static_cast<char>(c)) == kSeparators.npos;
+  }
   return table;
 }();
 

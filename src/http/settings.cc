@@ -187,8 +187,9 @@ Result<void> CheckHedging(const std::optional<Hedging>& hedging) {
 Result<void> Validate(const Settings& s) {
   std::vector<std::string> problems;
   auto check = [&](const char* field, const Result<void>& result) {
-    if (!result)
+    if (!result) {
       problems.push_back(std::string("Settings.") + field + ": " + result.error().message());
+    }
   };
   check("base_url", CheckBaseUrl(s.base_url));
   check("tls", CheckTls(s.tls));
@@ -218,8 +219,9 @@ Result<void> Validate(const Settings& s) {
   }
   if (auto parsed = internal::ParseUrl(s.base_url)) {
     bool https = parsed->origin.scheme == "https";
-    if (https && !s.tls)
+    if (https && !s.tls) {
       problems.push_back("Settings.tls must be set for an https Settings.base_url");
+    }
     if (!https && s.tls) {
       problems.push_back("Settings.tls must be empty for an http Settings.base_url");
     }
@@ -233,16 +235,19 @@ Result<void> Validate(const Settings& s) {
   if (!s.breaker_policy.trip) problems.push_back("Settings.breaker_policy.trip must be set");
   if (!s.breaker_policy.probe) problems.push_back("Settings.breaker_policy.probe must be set");
   for (std::size_t i = 0; i < s.observers.size(); ++i) {
-    if (!s.observers[i])
+    if (!s.observers[i]) {
       problems.push_back("Settings.observers[" + std::to_string(i) + "] is null");
+    }
   }
   for (std::size_t i = 0; i < s.call_middleware.size(); ++i) {
-    if (!s.call_middleware[i])
+    if (!s.call_middleware[i]) {
       problems.push_back("Settings.call_middleware[" + std::to_string(i) + "] is null");
+    }
   }
   for (std::size_t i = 0; i < s.attempt_middleware.size(); ++i) {
-    if (!s.attempt_middleware[i])
+    if (!s.attempt_middleware[i]) {
       problems.push_back("Settings.attempt_middleware[" + std::to_string(i) + "] is null");
+    }
   }
 
   return outbound::internal::Refuse(problems);

@@ -175,8 +175,9 @@ Result<void> CheckMethods(const std::vector<MethodPolicy>& methods) {
 Result<void> Validate(const Settings& s) {
   std::vector<std::string> problems;
   auto check = [&](const char* field, const Result<void>& result) {
-    if (!result)
+    if (!result) {
       problems.push_back(std::string("Settings.") + field + ": " + result.error().message());
+    }
   };
   check("addr", CheckAddr(s.addr));
   check("tls", CheckTls(s.tls));

@@ -25,8 +25,9 @@ LogRecord BreakerTransitionRecord(std::string_view scope, std::string_view host,
       {"outbound.circuit.timed_out", std::int64_t{counts.timed_out}},
   };
   record.attributes = Own(attributes);
-  if (transition.forced)
+  if (transition.forced) {
     record.attributes.push_back(Own(KeyValue{"outbound.circuit.forced", true}));
+  }
   if (cause != nullptr && cause->valid()) record.trace = *cause;
   return record;
 }

@@ -43,8 +43,9 @@ json AnyValue(const Value& value) {
 
 json KeyValues(const Attributes& attributes) {
   json out = json::array();
-  for (const Attribute& a : attributes)
+  for (const Attribute& a : attributes) {
     out.push_back({{"key", a.key.text()}, {"value", AnyValue(a.value)}});
+  }
   return out;
 }
 

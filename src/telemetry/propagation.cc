@@ -194,8 +194,9 @@ std::optional<SpanContext> ParseTraceparent(std::string_view traceparent,
   std::array<std::uint8_t, 1> flags{};
   SpanContext context;
   if (!ParseHex(traceparent.substr(0, 2), version) || version[0] == 0xff) return std::nullopt;
-  if (traceparent[2] != '-' || traceparent[35] != '-' || traceparent[52] != '-')
+  if (traceparent[2] != '-' || traceparent[35] != '-' || traceparent[52] != '-') {
     return std::nullopt;
+  }
   if (!ParseHex(traceparent.substr(3, 32), context.trace_id.bytes)) return std::nullopt;
   if (!ParseHex(traceparent.substr(36, 16), context.span_id.bytes)) return std::nullopt;
   if (!ParseHex(traceparent.substr(53, 2), flags)) return std::nullopt;

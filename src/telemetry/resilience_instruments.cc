@@ -126,8 +126,9 @@ void ResilienceInstruments::BreakerCounted(std::string_view outcome) const {
   const KeyValue attributes[] = {
       {"outcome", outcome}, {"server.address", host_}, {"server.port", port_}};
   for (std::size_t i = 0; i < Bound::kOutcomes.size(); ++i) {
-    if (Bound::kOutcomes[i] == outcome)
+    if (Bound::kOutcomes[i] == outcome) {
       return bound_->In(bound_->calls[i], *calls_, attributes).Add(1);
+    }
   }
   calls_->Add(1, attributes);
 }

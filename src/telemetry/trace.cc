@@ -57,8 +57,9 @@ std::array<std::uint8_t, N> RandomBytes(Random& random) {
       if constexpr (std::endian::native == std::endian::little) {
         std::memcpy(bytes.data() + i, &bits, n);  // an id drawn per attempt: no loop
       } else {
-        for (std::size_t j = 0; j < n; ++j)
+        for (std::size_t j = 0; j < n; ++j) {
           bytes[i + j] = static_cast<std::uint8_t>(bits >> (8 * j));
+        }
       }
     }
   }

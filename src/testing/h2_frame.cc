@@ -5,8 +5,9 @@ namespace outbound::testing::h2 {
 namespace {
 
 void PutUint32(std::string& out, std::uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8)
+  for (int shift = 24; shift >= 0; shift -= 8) {
     out.push_back(static_cast<char>((v >> shift) & 0xff));
+  }
 }
 
 // An HPACK integer (RFC 7541 §5.1) with an N-bit prefix, the prefix's

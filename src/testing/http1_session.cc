@@ -82,9 +82,8 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
     keep_alive_ = parser_->get().keep_alive();
     awaiting_reply_ = true;
     Reply reply = server_.Answer(request);
-    if (reply.header_delay > Duration::zero()) {
-      delay_ =
-          server_.After(reply.header_delay, shared_from_this(), [this, reply = std::move(reply)] {
+    if (Duration delay = reply.header_delay; delay > Duration::zero()) {
+      delay_ = server_.After(delay, shared_from_this(), [this, reply = std::move(reply)] {
             if (!closed_) Act(reply);  // its cancel may have come too late
           });
       server_.Received(std::move(request));

@@ -127,8 +127,9 @@ void ScriptedClient::Answer(Call& call) {
       if (!heard) answer = tl::unexpected(std::move(heard.error()));
     }
     if (!body.empty() && answer) answer = call.request.body_sink(body);
-    if (!body.empty() && answer && *answer)
+    if (!body.empty() && answer && *answer) {
       answer = call.request.body_sink(std::string_view("", 0));
+    }
     if (!answer) {
       result = tl::unexpected(std::move(answer.error()));
     } else if (!*answer) {

@@ -50,8 +50,9 @@ inline void AddBudgetAndBreakerProblems(const retry::BudgetConfig& budget,
                                         const circuit::Config& breaker,
                                         std::vector<std::string>& problems) {
   auto check = [&](const char* field, const Result<void>& result) {
-    if (!result)
+    if (!result) {
       problems.push_back(std::string("Settings.") + field + ": " + result.error().message());
+    }
   };
   check("retry_budget.max_tokens", retry::CheckMaxTokens(budget.max_tokens));
   check("retry_budget.token_ratio", retry::CheckTokenRatio(budget.token_ratio));

@@ -274,8 +274,9 @@ bool H2Session::Received(const std::uint8_t* data, std::size_t size) {
   wall_heard_.reset();
   ssize_t used = nghttp2_session_mem_recv(session_, data, size);
   receiving_ = false;
-  if (used < 0 && error_.empty())
+  if (used < 0 && error_.empty()) {
     error_ = std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(used));
+  }
   if (used < 0) broken_ = true;
   Deliver();
   return !broken_;
