@@ -38,49 +38,38 @@ class ConnectMatrix : public BothProtocols {
     ExpectEnds(
         {.error = ErrorKind::kTransport, .attempts = 1, .server_saw = 0, .breaker_failures = 1});
   }
+
+  // A dial that fails: any other error, Retry and Failure; three attempts,
+  // 50 and 100 ms apart, none reaching a server.
+  void ExpectEachDialFails(Request request) {
+    StartClient();
+    Begin(std::move(request));
+    WaitThenAdvance(50ms);
+    WaitThenAdvance(100ms);
+    ExpectEnds({.error = ErrorKind::kTransport,
+                .attempts = 3,
+                .server_saw = -1,
+                .breaker_failures = 3,
+                .took = 150ms});
+  }
 };
 
-// Refused: any other error, Retry and Failure; three attempts, 50 and 100 ms apart.
 TEST_P(ConnectMatrix, RefusedConnectionsAreRetriedAndCountAgainstTheDependency) {
   network.Add("payments", 8443, "127.0.0.1", testing::PortNothingListensOn());
-  StartClient();
-  Begin(Request::Get("/"));
-  WaitThenAdvance(50ms);
-  WaitThenAdvance(100ms);
-  ExpectEnds({.error = ErrorKind::kTransport,
-              .attempts = 3,
-              .server_saw = -1,
-              .breaker_failures = 3,
-              .took = 150ms});
+  ExpectEachDialFails(Request::Get("/"));
 }
 
 // A POST as well: nothing of it left the client, so sending it again
 // cannot make it happen twice.
 TEST_P(ConnectMatrix, RefusedConnectionsRetryAPostToo) {
   network.Add("payments", 8443, "127.0.0.1", testing::PortNothingListensOn());
-  StartClient();
-  Begin(Request::Post("/charges", "{}"));
-  WaitThenAdvance(50ms);
-  WaitThenAdvance(100ms);
-  ExpectEnds({.error = ErrorKind::kTransport,
-              .attempts = 3,
-              .server_saw = -1,
-              .breaker_failures = 3,
-              .took = 150ms});
+  ExpectEachDialFails(Request::Post("/charges", "{}"));
 }
 
 // A name the network does not know fails as a refused dial does, whether
 // or not a connection was open before: retried, a POST too, and counted.
 TEST_P(ConnectMatrix, ANameThatLeadsNowhereIsRetriedAsARefusedDialAPostToo) {
-  StartClient();
-  Begin(Request::Post("/charges", "{}"));
-  WaitThenAdvance(50ms);
-  WaitThenAdvance(100ms);
-  ExpectEnds({.error = ErrorKind::kTransport,
-              .attempts = 3,
-              .server_saw = -1,
-              .breaker_failures = 3,
-              .took = 150ms});
+  ExpectEachDialFails(Request::Post("/charges", "{}"));  // the network has no "payments"
 }
 
 // Never accepted: each attempt waits out its AttemptTimeout (5 s) dialling;
