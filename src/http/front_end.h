@@ -35,10 +35,10 @@ struct FrontEnd {
   // (kTransport, saying so) rather than carry calls over HTTP/1.1.
   bool http2_only = false;
   // Whether an answer's body is the caller's, told its head: one that is
-  // not is read and dropped, neither kept nor held to
-  // Settings::max_response_bytes (gRPC's: an answer that is not gRPC's,
-  // a proxy's error page, says all it says in its status). Null: every
-  // body is.
+  // not is read and dropped, neither kept nor streamed, and held to
+  // Settings::max_error_response_bytes rather than max_response_bytes
+  // (gRPC's: an answer that is not gRPC's, a proxy's error page, says all
+  // it says in its status). Null: every body is.
   BodyWanted body_wanted = nullptr;
   // Whether each attempt has Settings::attempt_timeout for its headers (a
   // route's own attempt_timeout applies either way). gRPC's attempt has

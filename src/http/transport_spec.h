@@ -21,7 +21,7 @@ struct TransportSpec {
   const Origin& origin;
   // What the client's front end asks of the wire (FrontEnd): HTTP/2 only;
   // and whose bodies to keep (null: every one), the rest read and dropped,
-  // neither kept nor held to Settings::max_response_bytes.
+  // neither kept nor streamed, within Settings::max_error_response_bytes.
   bool http2_only = false;
   BodyWanted body_wanted = nullptr;
 };

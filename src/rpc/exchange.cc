@@ -210,8 +210,9 @@ http::BodySink DeframingSink(std::shared_ptr<Deframer> deframer) {
 
 http::BodyHeadSink DeframingHead(std::shared_ptr<Deframer> deframer) {
   return [deframer = std::move(deframer)](const http::Response& head) -> Result<void> {
-    std::optional<std::string_view> type = FindField(head.headers, "content-type");
-    if (head.status != 200 || !type || !IsGrpcContentType(*type)) {
+    // The transport drops another answer's body before it streams
+    // (FrontEnd::body_wanted); this holds if one came all the same.
+    if (!IsGrpcAnswer(head)) {
       deframer->IgnoreBody();
     } else {
       deframer->SetEncoding(FindField(head.headers, "grpc-encoding").value_or(""));

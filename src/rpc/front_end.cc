@@ -9,7 +9,6 @@
 
 #include "exchange.h"
 #include "names.h"
-#include "wire/metadata.h"
 #include "wire/status.h"
 #include "wire/timeout.h"
 
@@ -19,16 +18,6 @@ namespace {
 using http::internal::Attempt;
 using http::internal::AttemptOutcome;
 using telemetry::KeyValue;
-
-// Only a gRPC answer's body holds messages: another's (a proxy's error
-// page, an HTML page under 200) is told by its status alone
-// (StatusOfResponse), so the core drops it rather than hold it to the
-// receive limit, past which it would be RESOURCE_EXHAUSTED.
-bool IsGrpcAnswer(const http::Response& head) {
-  if (head.status != 200) return false;
-  std::optional<std::string_view> type = FindField(head.headers, "content-type");
-  return type && IsGrpcContentType(*type);
-}
 
 // A span per attempt, named after the method ("pkg.Service/Method"), and an
 // rpc.client.call.duration point per attempt, with the attributes
@@ -208,6 +197,8 @@ http::internal::FrontEnd GrpcFrontEnd(const std::optional<Duration>& attempt_tim
   front_end.injected_answer = InjectedAnswer;
   front_end.redirects = false;
   front_end.http2_only = true;
+  // Another answer's body holds no message: the transport drops it, rather
+  // than hold it to the receive limit (RESOURCE_EXHAUSTED past it).
   front_end.body_wanted = IsGrpcAnswer;
   front_end.attempt_timeout = attempt_timeout.has_value();
   front_end.telemetry = [receive_limit](const telemetry::Telemetry& telemetry,

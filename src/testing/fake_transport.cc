@@ -167,7 +167,8 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
     if (!attempt) return;
     TimePoint now = state_->clock.Now();
     attempt->HeadersArrived(now);
-    streams_ = sink_ != nullptr && response_.successful();
+    dropped_ = limits_.wanted != nullptr && !limits_.wanted(response_);
+    streams_ = sink_ != nullptr && response_.successful() && !dropped_;
     if (streams_) attempt->BodyStreaming(now);
     if (reply_.headers_only) return Done();  // HEADERS with END_STREAM: no body, no trailers
     Body();
@@ -222,7 +223,17 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
       streamed_ = true;
       return true;
     }
-    if (limits_.wanted != nullptr && !limits_.wanted(response_)) return true;
+    if (dropped_) {
+      dropped_bytes_ += piece.size();
+      if (dropped_bytes_ <= limits_.error_body) return true;
+      AttemptOutcome outcome =
+          Failed(ErrorKind::kResponseTooLarge,
+                 "the response's body, which the client does not keep, is larger than " +
+                     std::to_string(limits_.error_body) + " bytes");
+      outcome.body_failed = true;
+      End(std::move(outcome));
+      return false;
+    }
     bool error = response_.status >= 400;
     std::size_t limit = error ? std::min(limits_.body, limits_.error_body) : limits_.body;
     if (response_.body.size() + piece.size() > limit) {
@@ -317,6 +328,8 @@ class FakeExchange final : public std::enable_shared_from_this<FakeExchange> {
   BodyLimits limits_;
   http::Response response_;
   bool streams_ = false;
+  bool dropped_ = false;  // the client does not want the body (BodyLimits::wanted)
+  std::size_t dropped_bytes_ = 0;
   bool streamed_ = false;
   std::size_t sent_ = 0;
   std::mutex recording_;  // held while the request is recorded

@@ -84,8 +84,8 @@ class Http1Session final : public Session, public std::enable_shared_from_this<H
     Reply reply = server_.Answer(request);
     if (Duration delay = reply.header_delay; delay > Duration::zero()) {
       delay_ = server_.After(delay, shared_from_this(), [this, reply = std::move(reply)] {
-            if (!closed_) Act(reply);  // its cancel may have come too late
-          });
+        if (!closed_) Act(reply);  // its cancel may have come too late
+      });
       server_.Received(std::move(request));
     } else {
       server_.Received(std::move(request));

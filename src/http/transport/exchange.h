@@ -51,11 +51,15 @@ struct Exchange {
   Response response;
   std::size_t max_body = 0;        // Settings::max_response_bytes
   std::size_t max_error_body = 0;  // Settings::max_error_response_bytes
-  // Whose body the caller wants (TransportSpec::body_wanted); set once the
-  // head is whole (HeadWhole): the body is read and dropped, held to no
-  // limit.
+  // Whose body the caller wants (TransportSpec::body_wanted), set by the
+  // pool as it carries the exchange.
   BodyWanted body_wanted = nullptr;
+  // Set once the head is whole (HeadWhole) when the caller does not want
+  // its body: it is read and dropped, neither kept nor streamed, within
+  // max_error_body (what a page nobody reads may cost) and past it the
+  // exchange fails as too large. `dropped` counts it.
   bool body_dropped = false;
+  std::size_t dropped = 0;
   // The limit on the body once the status is known: an error answer's
   // (400 and above) is the smaller.
   std::size_t BodyLimit() const {
@@ -99,8 +103,9 @@ struct Exchange {
   // Whether the body is to stop flowing for now: it streams to a sink
   // whose reader is behind.
   bool Held() const { return window != nullptr && Streams() && window->held(); }
-  // Whether the body goes to `sink`: a 2xx answer's (the status known).
-  bool Streams() const { return sink != nullptr && response.successful(); }
+  // Whether the body goes to `sink`: a 2xx answer's (the status known)
+  // that the caller wants.
+  bool Streams() const { return sink != nullptr && response.successful() && !body_dropped; }
   // Set once the head says the body is gzip-coded and the call asked for
   // it to be decoded (Settings::gzip): the body is decoded as it arrives.
   std::unique_ptr<GzipDecoder> decoder;
@@ -200,7 +205,13 @@ inline std::optional<AttemptOutcome> TakeBody(Exchange& exchange, std::string_vi
     exchange.streamed = true;
     return std::nullopt;
   }
-  if (exchange.body_dropped) return std::nullopt;
+  if (exchange.body_dropped) {
+    exchange.dropped += piece.size();
+    if (exchange.dropped <= exchange.max_error_body) return std::nullopt;
+    return Failed(ErrorKind::kResponseTooLarge,
+                  "the response's body, which the client does not keep, is larger than " +
+                      std::to_string(exchange.max_error_body) + " bytes");
+  }
   if (!AppendWithin(exchange.response.body, piece, exchange.BodyLimit())) {
     return Failed(ErrorKind::kResponseTooLarge, std::string("the response's ") +
                                                     (exchange.decoder ? "decoded " : "") +
@@ -256,11 +267,10 @@ inline bool HasNoBody(const Exchange& exchange) {
 }
 
 // Called once the head is whole: drops a body the caller does not want
-// (body_wanted) and does not stream, else starts decoding it if the head
-// says it is gzip-coded and the call asked for decoding.
+// (body_wanted), else starts decoding it if the head says it is gzip-coded
+// and the call asked for decoding.
 inline void HeadWhole(Exchange& exchange) {
-  if (exchange.body_wanted != nullptr && !exchange.Streams() &&
-      !exchange.body_wanted(exchange.response)) {
+  if (exchange.body_wanted != nullptr && !exchange.body_wanted(exchange.response)) {
     exchange.body_dropped = true;
   } else if (exchange.request->decode_gzip && !HasNoBody(exchange) &&
              GzipDecoder::IsGzip(exchange.response.headers.Find("content-encoding"))) {

@@ -477,12 +477,15 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
       loop->Post([alive, this, id, latest_dial] {
         if (!alive.lock()) return;
         Connection* c = Find(id);
-        if (c == nullptr) {
+        if (c == nullptr || c->state() != Connection::State::kConnecting) {
           dial_timers_.erase(id);
-        } else if (c->state() == Connection::State::kConnecting &&
-                   c->last_dial_began() != latest_dial) {
-          ArmDialTimer(id, c->last_dial_began());
-        } else if (c->DialAnother()) {
+          return;
+        }
+        // A dial begun since has its own delay, unless that has passed too.
+        TimePoint latest = c->last_dial_began();
+        bool newer = latest != latest_dial;
+        if ((newer && latest + transport::kConnectionAttemptDelay > clock_.Now()) ||
+            c->DialAnother()) {
           ArmDialTimer(id, c->last_dial_began());
         } else {
           dial_timers_.erase(id);

@@ -87,10 +87,8 @@ class Deframer {
   // What the answer's head says, for a Deframer made before it (a
   // stream's): its grpc-encoding decodes the messages from here on.
   void SetEncoding(std::string_view encoding) { encoding_ = encoding; }
-  // The body is not gRPC's (a proxy's HTML page): it is read and dropped,
-  // whatever its size, not taken for messages, and the answer's headers
-  // give the call's status, as for a unary call's (whose body the core
-  // drops: FrontEnd::body_wanted).
+  // The body is not gRPC's (a proxy's HTML page): it is dropped, not
+  // taken for messages, and the answer's head gives the call's status.
   void IgnoreBody() { ignoring_ = true; }
 
   // The next bytes of the body. Returns the Deframer's status after them.

@@ -38,6 +38,12 @@ bool IsGrpcContentType(std::string_view type) {
   return next == '+' || next == ';';
 }
 
+bool IsGrpcAnswer(const http::Response& head) {
+  if (head.status != 200) return false;
+  std::optional<std::string_view> type = FindField(head.headers, "content-type");
+  return type && IsGrpcContentType(*type);
+}
+
 std::string EncodeStatusMessage(std::string_view message) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string encoded;

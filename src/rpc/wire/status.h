@@ -53,6 +53,12 @@ Code CodeForHttpStatus(int http_status);
 // any case.
 bool IsGrpcContentType(std::string_view type);
 
+// Whether an answer is gRPC's, its head known: status 200 and a gRPC
+// content-type. Only such a body holds messages; another's (a proxy's
+// error page, an HTML page under 200) is told by its status alone
+// (StatusOfResponse).
+bool IsGrpcAnswer(const http::Response& head);
+
 // The call's status from the answer that came back, checked in this order:
 //  1. an HTTP status other than 200: the answer's grpc-status and
 //     grpc-message (as in 3 and 4) if it holds a valid one but OK (gRPC

@@ -66,8 +66,9 @@ TEST_P(ConnectMatrix, RefusedConnectionsRetryAPostToo) {
   ExpectEachDialFails(Request::Post("/charges", "{}"));
 }
 
-// A name the network does not know fails as a refused dial does, whether
-// or not a connection was open before: retried, a POST too, and counted.
+// A name the network does not know fails as a refused dial does: retried,
+// a POST too, and counted (the connection's own path, taken when one is
+// open, had always ended it unsent; the dispatcher's now does too).
 TEST_P(ConnectMatrix, ANameThatLeadsNowhereIsRetriedAsARefusedDialAPostToo) {
   ExpectEachDialFails(Request::Post("/charges", "{}"));  // the network has no "payments"
 }

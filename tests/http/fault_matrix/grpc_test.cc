@@ -429,6 +429,21 @@ TEST_F(GrpcMatrix, AServerStreamsErrorPageOverTheReceiveLimitIsItsStatus) {
   EXPECT_EQ(streamed_.load(), 0);
 }
 
+// Dropped, not unbounded: a page past 1 MiB (the core's
+// max_error_response_bytes) still ends the call as too large, on a unary
+// call and a stream, so an endless one cannot hold it to its deadline.
+TEST_F(GrpcMatrix, APagePastAMebibyteIsStillTooLarge) {
+  auto page =
+      testing::Reply::Ok(std::string((1 << 20) + 1, ' ')).Header("content-type", "text/html");
+  ServeThenOk(page, 2);
+  Begin();
+  Reply unary = ExpectEnds({.code = Code::kResourceExhausted, .next_call_ok = false});
+  EXPECT_NE(unary.status.message.find("does not keep"), std::string::npos) << unary.status.message;
+  BeginServerStream();
+  ExpectEnds({.code = Code::kResourceExhausted});
+  EXPECT_EQ(streamed_.load(), 0);
+}
+
 TEST_F(GrpcMatrix, AnHtmlPageUnder200OverTheReceiveLimitIsUnknown) {
   Settings settings = GrpcSettings();
   settings.max_receive_message_bytes = 1024;
