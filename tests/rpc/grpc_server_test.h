@@ -112,6 +112,16 @@ class GrpcServerTest : public ::testing::Test {
         << " never saw call " << n << " of " << method;
   }
 
+  // The server's Deadline handler's answer: what it had left of the call,
+  // in milliseconds, at most `ms` and more than a second less (the trip).
+  static void ExpectTimeLeft(const Reply& reply, int ms) {
+    ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+    ASSERT_NE(reply.body, "none") << "no grpc-timeout arrived";
+    int left_ms = std::stoi(reply.body);
+    EXPECT_LE(left_ms, ms);
+    EXPECT_GT(left_ms, ms - 1000);
+  }
+
   bool PeerSawCancelled(int n) {
     return peer_->WaitFor(
         [n](const nlohmann::json& stats) { return stats.at("cancelled").get<int>() >= n; });

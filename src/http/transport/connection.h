@@ -207,8 +207,8 @@ class Connection final : private CodecEvents {
     int fd;
     std::size_t address;
   };
-  std::vector<Dialing> dialing_;  // oldest first
-  TimePoint last_dial_began_{};
+  std::vector<Dialing> dialing_;    // oldest first
+  TimePoint last_dial_began_{};     // last_dial_began()
   std::size_t address_ = SIZE_MAX;  // address()'s index
   std::size_t outrun_ = SIZE_MAX;   // outrun()'s index
   int dial_error_ = 0;              // why the last dial failed, for the message
