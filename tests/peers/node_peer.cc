@@ -45,8 +45,8 @@ std::string FindNode() {
       "Node.js 20 (Debian package `nodejs`)");
 }
 
-// `node <script> args...`: a script elsewhere in the tree (tests/telemetry's
-// receiver) is given by its absolute path, the others by their name here.
+}  // namespace
+
 std::vector<std::string> NodeCommand(const std::string& script,
                                      const std::vector<std::string>& args) {
   std::string path =
@@ -55,8 +55,6 @@ std::vector<std::string> NodeCommand(const std::string& script,
   command.insert(command.end(), args.begin(), args.end());
   return command;
 }
-
-}  // namespace
 
 void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream out(path);

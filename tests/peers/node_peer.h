@@ -99,6 +99,12 @@ class SpawnedPeer {
   std::uint16_t port_ = 0;
 };
 
+// `node <script> args...`: a script elsewhere in the tree (tests/telemetry's
+// receiver, tests/rpc's) is given by its absolute path, the others by their
+// name in tests/peers. Throws std::runtime_error when node cannot be found.
+std::vector<std::string> NodeCommand(const std::string& script,
+                                     const std::vector<std::string>& args);
+
 class NodePeer : public SpawnedPeer {
  public:
   // Starts `node <tests/peers>/<script> args...` (or `node <script>` for an

@@ -123,6 +123,18 @@ TEST_F(GrpcGoPeerTest, TimeSpentOpeningTheConnectionIsNotTheServers) {
 
 // --- What grpc-go's server does that the other peers do not ---
 
+// grpc-go's UNIMPLEMENTED names what it does not have, and its message
+// reaches the caller as grpc-go wrote it (the shared suite checks the code).
+TEST_F(GrpcGoPeerTest, ItsUnimplementedAnswerNamesTheMethodOrService) {
+  Start();
+  Reply method = Call("Nothing", "");
+  EXPECT_EQ(method.status.code, Code::kUnimplemented) << method.status.message;
+  EXPECT_THAT(method.status.message, ::testing::HasSubstr("unknown method Nothing"));
+  Reply service = client_->Call("/peer.Elsewhere/Echo", "");
+  EXPECT_EQ(service.status.code, Code::kUnimplemented) << service.status.message;
+  EXPECT_THAT(service.status.message, ::testing::HasSubstr("unknown service peer.Elsewhere"));
+}
+
 // keepalive.ServerParameters{MaxConnectionAge}: grpc-go ends each
 // connection at its age (here 40 ms, jittered) with a GOAWAY for any
 // stream and a PING, then, the PING answered, a GOAWAY naming the last

@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The gRPC client against a server nobody here wrote: grpc-js, in
-// tests/rpc/grpc_js_peer.js, started by each test. Waits run on a
-// ManualClock the test advances to each timer the call sets.
+// The gRPC client against a server nobody here wrote: grpc-js, started by
+// each test. What every server must see is StockGrpcServerTest's
+// (stock_grpc_server_test.cc), run here against grpc-js serving peer.Test
+// (tests/rpc/grpc_js_test_service.js); this file adds, against grpc-js
+// serving Echo.Say (tests/rpc/grpc_js_peer.js), policy per method, the
+// coroutine and async forms, injected faults and the client's end with
+// calls in flight. Waits run on a ManualClock the test advances to each
+// timer the call sets.
 #include <gtest/gtest.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -14,17 +19,26 @@
 #include <string>
 #include <thread>
 
+#include "grpc_server_test.h"
 #include "methods.h"
 #include "node_peer.h"
 #include "outbound/rpc/asio.h"
 #include "outbound/rpc/client.h"
-#include "outbound/telemetry/propagation.h"
 #include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
 #include "outbound/testing/network_map.h"
 
 namespace outbound::rpc {
 namespace {
+
+GrpcServerProgram GrpcJs() {
+  return {"grpc-js",
+          {OUTBOUND_GRPC_JS_TEST_SERVICE, "--modules=" OUTBOUND_RPC_PEER_MODULES},
+          "grpc_js_test_service.js",
+          /*node_script=*/true};
+}
+
+INSTANTIATE_TEST_SUITE_P(GrpcJs, StockGrpcServerTest, ::testing::Values(GrpcJs()), ProgramName);
 
 class GrpcJsPeer : public ::testing::Test {
  protected:
@@ -80,57 +94,6 @@ class GrpcJsPeer : public ::testing::Test {
   std::unique_ptr<Client> client_;
   Duration timeout_ = DefaultSettings().timeout;  // the client's
 };
-
-TEST_F(GrpcJsPeer, UnavailableIsRetriedUntilOk) {
-  Start("UNAVAILABLE,UNAVAILABLE,OK");
-  Reply reply = Call();
-  EXPECT_TRUE(reply.status.ok()) << reply.status.message;
-  EXPECT_EQ(reply.attempts, 3);
-  EXPECT_EQ(PeerCalls(), 3);
-}
-
-TEST_F(GrpcJsPeer, PushbackIsWaitedInFakeTime) {
-  Start("RESOURCE_EXHAUSTED:2000,OK");
-  TimePoint start = clock_.Now();
-  Reply reply = Call();
-  EXPECT_TRUE(reply.status.ok()) << reply.status.message;
-  EXPECT_EQ(PeerCalls(), 2);
-  EXPECT_EQ(clock_.Now() - start, std::chrono::seconds(2));
-}
-
-TEST_F(GrpcJsPeer, NegativePushbackStops) {
-  Start("UNAVAILABLE:-1,OK");
-  Reply reply = Call();
-  EXPECT_EQ(reply.status.code, Code::kUnavailable);
-  EXPECT_EQ(reply.attempts, 1);
-  EXPECT_EQ(PeerCalls(), 1);
-}
-
-// What a stock server receives with each attempt: the caller's trace
-// context, its baggage without the failure scenario (faults on, the
-// scenario for another point), and the call's Timeout as the attempt's
-// deadline (grpc-timeout).
-TEST_F(GrpcJsPeer, TheTraceContextBaggageAndDeadlineReachTheServer) {
-  Settings settings = DefaultSettings();
-  settings.timeout = std::chrono::seconds(7);
-  settings.faults.enabled = true;
-  Start("OK", settings);
-  Context context;
-  context.trace =
-      *telemetry::ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
-  context.baggage = {{"tenant", "acme", ""}, {"outbound-fault", "grpc:other:9090=abort", ""}};
-  Reply reply = Call(context);
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  nlohmann::json last = peer_->Stats().at("last");
-  EXPECT_EQ(last.at("traceparent").get<std::string>(),
-            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
-  EXPECT_EQ(last.at("baggage").get<std::string>(), "tenant=acme");
-  ASSERT_FALSE(last.at("deadline_ms").is_null()) << "no grpc-timeout arrived";
-  // The server's own reading of the header: at most the 7 s sent, less
-  // what the trip took (the manual clock did not move, so 7 s were sent).
-  EXPECT_LE(last.at("deadline_ms").get<double>(), 7000);
-  EXPECT_GT(last.at("deadline_ms").get<double>(), 6000);
-}
 
 // Policy per method (Settings::methods) against a stock server: the
 // method's own attempts and timeout replace its service's and the
@@ -196,28 +159,6 @@ TEST_F(GrpcJsPeer, ACoroutineAwaitsACallRetriedAfterThePushback) {
   EXPECT_EQ(PeerCalls(), 2);
   EXPECT_EQ(clock_.Now() - start, std::chrono::seconds(2));
   EXPECT_EQ(resumed_on, runner);
-}
-
-// A server that never answers: the attempt ends at Timeout with
-// DEADLINE_EXCEEDED, one breaker failure, and the server sees the call go.
-TEST_F(GrpcJsPeer, AHungCallEndsAtTimeoutAndTheServerSeesItCancelled) {
-  Settings settings = DefaultSettings();
-  settings.timeout = std::chrono::milliseconds(300);
-  Start("HANG", settings);
-  TimePoint start = clock_.Now();
-  auto call = std::async(std::launch::async, [&] { return client_->Call(kSay, ""); });
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (PeerCalls() == 0 && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  clock_.Advance(std::chrono::milliseconds(300));
-  Reply reply = call.get();
-  EXPECT_EQ(clock_.Now() - start, std::chrono::milliseconds(300));
-  EXPECT_EQ(reply.status.code, Code::kDeadlineExceeded) << reply.status.message;
-  EXPECT_EQ(reply.attempts, 1);
-  EXPECT_EQ(client_->breaker().counts(clock_.Now()).failures, 1);
-  EXPECT_EQ(PeerCalls(), 1);
-  EXPECT_TRUE(PeerSawCancelled(1));
 }
 
 // Injected faults against a stock server: an abort or a status is never

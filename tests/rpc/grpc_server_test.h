@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // GrpcServerTest: the gRPC client against a server nobody here wrote, run
 // as a program for each test (GrpcPeer): Python grpcio's
-// (tests/rpc/grpcio_peer.py) or grpc-go's (tests/rpc/grpc_go_peer). Both
-// serve the same service, peer.Test, and answer "stats" alike, so what any
+// (tests/rpc/grpcio_peer.py), grpc-go's (tests/rpc/grpc_go_peer) or
+// grpc-js's (tests/rpc/grpc_js_test_service.js). All three serve the same
+// service, peer.Test, and answer "stats" alike, so what any
 // such server must see is written once (StockGrpcServerTest,
 // stock_grpc_server_test.cc) and each peer's own file adds what only its
 // server does. Waits run on a ManualClock the test advances to each timer
@@ -17,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,7 +38,11 @@ struct GrpcServerProgram {
   std::string name;                  // as its x-served-by metadata says: "grpcio"
   std::vector<std::string> command;  // what runs it, before the test's options
   std::string what;                  // named when it does not start
+  bool node_script = false;          // command[0] is a script run with Node
 };
+
+// A failure names the program, not its bytes.
+inline void PrintTo(const GrpcServerProgram& program, std::ostream* out) { *out << program.name; }
 
 // What each attempt sent and got, as HTTP/2 carried it: the first byte of
 // the framed request (its compressed flag), its grpc-encoding, and the
@@ -81,6 +87,8 @@ class GrpcServerTest : public ::testing::Test {
       settings.tls = TlsSettings{.root_pem = ca_.pem()};
     }
     args.insert(args.begin(), program_.command.begin(), program_.command.end());
+    if (program_.node_script)
+      args = peers::NodeCommand(args.front(), {args.begin() + 1, args.end()});
     peer_ = std::make_unique<GrpcPeer>(std::move(args), program_.what);
     network_.Add("backend", 9090, "127.0.0.1", peer_->port());
     timeout_ = settings.timeout;
