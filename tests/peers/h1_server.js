@@ -8,7 +8,8 @@
 //
 //   node h1_server.js --cert=chain.pem --key=key.pem [options]
 //
-// Answers with 200 and a 100-byte body; on /trailers, chunked with a
+// Answers with 200 and a 100-byte body; on /too-large, 413 at once
+// without reading the request's body, closing the connection; on /trailers, chunked with a
 // trailer field (x-checksum) after it; on /to-close and /to-reset, a body
 // of neither length nor chunks, 50 bytes of it, then the connection ends:
 // with a FIN (the body is whole), or with a TCP RST (it is cut short); on /stall, its headers (a 100-byte
@@ -39,6 +40,7 @@ const {parseArgs, numberArg, serveControl, ignoreSocketErrors, digestBody, holdA
 
 const args = parseArgs(process.argv.slice(2));
 const body = Buffer.alloc(100, 'x');
+const tooLarge = Buffer.from('request body too large\n');  // /too-large's answer
 const drop = args.drop || '';
 const dropMethods = (args['drop-methods'] || 'POST').split(',');
 const floodBytes = numberArg(args, 'flood-bytes', 8 * 1024 * 1024);
@@ -71,6 +73,13 @@ server.on('request', (req, res) => {
   const index = (requestsByPort.get(port) || 0) + 1;
   requestsByPort.set(port, index);
   stats.requests++;
+  if (req.url === '/too-large') {
+    // 413 at once, the request body unread, as a server with a size limit
+    // answers an upload past it; Node then closes the connection.
+    res.writeHead(413, {'content-length': tooLarge.length, 'connection': 'close'});
+    res.end(tooLarge);
+    return;
+  }
   if (req.url === '/digest') {
     digestBody(req, (digest) => {
       res.writeHead(200, {'content-length': digest.length});

@@ -8,6 +8,7 @@
 //
 // Answers every request with 200 and a body of --body-bytes (100) bytes
 // (on /trailers, without a length and with a trailer field, x-checksum; on
+// /too-large, 413 at once without reading the request's body; on
 // /stall, with its length but only the first 5 bytes, "hello", and then
 // nothing until the client resets the stream or goes; on /held, the same,
 // and the rest of the body once the test sends "release", which answers
@@ -69,6 +70,7 @@ const {parseArgs, numberArg, seededRandom, serveControl, ignoreSocketErrors, dig
 
 const args = parseArgs(process.argv.slice(2));
 const body = Buffer.alloc(numberArg(args, 'body-bytes', 100), 'x');
+const tooLarge = Buffer.from('request body too large\n');  // /too-large's answer
 const delayMs = numberArg(args, 'delay-ms', 0);
 const delayPercent = numberArg(args, 'delay-percent', 0);
 const refuseEvery = numberArg(args, 'refuse-every', 0);
@@ -234,6 +236,16 @@ server.on('stream', (stream, headers) => {
 
   const method = headers[':method'];
   const path = headers[':path'];
+  if (path === '/too-large') {
+    // 413 at once, the request body unread, as a server with a size limit
+    // answers an upload past it; Node then resets the stream (NO_ERROR).
+    setImmediate(() => {
+      if (stream.destroyed || stream.closed) return;
+      stream.respond({':status': 413, 'content-length': tooLarge.length});
+      stream.end(tooLarge);
+    });
+    return;
+  }
   if (path === '/digest') {
     digestBody(stream, (digest) => {
       if (stream.destroyed || stream.closed) return;
