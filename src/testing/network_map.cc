@@ -7,6 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 
 #include "outbound/internal/ascii.h"
 
@@ -50,9 +54,15 @@ std::uint16_t PortNothingListensOn() {
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t length = sizeof address;
-  bind(fd, reinterpret_cast<sockaddr*>(&address), length);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
+  bool bound = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&address), length) == 0 &&
+               getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+  int error = errno;
+  if (fd >= 0) close(fd);
+  // Port 0 would be no port at all: a test given it would show nothing.
+  if (!bound) {
+    throw std::runtime_error("PortNothingListensOn: no port to bind on 127.0.0.1: " +
+                             std::system_category().message(error));
+  }
   return ntohs(address.sin_port);
 }
 

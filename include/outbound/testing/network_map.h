@@ -54,7 +54,7 @@ class NetworkMap final : public Network {
 // A port on 127.0.0.1 that nothing listens on now: a dial there is refused,
 // as a dependency that is down refuses it. (The port was bound and let go;
 // another process could take it again, which on loopback in a test it does
-// not in practice.)
+// not in practice.) Throws std::runtime_error if the system gives no port.
 std::uint16_t PortNothingListensOn();
 
 }  // namespace outbound::testing
