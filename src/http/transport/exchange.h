@@ -110,8 +110,10 @@ struct Exchange {
   // it to be decoded (Settings::gzip): the body is decoded as it arrives.
   std::unique_ptr<GzipDecoder> decoder;
   // What the codec decided when it had to end the exchange before the
-  // stream or connection did (a limit, a malformed field).
-  std::optional<AttemptOutcome> verdict;
+  // stream or connection did (a limit, a malformed field). Rare, so held
+  // apart: every exchange is rebuilt as it ends (Dispatcher::End), and an
+  // outcome in place would be two fifths of its bytes.
+  std::unique_ptr<AttemptOutcome> verdict;
   // HTTP/2: how the exchange ended, from its stream's close until the
   // session hands it to the pool (H2Session::Queue, Deliver), by reference
   // up to Dispatcher::End, which resets the exchange once it is taken.

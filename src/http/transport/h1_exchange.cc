@@ -404,7 +404,7 @@ void H1Exchange::PeerClosed() {
 
 void H1Exchange::Fail(AttemptOutcome&& outcome) {
   reusable_ = false;
-  current_->verdict = std::move(outcome);
+  current_->verdict = std::make_unique<AttemptOutcome>(std::move(outcome));
   error_ = current_->verdict->result.error().message();
 }
 

@@ -613,7 +613,7 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
     }
     exchange->end_stream = true;
     if (exchange->upload && exchange->upload->piped() && !exchange->upload->done() &&
-        exchange->verdict == std::nullopt) {
+        exchange->verdict == nullptr) {
       // The answer is whole while the caller may still write: the stream
       // would stay half open until it closed the pipe. RFC 9113 §8.1: the
       // client stops sending; the exchange ends with the answer now.
@@ -632,7 +632,7 @@ int H2Session::OnInvalidFrameRecv(nghttp2_session*, const nghttp2_frame* frame, 
   Exchange* exchange = self.Find(frame->hd.stream_id);
   if (exchange == nullptr || exchange->verdict) return 0;
   // nghttp2 resets the stream itself (PROTOCOL_ERROR); it ends as invalid.
-  exchange->verdict = Malformed(nghttp2_strerror(error));
+  exchange->verdict = std::make_unique<AttemptOutcome>(Malformed(nghttp2_strerror(error)));
   return 0;
 }
 
@@ -686,7 +686,8 @@ int H2Session::OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* u
     // nothing of it before (OnInvalidFrameRecv).
     Exchange* exchange = self.Find(frame->hd.stream_id);
     if (exchange != nullptr && !exchange->verdict) {
-      exchange->verdict = Malformed("it breaks HTTP/2's message rules (RFC 9113 §8.1)");
+      exchange->verdict = std::make_unique<AttemptOutcome>(
+          Malformed("it breaks HTTP/2's message rules (RFC 9113 §8.1)"));
     }
     return 0;
   }
@@ -696,7 +697,8 @@ int H2Session::OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* u
     // is; the exchanges reading one fail as too large.
     for (auto& [id, exchange] : self.streams_) {
       if (exchange->header_block_open && !exchange->verdict) {
-        exchange->verdict = TooLarge("header section has a field larger than 64 KiB");
+        exchange->verdict = std::make_unique<AttemptOutcome>(
+            TooLarge("header section has a field larger than 64 KiB"));
       }
     }
     return 0;
@@ -785,7 +787,9 @@ ssize_t H2Session::ReadBody(nghttp2_session*, std::int32_t stream_id, std::uint8
     if (n && exchange->upload->waiting()) return NGHTTP2_ERR_DEFERRED;
     if (!n) {
       // nghttp2 resets the stream; OnStreamClose ends the exchange with this.
-      if (!exchange->verdict) exchange->verdict = exchange->upload->Failure();
+      if (!exchange->verdict) {
+        exchange->verdict = std::make_unique<AttemptOutcome>(exchange->upload->Failure());
+      }
       return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
     if (exchange->upload->done()) {
