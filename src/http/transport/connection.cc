@@ -549,7 +549,16 @@ void Connection::Flush() {
   } while (flush_again_ && failed.empty() && state_ == State::kOpen && written < kWriteBudget);
   in_io_ = false;
   if (state_ != State::kOpen || closing_) return;  // closing: Close goes on
-  if (!failed.empty()) return Fail(ErrorKind::kTransport, failed);
+  if (!failed.empty()) {
+    // The server closed or reset the connection, maybe after answering:
+    // one that answers before it has read a request's body (a 413) closes
+    // as the client still writes it, and its answer, in the socket already,
+    // is the exchange's (RFC 9112 §9.3), not this write's error. So what
+    // arrived is read first, once; a write failing again then fails it.
+    if (!std::exchange(write_failed_, true)) ReadSome();
+    if (state_ == State::kOpen) Fail(ErrorKind::kTransport, failed);
+    return;
+  }
   if (close_after_io_) return Close(*std::exchange(close_after_io_, std::nullopt));
   if (codec_->Finished()) {
     return Fail(ErrorKind::kTransport,
