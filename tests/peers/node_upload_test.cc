@@ -68,16 +68,22 @@ TEST_P(NodeUploadTest, ABodyOfUnknownLengthArrivesWhole) {
 // its answer is the attempt's, not what follows it (over HTTP/2 Node
 // resets the stream, over HTTP/1.1 it closes the connection, where nginx,
 // in nginx_test.cc, drains the rest first), and the call does not wait for
-// the rest of the upload. The client is good for the next call.
+// the rest of the upload. The client is good for the next call. Over
+// HTTP/1.1 the close may come while the client is writing, its answer in
+// the socket already (before the fix, "Broken pipe" in about one upload of
+// three with another test running beside): several uploads, each on a new
+// connection, so one of them meets it.
 TEST_P(NodeUploadTest, AnAnswerBeforeTheBodyIsReadIsTheAnswer) {
   auto client = MakeClient(PaymentsSettings());
   GeneratedBody body(std::uint64_t{256} << 20);  // far more than the socket buffers hold
-  auto response =
-      client->Send(Request::Post("/too-large").StreamBodyFrom(body.Opener(), body.size()));
-  ASSERT_TRUE(response) << response.error().message();
-  EXPECT_EQ(response->status, 413);
-  EXPECT_EQ(response->body, "request body too large\n");
-  EXPECT_EQ(response->attempts, 1);
+  for (int upload = 0; upload < 4; ++upload) {
+    auto response =
+        client->Send(Request::Post("/too-large").StreamBodyFrom(body.Opener(), body.size()));
+    ASSERT_TRUE(response) << "upload " << upload << ": " << response.error().message();
+    EXPECT_EQ(response->status, 413);
+    EXPECT_EQ(response->body, "request body too large\n");
+    EXPECT_EQ(response->attempts, 1);
+  }
   auto next = client->Send(Request::Get("/"));
   ASSERT_TRUE(next) << next.error().message();
   EXPECT_EQ(next->status, 200);
