@@ -9,8 +9,9 @@
 //   node h1_server.js --cert=chain.pem --key=key.pem [options]
 //
 // Answers with 200 and a 100-byte body; on /too-large, 413 at once
-// without reading the request's body, closing the connection; on /trailers, chunked with a
-// trailer field (x-checksum) after it; on /to-close and /to-reset, a body
+// without reading the request's body, closing the connection; on
+// /trailers, chunked with a trailer field (x-checksum) after it; on
+// /to-close and /to-reset, a body
 // of neither length nor chunks, 50 bytes of it, then the connection ends:
 // with a FIN (the body is whole), or with a TCP RST (it is cut short); on /stall, its headers (a 100-byte
 // length) and the body's first 5 bytes, "hello", then nothing more until

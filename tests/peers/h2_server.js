@@ -8,7 +8,7 @@
 //
 // Answers every request with 200 and a body of --body-bytes (100) bytes
 // (on /trailers, without a length and with a trailer field, x-checksum; on
-// /too-large, 413 at once without reading the request's body; on
+// /too-large, 413 on the next turn, without reading the request's body; on
 // /stall, with its length but only the first 5 bytes, "hello", and then
 // nothing until the client resets the stream or goes; on /held, the same,
 // and the rest of the body once the test sends "release", which answers
@@ -237,8 +237,10 @@ server.on('stream', (stream, headers) => {
   const method = headers[':method'];
   const path = headers[':path'];
   if (path === '/too-large') {
-    // 413 at once, the request body unread, as a server with a size limit
-    // answers an upload past it; Node then resets the stream (NO_ERROR).
+    // 413 on the next turn (not from inside nghttp2's reading of the
+    // HEADERS, see the refusal below), the request body unread, as a server
+    // with a size limit answers an upload past it; Node then resets the
+    // stream (NO_ERROR).
     setImmediate(() => {
       if (stream.destroyed || stream.closed) return;
       stream.respond({':status': 413, 'content-length': tooLarge.length});

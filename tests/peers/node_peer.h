@@ -63,7 +63,8 @@ class PeerFiles {
 // stdout (a socket pair): it prints {"port": n} once it listens, answers
 // each command line ("stats", a script's own) with one JSON line, and
 // exits when its stdin ends. The Node scripts here (NodePeer), and the
-// gRPC peers under Python grpcio and grpc-go (tests/rpc/spawned_peer.h).
+// gRPC peers under Python grpcio, grpc-go and grpc-js
+// (tests/rpc/spawned_peer.h).
 class SpawnedPeer {
  public:
   // Runs `command` (the program first) and waits (10 s at most) for the

@@ -3,7 +3,8 @@
 // http2 and https servers (tests/peers/*_server.js, path /digest: the size
 // and SHA-256 of the body as the server read it): a body of 1 GiB goes out
 // in constant memory and arrives byte for byte, with its length announced
-// and without (chunked, on HTTP/1.1) — issue 17.
+// and without (chunked, on HTTP/1.1) — issue 17; and on /too-large, an
+// answer before the body is read.
 #include <gtest/gtest.h>
 
 #include <cstdio>

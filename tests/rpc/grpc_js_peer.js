@@ -43,13 +43,18 @@ function say(call, callback) {
     baggage: call.metadata.get('baggage').join(','),
     deadline_ms: Number.isFinite(Number(deadline)) ? Number(deadline) - Date.now() : null,
   };
-  call.on('cancelled', () => { cancelled += 1; });
+  // grpc-js emits 'cancelled' as any stream closes, an answered one's too.
+  let answered = false;
+  call.on('cancelled', () => {
+    if (!answered) cancelled += 1;
+  });
   if (holding) {
     held += 1;
     return;
   }
   const [name, pushback] = answers[Math.min(calls, answers.length) - 1].split(':');
   if (name === 'HANG') return;
+  answered = true;
   if (name === 'OK') return callback(null, {text: 'echo: ' + call.request.text});
   const metadata = new grpc.Metadata();
   if (pushback !== undefined) metadata.set('grpc-retry-pushback-ms', pushback);

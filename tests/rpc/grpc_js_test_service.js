@@ -84,7 +84,8 @@ const handlers = {
     count('Fail', call);
     const text = call.request.toString('utf8');
     const space = text.indexOf(' ');
-    callback(failure(text.slice(0, space), text.slice(space + 1)));
+    const [name, message] = space < 0 ? [text, ''] : [text.slice(0, space), text.slice(space + 1)];
+    callback(failure(name, message));
   },
   Flaky(call, callback) {
     const n = count('Flaky', call);

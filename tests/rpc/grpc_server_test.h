@@ -87,8 +87,9 @@ class GrpcServerTest : public ::testing::Test {
       settings.tls = TlsSettings{.root_pem = ca_.pem()};
     }
     args.insert(args.begin(), program_.command.begin(), program_.command.end());
-    if (program_.node_script)
+    if (program_.node_script) {
       args = peers::NodeCommand(args.front(), {args.begin() + 1, args.end()});
+    }
     peer_ = std::make_unique<GrpcPeer>(std::move(args), program_.what);
     network_.Add("backend", 9090, "127.0.0.1", peer_->port());
     timeout_ = settings.timeout;

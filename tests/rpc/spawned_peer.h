@@ -2,9 +2,10 @@
 // A gRPC server nobody here wrote, run as a program for one test and
 // talked to over its stdin and stdout (peers::SpawnedPeer,
 // tests/peers/node_peer.h): grpcio_peer.py under Python grpcio,
-// grpc_go_peer under grpc-go. Each answers "stats" with what it has seen:
-// "calls" (by method) and the fields its header names. CertFiles writes a
-// certificate where such a program reads it (--cert, --key).
+// grpc_go_peer under grpc-go, grpc_js_test_service.js under grpc-js.
+// Each answers "stats" with what it has seen: "calls" (by method) and the
+// fields its header names. CertFiles writes a certificate where such a
+// program reads it (--cert, --key).
 #ifndef OUTBOUND_TESTS_RPC_SPAWNED_PEER_H_
 #define OUTBOUND_TESTS_RPC_SPAWNED_PEER_H_
 

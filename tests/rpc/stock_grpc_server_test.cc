@@ -23,12 +23,12 @@ namespace {
 using namespace std::chrono_literals;
 using namespace std::string_literals;
 
-// Metadata as the caller sees it holds the server's own fields (grpc-js
-// adds a date), never what carries the call: content-type, te, grpc-*.
-void ExpectNoProtocolFields(const Metadata& metadata) {
-  for (const auto& [name, value] : metadata) {
-    EXPECT_FALSE(name == "content-type" || name == "te" || name.starts_with("grpc-")) << name;
-  }
+// The metadata a server's handler set, without the date grpc-js adds to
+// every answer's (an HTTP field of the server's own, which the caller sees
+// as any other).
+Metadata HandlersFields(Metadata metadata) {
+  metadata.erase("date");
+  return metadata;
 }
 
 // --- Each kind of call, in plain text and over TLS ---
@@ -75,8 +75,8 @@ TEST_P(StockGrpcServerTest, AClientStreamsMessagesAndTheOneReplyJoinsThem) {
   Status status = stream.Finish();
   EXPECT_TRUE(status.ok()) << status.message;
   EXPECT_EQ(peer_->Stats().at("last_metadata").value("x-tenant", ""), "acme");
-  EXPECT_THAT(stream.headers(), ::testing::Contains(::testing::Pair("x-served-by", program_.name)));
-  ExpectNoProtocolFields(stream.headers());
+  EXPECT_THAT(HandlersFields(stream.headers()),
+              ::testing::ElementsAre(::testing::Pair("x-served-by", program_.name)));
 }
 
 TEST_P(StockGrpcServerTest, ABidiStreamEchoesEachMessageBeforeTheNextIsWritten) {
@@ -157,10 +157,9 @@ TEST_P(StockGrpcServerTest, MetadataGoesBothWaysBinaryValuesAsTheirBytes) {
   EXPECT_EQ(seen.value("x-text", ""), "plain value");
   EXPECT_THAT(reply.trailers, ::testing::IsSupersetOf({::testing::Pair("x-id-bin", bytes),
                                                        ::testing::Pair("x-text", "plain value"s)}));
-  EXPECT_THAT(reply.headers,
-              ::testing::IsSupersetOf({::testing::Pair("x-served-bin", "\x00\xff"s),
-                                       ::testing::Pair("x-served-by", program_.name)}));
-  ExpectNoProtocolFields(reply.headers);
+  EXPECT_THAT(HandlersFields(reply.headers),
+              ::testing::ElementsAre(::testing::Pair("x-served-bin", "\x00\xff"s),
+                                     ::testing::Pair("x-served-by", program_.name)));
   EXPECT_EQ(reply.trailers.count("x-served-by"), 0u);
 
   reply = Call("Fail", "NOT_FOUND gone");

@@ -63,14 +63,15 @@ void Connection::SendCloseNotify() {
 }
 
 bool Connection::HasRoom() const {
-  return state_ == State::kOpen && !draining_ && !closing_ && !close_after_io_ &&
+  return state_ == State::kOpen && !draining_ && !closing_ && !close_after_io_ && !write_failed_ &&
          waiting_.empty() && codec_->HasRoom();
 }
 
 bool Connection::Idle() const { return waiting_.empty() && (codec_ == nullptr || codec_->Idle()); }
 
 bool Connection::Reusable() const {
-  return state_ == State::kOpen && !draining_ && codec_->Reusable() && !codec_->Finished();
+  return state_ == State::kOpen && !draining_ && !write_failed_ && codec_->Reusable() &&
+         !codec_->Finished();
 }
 
 bool Connection::AwaitingSettings() const {
@@ -504,6 +505,7 @@ void Connection::Flush() {
   in_io_ = true;
   std::size_t written = 0;
   std::string failed;
+  bool socket_failed = false;  // the socket refused a write, not the codec its bytes
   do {
     flush_again_ = false;
     while (written < kWriteBudget) {
@@ -527,6 +529,7 @@ void Connection::Flush() {
             break;
           }
           tls_failed_ = true;
+          socket_failed = error == SSL_ERROR_SYSCALL;
           failed = error == SSL_ERROR_SYSCALL && errno != 0
                        ? std::string("the connection failed: ") + std::strerror(errno)
                        : "the connection failed while writing";
@@ -539,6 +542,7 @@ void Connection::Flush() {
         ssize_t r = send(fd_, out_.data() + out_offset_, chunk, MSG_NOSIGNAL);
         if (r < 0) {
           if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+          socket_failed = true;
           failed = std::string("the connection failed: ") + std::strerror(errno);
           break;
         }
@@ -550,12 +554,15 @@ void Connection::Flush() {
   in_io_ = false;
   if (state_ != State::kOpen || closing_) return;  // closing: Close goes on
   if (!failed.empty()) {
-    // The server closed or reset the connection, maybe after answering:
-    // one that answers before it has read a request's body (a 413) closes
-    // as the client still writes it, and its answer, in the socket already,
-    // is the exchange's (RFC 9112 §9.3), not this write's error. So what
-    // arrived is read first, once; a write failing again then fails it.
-    if (!std::exchange(write_failed_, true)) ReadSome();
+    // A write the socket refused: the server closed or reset the
+    // connection, maybe after answering. One that answers before it has
+    // read a request's body (a 413) closes as the client still writes it,
+    // and its answer, in the socket already, is the exchange's (RFC 9112
+    // §9.5), not this write's error. So what arrived is read first, once,
+    // the connection taking nothing new meanwhile; a write failing again
+    // then fails it. Over TLS only after a system call's failure: OpenSSL 3
+    // still reads what came before it, never after a TLS protocol error.
+    if (socket_failed && !std::exchange(write_failed_, true)) ReadSome();
     if (state_ == State::kOpen) Fail(ErrorKind::kTransport, failed);
     return;
   }
