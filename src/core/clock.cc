@@ -110,6 +110,18 @@ std::size_t TimerQueue::size() const {
   }));
 }
 
+std::vector<TimePoint> TimerQueue::Pending() const {
+  std::vector<TimePoint> deadlines;
+  {
+    std::lock_guard lock(mu_);
+    for (const Entry& e : heap_) {
+      if (e.state->phase.load() == TimerState::kPending) deadlines.push_back(e.when);
+    }
+  }
+  std::sort(deadlines.begin(), deadlines.end());
+  return deadlines;
+}
+
 void TimerQueue::Fire(TimerState& state) {
   int expected = TimerState::kPending;
   if (!state.phase.compare_exchange_strong(expected, TimerState::kFired)) return;

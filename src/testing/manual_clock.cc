@@ -48,6 +48,8 @@ std::size_t ManualClock::pending_timers() const { return queue_.size(); }
 
 std::optional<TimePoint> ManualClock::next_timer() const { return queue_.Next(); }
 
+std::vector<TimePoint> ManualClock::timers() const { return queue_.Pending(); }
+
 bool ManualClock::WaitForTimers(std::size_t n, std::chrono::milliseconds real_limit) {
   std::unique_lock lock(mu_);
   return changed_.wait_for(lock, real_limit, [&] { return queue_.size() >= n; });

@@ -25,7 +25,13 @@
 //                          FIN, reset sends TCP RST; off by default
 //   --flood-bytes=N        /flood's body size (8 MiB)
 //
-// "stats" on stdin prints: connections, requests, answered, dropped,
+// Node keeps an idle connection 5 s and says so in each answer
+// (`Keep-Alive: timeout=5`).
+//
+// "stats" on stdin prints: connections (accepted), open (open now),
+// client_closed (connections whose end came from the client: its TLS
+// stream ended, where Node's own close of an idle one ends none), requests,
+// answered, dropped,
 // stalled (answers left at 5 bytes), abandoned (of those, the ones whose
 // connection the client has closed since; /held answers too), held (/held
 // answers started), released, bodies ({body: {received, answered,
@@ -46,7 +52,7 @@ const drop = args.drop || '';
 const dropMethods = (args['drop-methods'] || 'POST').split(',');
 const floodBytes = numberArg(args, 'flood-bytes', 8 * 1024 * 1024);
 
-const stats = {connections: 0, requests: 0, answered: 0, dropped: 0, stalled: 0, abandoned: 0,
+const stats = {connections: 0, open: 0, client_closed: 0, requests: 0, answered: 0, dropped: 0, stalled: 0, abandoned: 0,
                held: 0, released: 0, bodies: {}, flushed: 0};
 const held = holdAnswers(stats, body);
 
@@ -59,14 +65,17 @@ const requestsByPort = new Map();
 server.on('connection', (tcp) => {
   const port = tcp.remotePort;
   stats.connections++;
+  stats.open++;
   tcpByPort.set(port, tcp);
   requestsByPort.set(port, 0);
   tcp.on('close', () => {
+    stats.open--;
     tcpByPort.delete(port);
     requestsByPort.delete(port);
   });
   ignoreSocketErrors(tcp);
 });
+server.on('secureConnection', (tls) => tls.on('end', () => stats.client_closed++));
 server.on('tlsClientError', () => {});
 
 server.on('request', (req, res) => {

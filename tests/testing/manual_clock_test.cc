@@ -48,6 +48,22 @@ TEST(ManualClockTest, FiresDueTimersInDeadlineOrderTiesInSchedulingOrder) {
   EXPECT_EQ(clock.next_timer(), t0 + seconds(3));
 }
 
+TEST(ManualClockTest, TimersListsEveryPendingDeadlineEarliestFirst) {
+  ManualClock clock;
+  const TimePoint t0 = clock.Now();
+  Timer late = clock.ScheduleAt(t0 + seconds(5), [] {});
+  Timer early = clock.ScheduleAt(t0 + seconds(2), [] {});
+  Timer cancelled = clock.ScheduleAt(t0 + seconds(1), [] {});
+  Timer twin = clock.ScheduleAt(t0 + seconds(5), [] {});
+  cancelled.Cancel();
+  EXPECT_EQ(clock.timers(),
+            (std::vector<TimePoint>{t0 + seconds(2), t0 + seconds(5), t0 + seconds(5)}));
+  clock.Advance(seconds(3));
+  EXPECT_EQ(clock.timers(), (std::vector<TimePoint>{t0 + seconds(5), t0 + seconds(5)}));
+  clock.Advance(seconds(2));
+  EXPECT_TRUE(clock.timers().empty());
+}
+
 TEST(ManualClockTest, TimerScheduledByACallbackFiresInTheSameAdvance) {
   ManualClock clock;
   std::vector<int> fired;

@@ -54,6 +54,8 @@ class TimerQueue {
 
   // Pending timers. Counts them one by one: for tests.
   std::size_t size() const;
+  // The pending timers' deadlines, earliest first. For tests.
+  std::vector<TimePoint> Pending() const;
 
   // Runs a popped timer's callback unless it was cancelled meanwhile.
   static void Fire(TimerState& state);

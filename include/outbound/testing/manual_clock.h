@@ -23,6 +23,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "outbound/clock.h"
 #include "outbound/internal/timer_queue.h"
@@ -49,6 +51,10 @@ class ManualClock final : public Clock {
   std::size_t pending_timers() const;
   // The earliest pending deadline, if any.
   std::optional<TimePoint> next_timer() const;
+  // Every pending deadline, earliest first (one for each timer, so a time
+  // two timers share comes twice): whether a wait of a known length has
+  // been set when other timers come before it (a connection's idle close).
+  std::vector<TimePoint> timers() const;
 
   // Blocks until at least `n` timers are pending, whoever set them. A
   // client's call has timers pending (its deadline, its attempt timeout)

@@ -7,9 +7,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "exchange.h"
+#include "outbound/clock.h"
 
 namespace outbound::http::internal::transport {
 
@@ -37,6 +39,10 @@ class Codec {
   virtual bool Idle() const = 0;
   // Whether the connection is worth keeping for later exchanges.
   virtual bool Reusable() const = 0;
+  // Until when, idle, it is worth keeping by the server's word (HTTP/1.1:
+  // the last answer's Keep-Alive timeout, less a margin); none: as long as
+  // the client likes.
+  virtual std::optional<TimePoint> KeptUntil() const { return std::nullopt; }
   // Takes an exchange (HasRoom() was true): its request is queued for
   // writing. False if it cannot (nothing of it was sent).
   [[nodiscard]] virtual bool Start(Exchange& exchange) = 0;

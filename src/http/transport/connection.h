@@ -106,6 +106,10 @@ class Connection final : private CodecEvents {
   bool Idle() const;
   // Whether it is worth keeping once idle.
   bool Reusable() const;
+  // Until when, idle, it is worth keeping by the server's word (Codec's).
+  std::optional<TimePoint> KeptUntil() const {
+    return codec_ != nullptr ? codec_->KeptUntil() : std::nullopt;
+  }
   // Whether Drain() was called.
   bool draining() const { return draining_; }
   // HTTP/2 and still waiting for the server's SETTINGS.

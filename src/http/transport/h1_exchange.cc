@@ -11,6 +11,7 @@
 #include <boost/beast/http/rfc7230.hpp>
 #include <boost/optional.hpp>
 #include <charconv>
+#include <chrono>
 #include <iterator>
 #include <optional>
 #include <stdexcept>
@@ -20,6 +21,41 @@
 
 namespace outbound::http::internal::transport {
 namespace beast_http = boost::beast::http;
+
+namespace {
+
+// The timeout parameter of a Keep-Alive field's value ("timeout=5,
+// max=100"): comma-separated name=value pairs, names in any case, a value
+// perhaps quoted. None if it has no timeout in whole seconds.
+std::optional<std::chrono::seconds> KeepAliveTimeout(std::string_view value) {
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+  };
+  while (!value.empty()) {
+    std::size_t comma = value.find(',');
+    std::string_view param = value.substr(0, comma);
+    value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+    std::size_t equals = param.find('=');
+    if (equals == std::string_view::npos) continue;
+    if (!SameHeaderName(trim(param.substr(0, equals)), "timeout")) continue;
+    std::string_view number = trim(param.substr(equals + 1));
+    if (number.size() >= 2 && number.front() == '"' && number.back() == '"') {
+      number = number.substr(1, number.size() - 2);
+    }
+    std::int64_t seconds = 0;
+    auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), seconds);
+    if (error != std::errc() || end != number.data() + number.size() || number.empty() ||
+        seconds < 0) {
+      return std::nullopt;
+    }
+    return std::chrono::seconds(seconds);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 // Beast's parser of one response, its callbacks the exchange's: the final
 // head's fields go straight into the response (Beast keeps no copy of
@@ -41,6 +77,10 @@ class H1Parser final : public beast_http::basic_parser<false> {
     if (connection_close_) return false;
     return version_ >= 11 || connection_keep_alive_;
   }
+  // How long the server keeps the connection open while idle, by its
+  // Keep-Alive field's timeout (the smallest, if several say); none if no
+  // field says it in whole seconds.
+  std::optional<std::chrono::seconds> keep_alive_timeout() const { return keep_alive_timeout_; }
   // Why the body cannot go on (too large, the caller stopped reading).
   std::optional<AttemptOutcome>& verdict() { return verdict_; }
 
@@ -69,6 +109,11 @@ class H1Parser final : public beast_http::basic_parser<false> {
       beast_http::token_list tokens(value);
       connection_close_ = connection_close_ || tokens.exists("close");
       connection_keep_alive_ = connection_keep_alive_ || tokens.exists("keep-alive");
+    }
+    if (name == beast_http::field::keep_alive) {
+      if (auto timeout = KeepAliveTimeout(std::string_view(value.data(), value.size()))) {
+        keep_alive_timeout_ = std::min(*timeout, keep_alive_timeout_.value_or(*timeout));
+      }
     }
     Response& response = exchange_.response;
     if (response.headers.empty()) response.headers.reserve(512);
@@ -105,6 +150,7 @@ class H1Parser final : public beast_http::basic_parser<false> {
   bool content_length_ = false;
   bool connection_close_ = false;
   bool connection_keep_alive_ = false;
+  std::optional<std::chrono::seconds> keep_alive_timeout_;
   std::optional<AttemptOutcome> verdict_;
 };
 
@@ -382,6 +428,20 @@ bool H1Exchange::Parse() {
 void H1Exchange::Answered() {
   if (!parser().KeepAlive()) reusable_ = false;
   if (current_->decoder && !current_->decoder->complete()) reusable_ = false;
+  kept_until_.reset();
+  if (auto timeout = parser().keep_alive_timeout(); timeout && reusable_) {
+    // The server closes the connection once it has been idle that long:
+    // it is not chosen again once near it, so that a request is not
+    // written as the server closes (the server's time starts as it writes
+    // the answer's end, ours as we read it).
+    Duration timeout_for_us = *timeout;
+    timeout_for_us -= std::min<Duration>(std::chrono::seconds(1), timeout_for_us / 2);
+    if (timeout_for_us <= Duration::zero()) {
+      reusable_ = false;
+    } else {
+      kept_until_ = clock_.Now() + timeout_for_us;
+    }
+  }
   AttemptOutcome outcome;
   TakeAnswer(*current_, outcome);
   End(std::move(outcome));

@@ -13,13 +13,17 @@
 //  - the end: a body shorter than its length or its chunks, cut by the
 //    connection's end, is an error; a body delimited by the end is whole;
 //  - reuse: only after a response read whole that keeps the connection
-//    alive; never after an error, a cut attempt, or bytes nobody asked for.
+//    alive; never after an error, a cut attempt, or bytes nobody asked for;
+//    and while idle, only until the server's Keep-Alive timeout (less a
+//    second, or half of it when under two), if it gave one; after a
+//    timeout of 0, not at all.
 // Internal.
 #ifndef OUTBOUND_SRC_HTTP_TRANSPORT_H1_EXCHANGE_H_
 #define OUTBOUND_SRC_HTTP_TRANSPORT_H1_EXCHANGE_H_
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +45,7 @@ class H1Exchange final : public Codec {
   bool HasRoom() const override { return current_ == nullptr && reusable_; }
   bool Idle() const override { return current_ == nullptr; }
   bool Reusable() const override { return reusable_; }
+  std::optional<TimePoint> KeptUntil() const override { return kept_until_; }
   bool Start(Exchange& exchange) override;
   bool Cancel(Exchange& exchange) override;
   bool Received(const std::uint8_t* data, std::size_t size) override;
@@ -71,6 +76,7 @@ class H1Exchange final : public Codec {
   Clock& clock_;
   Exchange* current_ = nullptr;
   bool reusable_ = true;
+  std::optional<TimePoint> kept_until_;  // by the last answer's Keep-Alive timeout
   bool head_ = false;
   std::string request_;              // written once, by Produce
   std::vector<char> upload_buffer_;  // a streamed body's piece being written

@@ -55,6 +55,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     resolver_.reset();
     resolve_timer_.Cancel();
     age_timers_.clear();
+    keep_timers_.clear();
     dial_timers_.clear();
     graveyard_.clear();
     alive_.reset();
@@ -567,7 +568,36 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     if (connection.Idle() && !connection.Reusable()) {
       return connection.Close("the connection cannot be used again");
     }
+    if (connection.Idle() && connection.KeptUntil()) {
+      if (!CloseIfKeptTooLong(connection)) return;
+    }
     dispatcher_.RoomMade();
+  }
+
+  // An idle connection the server keeps only for a while (its Keep-Alive
+  // timeout): closed once that is over, or looked at again then. False if
+  // it closed.
+  bool CloseIfKeptTooLong(Connection& connection) {
+    TimePoint now = clock_.Now();
+    TimePoint until = *connection.KeptUntil();
+    if (now >= until) {
+      connection.Close("the server's Keep-Alive timeout is near");
+      return false;
+    }
+    // One timer a connection: used again meanwhile, it is looked at when
+    // the timer fires, and armed again for its new time then.
+    if (keep_timers_.contains(connection.id())) return true;
+    std::weak_ptr<const char> alive = alive_;
+    auto look = [loop = loop_, alive, this, id = connection.id()] {
+      loop->Post([alive, this, id] {
+        if (!alive.lock()) return;
+        keep_timers_.erase(id);
+        Connection* c = Find(id);
+        if (c != nullptr && c->Idle() && c->KeptUntil()) CloseIfKeptTooLong(*c);
+      });
+    };
+    keep_timers_.emplace(connection.id(), clock_.ScheduleAfter(until - now, std::move(look)));
+    return true;
   }
 
   void ConnectionClosed(Connection& connection) override {
@@ -576,6 +606,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
                            [&](const auto& c) { return c.get() == &connection; });
     if (it == connections_.end()) return;
     age_timers_.erase(connection.id());
+    keep_timers_.erase(connection.id());
     dial_timers_.erase(connection.id());
     if (auto of = endpoint_of_.find(connection.id());
         of != endpoint_of_.end() && !connection.was_ready()) {
@@ -655,6 +686,8 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   std::vector<std::unique_ptr<Connection>> graveyard_;  // closed, destroyed on a later turn
   // Each usable connection's drain at its maximum age, cancelled with it.
   std::unordered_map<std::uint64_t, Timer> age_timers_;
+  // Each idle connection's look at its Keep-Alive time (CloseIfKeptTooLong).
+  std::unordered_map<std::uint64_t, Timer> keep_timers_;
   // Each connecting connection's next dial (Dial), cancelled once it is
   // ready or closed.
   std::unordered_map<std::uint64_t, Timer> dial_timers_;

@@ -11,7 +11,10 @@
 //  - over TLS the protocol is known once the first handshake ends: until
 //    then one connection is opened, as for HTTP/2;
 //  - a connection that can no longer be trusted (an error, a cut attempt
-//    on HTTP/1.1, bytes nobody asked for) is closed, never reused.
+//    on HTTP/1.1, bytes nobody asked for) is closed, never reused;
+//  - an idle HTTP/1.1 connection whose server gave a Keep-Alive timeout is
+//    closed a margin before it (H1Exchange), not chosen as the server
+//    closes it;
 //  - with Settings::max_connection_age, a connection past its age (drawn
 //    within ±10 % per connection) is drained, as after a server's GOAWAY:
 //    no new exchange, what it carries finishes, closed once idle.
