@@ -25,8 +25,8 @@
 //                          FIN, reset sends TCP RST; off by default
 //   --flood-bytes=N        /flood's body size (8 MiB)
 //
-// Node keeps an idle connection 5 s and says so in each answer
-// (`Keep-Alive: timeout=5`).
+// Node says in each answer that it keeps an idle connection 5 s
+// (`Keep-Alive: timeout=5`; Node 20.20 closes it a second after that).
 //
 // "stats" on stdin prints: connections (accepted), open (open now),
 // client_closed (connections whose end came from the client: its TLS

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The client against Node 20's own HTTP/1.1 server over TLS
-// (tests/peers/h1_server.js), which closes a connection idle for 5 s and
-// says so in each answer (`Keep-Alive: timeout=5`). The client runs on a
+// (tests/peers/h1_server.js), which says in each answer that it closes a
+// connection idle for 5 s (`Keep-Alive: timeout=5`; Node 20.20 waits a
+// second more before it does). The client runs on a
 // ManualClock moved between calls (Node's own timers are not involved, a
 // real second never passes): it uses the connection again within four
 // seconds of an answer, and past them closes it itself, so that it never
@@ -47,7 +48,7 @@ TEST_F(NodeKeepAliveTest, AnIdleConnectionIsClosedByTheClientBeforeNodesKeepAliv
   EXPECT_EQ(peer->Stats()["connections"].get<int>(), 1);
 
   // Four seconds after the last answer the client closes the connection,
-  // before Node's five, with no call to make.
+  // before Node's five (and Node's own close), with no call to make.
   clock.Advance(seconds(4));
   EXPECT_TRUE(WaitUntil([&] { return peer->Stats()["open"].get<int>() == 0; }))
       << peer->Stats().dump();
