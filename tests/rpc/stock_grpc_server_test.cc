@@ -52,49 +52,58 @@ TEST_P(StockGrpcServerTest, AUnaryCallOverTlsIsAnswered) {
 }
 
 TEST_P(StockGrpcServerTest, AServerStreamDeliversEveryMessageInOrder) {
-  Start({}, DefaultSettings(), /*tls=*/true);
-  std::vector<std::string> got;
-  Reply reply = client_->ServerStream("/peer.Test/Count", "100",
-                                      [&](std::string_view message) { got.emplace_back(message); });
-  ASSERT_TRUE(reply.status.ok()) << reply.status.message;
-  ASSERT_EQ(got.size(), 100u);
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(got[i], std::to_string(i + 1));
+  for (bool tls : {false, true}) {
+    SCOPED_TRACE(tls ? "over TLS" : "in plain text");
+    Start({}, DefaultSettings(), tls);
+    std::vector<std::string> got;
+    Reply reply = client_->ServerStream(
+        "/peer.Test/Count", "100", [&](std::string_view message) { got.emplace_back(message); });
+    ASSERT_TRUE(reply.status.ok()) << reply.status.message;
+    ASSERT_EQ(got.size(), 100u);
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(got[i], std::to_string(i + 1));
+  }
 }
 
 TEST_P(StockGrpcServerTest, AClientStreamsMessagesAndTheOneReplyJoinsThem) {
-  Start();
-  Context context;
-  context.metadata.emplace("x-tenant", "acme");
-  Stream stream = client_->OpenStream("/peer.Test/Join", context);
-  for (const char* part : {"a", "b", "c"}) ASSERT_TRUE(stream.Write(std::string_view(part)));
-  ASSERT_TRUE(stream.WritesDone());
-  std::string reply;
-  ASSERT_TRUE(stream.Read(&reply));
-  EXPECT_EQ(reply, "a+b+c");
-  EXPECT_FALSE(stream.Read(&reply));
-  Status status = stream.Finish();
-  EXPECT_TRUE(status.ok()) << status.message;
-  EXPECT_EQ(peer_->Stats().at("last_metadata").value("x-tenant", ""), "acme");
-  EXPECT_THAT(HandlersFields(stream.headers()),
-              ::testing::ElementsAre(::testing::Pair("x-served-by", program_.name)));
+  for (bool tls : {false, true}) {
+    SCOPED_TRACE(tls ? "over TLS" : "in plain text");
+    Start({}, DefaultSettings(), tls);
+    Context context;
+    context.metadata.emplace("x-tenant", "acme");
+    Stream stream = client_->OpenStream("/peer.Test/Join", context);
+    for (const char* part : {"a", "b", "c"}) ASSERT_TRUE(stream.Write(std::string_view(part)));
+    ASSERT_TRUE(stream.WritesDone());
+    std::string reply;
+    ASSERT_TRUE(stream.Read(&reply));
+    EXPECT_EQ(reply, "a+b+c");
+    EXPECT_FALSE(stream.Read(&reply));
+    Status status = stream.Finish();
+    EXPECT_TRUE(status.ok()) << status.message;
+    EXPECT_EQ(peer_->Stats().at("last_metadata").value("x-tenant", ""), "acme");
+    EXPECT_THAT(HandlersFields(stream.headers()),
+                ::testing::ElementsAre(::testing::Pair("x-served-by", program_.name)));
+  }
 }
 
 TEST_P(StockGrpcServerTest, ABidiStreamEchoesEachMessageBeforeTheNextIsWritten) {
-  Start({}, DefaultSettings(), /*tls=*/true);
-  Stream stream = client_->OpenStream("/peer.Test/Chat");
-  for (int i = 0; i < 20; ++i) {
-    std::string line = "line " + std::to_string(i);
-    ASSERT_TRUE(stream.Write(line));
-    std::string echoed;
-    ASSERT_TRUE(stream.Read(&echoed)) << "no echo of " << line;
-    EXPECT_EQ(echoed, "echo:" + line);
+  for (bool tls : {false, true}) {
+    SCOPED_TRACE(tls ? "over TLS" : "in plain text");
+    Start({}, DefaultSettings(), tls);
+    Stream stream = client_->OpenStream("/peer.Test/Chat");
+    for (int i = 0; i < 20; ++i) {
+      std::string line = "line " + std::to_string(i);
+      ASSERT_TRUE(stream.Write(line));
+      std::string echoed;
+      ASSERT_TRUE(stream.Read(&echoed)) << "no echo of " << line;
+      EXPECT_EQ(echoed, "echo:" + line);
+    }
+    ASSERT_TRUE(stream.WritesDone());
+    std::string more;
+    EXPECT_FALSE(stream.Read(&more));
+    Status status = stream.Finish();
+    EXPECT_TRUE(status.ok()) << status.message;
+    EXPECT_EQ(peer_->Stats().at("cancelled").get<int>(), 0);
   }
-  ASSERT_TRUE(stream.WritesDone());
-  std::string more;
-  EXPECT_FALSE(stream.Read(&more));
-  Status status = stream.Finish();
-  EXPECT_TRUE(status.ok()) << status.message;
-  EXPECT_EQ(peer_->Stats().at("cancelled").get<int>(), 0);
 }
 
 // Many calls at once share the one connection.
