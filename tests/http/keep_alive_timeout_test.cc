@@ -134,9 +134,11 @@ TEST_F(KeepAliveTimeoutTest, ATimeoutOfZeroMeansTheConnectionIsNotUsedAgain) {
 }
 
 // A Keep-Alive field without a timeout in whole seconds says nothing: the
-// connection stays as without one, until the client's own idle close.
+// connection stays as without one, until the client's own idle close. Nor
+// does a timeout longer than that (one past any clock's range included).
 TEST_F(KeepAliveTimeoutTest, AFieldWithoutAUsableTimeoutChangesNothing) {
-  for (const char* value : {"max=100", "timeout=five", "timeout=-1", "timeout=2.5", "timeout="}) {
+  for (const char* value : {"max=100", "timeout=five", "timeout=-1", "timeout=2.5", "timeout=",
+                            "timeout=9223372036854775807", "timeout=99999999999999999999"}) {
     SCOPED_TRACE(value);
     ServeWithKeepAlive({value});
     auto client = MakeClient(PatientSettings());

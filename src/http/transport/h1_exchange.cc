@@ -26,7 +26,8 @@ namespace {
 
 // The timeout parameter of a Keep-Alive field's value ("timeout=5,
 // max=100"): comma-separated name=value pairs, names in any case, a value
-// perhaps quoted. None if it has no timeout in whole seconds.
+// perhaps quoted. None if it has no timeout in whole seconds. A day at
+// most: longer is as good as none, and must not overflow the clock.
 std::optional<std::chrono::seconds> KeepAliveTimeout(std::string_view value) {
   auto trim = [](std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -50,7 +51,8 @@ std::optional<std::chrono::seconds> KeepAliveTimeout(std::string_view value) {
         seconds < 0) {
       return std::nullopt;
     }
-    return std::chrono::seconds(seconds);
+    constexpr std::int64_t kDay = 24 * 3600;
+    return std::chrono::seconds(std::min(seconds, kDay));
   }
   return std::nullopt;
 }
