@@ -153,7 +153,10 @@ class BreakerLayer final : public AttemptLayer, public AttemptListener, public A
       }
       if (attempt.call->deadline_passed()) return {Outcome::kStop, {}, kFailure};
       if (outcome.unprocessed) return {Outcome::kRetry, {}, kIgnored};
-      if (outcome.connection_lost && !FirstLossOf(outcome.connection)) {
+      // Lost with its connection when another attempt already counted
+      // that loss, or with a kept-alive connection the server closed.
+      if (outcome.connection_lost &&
+          (outcome.kept_alive_closed || !FirstLossOf(outcome.connection))) {
         outcome.collateral = true;
         return {Outcome::kRetry, {}, kIgnored};
       }

@@ -63,6 +63,14 @@ struct AttemptOutcome {
   // That is no sign of load: it is sent again on a new connection without
   // spending TransparentRetries, a bounded number of times per request.
   bool connection_retired = false;
+  // Set by the transport (HTTP/1.1): the server closed a connection it had
+  // kept alive (it carried an answer before) before a byte of this
+  // attempt's answer came: its idle close, its request limit or its
+  // restart crossing the request, which it may or may not have read. That
+  // is no sign of the dependency's health: the breaker and outlier
+  // detection leave it out, and it goes again at once on another
+  // connection if it is safe to repeat, as a collateral loss does.
+  bool kept_alive_closed = false;
   // Set by the transport: part of the body went to the call's BodySink.
   // The attempt is then final, whatever classify says.
   bool body_streamed = false;
@@ -70,7 +78,8 @@ struct AttemptOutcome {
   // protocol refusal, a malformed response): the attempt is not retried.
   bool cannot_improve = false;
   // Set by the breaker layer: another attempt already counted this
-  // attempt's connection loss. It is retried at once, outside the budget
+  // attempt's connection loss, or the loss was a kept-alive connection's
+  // end (kept_alive_closed). It is retried at once, outside the budget
   // and MaxAttempts (a few times per request), if it is safe to repeat.
   bool collateral = false;
   // Set by the attempt middleware layer: a middleware asks for the request

@@ -98,5 +98,96 @@ TEST_F(H1ConnectionTest, ATracestateWithALineBreakIsNotSent) {
   EXPECT_EQ(requests[0].header("x-injected"), "");
 }
 
+// A server that closes a kept-alive connection as a request arrives on it
+// (its idle close, its request limit or a graceful restart crossing the
+// request), before a byte of the answer: every request after the first on
+// a connection is met so, by an orderly close or a reset.
+class KeptAliveCloseTest : public ClientTestBase, public ::testing::TestWithParam<const char*> {
+ protected:
+  void ServeClosingReusedConnections() {
+    const bool reset = std::string(GetParam()) == "reset";
+    Serve(
+        [reset](const ServerRequest& r) {
+          if (r.stream_id == 1) return Reply::Ok("answered");
+          return reset ? Reply::ResetConnection() : Reply::Close();
+        },
+        Protocol::kHttp11);
+  }
+
+  // Sends `request` without moving the clock: a call that would wait for a
+  // backoff does not end, and fails the test after 10 s of real time (a
+  // safety net, not a tolerance), the clock then moved past its deadline.
+  Result<Response> SendWithoutWaiting(Client& client, Request request) {
+    auto call = client.SendAsync(std::move(request));
+    if (call.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << "the call waited";
+      clock.Advance(std::chrono::hours(1));
+    }
+    return call.get();
+  }
+};
+
+// That is no failure of the dependency's: a GET goes again at once on a
+// new connection, and thirty such losses in thirty calls, half the
+// breaker's window, leave it closed.
+TEST_P(KeptAliveCloseTest, AGetGoesAgainAtOnceAndTheBreakerDoesNotCountIt) {
+  ServeClosingReusedConnections();
+  auto client = MakeClient();
+  constexpr int kCalls = 30;
+  for (int i = 0; i < kCalls; ++i) {
+    auto response = SendWithoutWaiting(*client, Request::Get(NumberedPath(i)));
+    ASSERT_TRUE(response) << "call " << i << ": " << response.error().message();
+    EXPECT_EQ(response->body, "answered");
+  }
+  EXPECT_TRUE(Transitions().empty());
+  // Each call after the first met its connection's close once, and went
+  // again at once (no backoff: the clock never moved).
+  std::vector<AttemptRecord> seen = Attempts();
+  ASSERT_EQ(seen.size(), 2u * kCalls - 1);
+  int resent = 0;
+  for (const AttemptRecord& a : seen) {
+    if (!a.error) continue;
+    ++resent;
+    EXPECT_EQ(a.decision, retry::DecisionKind::kAgain) << a.error_message;
+    EXPECT_EQ(a.reason.kind, retry::ReasonKind::kTransparent) << a.error_message;
+  }
+  EXPECT_EQ(resent, kCalls - 1);
+}
+
+// A POST may have been read: it is not sent again, and its call fails;
+// the breaker does not count it either.
+TEST_P(KeptAliveCloseTest, APostIsNotSentAgainAndTheBreakerDoesNotCountIt) {
+  ServeClosingReusedConnections();
+  auto client = MakeClient();
+  constexpr int kCalls = 30;
+  int failed = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    auto response = SendWithoutWaiting(*client, Request::Post(NumberedPath(i), "charge"));
+    if (response) continue;
+    ++failed;
+    EXPECT_EQ(response.error().kind(), ErrorKind::kTransport) << response.error().message();
+  }
+  // Every other call met a kept-alive connection's close.
+  EXPECT_EQ(failed, kCalls / 2);
+  EXPECT_EQ(server->request_count(), static_cast<std::size_t>(kCalls));  // none sent twice
+  EXPECT_TRUE(Transitions().empty());
+}
+
+// A connection's first request met so is the dependency's failure as ever:
+// the breaker opens after five in a row.
+TEST_P(KeptAliveCloseTest, AFreshConnectionClosedBeforeItsAnswerStillCounts) {
+  const bool reset = std::string(GetParam()) == "reset";
+  Serve([reset](const ServerRequest&) { return reset ? Reply::ResetConnection() : Reply::Close(); },
+        Protocol::kHttp11);
+  auto client = MakeClient();
+  for (int i = 0; i < 3; ++i) (void)SendMovingToBackoffs(*client, Request::Get(NumberedPath(i)));
+  std::vector<circuit::Transition> changes = Transitions();
+  ASSERT_FALSE(changes.empty());
+  EXPECT_EQ(changes.front().to, circuit::State::kOpen);
+}
+
+INSTANTIATE_TEST_SUITE_P(CloseOrReset, KeptAliveCloseTest, ::testing::Values("close", "reset"),
+                         [](const auto& param) { return std::string(param.param); });
+
 }  // namespace
 }  // namespace outbound::http

@@ -69,6 +69,24 @@ TEST_P(NodeHttpsTest, GetDroppedOnAReusedConnectionIsResentOnlyAsARecordedAttemp
   EXPECT_EQ(stats["requests"].get<int>(), log->attempts());
 }
 
+// A kept-alive connection Node ends under a request is the connection's
+// end, not the dependency's failure: with the default breaker, thirty
+// GETs, every other one dropped on its reused connection (half the
+// breaker's window), all succeed, each sent again at once, and the breaker
+// stays closed.
+TEST_P(NodeHttpsTest, GetsDroppedOnReusedConnectionsLeaveTheBreakerClosed) {
+  StartPeer("h1_server.js", {std::string("--drop=") + GetParam(), "--drop-methods=GET"});
+  auto client = MakeClient(PaymentsSettings());
+  LoadReport report;
+  for (int i = 0; i < 30; ++i) report.Add(client->Send(Request::Get("/")));
+  nlohmann::json stats = peer->Stats();
+  SCOPED_TRACE(report.Summary() + "; " + log->Summary() + "; server " + stats.dump());
+  EXPECT_EQ(report.ok, 30);
+  EXPECT_EQ(stats["dropped"].get<int>(), 29);
+  EXPECT_EQ(stats["requests"].get<int>(), log->attempts());
+  EXPECT_TRUE(Transitions().empty());
+}
+
 // A chunked body's trailer section is read and dropped: the body is whole,
 // the trailer never joins the headers, and the connection is used again.
 class NodeHttpsTrailersTest : public PeerTestBase, public ::testing::Test {};

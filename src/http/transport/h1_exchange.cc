@@ -428,6 +428,7 @@ bool H1Exchange::Parse() {
 }
 
 void H1Exchange::Answered() {
+  ++answered_;
   if (!parser().KeepAlive()) reusable_ = false;
   if (current_->decoder && !current_->decoder->complete()) reusable_ = false;
   kept_until_.reset();
@@ -482,6 +483,7 @@ void H1Exchange::Closed(const std::string& why) {
     outcome = Failed(ErrorKind::kTransport, "no response: " + why);
     // Every HTTP/1.1 attempt has its own connection: its end is this one's.
     outcome.connection_lost = true;
+    outcome.kept_alive_closed = answered_ > 0 && head_read_.empty() && in_.empty();
   }
   End(std::move(outcome));
 }

@@ -76,6 +76,7 @@ class H1Exchange final : public Codec {
   Clock& clock_;
   Exchange* current_ = nullptr;
   bool reusable_ = true;
+  std::uint64_t answered_ = 0;           // exchanges answered on this connection
   std::optional<TimePoint> kept_until_;  // by the last answer's Keep-Alive timeout
   bool head_ = false;
   std::string request_;              // written once, by Produce

@@ -94,25 +94,35 @@ class ReusedConnectionMatrix : public FramingMatrix {
 
 // The POST was written once; the client cannot know whether the server
 // acted on it, so it is not written again (the warm-up GET is the other
-// request the server saw).
+// request the server saw). Over HTTP/1.1, which has no graceful close, a
+// kept-alive connection's end before the answer is no failure of the
+// dependency's; an HTTP/2 server closes with a GOAWAY, so a close without
+// one is.
 TEST_P(ReusedConnectionMatrix, APostOnAReusedConnectionTheServerClosesIsWrittenOnce) {
   ServeOnePerConnection();
   Begin(Request::Post("/charges", "charge-1"));
-  ExpectEnds(
-      {.error = ErrorKind::kTransport, .attempts = 1, .server_saw = 2, .breaker_failures = 1});
+  ExpectEnds({.error = ErrorKind::kTransport,
+              .attempts = 1,
+              .server_saw = 2,
+              .breaker_failures = h2() ? 1 : 0});
   int bodies = 0;
   for (const ServerRequest& r : server->requests()) bodies += r.body == "charge-1";
   EXPECT_EQ(bodies, 1);
 }
 
-// A GET is retried, by the retry layer, in sight of on_attempt: two attempts
-// (the close counted once), the second on a fresh connection.
+// A GET is retried, by the retry layer, in sight of on_attempt: two attempts,
+// the second on a fresh connection. HTTP/2: the close counted once, the
+// retry after a backoff; HTTP/1.1: a kept-alive connection's end, not
+// counted, the retry at once.
 TEST_P(ReusedConnectionMatrix, AGetOnAReusedConnectionTheServerClosesIsRetriedInTheOpen) {
   ServeOnePerConnection();
   Begin(Request::Get("/charges/1"));
-  WaitThenAdvance(50ms);
-  Result<Response> result = ExpectEnds(
-      {.status = 200, .attempts = 2, .server_saw = 3, .breaker_failures = 1, .took = 50ms});
+  if (h2()) WaitThenAdvance(50ms);
+  Result<Response> result = ExpectEnds({.status = 200,
+                                        .attempts = 2,
+                                        .server_saw = 3,
+                                        .breaker_failures = h2() ? 1 : 0,
+                                        .took = h2() ? 50ms : 0ms});
   if (result) {
     EXPECT_EQ(result->body, "fresh");
   }
