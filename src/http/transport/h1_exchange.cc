@@ -169,6 +169,9 @@ namespace {
 // gives it back.
 constexpr std::size_t kKeptBytes = 4 * 1024;
 
+// A request body goes to the connection this much at a time.
+constexpr std::size_t kBodyPiece = 64 * 1024;
+
 // Beast holds a field's name and value in at most 65533 bytes each and
 // throws std::length_error past that, within kMaxHeaderBytes.
 AttemptOutcome FieldTooLarge() {
@@ -215,7 +218,7 @@ bool H1Exchange::Start(Exchange& exchange) {
   current_ = &exchange;
   head_ = request.method == "HEAD";
   request_.clear();
-  request_.reserve(64 + exchange.path.size() + request.body.size());
+  request_.reserve(128 + exchange.path.size());
   request_.append(request.method).append(" ").append(exchange.path).append(" HTTP/1.1\r\nHost: ");
   request_.append(*exchange.authority).append("\r\n");
   ForEachRequestHeader(exchange, [&](std::string_view name, std::string_view value) {
@@ -242,7 +245,7 @@ bool H1Exchange::Start(Exchange& exchange) {
     request_.append("Content-Length: ").append(std::to_string(request.body.size())).append("\r\n");
   }
   request_.append("\r\n");
-  request_.append(request.body);
+  body_left_ = request.body;  // written after the head, by Produce
   NewParser();
   exchange.request_sent = true;
   return true;
@@ -267,6 +270,7 @@ void H1Exchange::NewParser() {
 bool H1Exchange::Cancel(Exchange&) {
   // The response would still come on this connection: it goes.
   current_ = nullptr;
+  body_left_ = {};
   reusable_ = false;
   return false;
 }
@@ -280,6 +284,15 @@ bool H1Exchange::Produce(std::string& out) {
       current_->events->RequestHeadersSent(clock_.Now());
     }
   }
+  if (current_ != nullptr && !body_left_.empty()) {
+    // A piece at a time, as a streamed body's: the body is not copied
+    // whole into the connection's buffer. With the head, a small one goes
+    // in the same write.
+    std::size_t n = std::min(body_left_.size(), kBodyPiece);
+    out.append(body_left_.substr(0, n));
+    body_left_.remove_prefix(n);
+    return true;
+  }
   if (current_ == nullptr || !current_->upload || current_->upload->done()) return true;
   return ProduceUploadPiece(out);
 }
@@ -287,9 +300,8 @@ bool H1Exchange::Produce(std::string& out) {
 bool H1Exchange::ProduceUploadPiece(std::string& out) {
   // One piece per call: the connection asks again once it has written it,
   // so the body is never held whole, however long it is.
-  constexpr std::size_t kPiece = 64 * 1024;
   BodyUpload& upload = *current_->upload;
-  upload_buffer_.resize(kPiece);
+  upload_buffer_.resize(kBodyPiece);
   Result<std::size_t> n = upload.Read(upload_buffer_);
   if (!n) {
     // Part of the request is on the wire: the connection cannot carry
@@ -493,7 +505,8 @@ void H1Exchange::End(AttemptOutcome&& outcome) {
   current_ = nullptr;
   // Answered before its body was all sent (a 413, say): the rest of the
   // body would be read as the next request.
-  if (exchange->upload && !exchange->upload->done()) reusable_ = false;
+  if ((exchange->upload && !exchange->upload->done()) || !body_left_.empty()) reusable_ = false;
+  body_left_ = {};
   outcome.body_streamed = exchange->streamed;
   reader_->parser.reset();
   outcome.connection = connection_id_;

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codec.h"
@@ -79,7 +80,8 @@ class H1Exchange final : public Codec {
   std::uint64_t answered_ = 0;           // exchanges answered on this connection
   std::optional<TimePoint> kept_until_;  // by the last answer's Keep-Alive timeout
   bool head_ = false;
-  std::string request_;              // written once, by Produce
+  std::string request_;              // the request's head, written once, by Produce
+  std::string_view body_left_;       // of the request's body, what is not written yet
   std::vector<char> upload_buffer_;  // a streamed body's piece being written
   std::string in_;                   // read, not yet taken by the parser
   std::string head_read_;            // of the head being read, what the parser took
