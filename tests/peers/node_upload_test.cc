@@ -90,6 +90,23 @@ TEST_P(NodeUploadTest, AnAnswerBeforeTheBodyIsReadIsTheAnswer) {
   EXPECT_EQ(next->status, 200);
 }
 
+// The same with a body the caller gave whole (Request::Post's): the client
+// writes it a piece at a time from the request, and stops at the answer.
+TEST_P(NodeUploadTest, AnAnswerBeforeABufferedBodyIsReadIsTheAnswer) {
+  auto client = MakeClient(PaymentsSettings());
+  const std::string body(std::size_t{64} << 20, 'x');  // far more than the socket buffers hold
+  for (int upload = 0; upload < 4; ++upload) {
+    auto response = client->Send(Request::Post("/too-large", body));
+    ASSERT_TRUE(response) << "upload " << upload << ": " << response.error().message();
+    EXPECT_EQ(response->status, 413);
+    EXPECT_EQ(response->body, "request body too large\n");
+    EXPECT_EQ(response->attempts, 1);
+  }
+  auto next = client->Send(Request::Get("/"));
+  ASSERT_TRUE(next) << next.error().message();
+  EXPECT_EQ(next->status, 200);
+}
+
 INSTANTIATE_TEST_SUITE_P(Peers, NodeUploadTest, ::testing::Values("h2_server.js", "h1_server.js"),
                          [](const ::testing::TestParamInfo<const char*>& param) {
                            return std::string(param.param) == "h2_server.js" ? "http2" : "http1";
