@@ -167,8 +167,9 @@ class BreakerLayer final : public AttemptLayer, public AttemptListener, public A
     const CallRequest& sent = *attempt.request;
     Classification c = attempt.call->policy->classify(
         {sent.method, sent.url, sent.headers, attempt.call->body_sink != nullptr}, outcome.result);
-    // The caller has part of this answer already: no other can follow it.
-    if (outcome.body_streamed) c.retry = Outcome::kStop;
+    // The caller has part of this answer already: no other can follow it
+    // (a success stays one, for the retry budget and the record).
+    if (outcome.body_streamed && c.retry == Outcome::kRetry) c.retry = Outcome::kStop;
     return c;
   }
 

@@ -98,6 +98,22 @@ TEST_P(StreamedBodyTest, TheBodyReachesTheSinkAsItArrives) {
   EXPECT_EQ(server->request_count(), 1u);
 }
 
+// A streamed answer that classify calls a success is one: the retry loop
+// says so (and the retry budget counts it), as for a buffered answer; only
+// a retry is out of the question once the sink has part of the body.
+TEST_P(StreamedBodyTest, AStreamedAnswerIsASuccessNotAStop) {
+  Serve([](const ServerRequest&) { return Reply::Ok("the whole feed"); }, GetParam());
+  auto client = MakeClient();
+  Collected got;
+  auto result = client->Send(Request::Get("/feed").StreamBodyTo(got.Sink()));
+  ASSERT_TRUE(result) << result.error().message();
+  EXPECT_EQ(got.text(), "the whole feed");
+  std::vector<AttemptRecord> seen = Attempts();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].decision, retry::DecisionKind::kSuccess);
+  EXPECT_EQ(seen[0].reason.kind, retry::ReasonKind::kSuccess);
+}
+
 // Settings::max_response_bytes bounds what the client holds; a streamed
 // body is the sink's to hold, announced length or not.
 TEST_P(StreamedBodyTest, A2xxBodyOverTheLimitStreamsWhole) {
