@@ -9,12 +9,6 @@
 namespace outbound::internal {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 template <typename T>
 bool Number(std::string_view text, T& out) {
   if (text.empty()) return false;
@@ -56,21 +50,21 @@ Result<std::optional<InjectedFault>> ParseFaultScenario(std::string_view scenari
                                                         std::string_view point) {
   std::optional<InjectedFault> found;
   auto malformed = [] { return Fail(ErrorKind::kInvalidRequest, "malformed fault scenario"); };
-  if (Trim(scenario).empty()) return malformed();
+  if (TrimOws(scenario).empty()) return malformed();
   while (true) {
     std::size_t end = scenario.find(';');
-    std::string_view rule = Trim(scenario.substr(0, end));
+    std::string_view rule = TrimOws(scenario.substr(0, end));
     std::size_t equals = rule.find('=');
     if (equals == std::string_view::npos) return malformed();
-    std::string_view name = Trim(rule.substr(0, equals));
-    std::string_view rest = Trim(rule.substr(equals + 1));
+    std::string_view name = TrimOws(rule.substr(0, equals));
+    std::string_view rest = TrimOws(rule.substr(equals + 1));
     // The point is compared without regard to case, its scheme too.
     std::string_view scheme = name.substr(0, 5);
     if (!EqualsIgnoringAsciiCase(scheme, "http:") && !EqualsIgnoringAsciiCase(scheme, "grpc:")) {
       return malformed();
     }
     std::size_t comma = rest.find(',');
-    auto fault = ParseAction(Trim(rest.substr(0, comma)));
+    auto fault = ParseAction(TrimOws(rest.substr(0, comma)));
     if (!fault) return malformed();
     // The options, each at most once: a percentage, and for a status a
     // Retry-After in whole seconds.
@@ -78,10 +72,10 @@ Result<std::optional<InjectedFault>> ParseFaultScenario(std::string_view scenari
     while (comma != std::string_view::npos) {
       rest.remove_prefix(comma + 1);
       comma = rest.find(',');
-      std::string_view option = Trim(rest.substr(0, comma));
+      std::string_view option = TrimOws(rest.substr(0, comma));
       double percent = 0;
       if (option.ends_with('%') && !have_percent &&
-          Number(Trim(option.substr(0, option.size() - 1)), percent) && percent >= 0 &&
+          Number(TrimOws(option.substr(0, option.size() - 1)), percent) && percent >= 0 &&
           percent <= 100) {
         have_percent = true;
         fault->probability = percent / 100;

@@ -28,12 +28,6 @@ bool ParseHex(std::string_view text, std::array<std::uint8_t, N>& bytes) {
   return true;
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // RFC 9110 token characters.
 bool IsToken(std::string_view s) {
   if (s.empty()) return false;
@@ -154,7 +148,7 @@ bool IsTracestate(std::string_view list) {
   int members = 0;
   while (true) {
     std::size_t comma = list.find(',');
-    std::string_view member = Trim(list.substr(0, comma));
+    std::string_view member = outbound::internal::TrimOws(list.substr(0, comma));
     if (!member.empty()) {
       std::size_t equals = member.find('=');
       if (equals == std::string_view::npos || ++members > 32 ||
@@ -187,7 +181,7 @@ void FormatTraceparent(const SpanContext& context, std::span<char, kTraceparentS
 
 std::optional<SpanContext> ParseTraceparent(std::string_view traceparent,
                                             std::string_view tracestate) {
-  traceparent = Trim(traceparent);
+  traceparent = outbound::internal::TrimOws(traceparent);
   // version "-" trace-id "-" parent-id "-" flags: 2 + 1 + 32 + 1 + 16 + 1 + 2.
   if (traceparent.size() < 55) return std::nullopt;
   std::array<std::uint8_t, 1> version{};
@@ -209,7 +203,7 @@ std::optional<SpanContext> ParseTraceparent(std::string_view traceparent,
   context.sampled = (flags[0] & 1) != 0;
   // One that does not parse is dropped whole, as the spec lets a vendor do:
   // a member cannot be told apart from the rest of a malformed list.
-  if (tracestate = Trim(tracestate); IsTracestate(tracestate)) {
+  if (tracestate = outbound::internal::TrimOws(tracestate); IsTracestate(tracestate)) {
     context.trace_state = std::string(tracestate);
   }
   return context;
@@ -262,12 +256,14 @@ Baggage ParseBaggage(std::string_view header) {
     std::string_view pair = member.substr(0, semicolon);
     std::size_t equals = pair.find('=');
     if (equals == std::string_view::npos) continue;
-    std::string_view key = Trim(pair.substr(0, equals));
+    std::string_view key = outbound::internal::TrimOws(pair.substr(0, equals));
     if (!IsToken(key)) continue;
-    BaggageEntry entry{std::string(key),
-                       ReplacingInvalidUtf8(PercentDecode(Trim(pair.substr(equals + 1)))), ""};
+    BaggageEntry entry{
+        std::string(key),
+        ReplacingInvalidUtf8(PercentDecode(outbound::internal::TrimOws(pair.substr(equals + 1)))),
+        ""};
     if (semicolon != std::string_view::npos) {
-      entry.properties = std::string(Trim(member.substr(semicolon + 1)));
+      entry.properties = std::string(outbound::internal::TrimOws(member.substr(semicolon + 1)));
     }
     baggage.push_back(std::move(entry));
   }

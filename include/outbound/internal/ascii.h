@@ -53,6 +53,14 @@ constexpr bool StartsWithIgnoringAsciiCase(std::string_view text,
          EqualsIgnoringAsciiCase(text.substr(0, prefix.size()), prefix);
 }
 
+// `text` without the spaces and tabs around it (HTTP's optional
+// whitespace, RFC 9110 §5.6.3).
+constexpr std::string_view TrimOws(std::string_view text) noexcept {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
 // `text` with its ASCII letters in lower (upper) case.
 inline std::string AsciiLowered(std::string text) {
   for (char& c : text) c = AsciiLower(c);

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "../request_check.h"
+#include "outbound/internal/ascii.h"
 
 namespace outbound::http::internal::transport {
 namespace beast_http = boost::beast::http;
@@ -29,19 +30,14 @@ namespace {
 // perhaps quoted. None if it has no timeout in whole seconds. A day at
 // most: longer is as good as none, and must not overflow the clock.
 std::optional<std::chrono::seconds> KeepAliveTimeout(std::string_view value) {
-  auto trim = [](std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-  };
   while (!value.empty()) {
     std::size_t comma = value.find(',');
     std::string_view param = value.substr(0, comma);
     value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
     std::size_t equals = param.find('=');
     if (equals == std::string_view::npos) continue;
-    if (!SameHeaderName(trim(param.substr(0, equals)), "timeout")) continue;
-    std::string_view number = trim(param.substr(equals + 1));
+    if (!SameHeaderName(outbound::internal::TrimOws(param.substr(0, equals)), "timeout")) continue;
+    std::string_view number = outbound::internal::TrimOws(param.substr(equals + 1));
     if (number.size() >= 2 && number.front() == '"' && number.back() == '"') {
       number = number.substr(1, number.size() - 2);
     }
