@@ -65,8 +65,9 @@ struct AttemptOutcome {
   bool connection_retired = false;
   // Set by the transport (HTTP/1.1): the server closed a connection it had
   // kept alive (it carried an answer before) before a byte of this
-  // attempt's answer came: its idle close, its request limit or its
-  // restart crossing the request, which it may or may not have read. That
+  // attempt's answer came (an interim one neither), within a second of the
+  // request's hand-over: its idle close, its request limit or its restart
+  // crossing the request, which it may or may not have read. That
   // is no sign of the dependency's health: the breaker and outlier
   // detection leave it out, and it goes again at once on another
   // connection if it is safe to repeat, as a collateral loss does.

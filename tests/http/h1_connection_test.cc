@@ -186,6 +186,61 @@ TEST_P(KeptAliveCloseTest, AFreshConnectionClosedBeforeItsAnswerStillCounts) {
   EXPECT_EQ(changes.front().to, circuit::State::kOpen);
 }
 
+// Not a kept-alive connection's end: a close after an interim answer
+// (the server had the request and was at work on it), or a second after
+// the request was handed over. Each counts as the dependency's failure and
+// a GET goes again only after a backoff, as the retry policy says.
+TEST_F(H1ConnectionTest, ACloseAfterAnInterimAnswerOrLateOnAReusedConnectionCounts) {
+  Reply interim_then_close = Reply::ShortBody(0, "x").HeadersAsGiven();
+  interim_then_close.status = 103;
+  Serve(
+      [&](const ServerRequest& r) {
+        if (r.stream_id == 1) return Reply::Ok("answered");
+        if (r.target == "/interim") return interim_then_close;
+        return Reply::Close().DelayHeaders(std::chrono::seconds(2));
+      },
+      Protocol::kHttp11);
+  Settings settings = PaymentsSettings();
+  settings.max_attempts = 1;
+  auto client = MakeClient(settings);
+  for (std::string target : {"/interim", "/late"}) {
+    SCOPED_TRACE(target);
+    {
+      std::lock_guard lock(mu);
+      attempts.clear();
+    }
+    ASSERT_TRUE(client->Send(Request::Get("/warm")));
+    std::size_t before = server->request_count();
+    auto call = client->SendAsync(Request::Get(target));
+    ASSERT_TRUE(server->WaitForRequests(before + 1));
+    if (target == "/late") clock.Advance(std::chrono::seconds(2));
+    auto result = call.get();
+    ASSERT_FALSE(result);
+    EXPECT_EQ(result.error().kind(), ErrorKind::kTransport) << result.error().message();
+    std::vector<AttemptRecord> seen = Attempts();
+    ASSERT_EQ(seen.size(), 2u);
+    // The classifier decided (a collateral loss would be kTransparent).
+    EXPECT_EQ(seen[1].reason.kind, retry::ReasonKind::kExhausted) << seen[1].error_message;
+  }
+}
+
+// A later answer's shorter Keep-Alive timeout replaces an earlier, longer
+// one: the connection closes at the shorter.
+TEST_F(H1ConnectionTest, AShorterKeepAliveTimeoutReplacesALongerOne) {
+  Serve(
+      [](const ServerRequest& r) {
+        return Reply::Ok("ok").Header("Keep-Alive",
+                                      r.target == "/long" ? "timeout=60" : "timeout=5");
+      },
+      Protocol::kHttp11);
+  auto client = MakeClient(OneConnection());
+  ASSERT_TRUE(client->Send(Request::Get("/long")));
+  ASSERT_TRUE(client->Send(Request::Get("/short")));
+  clock.Advance(std::chrono::seconds(4));
+  EXPECT_TRUE(
+      server->WaitFor([](const testing::FakeServer& s) { return s.connections_open() == 0; }));
+}
+
 INSTANTIATE_TEST_SUITE_P(CloseOrReset, KeptAliveCloseTest, ::testing::Values("close", "reset"),
                          [](const auto& param) { return std::string(param.param); });
 

@@ -101,7 +101,7 @@ TEST_F(KeepAliveTimeoutTest, AConnectionBusyAtItsTimeIsKeptAndCountsFromItsNextA
 }
 
 TEST_F(KeepAliveTimeoutTest, SeveralFieldsOrParametersTheSmallestTimeoutCounts) {
-  ServeWithKeepAlive({"max=100, TIMEOUT = \"10\"", "timeout=3"});
+  ServeWithKeepAlive({"max=100, TIMEOUT = \"10\"", "timeout=bad, timeout=3, timeout=7"});
   auto client = MakeClient(PatientSettings());
   Call(*client, "/0");
   clock.Advance(milliseconds(1999));  // 3 s less one

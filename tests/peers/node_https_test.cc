@@ -72,8 +72,8 @@ TEST_P(NodeHttpsTest, GetDroppedOnAReusedConnectionIsResentOnlyAsARecordedAttemp
 // A kept-alive connection Node ends under a request is the connection's
 // end, not the dependency's failure: with the default breaker, thirty
 // GETs, every other one dropped on its reused connection (half the
-// breaker's window), all succeed, each sent again at once, and the breaker
-// stays closed.
+// breaker's window), all succeed, each sent again, and the breaker stays
+// closed.
 TEST_P(NodeHttpsTest, GetsDroppedOnReusedConnectionsLeaveTheBreakerClosed) {
   StartPeer("h1_server.js", {std::string("--drop=") + GetParam(), "--drop-methods=GET"});
   auto client = MakeClient(PaymentsSettings());

@@ -27,9 +27,12 @@ namespace {
 
 // The timeout parameter of a Keep-Alive field's value ("timeout=5,
 // max=100"): comma-separated name=value pairs, names in any case, a value
-// perhaps quoted. None if it has no timeout in whole seconds. A day at
-// most: longer is as good as none, and must not overflow the clock.
+// perhaps quoted; the smallest if several say. None if none says it in
+// whole seconds. A day at most: longer is as good as none, and must not
+// overflow the clock.
 std::optional<std::chrono::seconds> KeepAliveTimeout(std::string_view value) {
+  constexpr std::int64_t kDay = 24 * 3600;
+  std::optional<std::int64_t> smallest;
   while (!value.empty()) {
     std::size_t comma = value.find(',');
     std::string_view param = value.substr(0, comma);
@@ -41,16 +44,19 @@ std::optional<std::chrono::seconds> KeepAliveTimeout(std::string_view value) {
     if (number.size() >= 2 && number.front() == '"' && number.back() == '"') {
       number = number.substr(1, number.size() - 2);
     }
-    std::int64_t seconds = 0;
-    auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), seconds);
-    if (error != std::errc() || end != number.data() + number.size() || number.empty() ||
-        seconds < 0) {
-      return std::nullopt;
+    if (number.empty() ||
+        !std::all_of(number.begin(), number.end(), outbound::internal::IsAsciiDigit)) {
+      continue;
     }
-    constexpr std::int64_t kDay = 24 * 3600;
-    return std::chrono::seconds(std::min(seconds, kDay));
+    std::int64_t seconds = 0;
+    // Digits only: the number fits, or it is past int64's (a day, then).
+    if (std::from_chars(number.data(), number.data() + number.size(), seconds).ec != std::errc()) {
+      seconds = kDay;
+    }
+    smallest = std::min(std::min(seconds, kDay), smallest.value_or(kDay));
   }
-  return std::nullopt;
+  if (!smallest) return std::nullopt;
+  return std::chrono::seconds(*smallest);
 }
 
 }  // namespace
@@ -168,6 +174,11 @@ constexpr std::size_t kKeptBytes = 4 * 1024;
 // A request body goes to the connection this much at a time.
 constexpr std::size_t kBodyPiece = 64 * 1024;
 
+// A kept-alive connection that closes before any answer within this of its
+// request's hand-over is taken for its server's close crossing the request
+// (AttemptOutcome::kept_alive_closed): a round trip, with room to spare.
+constexpr Duration kKeptAliveCloseWindow = std::chrono::seconds(1);
+
 // Beast holds a field's name and value in at most 65533 bytes each and
 // throws std::length_error past that, within kMaxHeaderBytes.
 AttemptOutcome FieldTooLarge() {
@@ -212,6 +223,8 @@ H1Exchange::~H1Exchange() = default;
 bool H1Exchange::Start(Exchange& exchange) {
   const CallRequest& request = *exchange.request;
   current_ = &exchange;
+  answer_begun_ = false;
+  if (answered_ > 0) reused_at_ = clock_.Now();
   head_ = request.method == "HEAD";
   request_.clear();
   request_.reserve(128 + exchange.path.size());
@@ -332,6 +345,7 @@ bool H1Exchange::Received(const std::uint8_t* data, std::size_t size) {
     error_ = "HTTP/1.1: the server sent bytes with no request outstanding";
     return false;
   }
+  answer_begun_ = true;
   in_.append(reinterpret_cast<const char*>(data), size);
   return Parse();
 }
@@ -491,7 +505,12 @@ void H1Exchange::Closed(const std::string& why) {
     outcome = Failed(ErrorKind::kTransport, "no response: " + why);
     // Every HTTP/1.1 attempt has its own connection: its end is this one's.
     outcome.connection_lost = true;
-    outcome.kept_alive_closed = answered_ > 0 && head_read_.empty() && in_.empty();
+    // A kept-alive connection's end crossing the request: a close that
+    // comes with no byte of any answer (an interim one neither), soon
+    // after the request was handed over. Later, the server was at work on
+    // it, and its end is the dependency's failure.
+    outcome.kept_alive_closed =
+        answered_ > 0 && !answer_begun_ && clock_.Now() - reused_at_ <= kKeptAliveCloseWindow;
   }
   End(std::move(outcome));
 }

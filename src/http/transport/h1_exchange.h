@@ -43,7 +43,11 @@ class H1Exchange final : public Codec {
   H1Exchange(const H1Exchange&) = delete;
   H1Exchange& operator=(const H1Exchange&) = delete;
 
-  bool HasRoom() const override { return current_ == nullptr && reusable_; }
+  // Not past the server's Keep-Alive timeout either: the pool closes such
+  // a connection, but the timer that says so may not have run yet.
+  bool HasRoom() const override {
+    return current_ == nullptr && reusable_ && (!kept_until_ || clock_.Now() < *kept_until_);
+  }
   bool Idle() const override { return current_ == nullptr; }
   bool Reusable() const override { return reusable_; }
   std::optional<TimePoint> KeptUntil() const override { return kept_until_; }
@@ -78,6 +82,8 @@ class H1Exchange final : public Codec {
   Exchange* current_ = nullptr;
   bool reusable_ = true;
   std::uint64_t answered_ = 0;           // exchanges answered on this connection
+  bool answer_begun_ = false;            // a byte of the current exchange's answer came
+  TimePoint reused_at_{};                // when the current exchange came, if not the first
   std::optional<TimePoint> kept_until_;  // by the last answer's Keep-Alive timeout
   bool head_ = false;
   std::string request_;              // the request's head, written once, by Produce

@@ -575,28 +575,29 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   }
 
   // An idle connection the server keeps only for a while (its Keep-Alive
-  // timeout): closed once that is over, or looked at again then. False if
-  // it closed.
+  // timeout): closed once that is over, else a timer at that time closes
+  // it if it is idle then (each answer's time replaces the last one's).
+  // False if it closed.
   bool CloseIfKeptTooLong(Connection& connection) {
-    TimePoint now = clock_.Now();
     TimePoint until = *connection.KeptUntil();
-    if (now >= until) {
+    if (clock_.Now() >= until) {
       connection.Close("the server's Keep-Alive timeout is near");
       return false;
     }
-    // One timer a connection: used again meanwhile, it is looked at when
-    // the timer fires, and armed again for its new time then.
-    if (keep_timers_.contains(connection.id())) return true;
+    KeepTimer& keep = keep_timers_[connection.id()];
+    if (keep.until == until) return true;
+    keep.until = until;
     std::weak_ptr<const char> alive = alive_;
-    auto look = [loop = loop_, alive, this, id = connection.id()] {
-      loop->Post([alive, this, id] {
+    keep.timer = clock_.ScheduleAt(until, [loop = loop_, alive, this, id = connection.id(), until] {
+      loop->Post([alive, this, id, until] {
         if (!alive.lock()) return;
-        keep_timers_.erase(id);
+        auto it = keep_timers_.find(id);
+        if (it == keep_timers_.end() || it->second.until != until) return;  // replaced since
+        keep_timers_.erase(it);
         Connection* c = Find(id);
-        if (c != nullptr && c->Idle() && c->KeptUntil()) CloseIfKeptTooLong(*c);
+        if (c != nullptr && c->Idle() && c->KeptUntil() == until) CloseIfKeptTooLong(*c);
       });
-    };
-    keep_timers_.emplace(connection.id(), clock_.ScheduleAfter(until - now, std::move(look)));
+    });
     return true;
   }
 
@@ -686,8 +687,12 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   std::vector<std::unique_ptr<Connection>> graveyard_;  // closed, destroyed on a later turn
   // Each usable connection's drain at its maximum age, cancelled with it.
   std::unordered_map<std::uint64_t, Timer> age_timers_;
-  // Each idle connection's look at its Keep-Alive time (CloseIfKeptTooLong).
-  std::unordered_map<std::uint64_t, Timer> keep_timers_;
+  // Each connection's close at its Keep-Alive time (CloseIfKeptTooLong).
+  struct KeepTimer {
+    TimePoint until{};
+    Timer timer;
+  };
+  std::unordered_map<std::uint64_t, KeepTimer> keep_timers_;
   // Each connecting connection's next dial (Dial), cancelled once it is
   // ready or closed.
   std::unordered_map<std::uint64_t, Timer> dial_timers_;
