@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "generated_body.h"
@@ -28,6 +29,23 @@ class NodeUploadTest : public PeerTestBase, public ::testing::TestWithParam<cons
  protected:
   void SetUp() override { StartPeer(GetParam(), {}); }
   bool http2() const { return std::string(GetParam()) == "h2_server.js"; }
+
+  // Sends four uploads `upload()` makes to /too-large, each answered 413
+  // before its body is read, then a GET: each upload's answer is the 413,
+  // in one attempt, and the client is good for the next call.
+  void ExpectEachAnsweredEarly(const std::function<Request()>& upload) {
+    auto client = MakeClient(PaymentsSettings());
+    for (int i = 0; i < 4; ++i) {
+      auto response = client->Send(upload());
+      ASSERT_TRUE(response) << "upload " << i << ": " << response.error().message();
+      EXPECT_EQ(response->status, 413);
+      EXPECT_EQ(response->body, "request body too large\n");
+      EXPECT_EQ(response->attempts, 1);
+    }
+    auto next = client->Send(Request::Get("/"));
+    ASSERT_TRUE(next) << next.error().message();
+    EXPECT_EQ(next->status, 200);
+  }
 };
 
 TEST_P(NodeUploadTest, AGibibyteUploadGoesOutInConstantMemoryAndArrivesWhole) {
@@ -75,36 +93,16 @@ TEST_P(NodeUploadTest, ABodyOfUnknownLengthArrivesWhole) {
 // three with another test running beside): several uploads, each on a new
 // connection, so one of them meets it.
 TEST_P(NodeUploadTest, AnAnswerBeforeTheBodyIsReadIsTheAnswer) {
-  auto client = MakeClient(PaymentsSettings());
   GeneratedBody body(std::uint64_t{256} << 20);  // far more than the socket buffers hold
-  for (int upload = 0; upload < 4; ++upload) {
-    auto response =
-        client->Send(Request::Post("/too-large").StreamBodyFrom(body.Opener(), body.size()));
-    ASSERT_TRUE(response) << "upload " << upload << ": " << response.error().message();
-    EXPECT_EQ(response->status, 413);
-    EXPECT_EQ(response->body, "request body too large\n");
-    EXPECT_EQ(response->attempts, 1);
-  }
-  auto next = client->Send(Request::Get("/"));
-  ASSERT_TRUE(next) << next.error().message();
-  EXPECT_EQ(next->status, 200);
+  ExpectEachAnsweredEarly(
+      [&] { return Request::Post("/too-large").StreamBodyFrom(body.Opener(), body.size()); });
 }
 
 // The same with a body the caller gave whole (Request::Post's): the client
 // writes it a piece at a time from the request, and stops at the answer.
 TEST_P(NodeUploadTest, AnAnswerBeforeABufferedBodyIsReadIsTheAnswer) {
-  auto client = MakeClient(PaymentsSettings());
   const std::string body(std::size_t{64} << 20, 'x');  // far more than the socket buffers hold
-  for (int upload = 0; upload < 4; ++upload) {
-    auto response = client->Send(Request::Post("/too-large", body));
-    ASSERT_TRUE(response) << "upload " << upload << ": " << response.error().message();
-    EXPECT_EQ(response->status, 413);
-    EXPECT_EQ(response->body, "request body too large\n");
-    EXPECT_EQ(response->attempts, 1);
-  }
-  auto next = client->Send(Request::Get("/"));
-  ASSERT_TRUE(next) << next.error().message();
-  EXPECT_EQ(next->status, 200);
+  ExpectEachAnsweredEarly([&] { return Request::Post("/too-large", body); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Peers, NodeUploadTest, ::testing::Values("h2_server.js", "h1_server.js"),
