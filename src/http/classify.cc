@@ -35,8 +35,9 @@ void ResponseHeaders::Add(std::string_view name, std::string_view value) {
   if (text_.size() - used_ < size) text_.resize(std::max(2 * text_.size(), used_ + size));
   char* out = text_.data() + used_;
   std::memcpy(out, sizes, kSizes);
-  std::memcpy(out + kSizes, name.data(), name.size());
-  std::memcpy(out + kSizes + name.size(), value.data(), value.size());
+  // An empty view may have no data at all, which memcpy must not be given.
+  if (!name.empty()) std::memcpy(out + kSizes, name.data(), name.size());
+  if (!value.empty()) std::memcpy(out + kSizes + name.size(), value.data(), value.size());
   used_ += size;
   ++count_;
 }

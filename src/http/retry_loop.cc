@@ -218,11 +218,11 @@ class RetryingRequest final : public Cancellable,
         }
         hedge_timer_.Cancel();
         won = true;
-        // A hedge the breaker turned away unsent, after an earlier answer
-        // waited for it: that answer ends the call, as it would have
-        // without the hedge (its retry would be turned away too).
-        if (outcome.rejected && last_ &&
-            last_->record.reason.kind == retry::ReasonKind::kHedgeInFlight) {
+        // An attempt the breaker turned away unsent (a retry, or a hedge
+        // an earlier answer waited for) after an answer: that answer ends
+        // the call, as it does when the wait before a retry is cut short.
+        // A call's rejection says nothing was sent, which is then untrue.
+        if (outcome.rejected && last_ && !last_->rejected) {
           outcome = *std::exchange(last_, std::nullopt);
         }
       } else if (decided == retry::DecisionKind::kAgain) {

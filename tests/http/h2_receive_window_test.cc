@@ -386,15 +386,30 @@ TEST_F(H2FloodBoundTest, KeepalivePingsSecondsApartAreNeverAFlood) {
   EXPECT_EQ(d.body, Expected(1000));
 }
 
-TEST_F(H2FloodBoundTest, PingsWithoutAPauseAreAFlood) {
-  EXPECT_FALSE(
-      PingsApart(2 * static_cast<int>(kMaxFramesWithoutProgress), std::chrono::milliseconds(1)));
+TEST_F(H2FloodBoundTest, AThousandPingsWithinTheWindowAreAFlood) {
+  EXPECT_FALSE(PingsApart(2 * static_cast<int>(kMaxFramesWithoutProgress),
+                          std::chrono::microseconds(500)));
 }
 
-// A pause just short of kFloodPause does not end the run.
-TEST_F(H2FloodBoundTest, PingsJustUnderThePauseApartAreAFlood) {
+// The bound is by the window, wherever a run of frames begins: 1 001 PINGs
+// 900 us apart, all within one second, are a flood.
+TEST_F(H2FloodBoundTest, MoreThanTheBoundWithinOneWindowIsAFlood) {
   EXPECT_FALSE(PingsApart(static_cast<int>(kMaxFramesWithoutProgress) + 1,
-                          kFloodPause - std::chrono::milliseconds(1)));
+                          std::chrono::microseconds(900)));
+}
+
+// grpc-js with grpc.keepalive_time_ms 20 pings a quiet stream every 20 ms:
+// 50 a second, never a thousand in one, however long the stream stays
+// quiet (the count used to run on until a one-second pause, so a call
+// waiting 21 s for its answer lost its connection).
+TEST_F(H2FloodBoundTest, KeepalivePingsMillisecondsApartAreNoFlood) {
+  ASSERT_TRUE(
+      PingsApart(3 * static_cast<int>(kMaxFramesWithoutProgress), std::chrono::milliseconds(20)));
+  Download d("/1000");
+  Start(d);
+  Settle();
+  ASSERT_TRUE(d.outcome.has_value());
+  EXPECT_EQ(d.body, Expected(1000));
 }
 
 }  // namespace

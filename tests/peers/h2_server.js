@@ -20,6 +20,7 @@
 //                               (http2.createServer, "h2c"); --cert and
 //                               --key are then unused
 //   --max-concurrent-streams=N  SETTINGS_MAX_CONCURRENT_STREAMS we advertise
+//   --max-header-list-size=N    SETTINGS_MAX_HEADER_LIST_SIZE we advertise
 //   --delay-ms=D                /slow always, and --delay-percent of the
 //   --delay-percent=P           other streams, are answered D ms late
 //   --refuse-every=N            every Nth stream (server-wide; 1 = all) is
@@ -88,6 +89,9 @@ const floodBytes = numberArg(args, 'flood-bytes', 8 * 1024 * 1024);
 const settings = {};
 if (args['max-concurrent-streams'] !== undefined) {
   settings.maxConcurrentStreams = numberArg(args, 'max-concurrent-streams');
+}
+if (args['max-header-list-size'] !== undefined) {
+  settings.maxHeaderListSize = numberArg(args, 'max-header-list-size');
 }
 
 const stats = {sessions: 0, open: 0, streams: 0, refused: 0, answered: 0, delayed: 0, lost: 0, closed: 0,

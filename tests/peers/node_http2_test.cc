@@ -115,6 +115,36 @@ TEST_F(NodeHttp2Test, SixtyFourInFlightWithAStreamLimitOf16) {
   SixtyFourInFlight(3000, 16, {"--max-concurrent-streams=16"});
 }
 
+// The server's SETTINGS_MAX_HEADER_LIST_SIZE (RFC 9113 §6.5.2) is the
+// largest header section it takes. A request over it is its own failure:
+// not sent (a server may end the whole connection for it, as grpc-go
+// does), not retried, not the dependency's (ten of them leave the breaker
+// closed), and the connection carries the next request.
+TEST_F(NodeHttp2Test, ARequestOverTheServersHeaderListSizeIsNotSent) {
+  StartPeer("h2_server.js", {"--max-header-list-size=8192"});
+  auto client = MakeClient(PaymentsSettings());
+  ASSERT_TRUE(client->Send(Request::Get("/")));  // the server's SETTINGS are in
+  Request big = Request::Get("/");
+  big.headers.emplace_back("x-pad", std::string(9000, 'p'));
+  for (int i = 0; i < 10; ++i) {
+    auto response = client->Send(Request(big));
+    ASSERT_FALSE(response);
+    EXPECT_EQ(response.error().kind(), ErrorKind::kInvalidRequest) << response.error().message();
+    EXPECT_NE(response.error().message().find("SETTINGS_MAX_HEADER_LIST_SIZE"), std::string::npos)
+        << response.error().message();
+    EXPECT_EQ(response.error().attempts(), 1);
+  }
+  Request fits = Request::Get("/");
+  fits.headers.emplace_back("x-pad", std::string(7000, 'p'));
+  auto response = client->Send(std::move(fits));
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
+  EXPECT_TRUE(Transitions().empty());
+  nlohmann::json stats = peer->Stats();
+  EXPECT_EQ(stats["streams"].get<int>(), 2) << stats.dump();
+  EXPECT_EQ(stats["sessions"].get<int>(), 1) << stats.dump();
+}
+
 // A server that refuses every stream, with a breaker that never opens: what
 // the transport and the retry layer alone cost the server. A refused stream
 // may be retried (nothing was processed), but within the retry budget, and

@@ -170,6 +170,25 @@ TEST_F(RpcClient, BreakerOpensAfterFiveFailuresAndRejectsTheSixth) {
   EXPECT_EQ(server.calls(), 5);
 }
 
+// A retry the breaker turns away after the server answered: the call ends
+// with the server's status and message, not a rejection, whose contract
+// (nothing was sent) the five calls the server took would make untrue.
+TEST_F(RpcClient, ARetryTheBreakerTurnsAwayLeavesTheServersStatus) {
+  EchoServer server([](int, grpc::ServerContext*, const EchoRequest&, EchoReply*) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "overloaded");
+  });
+  Settings settings = DefaultSettings();
+  settings.max_attempts = 6;
+  auto client = Make(server, settings);
+  Reply reply = Drive([&] { return client->Call(kSay, ""); });
+  EXPECT_EQ(reply.status.code, Code::kUnavailable);
+  EXPECT_EQ(reply.status.message, "overloaded");
+  EXPECT_FALSE(reply.status.rejected);
+  EXPECT_EQ(reply.attempts, 5);
+  EXPECT_EQ(server.calls(), 5);
+  EXPECT_EQ(client->breaker().state(clock_.Now()), circuit::State::kOpen);
+}
+
 TEST_F(RpcClient, NothingListeningFailsUnavailableAfterItsRetries) {
   auto client = Make(PortNothingListensOn());
   ASSERT_NE(client, nullptr);

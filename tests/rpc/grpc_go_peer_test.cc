@@ -314,6 +314,35 @@ TEST_F(GrpcGoPeerTest, ARequestOverTheServersReceiveLimitIsResourceExhaustedAndN
   EXPECT_EQ(stats.at("connections")[0].at("streams").get<int>(), 3) << "a request went twice";
 }
 
+// grpc-go's MaxHeaderListSize is advertised as SETTINGS_MAX_HEADER_LIST_SIZE
+// and enforced by closing the whole connection, every call on it with it.
+// A call whose metadata is over it is not sent: INTERNAL, as grpc-go's own
+// client says, not retried, and not the server's failure (the breaker
+// stays closed however many come); the connection carries on.
+TEST_F(GrpcGoPeerTest, MetadataOverTheServersHeaderListSizeIsNotSent) {
+  Start({"--max-header-list-size=8192"});
+  ASSERT_TRUE(Call("Echo", "first").status.ok());  // the server's SETTINGS are in
+  Context big;
+  big.metadata.emplace("x-pad", std::string(9000, 'p'));
+  for (int i = 0; i < 8; ++i) {
+    Reply over = Call("Echo", "big", big);
+    EXPECT_EQ(over.status.code, Code::kInternal) << over.status.message;
+    EXPECT_THAT(over.status.message, ::testing::HasSubstr("SETTINGS_MAX_HEADER_LIST_SIZE"));
+    EXPECT_FALSE(over.status.rejected);
+    EXPECT_EQ(over.attempts, 1) << "retried";
+  }
+  Context fits;
+  fits.metadata.emplace("x-pad", std::string(7000, 'p'));
+  // Eight failures the breaker counted would have opened it (five in a
+  // row do), and this call would be rejected.
+  Reply under = Call("Echo", "fits", fits);
+  EXPECT_TRUE(under.status.ok()) << under.status.message;
+  nlohmann::json stats = peer_->Stats();
+  EXPECT_EQ(stats.at("calls").value("Echo", 0), 2);
+  ASSERT_EQ(stats.at("connections").size(), 1u) << stats.dump();
+  EXPECT_EQ(stats.at("connections")[0].at("streams").get<int>(), 2) << stats.dump();
+}
+
 // grpc-go holds a gzip-coded request to its limit decoded, not as sent.
 TEST_F(GrpcGoPeerTest, AGzipRequestOverTheServersReceiveLimitDecodedIsResourceExhausted) {
   Settings settings = DefaultSettings();

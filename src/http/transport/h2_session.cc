@@ -67,7 +67,8 @@ AttemptOutcome TooLarge(const std::string& what) {
 }  // namespace
 
 H2Session::H2Session(CodecEvents& events, std::uint64_t connection_id, Clock& clock)
-    : events_(events), connection_id_(connection_id), clock_(clock), last_heard_(clock.Now()) {
+    : events_(events), connection_id_(connection_id), clock_(clock), last_heard_(clock.Now()),
+      flood_window_start_(last_heard_) {
   nghttp2_session_callbacks* raw = nullptr;
   nghttp2_session_callbacks_new(&raw);
   std::unique_ptr<nghttp2_session_callbacks, CallbacksFree> callbacks(raw);
@@ -217,6 +218,17 @@ bool H2Session::Start(Exchange& exchange) {
     auto written = std::to_chars(digits.data(), digits.data() + digits.size(), *length);
     room[used++] = Field("content-length", std::string_view(digits.data(), written.ptr));
   }
+  // The server said how large a header section it takes (RFC 9113
+  // §6.5.2): one larger would fail the whole connection there (grpc-go
+  // closes it), so it is this request's own failure, and goes nowhere.
+  std::size_t list_size = 0;
+  for (const nghttp2_nv& field : room.first(used)) list_size += field.namelen + field.valuelen + 32;
+  std::uint32_t server_takes =
+      nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE);
+  if (list_size > server_takes) {
+    RefuseUnsent(exchange, list_size, server_takes);
+    return true;
+  }
   nghttp2_data_provider body{};
   body.source.ptr = nullptr;  // ReadBody finds the exchange by its stream
   body.read_callback = ReadBody;
@@ -240,7 +252,25 @@ bool H2Session::Start(Exchange& exchange) {
   return true;
 }
 
+[[gnu::cold, gnu::noinline]] void H2Session::RefuseUnsent(Exchange& exchange,
+                                                          std::size_t list_size,
+                                                          std::uint32_t server_takes) {
+  exchange.outcome = Failed(
+      ErrorKind::kInvalidRequest,
+      "the request's header section is " + std::to_string(list_size) +
+          " bytes, over the " + std::to_string(server_takes) +
+          " the server takes (its SETTINGS_MAX_HEADER_LIST_SIZE, RFC 9113 §6.5.2): nothing was "
+          "sent");
+  exchange.outcome.connection = connection_id_;
+  ended_.push_back(&exchange);  // told at the next Deliver, as every end is
+}
+
 bool H2Session::Cancel(Exchange& exchange) {
+  // Refused before it had a stream (RefuseUnsent), and not told yet.
+  if (exchange.stream_id < 1) {
+    std::erase(ended_, &exchange);
+    return true;
+  }
   Forget(streams_.find(exchange.stream_id));
   nghttp2_session_set_stream_user_data(session_, exchange.stream_id, nullptr);
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, exchange.stream_id, NGHTTP2_CANCEL);
@@ -268,7 +298,10 @@ void H2Session::Resume(Exchange& exchange) {
 
 bool H2Session::Received(const std::uint8_t* data, std::size_t size) {
   TimePoint now = clock_.Now();
-  if (now - last_heard_ >= kFloodPause) frames_without_progress_ = 0;
+  if (now - flood_window_start_ >= kFloodWindow) {
+    frames_without_progress_ = 0;
+    flood_window_start_ = now;
+  }
   last_heard_ = now;
   receiving_ = true;
   wall_heard_.reset();

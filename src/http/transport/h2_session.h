@@ -15,12 +15,14 @@
 //    checks reset the stream, and the exchange fails as invalid;
 //  - limits: a header section over kMaxHeaderBytes (decoded or on the
 //    wire), an announced or received body over the limit: the stream is
-//    reset (CANCEL) and the exchange fails as too large, at once;
+//    reset (CANCEL) and the exchange fails as too large, at once; a
+//    request's header section over the server's
+//    SETTINGS_MAX_HEADER_LIST_SIZE is not sent, and fails as invalid;
 //  - floods: nghttp2's own bounds (queued SETTINGS/PING acks), and ours:
-//    kMaxFramesWithoutProgress frames in a row that carry nothing for any
-//    exchange (PING, SETTINGS, WINDOW_UPDATE, PRIORITY, empty DATA or
-//    CONTINUATION, unknown types), with no pause of kFloodPause between
-//    the server's bytes, end the connection. A DATA frame this end sends
+//    more than kMaxFramesWithoutProgress frames in a row that carry
+//    nothing for any exchange (PING, SETTINGS, WINDOW_UPDATE, PRIORITY,
+//    empty DATA or CONTINUATION, unknown types) within kFloodWindow end
+//    the connection. A DATA frame this end sends
 //    counts as progress too: an upload draws a WINDOW_UPDATE or two per
 //    16 KiB, and is no flood.
 // Internal.
@@ -44,12 +46,13 @@
 
 namespace outbound::http::internal::transport {
 
-// Frames in a row that carry nothing for any exchange before the
-// connection is taken for a flood (Envoy counts the same way). A pause of
-// kFloodPause in what the server sends ends the run: a long-lived
-// connection's keepalive PINGs, seconds apart for hours, are no flood.
+// Frames in a row that carry nothing for any exchange, within
+// kFloodWindow, before the connection is taken for a flood (Envoy counts
+// such frames too). The count starts again each window: a server's
+// keepalive PINGs on a quiet stream, seconds or even milliseconds apart
+// for hours, are no flood; a thousand of them in a second are.
 inline constexpr std::uint32_t kMaxFramesWithoutProgress = 1000;
-inline constexpr std::chrono::seconds kFloodPause{1};
+inline constexpr std::chrono::seconds kFloodWindow{1};
 
 // Flow-control windows offered to the server: a 100-byte answer and a
 // 64 MiB one both flow without waiting for WINDOW_UPDATEs. A stream whose
@@ -129,6 +132,11 @@ class H2Session final : public Codec {
   void RefuseMalformed(Exchange& exchange, std::string_view why);
   void RefuseMalformed(Exchange& exchange, std::string_view why, std::string_view field,
                        std::string_view after);
+  // Ends, unsent, a request whose header section (`list_size` bytes, as
+  // RFC 9113 §6.5.2 counts them) is over the `server_takes` the server
+  // announced: the request's own failure (kInvalidRequest), not retried and
+  // not the dependency's.
+  void RefuseUnsent(Exchange& exchange, std::size_t list_size, std::uint32_t server_takes);
   // Tells the pool what happened while nghttp2 was running.
   void Deliver();
   // Before an answer goes up: the caller's copy of its fields, the room
@@ -189,6 +197,7 @@ class H2Session final : public Codec {
   static constexpr Duration kPongTimeout = std::chrono::seconds(1);
   bool Degraded() const { return ping_sent_ && clock_.Now() - *ping_sent_ >= kPongTimeout; }
   TimePoint last_heard_;  // when the server's last bytes came
+  TimePoint flood_window_start_;  // frames_without_progress_ counts from here
   // Received is running: the frames it hands nghttp2 all came at
   // last_heard_ (the clock read once a read), and at wall_heard_ on the
   // wall clock (read when the read's first answer needs it).

@@ -52,8 +52,9 @@ std::string Frame(std::string_view message);
 
 // What is wrong with the `number`-th message of a response (from 1) by its
 // prefix alone (its `flag` and announced `length`) under the response's
-// grpc-encoding `encoding`, or OK: the prefix rules of Deframer below (the
-// limit, the flag, the encoding), with the same codes and messages.
+// grpc-encoding `encoding`, or OK: the prefix rules of Deframer below, with
+// the same codes and messages, checked in this order: the flag, the
+// encoding, the limit.
 [[nodiscard]] Status CheckPrefix(unsigned char flag, std::size_t length, std::string_view encoding,
                                  std::size_t receive_limit, std::size_t number);
 

@@ -504,6 +504,8 @@ func main() {
 	window := flag.Int("initial-window-size", 0,
 		"grpc.InitialWindowSize and InitialConnWindowSize, at least 65536: a fixed window (0: grpc-go's, grown from its BDP PINGs)")
 	compressAll := flag.Bool("compress-all", false, "gzip every answer (grpc.RPCCompressor)")
+	maxHeaderList := flag.Uint("max-header-list-size", 0,
+		"grpc.MaxHeaderListSize, advertised as SETTINGS_MAX_HEADER_LIST_SIZE (0: grpc-go's default)")
 	flag.Parse()
 	answers = strings.Split(*answerList, ",")
 	encoding.RegisterCodec(rawCodec{})
@@ -541,6 +543,9 @@ func main() {
 	if *window > 0 {
 		options = append(options, grpc.InitialWindowSize(int32(*window)),
 			grpc.InitialConnWindowSize(int32(*window)))
+	}
+	if *maxHeaderList > 0 {
+		options = append(options, grpc.MaxHeaderListSize(uint32(*maxHeaderList)))
 	}
 	if *compressAll {
 		options = append(options, grpc.RPCCompressor(grpc.NewGZIPCompressor()))
