@@ -215,8 +215,7 @@ void CheckDeframer(std::string_view encoding, std::size_t limit, const std::stri
   } else {
     // Up to the first refused message, the same messages.
     FUZZ_CHECK(split.messages.size() <= expected.messages.size());
-    FUZZ_CHECK(std::equal(split.messages.begin(), split.messages.end(),
-                          expected.messages.begin()));
+    FUZZ_CHECK(std::equal(split.messages.begin(), split.messages.end(), expected.messages.begin()));
     if (expected.refused_for_size) FUZZ_CHECK(split.finished.code == Code::kResourceExhausted);
   }
   // A flag-0 body under any encoding is taken as it is.

@@ -45,10 +45,11 @@ bool IsUtf8(std::string_view s) {
   while (i < s.size()) {
     auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
     unsigned char lead = b(i);
-    std::size_t n = lead < 0x80 ? 1 : lead >= 0xc2 && lead <= 0xdf ? 2
-                                  : lead >= 0xe0 && lead <= 0xef   ? 3
-                                  : lead >= 0xf0 && lead <= 0xf4   ? 4
-                                                                   : 0;
+    std::size_t n = lead < 0x80                    ? 1
+                    : lead >= 0xc2 && lead <= 0xdf ? 2
+                    : lead >= 0xe0 && lead <= 0xef ? 3
+                    : lead >= 0xf0 && lead <= 0xf4 ? 4
+                                                   : 0;
     if (n == 0 || i + n > s.size()) return false;
     for (std::size_t k = 1; k < n; ++k) {
       if ((b(i + k) & 0xc0) != 0x80) return false;
@@ -75,8 +76,7 @@ void CheckTraceparent(std::string_view traceparent, std::string_view tracestate)
   }
   if (!context) return;
   FUZZ_CHECK(context->valid());
-  FUZZ_CHECK(context->trace_state.empty() ||
-             context->trace_state == internal::TrimOws(tracestate));
+  FUZZ_CHECK(context->trace_state.empty() || context->trace_state == internal::TrimOws(tracestate));
 
   std::string formatted = telemetry::FormatTraceparent(*context);
   FUZZ_CHECK(formatted.size() == telemetry::kTraceparentSize);

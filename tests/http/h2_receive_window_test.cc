@@ -387,15 +387,15 @@ TEST_F(H2FloodBoundTest, KeepalivePingsSecondsApartAreNeverAFlood) {
 }
 
 TEST_F(H2FloodBoundTest, AThousandPingsWithinTheWindowAreAFlood) {
-  EXPECT_FALSE(PingsApart(2 * static_cast<int>(kMaxFramesWithoutProgress),
-                          std::chrono::microseconds(500)));
+  EXPECT_FALSE(
+      PingsApart(2 * static_cast<int>(kMaxFramesWithoutProgress), std::chrono::microseconds(500)));
 }
 
 // The bound is by the window, wherever a run of frames begins: 1 001 PINGs
 // 900 us apart, all within one second, are a flood.
 TEST_F(H2FloodBoundTest, MoreThanTheBoundWithinOneWindowIsAFlood) {
-  EXPECT_FALSE(PingsApart(static_cast<int>(kMaxFramesWithoutProgress) + 1,
-                          std::chrono::microseconds(900)));
+  EXPECT_FALSE(
+      PingsApart(static_cast<int>(kMaxFramesWithoutProgress) + 1, std::chrono::microseconds(900)));
 }
 
 // grpc-js with grpc.keepalive_time_ms 20 pings a quiet stream every 20 ms:

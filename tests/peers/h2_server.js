@@ -9,6 +9,8 @@
 // Answers every request with 200 and a body of --body-bytes (100) bytes
 // (on /trailers, without a length and with a trailer field, x-checksum; on
 // /too-large, 413 on the next turn, without reading the request's body; on
+// /too-large-cancel, the same, then RST_STREAM CANCEL once the answer is
+// written, as HAProxy stops an upload it has answered; on
 // /stall, with its length but only the first 5 bytes, "hello", and then
 // nothing until the client resets the stream or goes; on /held, the same,
 // and the rest of the body once the test sends "release", which answers
@@ -240,15 +242,17 @@ server.on('stream', (stream, headers) => {
 
   const method = headers[':method'];
   const path = headers[':path'];
-  if (path === '/too-large') {
+  if (path === '/too-large' || path === '/too-large-cancel') {
     // 413 on the next turn (not from inside nghttp2's reading of the
     // HEADERS, see the refusal below), the request body unread, as a server
     // with a size limit answers an upload past it; Node then resets the
-    // stream (NO_ERROR).
+    // stream (NO_ERROR), or we do with CANCEL once the answer's bytes are
+    // written (the write callback runs then: see "flushed" below).
     setImmediate(() => {
       if (stream.destroyed || stream.closed) return;
       stream.respond({':status': 413, 'content-length': tooLarge.length});
-      stream.end(tooLarge);
+      if (path === '/too-large') return stream.end(tooLarge);
+      stream.end(tooLarge, () => stream.close(http2.constants.NGHTTP2_CANCEL));
     });
     return;
   }

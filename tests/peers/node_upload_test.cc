@@ -30,9 +30,10 @@ class NodeUploadTest : public PeerTestBase, public ::testing::TestWithParam<cons
   void SetUp() override { StartPeer(GetParam(), {}); }
   bool http2() const { return std::string(GetParam()) == "h2_server.js"; }
 
-  // Sends four uploads `upload()` makes to /too-large, each answered 413
-  // before its body is read, then a GET: each upload's answer is the 413,
-  // in one attempt, and the client is good for the next call.
+  // Sends four uploads `upload()` makes (to /too-large or
+  // /too-large-cancel), each answered 413 before its body is read, then a
+  // GET: each upload's answer is the 413, in one attempt, and the client
+  // is good for the next call.
   void ExpectEachAnsweredEarly(const std::function<Request()>& upload) {
     auto client = MakeClient(PaymentsSettings());
     for (int i = 0; i < 4; ++i) {
@@ -103,6 +104,17 @@ TEST_P(NodeUploadTest, AnAnswerBeforeTheBodyIsReadIsTheAnswer) {
 TEST_P(NodeUploadTest, AnAnswerBeforeABufferedBodyIsReadIsTheAnswer) {
   const std::string body(std::size_t{64} << 20, 'x');  // far more than the socket buffers hold
   ExpectEachAnsweredEarly([&] { return Request::Post("/too-large", body); });
+}
+
+// HAProxy answers an upload it turns away (a deny rule, a rate limit, no
+// server) and then resets the stream with CANCEL, where RFC 9113 §8.1's
+// example has NO_ERROR: the answer was whole at its END_STREAM, and is the
+// call's (before, "the server reset the stream (CANCEL) before the body
+// ended", and the breaker counted it).
+TEST_P(NodeUploadTest, AnAnswerThenACancelOfTheUploadIsTheAnswer) {
+  if (!http2()) GTEST_SKIP() << "a stream reset is HTTP/2's";
+  const std::string body(std::size_t{64} << 20, 'x');  // far more than the socket buffers hold
+  ExpectEachAnsweredEarly([&] { return Request::Post("/too-large-cancel", body); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Peers, NodeUploadTest, ::testing::Values("h2_server.js", "h1_server.js"),

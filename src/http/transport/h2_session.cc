@@ -67,7 +67,10 @@ AttemptOutcome TooLarge(const std::string& what) {
 }  // namespace
 
 H2Session::H2Session(CodecEvents& events, std::uint64_t connection_id, Clock& clock)
-    : events_(events), connection_id_(connection_id), clock_(clock), last_heard_(clock.Now()),
+    : events_(events),
+      connection_id_(connection_id),
+      clock_(clock),
+      last_heard_(clock.Now()),
       flood_window_start_(last_heard_) {
   nghttp2_session_callbacks* raw = nullptr;
   nghttp2_session_callbacks_new(&raw);
@@ -252,13 +255,12 @@ bool H2Session::Start(Exchange& exchange) {
   return true;
 }
 
-[[gnu::cold, gnu::noinline]] void H2Session::RefuseUnsent(Exchange& exchange,
-                                                          std::size_t list_size,
+[[gnu::cold, gnu::noinline]] void H2Session::RefuseUnsent(Exchange& exchange, std::size_t list_size,
                                                           std::uint32_t server_takes) {
   exchange.outcome = Failed(
       ErrorKind::kInvalidRequest,
-      "the request's header section is " + std::to_string(list_size) +
-          " bytes, over the " + std::to_string(server_takes) +
+      "the request's header section is " + std::to_string(list_size) + " bytes, over the " +
+          std::to_string(server_takes) +
           " the server takes (its SETTINGS_MAX_HEADER_LIST_SIZE, RFC 9113 §6.5.2): nothing was "
           "sent");
   exchange.outcome.connection = connection_id_;
@@ -577,6 +579,7 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
       // nghttp2 as refused (unprocessed).
       self.goaway_ = true;
       self.goaway_last_stream_ = frame->goaway.last_stream_id;
+      self.goaway_error_ = frame->goaway.error_code;
       self.room_changed_ = true;
       return 0;
     case NGHTTP2_HEADERS:
@@ -774,7 +777,10 @@ void H2Session::Closing(Exchange& exchange, std::int32_t stream_id, std::uint32_
   if (exchange.verdict) {
     outcome = std::move(*exchange.verdict);
     outcome.body_failed = exchange.headers_done;
-  } else if (exchange.end_stream && exchange.headers_done && error_code == NGHTTP2_NO_ERROR) {
+  } else if (exchange.end_stream && exchange.headers_done) {
+    // The answer was whole at its END_STREAM. A server that answers before
+    // the request's body has all come stops the upload with a reset (RFC
+    // 9113 §8.1): NO_ERROR in the RFC's words, CANCEL from HAProxy.
     TakeAnswer(exchange, outcome);
   } else if (!exchange.request_sent) {
     outcome = Failed(ErrorKind::kTransport, "the request was not sent");
@@ -793,6 +799,17 @@ void H2Session::Closing(Exchange& exchange, std::int32_t stream_id, std::uint32_
     outcome.connection_retired = retired;
   } else if (exchange.end_stream && !exchange.headers_done) {
     outcome = Malformed("the stream ended without a final header block");
+  } else if (goaway_ && goaway_error_ != NGHTTP2_NO_ERROR) {
+    // The server ended the connection for an error (RFC 9113 §5.4.1), and
+    // with it this stream (HAProxy resets each first): the connection's
+    // loss, which the breaker counts once however many streams it carried.
+    outcome =
+        Failed(ErrorKind::kTransport,
+               std::string("the server ended the connection with an error (GOAWAY ") +
+                   nghttp2_http2_strerror(goaway_error_) +
+                   (exchange.headers_done ? ") before the body ended" : ") before any header"));
+    outcome.body_failed = exchange.headers_done;
+    outcome.connection_lost = !exchange.headers_done;
   } else {
     // A reset before END_STREAM, NO_ERROR included, is never a whole answer.
     outcome =

@@ -9,7 +9,12 @@
 //    layer may send it again whatever its method; a stream whose HEADERS
 //    never went out: unprocessed too;
 //  - a stream is a response only if it ended with END_STREAM: a reset
-//    (even NO_ERROR) before it is an error;
+//    (even NO_ERROR) before it is an error; one after it, of any code,
+//    stops the rest of an upload the server answered early (RFC 9113 §8.1;
+//    HAProxy sends CANCEL) and leaves the answer whole;
+//  - a GOAWAY with an error code ends a connection that failed (RFC 9113
+//    §5.4.1): its streams end as lost with it, however the server resets
+//    them first, and none above its last-stream-id is a retirement;
 //  - malformed responses (no or bad :status, conflicting or wrong
 //    content-length, connection-specific fields): nghttp2's HTTP messaging
 //    checks reset the stream, and the exchange fails as invalid;
@@ -179,11 +184,15 @@ class H2Session final : public Codec {
   bool settings_received_ = false;
   bool room_changed_ = false;
   bool goaway_ = false;
-  std::int32_t goaway_last_stream_ = 0;  // the GOAWAY's last-stream-id, once one came
-  // The server retires a connection it used (a GOAWAY that kept streams,
-  // as nginx's keepalive_requests): a request it left out, sent or not,
-  // is no refusal of the dependency's.
-  bool Retiring() const { return goaway_ && goaway_last_stream_ > 0; }
+  std::int32_t goaway_last_stream_ = 0;            // the GOAWAY's last-stream-id, once one came
+  std::uint32_t goaway_error_ = NGHTTP2_NO_ERROR;  // and its error code
+  // The server retires a connection it used (a GOAWAY without an error
+  // that kept streams, as nginx's keepalive_requests): a request it left
+  // out, sent or not, is no refusal of the dependency's. A GOAWAY with an
+  // error ends a connection that failed, and is no retirement.
+  bool Retiring() const {
+    return goaway_ && goaway_last_stream_ > 0 && goaway_error_ == NGHTTP2_NO_ERROR;
+  }
   // No stream id is left for another request.
   bool StreamIdsSpent() const;
   bool broken_ = false;
@@ -196,7 +205,7 @@ class H2Session final : public Codec {
   static constexpr Duration kQuietBeforePing = std::chrono::seconds(1);
   static constexpr Duration kPongTimeout = std::chrono::seconds(1);
   bool Degraded() const { return ping_sent_ && clock_.Now() - *ping_sent_ >= kPongTimeout; }
-  TimePoint last_heard_;  // when the server's last bytes came
+  TimePoint last_heard_;          // when the server's last bytes came
   TimePoint flood_window_start_;  // frames_without_progress_ counts from here
   // Received is running: the frames it hands nghttp2 all came at
   // last_heard_ (the clock read once a read), and at wall_heard_ on the
