@@ -219,10 +219,14 @@ class RetryingRequest final : public Cancellable,
         hedge_timer_.Cancel();
         won = true;
         // An attempt the breaker turned away unsent (a retry, or a hedge
-        // an earlier answer waited for) after an answer: that answer ends
-        // the call, as it does when the wait before a retry is cut short.
-        // A call's rejection says nothing was sent, which is then untrue.
-        if (outcome.rejected && last_ && !last_->rejected) {
+        // an earlier answer waited for) after one the server took: that
+        // one ends the call, as it does when the wait before a retry is cut
+        // short. A call's rejection says nothing was sent, which is then
+        // untrue. (After attempts that reached no server, or that the
+        // server left unprocessed, the rejection is the truer answer; a
+        // user's policy that threw as the rejection settled is the call's.)
+        if (outcome.rejected && !outcome.thrown && last_ && !last_->rejected && !last_->not_sent &&
+            !last_->unprocessed) {
           outcome = *std::exchange(last_, std::nullopt);
         }
       } else if (decided == retry::DecisionKind::kAgain) {

@@ -20,8 +20,11 @@ class H2ConnectionErrorTest : public ClientTestBase, public ::testing::Test {};
 
 // Eight GETs wait on streams 1 to 15; the ninth request's arrival ends the
 // connection: GOAWAY(last 15, INTERNAL_ERROR), then RST_STREAM(NO_ERROR)
-// on each of the eight. A breaker that opens at two failures stays closed,
-// and every call is answered on a new connection.
+// on each of the eight. The eight are one loss, and go again at once; the
+// ninth, the request the server met as it failed, is a failure of its own,
+// sent again after a backoff (at once, it might end the next connection
+// and the calls on it too). A breaker that opens at three failures stays
+// closed, and every call is answered on a new connection.
 TEST_F(H2ConnectionErrorTest, AConnectionEndedForAnErrorIsOneFailure) {
   constexpr int kWaiting = 8;
   std::atomic<int> seen{0};
@@ -36,7 +39,7 @@ TEST_F(H2ConnectionErrorTest, AConnectionEndedForAnErrorIsOneFailure) {
     return Reply::Frames(std::move(frames));
   });
   Settings settings = PaymentsSettings();
-  settings.breaker_policy.trip = [](const circuit::Counts& c) { return c.failures >= 2; };
+  settings.breaker_policy.trip = [](const circuit::Counts& c) { return c.failures >= 3; };
   auto client = MakeClient(settings);
 
   std::vector<std::future<Result<Response>>> calls;
@@ -60,12 +63,20 @@ TEST_F(H2ConnectionErrorTest, AConnectionEndedForAnErrorIsOneFailure) {
   EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
   EXPECT_TRUE(Transitions().empty());
   int lost = 0;
+  int met = 0;
   for (const AttemptRecord& record : Attempts()) {
-    if (record.error && record.error_message.find("GOAWAY INTERNAL_ERROR") != std::string::npos) {
+    if (!record.error) continue;
+    if (record.error_message.find("GOAWAY INTERNAL_ERROR) before any header") !=
+        std::string::npos) {
       ++lost;
+    } else if (record.error_message.find("GOAWAY INTERNAL_ERROR) as this request reached it") !=
+               std::string::npos) {
+      ++met;
+      EXPECT_EQ(record.reason.kind, retry::ReasonKind::kRetryable);
     }
   }
   EXPECT_EQ(lost, kWaiting);
+  EXPECT_EQ(met, 1);
 }
 
 }  // namespace

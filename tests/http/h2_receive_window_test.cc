@@ -391,8 +391,8 @@ TEST_F(H2FloodBoundTest, AThousandPingsWithinTheWindowAreAFlood) {
       PingsApart(2 * static_cast<int>(kMaxFramesWithoutProgress), std::chrono::microseconds(500)));
 }
 
-// The bound is by the window, wherever a run of frames begins: 1 001 PINGs
-// 900 us apart, all within one second, are a flood.
+// More than the bound within one window: 1 001 PINGs 900 us apart, all in
+// the first second, are a flood.
 TEST_F(H2FloodBoundTest, MoreThanTheBoundWithinOneWindowIsAFlood) {
   EXPECT_FALSE(
       PingsApart(static_cast<int>(kMaxFramesWithoutProgress) + 1, std::chrono::microseconds(900)));

@@ -15,6 +15,15 @@ using testing::ServerRequest;
 
 class RetryTurnedAwayTest : public FakeTransportTestBase, public ::testing::Test {
  protected:
+  // Payments answers 503 "overloaded" to everything, and the client's
+  // breaker opens at its first failure.
+  std::unique_ptr<Client> ClientOfAnOverloadedDependency() {
+    Serve([](const ServerRequest&) { return Reply::Status(503, "overloaded"); });
+    Settings settings = PaymentsSettings();
+    settings.breaker_policy.trip = [](const circuit::Counts& c) { return c.failures >= 1; };
+    return MakeClient(settings);
+  }
+
   // Moves the clock on, a backoff at a time, until `call` has ended.
   Result<Response> AwaitMovingTheClock(std::future<Result<Response>>& call) {
     for (int i = 0; i < 100; ++i) {
@@ -27,14 +36,11 @@ class RetryTurnedAwayTest : public FakeTransportTestBase, public ::testing::Test
   }
 };
 
-// The first 503 opens the breaker (its policy trips at one failure); the
-// retry that follows it is turned away. The caller gets the 503 and its
+// The first 503 opens the breaker; the retry that follows it is turned
+// away. The caller gets the 503 and its
 // body, with the one attempt that was sent.
 TEST_F(RetryTurnedAwayTest, TheAnswerBeforeARetryTheBreakerTurnsAwayIsTheCalls) {
-  Serve([](const ServerRequest&) { return Reply::Status(503, "overloaded"); });
-  Settings settings = PaymentsSettings();
-  settings.breaker_policy.trip = [](const circuit::Counts& c) { return c.failures >= 1; };
-  auto client = MakeClient(settings);
+  auto client = ClientOfAnOverloadedDependency();
   auto call = client->SendAsync(Request::Get("/cart"));
   Result<Response> response = AwaitMovingTheClock(call);
   ASSERT_TRUE(response) << response.error().message();
@@ -53,10 +59,7 @@ TEST_F(RetryTurnedAwayTest, TheAnswerBeforeARetryTheBreakerTurnsAwayIsTheCalls) 
 // A call whose every attempt the breaker turns away is a rejection still:
 // nothing was sent.
 TEST_F(RetryTurnedAwayTest, ACallTurnedAwayFromTheStartIsRejected) {
-  Serve([](const ServerRequest&) { return Reply::Status(503, "overloaded"); });
-  Settings settings = PaymentsSettings();
-  settings.breaker_policy.trip = [](const circuit::Counts& c) { return c.failures >= 1; };
-  auto client = MakeClient(settings);
+  auto client = ClientOfAnOverloadedDependency();
   auto first = client->SendAsync(Request::Get("/cart"));
   ASSERT_TRUE(AwaitMovingTheClock(first));
   auto call = client->SendAsync(Request::Get("/cart"));

@@ -10,7 +10,8 @@
 // (on /trailers, without a length and with a trailer field, x-checksum; on
 // /too-large, 413 on the next turn, without reading the request's body; on
 // /too-large-cancel, the same, then RST_STREAM CANCEL once the answer is
-// written, as HAProxy stops an upload it has answered; on
+// written, as HAProxy stops an upload it has answered; on /too-large-close,
+// the same, then the connection's end (a FIN, no GOAWAY) instead; on
 // /stall, with its length but only the first 5 bytes, "hello", and then
 // nothing until the client resets the stream or goes; on /held, the same,
 // and the rest of the body once the test sends "release", which answers
@@ -53,7 +54,8 @@
 // streams open at once on one connection), stalled (/stall answers left at
 // 5 bytes), abandoned (of those, the ones closed since: the client reset
 // them or went; /held answers too), held (/held answers started), released,
-// bodies ({body: {received, answered, dropped}}), client_goaways (GOAWAY
+// bodies ({body: {received, answered, dropped}}), cancelled_after_answer
+// (/too-large-cancel answers reset with CANCEL), client_goaways (GOAWAY
 // frames the client sent), client_goaway_errors (those of them with an
 // error code other than NO_ERROR), flushed (bytes of /flood
 // answers whose write callbacks have run). An http2 stream's write callback
@@ -98,7 +100,7 @@ if (args['max-header-list-size'] !== undefined) {
 
 const stats = {sessions: 0, open: 0, streams: 0, refused: 0, answered: 0, delayed: 0, lost: 0, closed: 0,
                max_open: 0, stalled: 0, abandoned: 0, held: 0, released: 0, bodies: {}, flushed: 0,
-               client_goaways: 0, client_goaway_errors: 0};
+               client_goaways: 0, client_goaway_errors: 0, cancelled_after_answer: 0};
 const held = holdAnswers(stats, body);
 
 const server = args.plain === 'true'
@@ -242,7 +244,7 @@ server.on('stream', (stream, headers) => {
 
   const method = headers[':method'];
   const path = headers[':path'];
-  if (path === '/too-large' || path === '/too-large-cancel') {
+  if (path === '/too-large' || path === '/too-large-cancel' || path === '/too-large-close') {
     // 413 on the next turn (not from inside nghttp2's reading of the
     // HEADERS, see the refusal below), the request body unread, as a server
     // with a size limit answers an upload past it; Node then resets the
@@ -252,7 +254,18 @@ server.on('stream', (stream, headers) => {
       if (stream.destroyed || stream.closed) return;
       stream.respond({':status': 413, 'content-length': tooLarge.length});
       if (path === '/too-large') return stream.end(tooLarge);
-      stream.end(tooLarge, () => stream.close(http2.constants.NGHTTP2_CANCEL));
+      if (path === '/too-large-close') {
+        // A FIN under TLS (the session's own socket may not be ended): the
+        // client's upload is still read, so no RST takes the answer away.
+        return stream.end(tooLarge, () => tcpByPort.get(stream.session.socket.remotePort)?.end());
+      }
+      stream.end(tooLarge, () => {
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+        // What went on the wire: CANCEL, unless Node's own reset came first.
+        stream.on('close', () => {
+          if (stream.rstCode === http2.constants.NGHTTP2_CANCEL) stats.cancelled_after_answer++;
+        });
+      });
     });
     return;
   }

@@ -115,6 +115,15 @@ TEST_P(NodeUploadTest, AnAnswerThenACancelOfTheUploadIsTheAnswer) {
   if (!http2()) GTEST_SKIP() << "a stream reset is HTTP/2's";
   const std::string body(std::size_t{64} << 20, 'x');  // far more than the socket buffers hold
   ExpectEachAnsweredEarly([&] { return Request::Post("/too-large-cancel", body); });
+  EXPECT_EQ(peer->Stats()["cancelled_after_answer"].get<int>(), 4) << "not what HAProxy sends";
+}
+
+// The same answer, then the connection's end instead of a reset, the
+// upload still going: the answer was whole, and is the call's.
+TEST_P(NodeUploadTest, AnAnswerThenTheConnectionsEndIsTheAnswer) {
+  if (!http2()) GTEST_SKIP() << "HTTP/1.1's early answers: AnAnswerBeforeTheBodyIsReadIsTheAnswer";
+  const std::string body(std::size_t{64} << 20, 'x');  // far more than the socket buffers hold
+  ExpectEachAnsweredEarly([&] { return Request::Post("/too-large-close", body); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Peers, NodeUploadTest, ::testing::Values("h2_server.js", "h1_server.js"),

@@ -184,6 +184,7 @@ bool H2Session::Start(Exchange& exchange) {
   // already (the usual case) goes as it is; others are lowered in a copy.
   std::vector<std::string>& names = lowered_names_;
   names.clear();
+  const bool traceparent_named = traceparent_named_;  // kept if the request goes nowhere
   ForEachRequestHeader(exchange, [&](std::string_view name, std::string_view value) {
     std::string_view field_name = name;
     if (std::any_of(name.begin(), name.end(),
@@ -229,6 +230,7 @@ bool H2Session::Start(Exchange& exchange) {
   std::uint32_t server_takes =
       nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE);
   if (list_size > server_takes) {
+    traceparent_named_ = traceparent_named;
     RefuseUnsent(exchange, list_size, server_takes);
     return true;
   }
@@ -352,6 +354,9 @@ void H2Session::Closed(const std::string& why) {
     AttemptOutcome outcome;
     if (exchange->verdict) {
       outcome = std::move(*exchange->verdict);
+    } else if (exchange->end_stream && exchange->headers_done) {
+      // Answered whole, the upload still going: the close only ends that.
+      TakeAnswer(*exchange, outcome);
     } else if (!exchange->request_sent) {
       outcome =
           Failed(ErrorKind::kTransport, "the connection ended before the request was sent: " + why);
@@ -785,6 +790,16 @@ void H2Session::Closing(Exchange& exchange, std::int32_t stream_id, std::uint32_
   } else if (!exchange.request_sent) {
     outcome = Failed(ErrorKind::kTransport, "the request was not sent");
     outcome.unprocessed = true;
+  } else if (error_code == NGHTTP2_REFUSED_STREAM && !exchange.headers_done &&
+             FailedTheConnection(stream_id)) {
+    // The stream the server met as it failed the connection is the likely
+    // cause (HAProxy ends a connection whose next request's fields are too
+    // large for it): not processed, but sent again only as a failure is,
+    // after a backoff and within the budget. Sent again at once, as the
+    // others are, it would end the next connection and its streams too.
+    outcome = Failed(ErrorKind::kTransport,
+                     std::string("the server ended the connection with an error (GOAWAY ") +
+                         nghttp2_http2_strerror(goaway_error_) + ") as this request reached it");
   } else if (error_code == NGHTTP2_REFUSED_STREAM && !exchange.headers_done) {
     // RST_STREAM REFUSED_STREAM, or a stream above a GOAWAY's last one:
     // RFC 9113 §8.7 says the server did not process it.

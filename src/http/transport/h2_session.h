@@ -13,8 +13,12 @@
 //    stops the rest of an upload the server answered early (RFC 9113 §8.1;
 //    HAProxy sends CANCEL) and leaves the answer whole;
 //  - a GOAWAY with an error code ends a connection that failed (RFC 9113
-//    §5.4.1): its streams end as lost with it, however the server resets
-//    them first, and none above its last-stream-id is a retirement;
+//    §5.4.1): its streams without an answer's headers end as lost with it,
+//    whatever RST_STREAM the server sends each after it; none above its
+//    last-stream-id is a retirement, and the first above it (the request
+//    the server met as it failed) is a failure, not an unprocessed stream;
+//  - a connection that closes after an answer's END_STREAM, its upload
+//    still going, leaves the answer whole;
 //  - malformed responses (no or bad :status, conflicting or wrong
 //    content-length, connection-specific fields): nghttp2's HTTP messaging
 //    checks reset the stream, and the exchange fails as invalid;
@@ -26,8 +30,9 @@
 //  - floods: nghttp2's own bounds (queued SETTINGS/PING acks), and ours:
 //    more than kMaxFramesWithoutProgress frames in a row that carry
 //    nothing for any exchange (PING, SETTINGS, WINDOW_UPDATE, PRIORITY,
-//    empty DATA or CONTINUATION, unknown types) within kFloodWindow end
-//    the connection. A DATA frame this end sends
+//    empty DATA or CONTINUATION, unknown types) in one window of
+//    kFloodWindow (the count starts again each window, so a run across
+//    two windows may reach twice the bound) end the connection. A DATA frame this end sends
 //    counts as progress too: an upload draws a WINDOW_UPDATE or two per
 //    16 KiB, and is no flood.
 // Internal.
@@ -192,6 +197,12 @@ class H2Session final : public Codec {
   // error ends a connection that failed, and is no retirement.
   bool Retiring() const {
     return goaway_ && goaway_last_stream_ > 0 && goaway_error_ == NGHTTP2_NO_ERROR;
+  }
+  // `stream_id` is the first after a GOAWAY with an error's last-stream-id:
+  // the request the server met as it failed.
+  bool FailedTheConnection(std::int32_t stream_id) const {
+    return goaway_ && goaway_error_ != NGHTTP2_NO_ERROR &&
+           stream_id == (goaway_last_stream_ == 0 ? 1 : goaway_last_stream_ + 2);
   }
   // No stream id is left for another request.
   bool StreamIdsSpent() const;
