@@ -792,14 +792,16 @@ void H2Session::Closing(Exchange& exchange, std::int32_t stream_id, std::uint32_
     outcome.unprocessed = true;
   } else if (error_code == NGHTTP2_REFUSED_STREAM && !exchange.headers_done &&
              FailedTheConnection(stream_id)) {
-    // The stream the server met as it failed the connection is the likely
-    // cause (HAProxy ends a connection whose next request's fields are too
-    // large for it): not processed, but sent again only as a failure is,
-    // after a backoff and within the budget. Sent again at once, as the
-    // others are, it would end the next connection and its streams too.
-    outcome = Failed(ErrorKind::kTransport,
+    // The stream the server met as it failed the connection is taken for
+    // the cause (HAProxy ends a connection whose next request's fields are
+    // over its buffer, where over HTTP/1.1 it answers 400): the request's
+    // own failure, not sent again, not the dependency's. Sent again, at
+    // once or after a backoff, it ended the next connection and every call
+    // on it too.
+    outcome = Failed(ErrorKind::kInvalidRequest,
                      std::string("the server ended the connection with an error (GOAWAY ") +
-                         nghttp2_http2_strerror(goaway_error_) + ") as this request reached it");
+                         nghttp2_http2_strerror(goaway_error_) +
+                         ") as this request reached it: taken for its cause, not sent again");
   } else if (error_code == NGHTTP2_REFUSED_STREAM && !exchange.headers_done) {
     // RST_STREAM REFUSED_STREAM, or a stream above a GOAWAY's last one:
     // RFC 9113 §8.7 says the server did not process it.

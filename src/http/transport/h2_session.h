@@ -14,9 +14,10 @@
 //    HAProxy sends CANCEL) and leaves the answer whole;
 //  - a GOAWAY with an error code ends a connection that failed (RFC 9113
 //    §5.4.1): its streams without an answer's headers end as lost with it,
-//    whatever RST_STREAM the server sends each after it; none above its
-//    last-stream-id is a retirement, and the first above it (the request
-//    the server met as it failed) is a failure, not an unprocessed stream;
+//    whatever RST_STREAM the server sends each after it; the first above
+//    its last-stream-id (the request the server met as it failed) is taken
+//    for the cause: kInvalidRequest, not sent again; the others above it
+//    are left out, as by a retired connection;
 //  - a connection that closes after an answer's END_STREAM, its upload
 //    still going, leaves the answer whole;
 //  - malformed responses (no or bad :status, conflicting or wrong
@@ -191,13 +192,11 @@ class H2Session final : public Codec {
   bool goaway_ = false;
   std::int32_t goaway_last_stream_ = 0;            // the GOAWAY's last-stream-id, once one came
   std::uint32_t goaway_error_ = NGHTTP2_NO_ERROR;  // and its error code
-  // The server retires a connection it used (a GOAWAY without an error
-  // that kept streams, as nginx's keepalive_requests): a request it left
-  // out, sent or not, is no refusal of the dependency's. A GOAWAY with an
-  // error ends a connection that failed, and is no retirement.
-  bool Retiring() const {
-    return goaway_ && goaway_last_stream_ > 0 && goaway_error_ == NGHTTP2_NO_ERROR;
-  }
+  // The server retires a connection it used (a GOAWAY that kept streams,
+  // as nginx's keepalive_requests, or one that ended it for an error
+  // after taking others): a request it left out, sent or not, is no
+  // refusal of the dependency's (but for FailedTheConnection's).
+  bool Retiring() const { return goaway_ && goaway_last_stream_ > 0; }
   // `stream_id` is the first after a GOAWAY with an error's last-stream-id:
   // the request the server met as it failed.
   bool FailedTheConnection(std::int32_t stream_id) const {
