@@ -818,8 +818,9 @@ void H2Session::Closing(Exchange& exchange, std::int32_t stream_id, std::uint32_
     outcome = Malformed("the stream ended without a final header block");
   } else if (goaway_ && goaway_error_ != NGHTTP2_NO_ERROR) {
     // The server ended the connection for an error (RFC 9113 §5.4.1), and
-    // with it this stream (HAProxy resets each first): the connection's
-    // loss, which the breaker counts once however many streams it carried.
+    // with it this stream (HAProxy resets each after its GOAWAY): the
+    // connection's loss, which the breaker counts once however many
+    // streams it carried.
     outcome =
         Failed(ErrorKind::kTransport,
                std::string("the server ended the connection with an error (GOAWAY ") +

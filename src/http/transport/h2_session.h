@@ -33,9 +33,9 @@
 //    nothing for any exchange (PING, SETTINGS, WINDOW_UPDATE, PRIORITY,
 //    empty DATA or CONTINUATION, unknown types) in one window of
 //    kFloodWindow (the count starts again each window, so a run across
-//    two windows may reach twice the bound) end the connection. A DATA frame this end sends
-//    counts as progress too: an upload draws a WINDOW_UPDATE or two per
-//    16 KiB, and is no flood.
+//    two windows may reach twice the bound) end the connection. A DATA
+//    frame this end sends counts as progress too: an upload draws a
+//    WINDOW_UPDATE or two per 16 KiB, and is no flood.
 // Internal.
 #ifndef OUTBOUND_SRC_HTTP_TRANSPORT_H2_SESSION_H_
 #define OUTBOUND_SRC_HTTP_TRANSPORT_H2_SESSION_H_
