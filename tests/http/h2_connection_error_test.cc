@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // An HTTP/2 server that ends a connection for an error (RFC 9113 §5.4.1:
-// GOAWAY with an error code) and resets each of its streams first, as
+// GOAWAY with an error code) and then resets each stream it kept, as
 // HAProxy does when one request breaks its limits: one lost connection,
 // which the breaker counts once, not once a stream; the safe requests on
-// it go again at once. On a FakeServer over TLS, in fake time.
+// it go again at once. On a FakeServer over TLS, in fake time (HAProxy 2.6
+// itself was seen to do the same by hand; it is not in CI).
 #include <gtest/gtest.h>
 
 #include "client_test_support.h"
