@@ -17,74 +17,101 @@ using testing::Reply;
 using testing::ServerRequest;
 namespace h2 = testing::h2;
 
-class H2ConnectionErrorTest : public ClientTestBase, public ::testing::Test {};
+class H2ConnectionErrorTest : public ClientTestBase, public ::testing::Test {
+ protected:
+  static constexpr int kWaiting = 8;
 
-// Eight GETs wait on streams 1 to 15; the ninth request's arrival ends the
-// connection: GOAWAY(last 15, INTERNAL_ERROR), then RST_STREAM(NO_ERROR)
-// on each of the eight. The eight are one loss, and go again at once,
-// answered on a new connection; the ninth, the request the server met as
-// it failed, is taken for the cause: kInvalidRequest, not sent again (it
-// would end the next connection and the calls on it too), not the
-// dependency's. A breaker that opens at two failures stays closed.
-TEST_F(H2ConnectionErrorTest, AConnectionEndedForAnErrorIsOneFailure) {
-  constexpr int kWaiting = 8;
-  std::atomic<int> seen{0};
-  Serve([&](const ServerRequest&) {
-    int n = seen++;
-    if (n < kWaiting) return Reply::Hang();
-    if (n > kWaiting) return Reply::Ok("again");
-    std::vector<h2::Frame> frames{h2::Goaway(2 * kWaiting - 1, h2::kInternalError)};
-    for (int i = 0; i < kWaiting; ++i) {
-      frames.push_back(h2::RstStream(static_cast<std::uint32_t>(2 * i + 1), h2::kNoError));
+  // Eight GETs wait on streams 1 to 15; the ninth request's arrival ends
+  // the connection: GOAWAY(last 15, `error`), then RST_STREAM(NO_ERROR) on
+  // each of the eight. Every request after those nine is answered "again".
+  // Returns the nine calls' results, with a breaker that opens at two
+  // failures.
+  std::vector<Result<Response>> EndTheConnectionAtTheNinth(h2::ErrorCode error) {
+    std::atomic<int> seen{0};
+    Serve([&seen, error](const ServerRequest&) {
+      int n = seen++;
+      if (n < kWaiting) return Reply::Hang();
+      if (n > kWaiting) return Reply::Ok("again");
+      std::vector<h2::Frame> frames{h2::Goaway(2 * kWaiting - 1, error)};
+      for (int i = 0; i < kWaiting; ++i) {
+        frames.push_back(h2::RstStream(static_cast<std::uint32_t>(2 * i + 1), h2::kNoError));
+      }
+      return Reply::Frames(std::move(frames));
+    });
+    Settings settings = PaymentsSettings();
+    settings.breaker_policy.trip = [](const circuit::Counts& c) { return c.failures >= 2; };
+    client = MakeClient(settings);
+
+    std::vector<std::future<Result<Response>>> calls;
+    for (int i = 0; i <= kWaiting; ++i) {
+      calls.push_back(client->SendAsync(Request::Get("/cart")));
+      // One at a time, so that call i is stream 2i + 1.
+      EXPECT_TRUE(server->WaitFor(
+          [i](const testing::FakeServer& s) { return s.request_count() == std::size_t(i + 1); }));
     }
-    return Reply::Frames(std::move(frames));
-  });
-  Settings settings = PaymentsSettings();
-  settings.breaker_policy.trip = [](const circuit::Counts& c) { return c.failures >= 2; };
-  auto client = MakeClient(settings);
-
-  std::vector<std::future<Result<Response>>> calls;
-  for (int i = 0; i <= kWaiting; ++i) {
-    calls.push_back(client->SendAsync(Request::Get("/cart")));
-    // One at a time, so that call i is stream 2i + 1.
-    ASSERT_TRUE(server->WaitFor(
-        [i](const testing::FakeServer& s) { return s.request_count() == std::size_t(i + 1); }));
+    std::vector<Result<Response>> results;
+    for (auto& call : calls) {
+      // The one loss counted waits out its backoff; the others went again at once.
+      for (int i = 0;
+           i < 50 && call.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready;
+           ++i) {
+        clock.Advance(std::chrono::milliseconds(50));
+      }
+      EXPECT_EQ(call.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+      results.push_back(call.get());
+    }
+    return results;
   }
-  for (int n = 0; n <= kWaiting; ++n) {
-    auto& call = calls[static_cast<std::size_t>(n)];
-    // The one loss counted waits out its backoff; the others went again at once.
-    for (int i = 0;
-         i < 50 && call.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready; ++i) {
-      clock.Advance(std::chrono::milliseconds(50));
+
+  // How many attempts' errors say `text`.
+  int AttemptsSaying(std::string_view text) {
+    int n = 0;
+    for (const AttemptRecord& record : Attempts()) {
+      if (record.error && record.error_message.find(text) != std::string::npos) ++n;
     }
-    ASSERT_EQ(call.wait_for(std::chrono::seconds(0)), std::future_status::ready);
-    Result<Response> response = call.get();
-    if (n == kWaiting) {
-      ASSERT_FALSE(response);
-      EXPECT_EQ(response.error().kind(), ErrorKind::kInvalidRequest);
-      EXPECT_EQ(response.error().attempts(), 1);
-      continue;
-    }
+    return n;
+  }
+
+  std::unique_ptr<Client> client;
+};
+
+// INTERNAL_ERROR, as HAProxy's when a request's fields are over its
+// buffer: the eight are one loss, and go again at once, answered on a new
+// connection; the ninth, the request the server met as it failed, is
+// taken for the cause: kInvalidRequest, not sent again (it would end the
+// next connection and the calls on it too), not the dependency's. The
+// breaker stays closed.
+TEST_F(H2ConnectionErrorTest, AConnectionEndedForAnErrorIsOneFailure) {
+  std::vector<Result<Response>> results = EndTheConnectionAtTheNinth(h2::kInternalError);
+  for (int n = 0; n < kWaiting; ++n) {
+    const Result<Response>& response = results[static_cast<std::size_t>(n)];
     ASSERT_TRUE(response) << response.error().message();
     EXPECT_EQ(response->body, "again");
   }
+  const Result<Response>& ninth = results.back();
+  ASSERT_FALSE(ninth);
+  EXPECT_EQ(ninth.error().kind(), ErrorKind::kInvalidRequest);
+  EXPECT_EQ(ninth.error().attempts(), 1);
   EXPECT_EQ(server->request_count(), std::size_t{2 * kWaiting + 1});
   EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
   EXPECT_TRUE(Transitions().empty());
-  int lost = 0;
-  int met = 0;
-  for (const AttemptRecord& record : Attempts()) {
-    if (!record.error) continue;
-    if (record.error_message.find("GOAWAY INTERNAL_ERROR) before any header") !=
-        std::string::npos) {
-      ++lost;
-    } else if (record.error_message.find("GOAWAY INTERNAL_ERROR) as this request reached it") !=
-               std::string::npos) {
-      ++met;
-    }
+  EXPECT_EQ(AttemptsSaying("GOAWAY INTERNAL_ERROR) before any header"), kWaiting);
+  EXPECT_EQ(AttemptsSaying("GOAWAY INTERNAL_ERROR) as this request reached it"), 1);
+}
+
+// ENHANCE_YOUR_CALM is about how the connection was used, not about one
+// request: the ninth, unprocessed above the last-stream-id, goes again
+// with the eight and is answered.
+TEST_F(H2ConnectionErrorTest, AnErrorAboutTheConnectionBlamesNoRequest) {
+  std::vector<Result<Response>> results = EndTheConnectionAtTheNinth(h2::kEnhanceYourCalm);
+  for (const Result<Response>& response : results) {
+    ASSERT_TRUE(response) << response.error().message();
+    EXPECT_EQ(response->body, "again");
   }
-  EXPECT_EQ(lost, kWaiting);
-  EXPECT_EQ(met, 1);
+  EXPECT_EQ(server->request_count(), std::size_t{2 * kWaiting + 2});
+  EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
+  EXPECT_EQ(AttemptsSaying("GOAWAY ENHANCE_YOUR_CALM) before any header"), kWaiting);
+  EXPECT_EQ(AttemptsSaying("as this request reached it"), 0);
 }
 
 }  // namespace

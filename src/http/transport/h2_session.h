@@ -197,10 +197,16 @@ class H2Session final : public Codec {
   // after taking others): a request it left out, sent or not, is no
   // refusal of the dependency's (but for FailedTheConnection's).
   bool Retiring() const { return goaway_ && goaway_last_stream_ > 0; }
-  // `stream_id` is the first after a GOAWAY with an error's last-stream-id:
-  // the request the server met as it failed.
+  // `stream_id` is the first after the last-stream-id of a GOAWAY whose
+  // error can be a request's doing (what it sent broke the server's
+  // framing, its header coding or a limit of its own): the request the
+  // server met as it failed. Not after ENHANCE_YOUR_CALM, FLOW_CONTROL_ERROR
+  // or SETTINGS_TIMEOUT, which are about the connection, not a request.
   bool FailedTheConnection(std::int32_t stream_id) const {
-    return goaway_ && goaway_error_ != NGHTTP2_NO_ERROR &&
+    bool a_requests_doing =
+        goaway_error_ == NGHTTP2_PROTOCOL_ERROR || goaway_error_ == NGHTTP2_INTERNAL_ERROR ||
+        goaway_error_ == NGHTTP2_FRAME_SIZE_ERROR || goaway_error_ == NGHTTP2_COMPRESSION_ERROR;
+    return goaway_ && a_requests_doing &&
            stream_id == (goaway_last_stream_ == 0 ? 1 : goaway_last_stream_ + 2);
   }
   // No stream id is left for another request.
