@@ -228,8 +228,9 @@ Result<std::unique_ptr<Client>> CreateClient(const Runtime& runtime, Settings se
   internal::AttemptSlots slots;
   std::vector<std::unique_ptr<internal::AttemptLayer>> attempt_layers;
   attempt_layers.push_back(internal::MakeAttemptSpan(slots, telemetry));
-  if (s.balancing) attempt_layers.push_back(internal::MakeOutlierDetection(telemetry));
   attempt_layers.push_back(internal::MakeBreakerLayer(slots, c.breaker, clock, telemetry));
+  if (s.balancing) attempt_layers.push_back(internal::MakeOutlierDetection(telemetry));
+  attempt_layers.push_back(internal::MakeClassifyLayer());
   if (!s.attempt_middleware.empty()) {
     attempt_layers.push_back(internal::MakeAttemptMiddleware(c.origin, s.attempt_middleware));
   }

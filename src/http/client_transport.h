@@ -33,7 +33,7 @@ struct AttemptOutcome {
   Result<Response> result{tl::unexpect, Error(ErrorKind::kTransport, "no attempt")};
   bool body_failed = false;                      // the error came after the headers
   bool rejected = false;                         // the breaker said no: nothing was sent
-  std::optional<Classification> classification;  // set by the breaker layer
+  std::optional<Classification> classification;  // set by the classify layer
   std::exception_ptr thrown;                     // the user's classify or policy threw
   AttemptRecord record;                          // filled by the attempt span
   // When the attempt ended, on the client's clock: the time the transport
@@ -78,7 +78,7 @@ struct AttemptOutcome {
   // The transport knows that sending the request again cannot help (a TLS
   // protocol refusal, a malformed response): the attempt is not retried.
   bool cannot_improve = false;
-  // Set by the breaker layer: another attempt already counted this
+  // Set by the classify layer: another attempt already counted this
   // attempt's connection loss, or the loss was a kept-alive connection's
   // end (kept_alive_closed). It is retried at once, outside the budget
   // and MaxAttempts (a few times per request), if it is safe to repeat.
@@ -91,10 +91,13 @@ struct AttemptOutcome {
   // counted and retried as a sent attempt's would be.
   bool answered_by_middleware = false;
   // With several endpoints (Settings::balancing): the one that carried the
-  // attempt, set by the dispatcher; whether this attempt's failure ejected
-  // it, set by the outlier-detection layer.
+  // attempt, set by the dispatcher; set by the outlier-detection layer,
+  // whether this attempt's failure ejected it, and whether the failure is
+  // the endpoint's alone, taken by its ejection (this one or one before
+  // it): the breaker does not count it.
   std::shared_ptr<EndpointHealth> endpoint;
   bool ejected_endpoint = false;
+  bool endpoint_took_failure = false;
 };
 
 // The header fields an attempt adds to its request, each sent in place of

@@ -11,22 +11,21 @@ EndpointHealth::EndpointHealth(std::uint64_t id, std::string name,
                                std::shared_ptr<OutlierDetector> detector)
     : id_(id), name_(std::move(name)), detector_(std::move(detector)) {}
 
-std::optional<Duration> EndpointHealth::Report(bool failed, TimePoint now) {
+EndpointHealth::Reported EndpointHealth::Report(bool failed, TimePoint now) {
   OutlierDetector& d = *detector_;
   std::lock_guard lock(d.mu_);
-  if (!tracked_) return std::nullopt;
+  if (!tracked_) return {};
   d.EndEjectionIfDue(*this, now);
   if (!failed) {
     failures_in_a_row_ = 0;
-    return std::nullopt;
+    return {.out = ejected_until_.has_value()};
   }
   ++failures_in_a_row_;
   int threshold = d.settings_.consecutive_failures;
   // An attempt that was under way when the endpoint was ejected adds
   // nothing: the ejection already counts its run.
-  if (threshold == 0 || failures_in_a_row_ < threshold || ejected_until_ || !d.MayEject()) {
-    return std::nullopt;
-  }
+  if (ejected_until_) return {.out = true};
+  if (threshold == 0 || failures_in_a_row_ < threshold || !d.MayEject()) return {};
   ++ejections_;
   failures_in_a_row_ = 0;
   ++d.ejected_;
@@ -35,7 +34,7 @@ std::optional<Duration> EndpointHealth::Report(bool failed, TimePoint now) {
                      ? d.settings_.max_ejection
                      : d.settings_.base_ejection * ejections_;
   ejected_until_ = AddSaturated(now, out);
-  return out;
+  return {.ejected_for = out, .out = true};
 }
 
 bool EndpointHealth::Available(TimePoint now) {

@@ -33,10 +33,14 @@ class EndpointHealth {
   std::uint64_t id() const { return id_; }
   const std::string& name() const { return name_; }
 
+  // What a report did to the endpoint.
+  struct Reported {
+    std::optional<Duration> ejected_for;  // this report ejected it, for so long
+    bool out = false;                     // it is ejected (by this report or before)
+  };
   // One attempt's outcome: a failure in a run of consecutive_failures
-  // ejects the endpoint, if the share allows. How long it is out when this
-  // report ejected it.
-  std::optional<Duration> Report(bool failed, TimePoint now);
+  // ejects the endpoint, if the share allows.
+  Reported Report(bool failed, TimePoint now);
   // Whether attempts may go to it now: not ejected, or its ejection's time
   // is over (it is then probed back with calls as any other).
   bool Available(TimePoint now);

@@ -6,8 +6,9 @@
 //
 //   call:    call middleware → bulkhead → rate limit → adaptive concurrency
 //            → redirects → retry loop
-//   attempt: attempt span → outlier detection → breaker → attempt middleware
-//            → attempt timeout → fault injection → transport
+//   attempt: attempt span → breaker → outlier detection → classify
+//            → attempt middleware → attempt timeout → fault injection
+//            → transport
 //
 // Everything is asynchronous: a layer starts the next one and is called
 // back on whichever thread moves the call on (the caller's, the client's
@@ -117,19 +118,24 @@ std::unique_ptr<CallLayer> MakeRetryLoop(const AttemptPath& attempts, RetryLoopO
 std::unique_ptr<AttemptLayer> MakeAttemptSpan(AttemptSlots& slots,
                                               const ClientTelemetry& telemetry);
 
-// With several endpoints (Settings::balancing): reports each attempt's
-// outcome, as the breaker layer below classified it, to the endpoint that
-// carried it (ejecting one that keeps failing, logged and counted through
-// `telemetry`).
-std::unique_ptr<AttemptLayer> MakeOutlierDetection(const ClientTelemetry& telemetry);
-
 // Admits the attempt through the breaker or rejects it (nothing sent);
-// classifies what came back (the client's own rules first, then the call's
-// route's classify) and settles the breaker's ticket with it. With the
+// settles the breaker's ticket with what the classify layer decided, but
+// for a failure outlier detection took for its endpoint's. With the
 // breaker's slow-call rule on, it counts an attempt whose headers are
 // late as a failure then (a timer in its slot).
 std::unique_ptr<AttemptLayer> MakeBreakerLayer(AttemptSlots& slots, circuit::Breaker& breaker,
                                                Clock& clock, const ClientTelemetry& telemetry);
+
+// With several endpoints (Settings::balancing): reports each attempt's
+// outcome, as the classify layer below decided it, to the endpoint that
+// carried it (ejecting one that keeps failing, logged and counted through
+// `telemetry`), and marks a failure its endpoint's ejection takes.
+std::unique_ptr<AttemptLayer> MakeOutlierDetection(const ClientTelemetry& telemetry);
+
+// Decides what each outcome means (AttemptOutcome::classification): the
+// client's own rules first (a cancel, a rejection, this process's own
+// failure, a loss already counted), then the call's route's classify.
+std::unique_ptr<AttemptLayer> MakeClassifyLayer();
 
 // The user's attempt middleware, in order, below the breaker: each sees
 // every admitted attempt. A request one changed is checked again, and one

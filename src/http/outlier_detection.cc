@@ -2,9 +2,11 @@
 // OutlierDetection: with several endpoints (Settings::balancing), tells the
 // endpoint that carried each attempt how it went, so one that keeps
 // failing is ejected while the others serve. (That a call's next attempt
-// goes elsewhere is the pool's: ExchangeRequest::call_endpoint.) A failure is what the breaker
-// counts as one (the classification below it), or a refused stream; a loss another attempt on the
-// same connection already counted is not counted again.
+// goes elsewhere is the pool's: ExchangeRequest::call_endpoint.) A failure is what the classify
+// layer below calls one for the breaker, or a refused stream; a loss another attempt on the same
+// connection already counted is not counted again. A failure that ejects the endpoint, or comes
+// from one already out, is the endpoint's alone: the breaker above does not count it, so one
+// replica failing fast among healthy ones does not open the breaker for all of them.
 #include "endpoint_health.h"
 #include "layers.h"
 
@@ -32,10 +34,12 @@ class OutlierDetectionLayer final : public AttemptLayer {
     // to a run of failures nor ends one.
     if (!refused && verdict == circuit::Outcome::kIgnored) return;
     bool failed = refused || verdict == circuit::Outcome::kFailure;
-    if (auto out = outcome.endpoint->Report(failed, outcome.ended)) {
+    EndpointHealth::Reported reported = outcome.endpoint->Report(failed, outcome.ended);
+    if (reported.ejected_for) {
       outcome.ejected_endpoint = true;
-      telemetry_.EndpointEjected(outcome.endpoint->name(), *out);
+      telemetry_.EndpointEjected(outcome.endpoint->name(), *reported.ejected_for);
     }
+    outcome.endpoint_took_failure = failed && reported.out;
   }
 
  private:

@@ -65,8 +65,8 @@ TEST(CallPathTest, TheDocsShowTheOrderTheCodeBuilds) {
             "call middleware → bulkhead → rate limit → adaptive concurrency → redirects → retry "
             "loop");
   EXPECT_EQ(attempts,
-            "attempt span → outlier detection → breaker → attempt middleware → attempt timeout → "
-            "fault injection → transport");
+            "attempt span → breaker → outlier detection → classify → attempt middleware → "
+            "attempt timeout → fault injection → transport");
   for (const char* doc : {"README.md", "docs/http-client.md", "docs/middleware.md",
                           "docs/internals.md", "include/outbound/http/client.h",
                           "include/outbound/http/middleware.h", "src/http/layers.h"}) {
@@ -81,7 +81,7 @@ TEST(CallPathTest, ALayerThatIsOffIsNotInTheList) {
   auto client = Client::CreateOrThrow(Runtime{}, settings);
   EXPECT_EQ(ClientPeer::CallLayers(*client), "redirects → retry loop");
   EXPECT_EQ(ClientPeer::AttemptLayers(*client),
-            "attempt span → breaker → attempt timeout → transport");
+            "attempt span → breaker → classify → attempt timeout → transport");
 }
 
 TEST(CallPathTest, ALayerSwitchedOnWhileCallsGoJoinsTheListAndLeavesItSwitchedOff) {
@@ -92,12 +92,12 @@ TEST(CallPathTest, ALayerSwitchedOnWhileCallsGoJoinsTheListAndLeavesItSwitchedOf
   client->SetFaults(FaultSettings{.enabled = true});
   EXPECT_EQ(ClientPeer::CallLayers(*client), "rate limit → redirects → retry loop");
   EXPECT_EQ(ClientPeer::AttemptLayers(*client),
-            "attempt span → breaker → attempt timeout → fault injection → transport");
+            "attempt span → breaker → classify → attempt timeout → fault injection → transport");
   ASSERT_TRUE(client->SetRateLimit(std::nullopt));
   client->SetFaults(FaultSettings{});
   EXPECT_EQ(ClientPeer::CallLayers(*client), "redirects → retry loop");
   EXPECT_EQ(ClientPeer::AttemptLayers(*client),
-            "attempt span → breaker → attempt timeout → transport");
+            "attempt span → breaker → classify → attempt timeout → transport");
   // A limit Settings would refuse is refused here too, and changes nothing.
   auto refused = client->SetRateLimit(WithRateLimit(-1));
   ASSERT_FALSE(refused);
@@ -372,6 +372,42 @@ TEST_F(AttemptPathTest, OutlierDetectionTakesAnIgnoredAttemptForNothing) {
   EXPECT_FALSE(ends(circuit::Outcome::kIgnored));
   EXPECT_TRUE(ends(circuit::Outcome::kFailure)) << "the ignored attempt ended the run";
   EXPECT_FALSE(endpoint->Available(clock.Now()));
+}
+
+// A failure that ejects its endpoint, or comes from one already out, is
+// the endpoint's alone (the breaker above does not count it); the run's
+// earlier failures, and any failure of an endpoint that may not be
+// ejected, are the dependency's.
+TEST_F(AttemptPathTest, OutlierDetectionTakesTheFailuresOfAnEndpointItEjects) {
+  EventLog heard;
+  HeldTransport* held = nullptr;
+  auto path = ListeningPath(heard, held);
+  auto attempt = NewAttempt(*path);
+  ClientTelemetry telemetry(telemetry::Telemetry{}, Origin{"https", "payments", 8443}, clock);
+  auto layer = MakeOutlierDetection(telemetry);
+  auto detector = std::make_shared<OutlierDetector>(
+      OutlierDetection{.consecutive_failures = 2, .max_ejected_share = 0.5});
+  auto first = detector->Track(1, "10.0.0.7:8443");
+  auto second = detector->Track(2, "10.0.0.8:8443");
+  // Whether a failure on `endpoint` was taken by its ejection.
+  auto taken = [&](const std::shared_ptr<EndpointHealth>& endpoint) {
+    AttemptOutcome outcome;
+    outcome.result = Fail(ErrorKind::kTransport, "reset");
+    outcome.ended = clock.Now();
+    outcome.endpoint = endpoint;
+    outcome.classification = Classification{.breaker = circuit::Outcome::kFailure};
+    layer->Finish(*attempt, outcome);
+    return outcome.endpoint_took_failure;
+  };
+  EXPECT_FALSE(taken(first));
+  EXPECT_TRUE(taken(first)) << "the failure that ejects it";
+  EXPECT_TRUE(taken(first)) << "one under way as it went out";
+  // Of two endpoints one may be out: the other's failures are the
+  // dependency's, for the breaker to count.
+  EXPECT_FALSE(taken(second));
+  EXPECT_FALSE(taken(second));
+  EXPECT_FALSE(taken(second));
+  EXPECT_TRUE(second->Available(clock.Now()));
 }
 
 }  // namespace

@@ -23,8 +23,9 @@
 //
 //   call:    call middleware → bulkhead → rate limit → adaptive concurrency
 //            → redirects → retry loop
-//   attempt: attempt span → outlier detection → breaker → attempt middleware
-//            → attempt timeout → fault injection → transport
+//   attempt: attempt span → breaker → outlier detection → classify
+//            → attempt middleware → attempt timeout → fault injection
+//            → transport
 //
 // Every wait runs on the Runtime's clock.
 //

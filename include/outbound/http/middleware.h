@@ -8,8 +8,9 @@
 //
 //   call:    call middleware → bulkhead → rate limit → adaptive concurrency
 //            → redirects → retry loop
-//   attempt: attempt span → outlier detection → breaker → attempt middleware
-//            → attempt timeout → fault injection → transport
+//   attempt: attempt span → breaker → outlier detection → classify
+//            → attempt middleware → attempt timeout → fault injection
+//            → transport
 //
 // A call middleware sees the call once, before its retries and redirects
 // (a cache, a call-level log, shaping the request). An attempt middleware
