@@ -41,6 +41,8 @@
 //   --reset-percent=P           P % of connections are lost instead (TCP
 //                               RST, streams open) after a random number of
 //                               streams in [1, MIN] (needs --lifetime)
+//   --status=N                  the status of every answer but /held,
+//                               /stall, /flood, /trailers and /too-large (200)
 //   --seed=S                    the random source's seed (1)
 //   --flood-bytes=N             /flood's body size (8 MiB)
 //   --host=A --port=N           where to listen (127.0.0.1, a free port): a
@@ -89,6 +91,7 @@ const lifetime = args.lifetime ? args.lifetime.split(':').map(Number) : null;
 const resetPercent = numberArg(args, 'reset-percent', 0);
 const random = seededRandom(numberArg(args, 'seed', 1));
 const floodBytes = numberArg(args, 'flood-bytes', 8 * 1024 * 1024);
+const status = numberArg(args, 'status', 200);
 
 const settings = {};
 if (args['max-concurrent-streams'] !== undefined) {
@@ -172,7 +175,7 @@ function answer(stream, path) {
     stream.respond({':status': 200}, {waitForTrailers: true});
     stream.on('wantTrailers', () => stream.sendTrailers({'x-checksum': 'sha256=abc'}));
   } else {
-    stream.respond({':status': 200, 'content-length': body.length});
+    stream.respond({':status': status, 'content-length': body.length});
   }
   stream.end(body);
   stats.answered++;
