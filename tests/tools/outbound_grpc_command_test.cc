@@ -12,6 +12,7 @@
 #include "../rpc/echo_server.h"
 #include "../testing/test_support.h"
 #include "outbound/config/rpc_settings.h"
+#include "outbound/testing/network_map.h"
 #include "outbound/testing/test_ca.h"
 
 namespace outbound::rpc {
@@ -351,6 +352,24 @@ TEST_F(OutboundGrpcCallTest, BenchMakesItsCallsAndPrintsItsFigures) {
   EXPECT_TRUE(json["errors"].empty());
   EXPECT_GT(json["calls_per_second"].get<double>(), 0);
   EXPECT_GT(json["cpu_us_per_call"].get<double>(), 0);
+  EXPECT_EQ(server.calls(), 300);
+}
+
+// With balancing, an endpoint's ejection is a log record too: it is no
+// breaker transition. One endpoint of two refuses every dial, is ejected,
+// and every call is answered by the other.
+TEST_F(OutboundGrpcCallTest, BenchCountsNoEjectionAsABreakerTransition) {
+  EchoServer server(Echoing());
+  std::string endpoints = "127.0.0.1:" + std::to_string(server.port()) +
+                          ",127.0.0.1:" + std::to_string(testing::PortNothingListensOn());
+  CommandResult result =
+      Run("bench -n 300 -c 8 --json - -d @" + RequestFile("load") + " " + Url(server),
+          "OUTBOUND_ENDPOINTS=" + endpoints);
+  EXPECT_EQ(result.exit_code, 0) << result.output << Stderr();
+  std::string last = result.output.substr(result.output.rfind("\n{") + 1);
+  auto json = nlohmann::json::parse(last);
+  EXPECT_EQ(json["ok"], 300);
+  EXPECT_EQ(json["breaker_transitions"], 0) << result.output;
   EXPECT_EQ(server.calls(), 300);
 }
 

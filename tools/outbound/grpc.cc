@@ -161,10 +161,16 @@ std::unique_ptr<rpc::Client> MakeRpcClient(const rpc::Settings& settings, const 
 
 std::string Attempts(int n) { return std::to_string(n) + (n == 1 ? " attempt" : " attempts"); }
 
-// Counts the breaker's transitions: the only records the gRPC client logs.
+// Counts the breaker's transitions among the records the gRPC client logs
+// (with balancing, an endpoint's ejection is one too).
 class TransitionCounter final : public telemetry::Logger {
  public:
-  void Emit(telemetry::LogRecord&&) override { count.fetch_add(1, std::memory_order_relaxed); }
+  void Emit(telemetry::LogRecord&& record) override {
+    bool transition = std::ranges::any_of(record.attributes, [](const telemetry::Attribute& a) {
+      return a.key == "outbound.circuit.previous_state";
+    });
+    if (transition) count.fetch_add(1, std::memory_order_relaxed);
+  }
   std::atomic<long> count{0};
 };
 
