@@ -145,6 +145,27 @@ TEST_F(NodeHttp2Test, ARequestOverTheServersHeaderListSizeIsNotSent) {
   EXPECT_EQ(stats["sessions"].get<int>(), 1) << stats.dump();
 }
 
+// A server that takes a header section of any size, and a request whose
+// section is over the 64 KiB nghttp2 sends: nghttp2 refuses to send it, on
+// this connection or any other, so it is the request's own failure, not
+// retried, and the connection carries the next request.
+TEST_F(NodeHttp2Test, ARequestHeaderSectionTooLargeToSendIsNotRetried) {
+  StartPeer("h2_server.js", {"--max-header-list-size=1000000"});
+  auto client = MakeClient(PaymentsSettings());
+  ASSERT_TRUE(client->Send(Request::Get("/")));  // the server's SETTINGS are in
+  Request big = Request::Get("/");
+  big.headers.emplace_back("x-pad", std::string(70000, 'p'));
+  auto response = client->Send(std::move(big));
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().kind(), ErrorKind::kInvalidRequest) << response.error().message();
+  EXPECT_EQ(response.error().attempts(), 1);
+  ASSERT_TRUE(client->Send(Request::Get("/")));
+  EXPECT_TRUE(Transitions().empty());
+  nlohmann::json stats = peer->Stats();
+  EXPECT_EQ(stats["streams"].get<int>(), 2) << stats.dump();
+  EXPECT_EQ(stats["sessions"].get<int>(), 1) << stats.dump();
+}
+
 // A server that refuses every stream, with a breaker that never opens: what
 // the transport and the retry layer alone cost the server. A refused stream
 // may be retried (nothing was processed), but within the retry budget, and

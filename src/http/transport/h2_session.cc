@@ -758,10 +758,16 @@ int H2Session::OnFrameNotSend(nghttp2_session*, const nghttp2_frame* frame, int 
   auto& self = *static_cast<H2Session*>(user);
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   if (Exchange* exchange = self.Find(frame->hd.stream_id); exchange != nullptr) {
-    AttemptOutcome outcome = Failed(
-        ErrorKind::kTransport, std::string("the request was not sent: ") + nghttp2_strerror(error));
-    outcome.unprocessed = true;
-    outcome.connection_retired = self.Retiring();
+    // A header section nghttp2 cannot send (over the 64 KiB it writes, or
+    // one HPACK cannot code) is the request's own failure: it would fail
+    // on any connection, so it is not sent again.
+    bool the_requests_own =
+        error == NGHTTP2_ERR_FRAME_SIZE_ERROR || error == NGHTTP2_ERR_HEADER_COMP;
+    AttemptOutcome outcome =
+        Failed(the_requests_own ? ErrorKind::kInvalidRequest : ErrorKind::kTransport,
+               std::string("the request was not sent: ") + nghttp2_strerror(error));
+    outcome.unprocessed = !the_requests_own;
+    outcome.connection_retired = !the_requests_own && self.Retiring();
     self.End(frame->hd.stream_id, std::move(outcome));
   }
   return 0;
