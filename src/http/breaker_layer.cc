@@ -67,12 +67,21 @@ class BreakerLayer final : public AttemptLayer, public AttemptListener, public A
     PerAttempt& mine = attempt.slot(slot_);
     // From here on the slow-call rule leaves the ticket alone.
     mine.slow_timer.Disarm();
-    try {
-      if (mine.slow_thrown) std::rethrow_exception(mine.slow_thrown);
-      if (!outcome.classification) {  // the user's classify threw: nothing is counted
-        mine.ticket.reset();
-        return;
+    if (mine.slow_thrown || !outcome.classification) {
+      // The breaker's policy threw as the slow-call rule counted the
+      // attempt, or the user's classify threw: the slot is freed now (an
+      // unsettled ticket counts nothing). The policy threw before classify
+      // ran: its throw is the one the caller hears, unless the user's code
+      // threw before it (a body sink).
+      mine.ticket.reset();
+      if (mine.slow_thrown && (!outcome.thrown || outcome.classify_threw)) {
+        outcome.thrown = mine.slow_thrown;
+        outcome.classify_threw = false;
+        outcome.result = Fail(ErrorKind::kTransport, "classify threw");
       }
+      return;
+    }
+    try {
       // A failure outlier detection took for its endpoint's alone (the
       // endpoint is out for it) is not the dependency's: one replica of
       // several failing fast would otherwise open the breaker for all.

@@ -32,6 +32,7 @@ class ClassifyLayer final : public AttemptLayer {
       // first throw is the one the caller hears.
       if (!outcome.thrown) {
         outcome.thrown = std::current_exception();
+        outcome.classify_threw = true;
         outcome.result = Fail(ErrorKind::kTransport, "classify threw");
       }
     }

@@ -34,8 +34,9 @@ struct AttemptOutcome {
   bool body_failed = false;                      // the error came after the headers
   bool rejected = false;                         // the breaker said no: nothing was sent
   std::optional<Classification> classification;  // set by the classify layer
-  std::exception_ptr thrown;                     // the user's classify or policy threw
-  AttemptRecord record;                          // filled by the attempt span
+  bool classify_threw = false;  // `thrown` is the user's classify's (the classify layer)
+  std::exception_ptr thrown;    // the user's classify or policy threw
+  AttemptRecord record;         // filled by the attempt span
   // When the attempt ended, on the client's clock: the time the transport
   // read its answer's last bytes, or else read once as it ends
   // (Attempt::End); the "now" of its layers' Finish and its owner's

@@ -18,13 +18,13 @@ EndpointHealth::Reported EndpointHealth::Report(bool failed, TimePoint now) {
   d.EndEjectionIfDue(*this, now);
   if (!failed) {
     failures_in_a_row_ = 0;
-    return {.out = ejected_until_.has_value()};
+    return {.out = ejected_until_.has_value(), .others_serve = d.OthersServe(*this)};
   }
   ++failures_in_a_row_;
   int threshold = d.settings_.consecutive_failures;
   // An attempt that was under way when the endpoint was ejected adds
   // nothing: the ejection already counts its run.
-  if (ejected_until_) return {.out = true};
+  if (ejected_until_) return {.out = true, .others_serve = d.OthersServe(*this)};
   if (threshold == 0 || failures_in_a_row_ < threshold || !d.MayEject()) return {};
   ++ejections_;
   failures_in_a_row_ = 0;
@@ -34,7 +34,7 @@ EndpointHealth::Reported EndpointHealth::Report(bool failed, TimePoint now) {
                      ? d.settings_.max_ejection
                      : d.settings_.base_ejection * ejections_;
   ejected_until_ = AddSaturated(now, out);
-  return {.ejected_for = out, .out = true};
+  return {.ejected_for = out, .out = true, .others_serve = d.OthersServe(*this)};
 }
 
 bool EndpointHealth::Available(TimePoint now) {
@@ -65,6 +65,12 @@ bool OutlierDetector::MayEject() const {
   int allowed = std::max(1, static_cast<int>(std::floor(settings_.max_ejected_share * tracked_)));
   if (settings_.max_ejected_share == 0) allowed = 0;
   return ejected_ < allowed;
+}
+
+bool OutlierDetector::OthersServe(const EndpointHealth& endpoint) const {
+  // The ejected count includes `endpoint` when it is out.
+  int out_besides = ejected_ - (endpoint.ejected_until_ ? 1 : 0);
+  return tracked_ - 1 - out_besides > 0;
 }
 
 void OutlierDetector::EndEjectionIfDue(EndpointHealth& endpoint, TimePoint now) {

@@ -37,6 +37,7 @@ class EndpointHealth {
   struct Reported {
     std::optional<Duration> ejected_for;  // this report ejected it, for so long
     bool out = false;                     // it is ejected (by this report or before)
+    bool others_serve = false;            // some other endpoint is not ejected
   };
   // One attempt's outcome: a failure in a run of consecutive_failures
   // ejects the endpoint, if the share allows.
@@ -73,6 +74,9 @@ class OutlierDetector : public std::enable_shared_from_this<OutlierDetector> {
   friend class EndpointHealth;
   // Whether one more endpoint may be out, of `tracked_`. Under mu_.
   bool MayEject() const;
+  // Whether a tracked endpoint other than `endpoint` is not ejected.
+  // Under mu_.
+  bool OthersServe(const EndpointHealth& endpoint) const;
   // Ends an ejection whose time is over. Under mu_.
   void EndEjectionIfDue(EndpointHealth& endpoint, TimePoint now);
 

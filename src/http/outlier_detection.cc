@@ -39,7 +39,9 @@ class OutlierDetectionLayer final : public AttemptLayer {
       outcome.ejected_endpoint = true;
       telemetry_.EndpointEjected(outcome.endpoint->name(), *reported.ejected_for);
     }
-    outcome.endpoint_took_failure = failed && reported.out;
+    // Only while another endpoint serves: with every one out (a
+    // max_ejected_share of 1), the failures are the dependency's.
+    outcome.endpoint_took_failure = failed && reported.out && reported.others_serve;
   }
 
  private:

@@ -410,5 +410,34 @@ TEST_F(AttemptPathTest, OutlierDetectionTakesTheFailuresOfAnEndpointItEjects) {
   EXPECT_TRUE(second->Available(clock.Now()));
 }
 
+// With every endpoint allowed out (a max_ejected_share of 1), the last one
+// ejected leaves none serving: its failures are the dependency's, and the
+// breaker counts them.
+TEST_F(AttemptPathTest, OutlierDetectionLeavesTheLastEndpointsFailuresToTheBreaker) {
+  EventLog heard;
+  HeldTransport* held = nullptr;
+  auto path = ListeningPath(heard, held);
+  auto attempt = NewAttempt(*path);
+  ClientTelemetry telemetry(telemetry::Telemetry{}, Origin{"https", "payments", 8443}, clock);
+  auto layer = MakeOutlierDetection(telemetry);
+  auto detector = std::make_shared<OutlierDetector>(
+      OutlierDetection{.consecutive_failures = 1, .max_ejected_share = 1.0});
+  auto first = detector->Track(1, "10.0.0.7:8443");
+  auto second = detector->Track(2, "10.0.0.8:8443");
+  auto taken = [&](const std::shared_ptr<EndpointHealth>& endpoint) {
+    AttemptOutcome outcome;
+    outcome.result = Fail(ErrorKind::kTransport, "reset");
+    outcome.ended = clock.Now();
+    outcome.endpoint = endpoint;
+    outcome.classification = Classification{.breaker = circuit::Outcome::kFailure};
+    layer->Finish(*attempt, outcome);
+    return outcome.endpoint_took_failure;
+  };
+  EXPECT_TRUE(taken(first)) << "the second still serves";
+  EXPECT_FALSE(taken(second)) << "ejected too, it leaves none";
+  EXPECT_FALSE(second->Available(clock.Now()));
+  EXPECT_FALSE(taken(first));
+}
+
 }  // namespace
 }  // namespace outbound::http::internal

@@ -27,8 +27,7 @@ class H2ConnectionErrorTest : public ClientTestBase, public ::testing::Test {
   // Returns the nine calls' results, with a breaker that opens at two
   // failures.
   std::vector<Result<Response>> EndTheConnectionAtTheNinth(h2::ErrorCode error) {
-    std::atomic<int> seen{0};
-    Serve([&seen, error](const ServerRequest&) {
+    Serve([this, error](const ServerRequest&) {
       int n = seen++;
       if (n < kWaiting) return Reply::Hang();
       if (n > kWaiting) return Reply::Ok("again");
@@ -72,6 +71,7 @@ class H2ConnectionErrorTest : public ClientTestBase, public ::testing::Test {
     return n;
   }
 
+  std::atomic<int> seen{0};  // requests the server has had
   std::unique_ptr<Client> client;
 };
 

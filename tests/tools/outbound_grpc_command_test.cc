@@ -369,6 +369,8 @@ TEST_F(OutboundGrpcCallTest, BenchCountsNoEjectionAsABreakerTransition) {
   std::string last = result.output.substr(result.output.rfind("\n{") + 1);
   auto json = nlohmann::json::parse(last);
   EXPECT_EQ(json["ok"], 300);
+  // The refused endpoint had attempts, until ejected.
+  EXPECT_GT(json["attempts_per_call"].get<double>(), 1.0) << result.output;
   EXPECT_EQ(json["breaker_transitions"], 0) << result.output;
   EXPECT_EQ(server.calls(), 300);
 }

@@ -157,7 +157,9 @@ struct AdaptiveConcurrency {
 // number of times it has been ejected, at most `max_ejection`, then is
 // probed back with calls as any other. Never more than `max_ejected_share`
 // of the endpoints are out at once (one may always be, of two or more;
-// the only endpoint never is). Envoy's outlier_detection with
+// the only endpoint never is). A failure that ejects its endpoint, or
+// comes from one already out, is that endpoint's alone while another
+// serves: the breaker does not count it. Envoy's outlier_detection with
 // consecutive_5xx, base_ejection_time, max_ejection_time and
 // max_ejection_percent. Valid: consecutive_failures >= 0 (0: never ejects),
 // base_ejection and max_ejection positive, base <= max, share in [0, 1].
