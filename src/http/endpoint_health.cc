@@ -18,7 +18,7 @@ EndpointHealth::Reported EndpointHealth::Report(bool failed, TimePoint now) {
   d.EndEjectionIfDue(*this, now);
   if (!failed) {
     failures_in_a_row_ = 0;
-    return {.out = ejected_until_.has_value(), .others_serve = d.OthersServe(*this)};
+    return {};  // a success is no one's to take
   }
   ++failures_in_a_row_;
   int threshold = d.settings_.consecutive_failures;

@@ -33,7 +33,7 @@ class EndpointHealth {
   std::uint64_t id() const { return id_; }
   const std::string& name() const { return name_; }
 
-  // What a report did to the endpoint.
+  // What a failure's report did to the endpoint (a success's: nothing).
   struct Reported {
     std::optional<Duration> ejected_for;  // this report ejected it, for so long
     bool out = false;                     // it is ejected (by this report or before)

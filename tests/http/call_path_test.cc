@@ -374,23 +374,17 @@ TEST_F(AttemptPathTest, OutlierDetectionTakesAnIgnoredAttemptForNothing) {
   EXPECT_FALSE(endpoint->Available(clock.Now()));
 }
 
-// A failure that ejects its endpoint, or comes from one already out, is
-// the endpoint's alone (the breaker above does not count it); the run's
-// earlier failures, and any failure of an endpoint that may not be
-// ejected, are the dependency's.
-TEST_F(AttemptPathTest, OutlierDetectionTakesTheFailuresOfAnEndpointItEjects) {
-  EventLog heard;
-  HeldTransport* held = nullptr;
-  auto path = ListeningPath(heard, held);
-  auto attempt = NewAttempt(*path);
-  ClientTelemetry telemetry(telemetry::Telemetry{}, Origin{"https", "payments", 8443}, clock);
-  auto layer = MakeOutlierDetection(telemetry);
-  auto detector = std::make_shared<OutlierDetector>(
-      OutlierDetection{.consecutive_failures = 2, .max_ejected_share = 0.5});
-  auto first = detector->Track(1, "10.0.0.7:8443");
-  auto second = detector->Track(2, "10.0.0.8:8443");
+// Outlier detection over two endpoints, each failure on one reported
+// through the layer as the classify layer below would hand it on.
+class OutlierTakingTest : public AttemptPathTest {
+ protected:
+  void Detect(OutlierDetection settings) {
+    detector = std::make_shared<OutlierDetector>(settings);
+    first = detector->Track(1, "10.0.0.7:8443");
+    second = detector->Track(2, "10.0.0.8:8443");
+  }
   // Whether a failure on `endpoint` was taken by its ejection.
-  auto taken = [&](const std::shared_ptr<EndpointHealth>& endpoint) {
+  bool Taken(const std::shared_ptr<EndpointHealth>& endpoint) {
     AttemptOutcome outcome;
     outcome.result = Fail(ErrorKind::kTransport, "reset");
     outcome.ended = clock.Now();
@@ -398,45 +392,44 @@ TEST_F(AttemptPathTest, OutlierDetectionTakesTheFailuresOfAnEndpointItEjects) {
     outcome.classification = Classification{.breaker = circuit::Outcome::kFailure};
     layer->Finish(*attempt, outcome);
     return outcome.endpoint_took_failure;
-  };
-  EXPECT_FALSE(taken(first));
-  EXPECT_TRUE(taken(first)) << "the failure that ejects it";
-  EXPECT_TRUE(taken(first)) << "one under way as it went out";
+  }
+
+  EventLog heard;
+  HeldTransport* held = nullptr;
+  std::unique_ptr<AttemptPath> path = ListeningPath(heard, held);
+  std::shared_ptr<Attempt> attempt = NewAttempt(*path);
+  ClientTelemetry telemetry{telemetry::Telemetry{}, Origin{"https", "payments", 8443}, clock};
+  std::unique_ptr<AttemptLayer> layer = MakeOutlierDetection(telemetry);
+  std::shared_ptr<OutlierDetector> detector;
+  std::shared_ptr<EndpointHealth> first, second;
+};
+
+// A failure that ejects its endpoint, or comes from one already out, is
+// the endpoint's alone (the breaker above does not count it); the run's
+// earlier failures, and any failure of an endpoint that may not be
+// ejected, are the dependency's.
+TEST_F(OutlierTakingTest, TheFailuresOfAnEndpointItEjectsAreTheEndpoints) {
+  Detect({.consecutive_failures = 2, .max_ejected_share = 0.5});
+  EXPECT_FALSE(Taken(first));
+  EXPECT_TRUE(Taken(first)) << "the failure that ejects it";
+  EXPECT_TRUE(Taken(first)) << "one under way as it went out";
   // Of two endpoints one may be out: the other's failures are the
   // dependency's, for the breaker to count.
-  EXPECT_FALSE(taken(second));
-  EXPECT_FALSE(taken(second));
-  EXPECT_FALSE(taken(second));
+  EXPECT_FALSE(Taken(second));
+  EXPECT_FALSE(Taken(second));
+  EXPECT_FALSE(Taken(second));
   EXPECT_TRUE(second->Available(clock.Now()));
 }
 
 // With every endpoint allowed out (a max_ejected_share of 1), the last one
 // ejected leaves none serving: its failures are the dependency's, and the
 // breaker counts them.
-TEST_F(AttemptPathTest, OutlierDetectionLeavesTheLastEndpointsFailuresToTheBreaker) {
-  EventLog heard;
-  HeldTransport* held = nullptr;
-  auto path = ListeningPath(heard, held);
-  auto attempt = NewAttempt(*path);
-  ClientTelemetry telemetry(telemetry::Telemetry{}, Origin{"https", "payments", 8443}, clock);
-  auto layer = MakeOutlierDetection(telemetry);
-  auto detector = std::make_shared<OutlierDetector>(
-      OutlierDetection{.consecutive_failures = 1, .max_ejected_share = 1.0});
-  auto first = detector->Track(1, "10.0.0.7:8443");
-  auto second = detector->Track(2, "10.0.0.8:8443");
-  auto taken = [&](const std::shared_ptr<EndpointHealth>& endpoint) {
-    AttemptOutcome outcome;
-    outcome.result = Fail(ErrorKind::kTransport, "reset");
-    outcome.ended = clock.Now();
-    outcome.endpoint = endpoint;
-    outcome.classification = Classification{.breaker = circuit::Outcome::kFailure};
-    layer->Finish(*attempt, outcome);
-    return outcome.endpoint_took_failure;
-  };
-  EXPECT_TRUE(taken(first)) << "the second still serves";
-  EXPECT_FALSE(taken(second)) << "ejected too, it leaves none";
+TEST_F(OutlierTakingTest, TheLastEndpointsFailuresAreLeftToTheBreaker) {
+  Detect({.consecutive_failures = 1, .max_ejected_share = 1.0});
+  EXPECT_TRUE(Taken(first)) << "the second still serves";
+  EXPECT_FALSE(Taken(second)) << "ejected too, it leaves none";
   EXPECT_FALSE(second->Available(clock.Now()));
-  EXPECT_FALSE(taken(first));
+  EXPECT_FALSE(Taken(first));
 }
 
 }  // namespace
