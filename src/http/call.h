@@ -153,6 +153,10 @@ class CallState : public std::enable_shared_from_this<CallState> {
   // Of those, the ones a connection the server retired left out (a
   // GOAWAY's, or one that opened busy): sent again at once, no failure.
   std::atomic<int> retired_resends{0};
+  // An attempt was the request a server met as it failed a connection
+  // (AttemptOutcome::met_connection_failure): a second is taken for the
+  // cause (the classify layer).
+  std::atomic<bool> met_connection_failure{false};
   // With several endpoints: the one the latest attempt was sent to
   // (EndpointHealth::id), for the next, or a hedge, to avoid; 0 for none.
   std::atomic<std::uint64_t> last_endpoint{0};

@@ -3,8 +3,8 @@
 // every layer above it (the outlier detection, the breaker, the retry
 // loop): whether to retry and what the breaker counts. What the client
 // knows itself comes first (a cancel, a rejection, this process's own
-// failure, a loss already counted); the call's route's classify decides
-// the rest.
+// failure, a request that failed a connection twice, a loss already
+// counted); the call's route's classify decides the rest.
 #include <array>
 #include <mutex>
 
@@ -64,6 +64,18 @@ class ClassifyLayer final : public AttemptLayer {
         return {Outcome::kStop, {}, kIgnored};
       }
       if (attempt.call->deadline_passed()) return {Outcome::kStop, {}, kFailure};
+      // The request the server met as it failed a connection, a second
+      // time: taken for the cause, not sent again (it would end the next
+      // connection and the calls on it), and not the dependency's failure.
+      if (outcome.met_connection_failure &&
+          attempt.call->met_connection_failure.exchange(true, std::memory_order_relaxed)) {
+        outcome.unprocessed = outcome.connection_retired = false;
+        outcome.result =
+            Fail(ErrorKind::kInvalidRequest,
+                 outcome.result.error().message() +
+                     ", as on a connection before: taken for its cause, not sent again");
+        return {Outcome::kStop, {}, kIgnored};
+      }
       if (outcome.unprocessed) return {Outcome::kRetry, {}, kIgnored};
       // Lost with its connection when another attempt already counted
       // that loss, or with a kept-alive connection the server closed.

@@ -64,6 +64,15 @@ struct AttemptOutcome {
   // That is no sign of load: it is sent again on a new connection without
   // spending TransparentRetries, a bounded number of times per request.
   bool connection_retired = false;
+  // Set by the transport (HTTP/2), with `unprocessed`: the request was the
+  // first above the last-stream-id of a GOAWAY whose error a request can
+  // cause, the one the server met as it failed the connection. The classify
+  // layer takes the second such end of a call's attempts for the request's
+  // own failure (kInvalidRequest, not sent again: behind HAProxy each
+  // resend of a request over its buffers ends the next connection and the
+  // calls on it); one alone is left out, as the streams beside it are (a
+  // server that limits a client's resets ends a connection so as well).
+  bool met_connection_failure = false;
   // Set by the transport (HTTP/1.1): the server closed a connection it had
   // kept alive (it carried an answer before) before a byte of this
   // attempt's answer came (an interim one neither), within a second of the

@@ -166,6 +166,32 @@ TEST_F(NodeHttp2Test, ARequestHeaderSectionTooLargeToSendIsNotRetried) {
   EXPECT_EQ(stats["sessions"].get<int>(), 1) << stats.dump();
 }
 
+// Node's nghttp2 (1.57 and later, against CVE-2023-44487) answers a client
+// that has reset more than 1 000 streams on a connection, then more than
+// 33 a second, with GOAWAY INTERNAL_ERROR naming the last stream it read.
+// Half the calls here ask for a body over the client's limit, each ending
+// with its stream reset; the request above that last stream, in flight as
+// the GOAWAY came, did nothing to cause it: it goes again on a new
+// connection and is answered like every other.
+TEST_F(NodeHttp2Test, AServerLimitingResetsFailsNoRequestForThem) {
+  StartPeer("h2_server.js", {"--flood-bytes=2000"});
+  http::Settings settings = PaymentsSettings();
+  settings.max_response_bytes = 1000;
+  auto client = MakeClient(std::move(settings));
+  constexpr int kCalls = 8000;  // a few connections ended so
+  LoadReport report = RunInFlight(*client, kCalls, 32,
+                                  [](int i) { return Request::Get(i % 2 == 0 ? "/flood" : "/"); });
+  nlohmann::json stats = peer->Stats();
+  std::string figures = report.Summary() + "; " + log->Summary() + "; server " + stats.dump();
+  SCOPED_TRACE(figures);
+  EXPECT_EQ(report.calls, kCalls);
+  EXPECT_EQ(report.ok, kCalls / 2);
+  EXPECT_EQ(report.errors[ErrorKind::kResponseTooLarge], kCalls / 2);
+  // The server's limit was met: it ended a connection at least once.
+  EXPECT_GE(stats["sessions"].get<int>(), 2);
+  EXPECT_TRUE(Transitions().empty());
+}
+
 // A server that refuses every stream, with a breaker that never opens: what
 // the transport and the retry layer alone cost the server. A refused stream
 // may be retried (nothing was processed), but within the retry budget, and

@@ -798,16 +798,18 @@ void H2Session::Closing(Exchange& exchange, std::int32_t stream_id, std::uint32_
     outcome.unprocessed = true;
   } else if (error_code == NGHTTP2_REFUSED_STREAM && !exchange.headers_done &&
              FailedTheConnection(stream_id)) {
-    // The stream the server met as it failed the connection is taken for
-    // the cause (HAProxy ends a connection whose next request's fields are
-    // over its buffer, where over HTTP/1.1 it answers 400): the request's
-    // own failure, not sent again, not the dependency's. Sent again, at
-    // once or after a backoff, it ended the next connection and every call
-    // on it too.
-    outcome = Failed(ErrorKind::kInvalidRequest,
+    // The stream the server met as it failed the connection may be the
+    // cause (HAProxy ends a connection whose next request's fields are
+    // over its buffer, where over HTTP/1.1 it answers 400), or an innocent
+    // that crossed the failure (nghttp2 ends one whose client reset too
+    // many streams). Not processed, so left out as the others above it;
+    // the classify layer decides the second time the call meets this.
+    outcome = Failed(ErrorKind::kTransport,
                      std::string("the server ended the connection with an error (GOAWAY ") +
-                         nghttp2_http2_strerror(goaway_error_) +
-                         ") as this request reached it: taken for its cause, not sent again");
+                         nghttp2_http2_strerror(goaway_error_) + ") as this request reached it");
+    outcome.unprocessed = true;
+    outcome.connection_retired = true;
+    outcome.met_connection_failure = true;
   } else if (error_code == NGHTTP2_REFUSED_STREAM && !exchange.headers_done) {
     // RST_STREAM REFUSED_STREAM, or a stream above a GOAWAY's last one:
     // RFC 9113 §8.7 says the server did not process it.

@@ -14,10 +14,11 @@
 //    HAProxy sends CANCEL) and leaves the answer whole;
 //  - a GOAWAY with an error code ends a connection that failed (RFC 9113
 //    §5.4.1): its streams without an answer's headers end as lost with it,
-//    whatever RST_STREAM the server sends each after it; the first above
-//    its last-stream-id (the request the server met as it failed) is taken
-//    for the cause: kInvalidRequest, not sent again; the others above it
-//    are left out, as by a retired connection;
+//    whatever RST_STREAM the server sends each after it; those above its
+//    last-stream-id are left out, as by a retired connection, and the
+//    first of them (the request the server met as it failed) is marked
+//    `met_connection_failure`: the classify layer takes it for the cause
+//    if it meets that a second time;
 //  - a connection that closes after an answer's END_STREAM, its upload
 //    still going, leaves the answer whole;
 //  - malformed responses (no or bad :status, conflicting or wrong
@@ -202,6 +203,8 @@ class H2Session final : public Codec {
   // framing, its header coding or a limit of its own): the request the
   // server met as it failed. Not after ENHANCE_YOUR_CALM, FLOW_CONTROL_ERROR
   // or SETTINGS_TIMEOUT, which are about the connection, not a request.
+  // Only a suspect: nghttp2's servers (Node's, Apache's) send INTERNAL_ERROR
+  // too when a client resets too many streams (RFC 9113 §10.5).
   bool FailedTheConnection(std::int32_t stream_id) const {
     bool a_requests_doing =
         goaway_error_ == NGHTTP2_PROTOCOL_ERROR || goaway_error_ == NGHTTP2_INTERNAL_ERROR ||
