@@ -81,7 +81,7 @@ Deframed Deframe(std::string_view encoding, std::size_t limit,
                  const std::vector<std::string_view>& pieces) {
   Deframed run;
   bool failed = false;
-  wire::Deframer deframer(encoding, limit, [&](std::string message) {
+  wire::Deframer deframer(encoding, limit, [&](std::string message, bool) {
     FUZZ_CHECK(!failed);
     FUZZ_CHECK(message.size() <= limit);
     run.messages.push_back(std::move(message));

@@ -164,7 +164,8 @@ Summary Run(const std::string& response, const std::vector<std::size_t>& ends, b
     // The connection's end, as Connection reports it: an orderly close
     // first, when the read did not fail.
     if (going) codec.PeerClosed();
-    codec.Closed(going ? "the server closed the connection" : codec.error());
+    codec.Closed(going ? "the server closed the connection" : codec.error(),
+                 /*cannot_improve=*/false);
   }
   recorder.summary.reusable = codec.Reusable();
   return recorder.summary;

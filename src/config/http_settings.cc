@@ -271,9 +271,17 @@ http::TlsSettings ReadTls(Resolver& r, const std::string& prefix,
   tls.client_cert_pem =
       r.Get(name("CERT_FILE"), certificate, std::optional(d ? d->client_cert_pem : none));
   tls.client_key_pem = r.Get(name("KEY_FILE"), key, std::optional(d ? d->client_key_pem : none));
-  if (tls.client_cert_pem.empty() != tls.client_key_pem.empty()) {
+  // What was given, read or not: a file that did not read is reported as
+  // such, not as a certificate without its key.
+  bool cert_given = r.Has(name("CERT_FILE")) || (d && !d->client_cert_pem.empty());
+  bool key_given = r.Has(name("KEY_FILE")) || (d && !d->client_key_pem.empty());
+  bool all_read =
+      cert_given != tls.client_cert_pem.empty() && key_given != tls.client_key_pem.empty();
+  if (cert_given != key_given) {
     r.Fail(name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
            "a client certificate needs its key, and a key its certificate");
+  } else if (!all_read) {
+    // Said by Get already.
   } else if (auto ok = http::CheckTls(tls); !ok) {
     r.Fail(name("CA_FILE") + ", " + name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
            ok.error().message());

@@ -81,6 +81,8 @@ class ClassifyLayer final : public AttemptLayer {
       // that loss, or with a kept-alive connection the server closed.
       if (outcome.connection_lost &&
           (outcome.kept_alive_closed || !FirstLossOf(outcome.connection))) {
+        // Counted once; final if no connection would fare better.
+        if (outcome.cannot_improve) return {Outcome::kStop, {}, kIgnored};
         outcome.collateral = true;
         return {Outcome::kRetry, {}, kIgnored};
       }

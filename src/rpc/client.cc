@@ -183,7 +183,8 @@ void Client::ServerStreamAsync(std::string_view method, std::string_view request
   auto open = std::make_shared<std::atomic<bool>>(true);
   auto deframer = std::make_shared<internal::Deframer>(
       /*encoding=*/"", impl.receive_limit,
-      [open, cancel = context.cancel, on_message = std::move(on_message)](std::string message) {
+      [open, cancel = context.cancel, on_message = std::move(on_message)](
+          std::string message, bool /*compressed: never, decoded*/) {
         if (!open->load(std::memory_order_acquire)) return;
         if (cancel != nullptr && cancel->cancelled()) return;
         on_message(message);

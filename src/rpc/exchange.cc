@@ -71,7 +71,7 @@ StatusOr<std::string> OnlyMessage(const http::Response& response, std::size_t li
   std::string message;
   std::size_t count = 0;
   Deframer deframer(FindField(response.headers, "grpc-encoding").value_or(""), limit,
-                    [&](std::string m) {
+                    [&](std::string m, bool /*compressed: never, decoded*/) {
                       if (++count == 1) message = std::move(m);
                     });
   Status status = deframer.Feed(response.body);

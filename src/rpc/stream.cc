@@ -24,6 +24,7 @@
 #include "outbound/http/receive_window.h"
 #include "outbound/rpc/client.h"
 #include "wire/framing.h"
+#include "wire/gzip.h"
 
 namespace outbound::rpc {
 namespace {
@@ -31,27 +32,39 @@ namespace {
 // Bytes of messages received and not read yet past which the server is
 // asked for no more (ReceiveWindow): it may still send the stream's
 // HTTP/2 window (1 MiB) before it waits. Half of it read, it may go on.
+// A gzip-coded message waits as it came, and is decoded as it is read:
+// what it inflates to is never held for a reader that has not come.
 constexpr std::size_t kReadAhead = std::size_t{1} << 20;
+
+// A message received and not read yet, as it came.
+struct Unread {
+  std::string bytes;
+  bool compressed = false;
+};
 
 // What the core's thread and the caller's share: the messages received
 // and not yet read, and the call's end.
 struct Shared {
-  explicit Shared(std::size_t receive_limit)
-      : deframer(/*encoding=*/"", receive_limit, [this](std::string message) {
+  Shared(std::size_t receive_limit, std::shared_ptr<outbound::internal::CancelState> call)
+      : limit(receive_limit),
+        cancel(std::move(call)),
+        deframer(/*encoding=*/"", receive_limit, [this](std::string message, bool compressed) {
           std::unique_lock lock(mu);
           if (discarding) return;
           if (waiting_read) {
             // Straight to the read that waits: nothing is held back for it.
             auto read = std::exchange(waiting_read, nullptr);
             lock.unlock();
-            read(std::move(message));
+            read(Decode({std::move(message), compressed}));
             return;
           }
           unread_bytes += message.size();
-          messages.push_back(std::move(message));
+          messages.push_back({std::move(message), compressed});
           if (unread_bytes > kReadAhead) window->Hold();
           changed.notify_all();
-        }) {}
+        }) {
+    deframer.LeaveCompressed();
+  }
 
   // The call has ended: a read that waits hears so.
   void End(Result<http::Response> answer, std::exception_ptr thrown_by) {
@@ -73,17 +86,36 @@ struct Shared {
 
   // Takes the next unread message, if any, under `mu`: whether the window
   // may open now.
-  bool Take(std::string& message) {
+  bool Take(Unread& message) {
     message = std::move(messages.front());
     messages.pop_front();
-    unread_bytes -= message.size();
+    unread_bytes -= message.bytes.size();
     return unread_bytes <= kReadAhead / 2;
   }
 
+  // The message as read: decoded if it came gzip-coded, outside `mu`. One
+  // that does not decode (corrupt, or over the receive limit inflated)
+  // ends the call with that status, as the Deframer's own checks do:
+  // nothing then.
+  std::optional<std::string> Decode(Unread message) {
+    if (!message.compressed) return std::move(message.bytes);
+    internal::StatusOr<std::string> decoded = internal::GzipDecompress(message.bytes, limit);
+    if (decoded) return std::move(*decoded);
+    {
+      std::lock_guard lock(mu);
+      if (!undecoded) undecoded = std::move(decoded).error();
+    }
+    cancel->Cancel();
+    return std::nullopt;
+  }
+
+  const std::size_t limit;  // of a message, decoded
+  // Cancels the call (the stream's own CancelSource's).
+  const std::shared_ptr<outbound::internal::CancelState> cancel;
   std::mutex mu;
   std::condition_variable changed;
-  std::deque<std::string> messages;
-  std::size_t unread_bytes = 0;  // of `messages`
+  std::deque<Unread> messages;
+  std::size_t unread_bytes = 0;  // of `messages`, as they came
   // Finish has begun: what comes now is dropped, and the window stays open
   // so the server can end the call.
   bool discarding = false;
@@ -92,6 +124,8 @@ struct Shared {
   internal::Deframer deframer;
   bool ended = false;
   Status framing;  // the Deframer's status as the call ended
+  // The first message read that did not decode (Decode): the call's status.
+  std::optional<Status> undecoded;
   std::optional<Result<http::Response>> result;
   std::exception_ptr thrown;
   // A ReadAsync waiting for a message (none was unread when it came).
@@ -135,7 +169,7 @@ struct Stream::Impl {
 Stream Client::OpenStream(std::string_view method, const Context& context) {
   Impl& client = *impl_;
   auto impl = std::make_unique<Stream::Impl>();
-  impl->shared = std::make_shared<Shared>(client.receive_limit);
+  impl->shared = std::make_shared<Shared>(client.receive_limit, impl->cancel.token());
   impl->pipe = std::make_shared<http::BodyPipe>();
   impl->send_limit = client.send_limit;
   impl->core = client.core.get();
@@ -206,33 +240,41 @@ bool Stream::WritesDone() {
 bool Stream::Read(std::string* message) {
   if (impl_ == nullptr || impl_->ended_locally.load()) return false;
   Shared& shared = *impl_->shared;
+  Unread taken;
   bool open;
   {
     std::unique_lock lock(shared.mu);
     if (shared.waiting_read) return false;  // a ReadAsync waits
     shared.changed.wait(lock, [&shared] { return !shared.messages.empty() || shared.ended; });
-    if (shared.messages.empty()) return false;
-    open = shared.Take(*message);
+    if (shared.messages.empty() || shared.undecoded) return false;
+    open = shared.Take(taken);
   }
   if (open) shared.window->Open();  // outside the lock: it wakes the client's loop
+  std::optional<std::string> decoded = shared.Decode(std::move(taken));
+  if (!decoded) return false;
+  *message = std::move(*decoded);
   return true;
 }
 
 void Stream::ReadAsync(std::function<void(std::optional<std::string> message)> done) {
   if (impl_ == nullptr) return;
-  std::optional<std::string> now;  // what `done` is told at once, on the loop
+  std::optional<Unread> taken;  // what `done` is told at once, on the loop
   bool open = false;
+  Shared& shared = *impl_->shared;
   if (!impl_->ended_locally.load()) {
-    Shared& shared = *impl_->shared;
     std::lock_guard lock(shared.mu);
-    if (!shared.waiting_read && !shared.messages.empty()) {
-      open = shared.Take(now.emplace());
+    if (shared.undecoded) {
+      // The call ends with it: `done` hears of no more.
+    } else if (!shared.waiting_read && !shared.messages.empty()) {
+      open = shared.Take(taken.emplace());
     } else if (!shared.waiting_read && !shared.ended && !shared.discarding) {
       shared.waiting_read = std::move(done);
       return;
     }
   }
-  if (open) impl_->shared->window->Open();
+  if (open) shared.window->Open();
+  std::optional<std::string> now;
+  if (taken) now = shared.Decode(std::move(*taken));
   http::internal::ClientPeer::Post(
       *impl_->core,
       [done = std::move(done), now = std::move(now)]() mutable { done(std::move(now)); });
@@ -258,7 +300,7 @@ Status Stream::Finish() {
     lock.lock();
     impl.WaitEnded(lock);
     thrown = impl.shared->thrown;
-    local = impl.local;
+    local = impl.local ? impl.local : impl.shared->undecoded;
   }
   impl.finished = true;
   const Result<http::Response>& result = *impl.shared->result;

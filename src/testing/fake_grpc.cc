@@ -69,7 +69,7 @@ GrpcRequest GrpcRequest::From(const ServerRequest& request) {
   // A fake takes any size it is sent: the limit is the prefix's own.
   wire::Deframer deframer(
       request.header("grpc-encoding"), wire::kMaxFrameLength,
-      [&call](std::string message) { call.messages.push_back(std::move(message)); });
+      [&call](std::string message, bool) { call.messages.push_back(std::move(message)); });
   rpc::Status status = deframer.Feed(request.body);
   if (status.ok()) status = deframer.Finish();
   if (!status.ok()) call.error = status.message;

@@ -3,6 +3,7 @@
 // the HTTP reader's rules (resolver_test.cc).
 #include "outbound/config/rpc_settings.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -246,6 +247,20 @@ TEST(RpcSettingsTest, AFileThatIsNotPemOrAKeyWithoutItsCertificateIsNamed) {
             "P_CA_FILE: \"" + der +
                 "\" is not PEM (no -----BEGIN line); P_CERT_FILE, P_KEY_FILE: a client "
                 "certificate needs its key, and a key its certificate");
+}
+
+// Both given, the certificate's file a key: that file is named, and not a
+// certificate without its key.
+TEST(RpcSettingsTest, ACertificateFileThatIsNotOneIsNamedAlone) {
+  testing::TempDir dir;
+  testing::TestCA ca;
+  std::string key = dir.Write("key.pem", ca.IssueClient("c").key_pem);
+  Resolver r(FromMap({{"P_TLS", "on"}, {"P_CERT_FILE", key}, {"P_KEY_FILE", key}}));
+  (void)ReadRpcSettings(r, "P_", WithAddr("carts:9090"));
+  auto done = r.Finish();
+  ASSERT_FALSE(done);
+  EXPECT_THAT(done.error().message(), ::testing::StartsWith("P_CERT_FILE: \"" + key + "\""));
+  EXPECT_THAT(done.error().message(), ::testing::Not(::testing::HasSubstr("needs its key")));
 }
 
 // A TLS file with TLS off would be ignored, and the calls made in plain

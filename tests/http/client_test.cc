@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -607,6 +608,104 @@ TEST_F(ClientH2Test, MutualTls) {
   auto response = client->Send(Request::Get("/"));
   ASSERT_TRUE(response) << response.error().message();
   EXPECT_EQ(response->body, "hello, checkout");
+}
+
+// A server that requires a client certificate and gets none, or one it
+// does not trust, refuses it with an alert: under TLS 1.3 after the
+// client's side of the handshake is done, with the first read; under TLS
+// 1.2 in the handshake. Either way the error names it, and it is not tried
+// again (every connection meets the same refusal).
+class ClientCertificateRefusedTest : public ClientH2Test,
+                                     public ::testing::WithParamInterface<int> {
+ protected:
+  // A call to a server that trusts only client certificates of `ca`, at
+  // the TLS version GetParam(), made with `client_cert` (none if empty).
+  Result<Response> CallWith(const testing::Certificate* client_cert) {
+    testing::ServerTls tls(ca.IssueServer({"payments"}));
+    tls.client_ca_pem = ca.pem();
+    tls.min_version = tls.max_version = GetParam();
+    auto started = FakeServer::Start(
+        {.tls = tls, .handler = [](const ServerRequest&) { return Reply::Ok("hello"); }});
+    EXPECT_TRUE(started);
+    if (!started) return Fail(ErrorKind::kTransport, "no server");
+    refusing = std::move(*started);
+    network.Add("payments", 8443, "127.0.0.1", refusing->port());
+    Settings settings = PaymentsSettings();
+    if (client_cert != nullptr) {
+      settings.tls->client_cert_pem = client_cert->chain_pem;
+      settings.tls->client_key_pem = client_cert->key_pem;
+    }
+    client = MakeClient(settings);
+    return client->Send(Request::Get("/"));
+  }
+
+  std::unique_ptr<FakeServer> refusing;
+  std::unique_ptr<Client> client;
+};
+
+// Under TLS 1.2 OpenSSL's server answers a missing certificate with a bare
+// handshake_failure alert, which says no more than that.
+TEST_P(ClientCertificateRefusedTest, NoneGivenIsSaidAndNotTriedAgain) {
+  auto response = CallWith(nullptr);
+  ASSERT_FALSE(response);
+  if (GetParam() == TLS1_3_VERSION) {
+    EXPECT_THAT(response.error().message(),
+                ::testing::HasSubstr("the server refused the client's certificate ("));
+    EXPECT_THAT(response.error().message(), ::testing::HasSubstr("none was given"));
+  } else {
+    EXPECT_THAT(response.error().message(), ::testing::HasSubstr("alert handshake failure"));
+  }
+  EXPECT_EQ(response.error().attempts(), 1);
+  EXPECT_EQ(refusing->request_count(), 0u);
+}
+
+TEST_P(ClientCertificateRefusedTest, OneFromAnotherCaIsSaidAndNotTriedAgain) {
+  testing::TestCA other("another CA");
+  testing::Certificate stranger = other.IssueClient("checkout");
+  auto response = CallWith(&stranger);
+  ASSERT_FALSE(response);
+  EXPECT_THAT(response.error().message(),
+              ::testing::HasSubstr("the server refused the client's certificate ("));
+  EXPECT_THAT(response.error().message(), ::testing::Not(::testing::HasSubstr("none was given")));
+  EXPECT_EQ(response.error().attempts(), 1);
+  EXPECT_EQ(refusing->request_count(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, ClientCertificateRefusedTest,
+                         ::testing::Values(TLS1_3_VERSION, TLS1_2_VERSION),
+                         [](const ::testing::TestParamInfo<int>& version) {
+                           return version.param == TLS1_3_VERSION ? "tls13" : "tls12";
+                         });
+
+// Any certificate the client is given to trust is an anchor, not only a
+// self-signed root: the server's own certificate here (an intermediate CA
+// a private PKI hands its clients works the same way).
+TEST_F(ClientH2Test, ACertificateTrustedThatIsNoRootIsAnAnchor) {
+  testing::Certificate served = ca.IssueServer({"payments"});
+  auto started =
+      FakeServer::Start({.tls = testing::ServerTls(served),
+                         .handler = [](const ServerRequest&) { return Reply::Ok("pinned"); }});
+  ASSERT_TRUE(started);
+  network.Add("payments", 8443, "127.0.0.1", (*started)->port());
+  Settings settings = PaymentsSettings();
+  settings.tls->root_pem = served.cert_pem;
+  auto client = MakeClient(settings);
+  auto response = client->Send(Request::Get("/"));
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "pinned");
+}
+
+// A client certificate and a key that is not its own: the error says so,
+// not that either is no PEM.
+TEST_F(ClientH2Test, AClientKeyThatIsNotTheCertificatesIsNamed) {
+  Settings settings = PaymentsSettings();
+  settings.tls->client_cert_pem = ca.IssueClient("checkout").chain_pem;
+  settings.tls->client_key_pem = ca.IssueClient("checkout").key_pem;
+  auto client = Client::Create(runtime, settings);
+  ASSERT_FALSE(client);
+  EXPECT_EQ(client.error().kind(), ErrorKind::kInvalidSettings);
+  EXPECT_THAT(client.error().message(),
+              ::testing::HasSubstr("is not the key of tls.client_cert_pem's certificate"));
 }
 
 // A key under a passphrase is refused, naming why, and nobody is asked for

@@ -76,8 +76,12 @@ class LargestAllocation {
 // A Deframer that keeps what it hands on.
 struct Collected {
   explicit Collected(std::string_view encoding = "", std::size_t limit = kDefaultReceiveLimit)
-      : deframer(encoding, limit, [this](std::string m) { messages.push_back(std::move(m)); }) {}
+      : deframer(encoding, limit, [this](std::string m, bool coded) {
+          messages.push_back(std::move(m));
+          compressed.push_back(coded);
+        }) {}
   std::vector<std::string> messages;
+  std::vector<bool> compressed;  // each message's flag as handed on
   Deframer deframer;
 };
 
@@ -415,6 +419,20 @@ TEST(DeframerTest, AGzipMessageIsHandedOnInflated) {
       c.deframer.Feed(Prefix(1, static_cast<std::uint32_t>(kPythonGzip.size())) + kPythonGzip)
           .ok());
   EXPECT_THAT(c.messages, ElementsAre("hello, wire"));
+}
+
+// For a reader that decodes each message as it takes it (a stream's): a
+// gzip-coded message is handed on as it came, flagged; a plain one as it is.
+TEST(DeframerTest, LeftCompressedAGzipMessageIsHandedOnCoded) {
+  std::string coded = Gzip(std::string(100000, 'a'));  // what would inflate a hundredfold
+  Collected c("gzip", 1000);
+  c.deframer.LeaveCompressed();
+  EXPECT_TRUE(c.deframer
+                  .Feed(Prefix(1, static_cast<std::uint32_t>(coded.size())) + coded + Prefix(0, 5) +
+                        "plain")
+                  .ok());
+  EXPECT_THAT(c.messages, ElementsAre(coded, "plain"));
+  EXPECT_THAT(c.compressed, ElementsAre(true, false));
 }
 
 TEST(DeframerTest, TheGzipEncodingNameIsTakenInAnyCase) {

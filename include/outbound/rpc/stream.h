@@ -35,7 +35,10 @@
 // caller has read half (HTTP/2 flow control, http::ReceiveWindow), so a
 // slow reader holds a fast server back instead of filling memory. A stream
 // holds at most that 1 MiB, the 1 MiB window the server may still send,
-// and one message being received. So read while writing: a caller that
+// and one message being received, counted as they came: a gzip-coded
+// message waits coded, and is decoded as it is read (one that does not
+// decode ends the stream with its status, as a malformed one does). So
+// read while writing: a caller that
 // writes everything before reading a server that answers each message may
 // wait forever once the answers fill both (the server, held, stops
 // reading; Write then blocks on HTTP/2 flow control).

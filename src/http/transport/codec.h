@@ -82,8 +82,10 @@ class Codec {
   // has nothing to say. Returns whether it queued anything.
   virtual bool Closing() { return false; }
   // The connection is gone (`why`): every exchange still on it ends, each
-  // reported to the pool with what is known of it.
-  virtual void Closed(const std::string& why) = 0;
+  // reported to the pool with what is known of it; with `cannot_improve`
+  // (the server refused the client's certificate) each unanswered one is
+  // final: no other connection would fare better.
+  virtual void Closed(const std::string& why, bool cannot_improve) = 0;
   // Why the codec ended the connection, when Received or Produce said so.
   const std::string& error() const { return error_; }
 

@@ -279,7 +279,7 @@ void Connection::Fail(ErrorKind kind, const std::string& why, bool cannot_improv
     outcome.connection = id_;
     events_.ExchangeEnded(*exchange, std::move(outcome));
   }
-  if (codec_ != nullptr) codec_->Closed(why);
+  if (codec_ != nullptr) codec_->Closed(why, cannot_improve);
   events_.ConnectionClosed(*this);
 }
 
@@ -430,6 +430,7 @@ void Connection::ReadSome() {
   // alone may end a body that runs to the close (RFC 9112 §9.8): a reset
   // or a TLS end without close_notify cuts such a body short.
   bool orderly_close = false;
+  bool cannot_improve = false;  // the server refused the client's certificate
   while (state_ == State::kOpen && total < kReadBudget) {
     std::size_t n = 0;
     if (ssl_ != nullptr) {
@@ -454,6 +455,10 @@ void Connection::ReadSome() {
           const char* reason = e != 0 ? ERR_reason_error_string(e) : nullptr;
           ended = reason != nullptr ? std::string("the connection ended: ") + reason
                                     : "the server closed the connection";
+          if (std::string refused = DescribeCertificateRefusal(ssl_, e); !refused.empty()) {
+            ended = std::move(refused);
+            cannot_improve = true;
+          }
           ERR_clear_error();
         }
         break;
@@ -488,7 +493,7 @@ void Connection::ReadSome() {
           "only HTTP/1.1?)";
     }
     if (orderly_close) codec_->PeerClosed();
-    return Fail(ErrorKind::kTransport, ended);
+    return Fail(ErrorKind::kTransport, ended, cannot_improve);
   }
   if (total >= kReadBudget && ssl_ != nullptr && SSL_pending(ssl_) > 0) {
     events_.ConnectionHasMore(*this);

@@ -493,7 +493,7 @@ void H1Exchange::Fail(AttemptOutcome&& outcome) {
   error_ = current_->verdict->result.error().message();
 }
 
-void H1Exchange::Closed(const std::string& why) {
+void H1Exchange::Closed(const std::string& why, bool cannot_improve) {
   reusable_ = false;
   if (current_ == nullptr) return;
   AttemptOutcome outcome;
@@ -511,6 +511,7 @@ void H1Exchange::Closed(const std::string& why) {
     // it, and its end is the dependency's failure.
     outcome.kept_alive_closed =
         answered_ > 0 && !answer_begun_ && clock_.Now() - reused_at_ <= kKeptAliveCloseWindow;
+    outcome.cannot_improve = cannot_improve;
   }
   End(std::move(outcome));
 }

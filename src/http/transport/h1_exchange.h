@@ -60,7 +60,7 @@ class H1Exchange final : public Codec {
   void PeerClosed() override;
   bool Produce(std::string& out) override;
   bool Finished() const override { return false; }
-  void Closed(const std::string& why) override;
+  void Closed(const std::string& why, bool cannot_improve) override;
 
  private:
   // Parses what `in_` holds; false if the exchange failed (`current_`'s

@@ -343,7 +343,7 @@ bool H2Session::Closing() {
   return !broken_ && nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR) == 0;
 }
 
-void H2Session::Closed(const std::string& why) {
+void H2Session::Closed(const std::string& why, bool cannot_improve) {
   broken_ = true;
   std::vector<Exchange*> left;
   left.reserve(streams_.size());
@@ -357,7 +357,7 @@ void H2Session::Closed(const std::string& why) {
     } else if (exchange->end_stream && exchange->headers_done) {
       // Answered whole, the upload still going: the close only ends that.
       TakeAnswer(*exchange, outcome);
-    } else if (!exchange->request_sent) {
+    } else if (!exchange->request_sent && !cannot_improve) {
       outcome =
           Failed(ErrorKind::kTransport, "the connection ended before the request was sent: " + why);
       outcome.unprocessed = true;
@@ -366,6 +366,7 @@ void H2Session::Closed(const std::string& why) {
       outcome = Failed(ErrorKind::kTransport, why);
       outcome.body_failed = exchange->headers_done;
       outcome.connection_lost = !exchange->headers_done;
+      outcome.cannot_improve = cannot_improve;
     }
     End(exchange->stream_id, std::move(outcome));
   }

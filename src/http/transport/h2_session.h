@@ -95,7 +95,7 @@ class H2Session final : public Codec {
   bool Produce(std::string& out) override;
   bool Finished() const override;
   bool Closing() override;
-  void Closed(const std::string& why) override;
+  void Closed(const std::string& why, bool cannot_improve) override;
 
  private:
   using Streams = std::unordered_map<std::int32_t, Exchange*>;

@@ -122,6 +122,10 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsSettings& tls, b
     unsigned long last = ERR_peek_last_error();
     bool at_end = ERR_GET_LIB(last) == ERR_LIB_PEM && ERR_GET_REASON(last) == PEM_R_NO_START_LINE;
     ERR_clear_error();
+    // Every certificate given is an anchor, an intermediate CA too: a
+    // private PKI may hand its clients only the CA that issues its
+    // servers' certificates (curl and Go's crypto/tls take it so).
+    X509_STORE_set_flags(store, X509_V_FLAG_PARTIAL_CHAIN);
     SSL_CTX_set_cert_store(ctx, store);  // the context owns it now
     if (added == 0) {
       return Fail(ErrorKind::kInvalidSettings, "tls.root_pem holds no PEM certificate");
@@ -146,13 +150,20 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsSettings& tls, b
     // own OpenSSL would prompt on the terminal (or stderr) and read stdin.
     std::unique_ptr<EVP_PKEY, PkeyFree> key(
         PEM_read_bio_PrivateKey(key_bio.get(), nullptr, NoPassphrase, nullptr));
-    ok = ok && key && SSL_CTX_use_PrivateKey(ctx, key.get()) == 1 &&
-         SSL_CTX_check_private_key(ctx) == 1;
+    bool pair = ok && key && SSL_CTX_use_PrivateKey(ctx, key.get()) == 1 &&
+                SSL_CTX_check_private_key(ctx) == 1;
     ERR_clear_error();
     if (!ok) {
       return Fail(ErrorKind::kInvalidSettings,
-                  "tls.client_cert_pem and tls.client_key_pem are not a PEM certificate and its "
-                  "key");
+                  "tls.client_cert_pem holds no certificate OpenSSL can read");
+    }
+    if (!key) {
+      return Fail(ErrorKind::kInvalidSettings,
+                  "tls.client_key_pem holds no private key OpenSSL can read");
+    }
+    if (!pair) {
+      return Fail(ErrorKind::kInvalidSettings,
+                  "tls.client_key_pem is not the key of tls.client_cert_pem's certificate");
     }
   }
   return made;
@@ -199,12 +210,16 @@ HandshakeFailure DescribeHandshakeFailure(SSL* ssl, int ssl_error) {
   unsigned long err = ERR_peek_error();
   if (verify != X509_V_OK && ERR_GET_REASON(err) == SSL_R_CERTIFICATE_VERIFY_FAILED) {
     failure.kind = ErrorKind::kTlsUntrusted;
+    failure.cannot_improve = true;  // the next connection meets the same certificate
     failure.message = std::string("TLS: the server's certificate is not trusted: ") +
                       X509_verify_cert_error_string(verify);
     ERR_clear_error();
     return failure;
   }
-  if (ERR_GET_REASON(err) == SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL) {
+  if (std::string refused = DescribeCertificateRefusal(ssl, err); !refused.empty()) {
+    failure.cannot_improve = true;
+    failure.message = std::move(refused);
+  } else if (ERR_GET_REASON(err) == SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL) {
     failure.no_application_protocol = failure.cannot_improve = true;
     failure.message =
         "TLS handshake failed: the server speaks none of the protocols the client offered (ALPN)";
@@ -225,6 +240,29 @@ HandshakeFailure DescribeHandshakeFailure(SSL* ssl, int ssl_error) {
   }
   ERR_clear_error();
   return failure;
+}
+
+std::string DescribeCertificateRefusal(SSL* ssl, unsigned long err) {
+  switch (ERR_GET_REASON(err)) {
+    case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+    case SSL_R_TLSV1_ALERT_ACCESS_DENIED:
+      break;
+    default:
+      return "";
+  }
+  const char* reason = ERR_reason_error_string(err);
+  std::string message = std::string("TLS: the server refused the client's certificate (") +
+                        (reason != nullptr ? reason : "an alert") + ")";
+  if (SSL_get_certificate(ssl) == nullptr) {
+    message += ": none was given (TlsSettings::client_cert_pem and client_key_pem)";
+  }
+  return message;
 }
 
 }  // namespace outbound::http::internal::transport

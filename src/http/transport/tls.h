@@ -63,6 +63,14 @@ struct HandshakeFailure {
 };
 HandshakeFailure DescribeHandshakeFailure(SSL* ssl, int ssl_error);
 
+// The server refused the client's certificate, or the lack of one: the
+// alert that OpenSSL error `err` carries says so (certificate required,
+// bad, expired, revoked, unknown CA, access denied). Every connection
+// meets the same refusal, so nothing sent again can help. Over TLS 1.3
+// the alert comes after the client's side of the handshake is done, with
+// the first read. Returns the message naming it, or "" for another error.
+std::string DescribeCertificateRefusal(SSL* ssl, unsigned long err);
+
 }  // namespace outbound::http::internal::transport
 
 #endif  // OUTBOUND_SRC_HTTP_TRANSPORT_TLS_H_

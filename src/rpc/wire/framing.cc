@@ -137,7 +137,7 @@ void Deframer::EndMessage() {
   prefix_have_ = 0;
   std::string message = std::move(body_);
   body_ = std::string();
-  if (compressed_) {
+  if (compressed_ && !leave_compressed_) {
     StatusOr<std::string> inflated = GzipDecompress(message, limit_);
     if (!inflated) {
       status_ = std::move(inflated).error();
@@ -146,7 +146,7 @@ void Deframer::EndMessage() {
     message = std::move(*inflated);
   }
   ++messages_;
-  sink_(std::move(message));
+  sink_(std::move(message), compressed_ && leave_compressed_);
 }
 
 void Deframer::FailAs(Code code, std::string message) {

@@ -79,7 +79,9 @@ std::string Frame(std::string_view message);
 // thread-safe: one response's bytes, fed in order.
 class Deframer {
  public:
-  using MessageSink = std::function<void(std::string message)>;
+  // A message whole: decoded, or still gzip-coded (`compressed`) if the
+  // Deframer was told to leave it so (LeaveCompressed).
+  using MessageSink = std::function<void(std::string message, bool compressed)>;
 
   // `encoding`: the response's grpc-encoding ("" when it had none). The
   // sink is called from within Feed.
@@ -88,6 +90,11 @@ class Deframer {
   // What the answer's head says, for a Deframer made before it (a
   // stream's): its grpc-encoding decodes the messages from here on.
   void SetEncoding(std::string_view encoding) { encoding_ = encoding; }
+  // Messages go to the sink still gzip-coded, for a reader that decodes
+  // each as it takes it (GzipDecompress within the receive limit): what
+  // waits unread is then the bytes that came, not what they inflate to,
+  // which may be a thousand times more (a stream read slowly).
+  void LeaveCompressed() { leave_compressed_ = true; }
   // The body is not gRPC's (a proxy's HTML page): it is dropped, not
   // taken for messages, and the answer's head gives the call's status.
   void IgnoreBody() { ignoring_ = true; }
@@ -119,6 +126,7 @@ class Deframer {
   std::size_t prefix_have_ = 0;  // bytes of prefix_ received
   bool in_body_ = false;         // the prefix is whole; body_ is filling
   bool compressed_ = false;
+  bool leave_compressed_ = false;
   std::size_t length_ = 0;  // the announced length of the message in body_
   std::string body_;
   std::size_t messages_ = 0;
