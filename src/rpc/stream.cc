@@ -336,7 +336,8 @@ void Stream::EndLocally(Status status) {
   if (impl_ == nullptr) return;
   {
     std::lock_guard lock(impl_->shared->mu);
-    if (impl_->local) return;  // the other side's came first
+    // The other side's came first, or a message read did not decode.
+    if (impl_->local || impl_->shared->undecoded) return;
     impl_->local = std::move(status);
     impl_->ended_locally.store(true);
   }

@@ -20,6 +20,7 @@
 
 #include "methods.h"
 #include "outbound/rpc/client.h"
+#include "outbound/rpc/stream.h"
 #include "outbound/testing/fake_grpc.h"
 #include "outbound/testing/fixed_random.h"
 #include "outbound/testing/manual_clock.h"
@@ -88,6 +89,23 @@ TEST_P(RpcWarm, WarmOpensTheConnectionTheFirstCallUses) {
 
 INSTANTIATE_TEST_SUITE_P(PlainAndTls, RpcWarm, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "tls" : "plain"; });
+
+// A stream holds its gzip-coded answers coded until they are read: one
+// that does not decode ends the stream with its status when it is read,
+// and Read says no more.
+TEST_F(RpcOnKit, AStreamsAnswerThatDoesNotDecodeEndsItWhenRead) {
+  // A message flagged compressed under grpc-encoding gzip, its bytes no gzip.
+  Serve(GrpcReply::BadPrefix().InitialMetadata("grpc-encoding", "gzip"));
+  auto client = Make(false);
+  Stream stream = client->OpenStream(kChat);
+  ASSERT_TRUE(stream.WritesDone());
+  std::string message;
+  EXPECT_FALSE(stream.Read(&message));
+  EXPECT_FALSE(stream.Read(&message));
+  Status status = stream.Finish();
+  EXPECT_EQ(status.code, Code::kInternal) << status.message;
+  EXPECT_NE(status.message.find("gzip"), std::string::npos) << status.message;
+}
 
 TEST_F(RpcOnKit, WarmWithNothingListeningIsUnavailableAndNotConnected) {
   network_.Add("backend", 9090, "127.0.0.1", PortNothingListensOn());

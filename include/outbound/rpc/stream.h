@@ -37,7 +37,9 @@
 // holds at most that 1 MiB, the 1 MiB window the server may still send,
 // and one message being received, counted as they came: a gzip-coded
 // message waits coded, and is decoded as it is read (one that does not
-// decode ends the stream with its status, as a malformed one does). So
+// decode, when read, ends the stream with its status, as a malformed one
+// does; one never read is dropped unchecked, as grpc-go's RecvMsg leaves
+// it). So
 // read while writing: a caller that
 // writes everything before reading a server that answers each message may
 // wait forever once the answers fill both (the server, held, stops

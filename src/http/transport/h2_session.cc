@@ -809,7 +809,7 @@ void H2Session::Closing(Exchange& exchange, std::int32_t stream_id, std::uint32_
                      std::string("the server ended the connection with an error (GOAWAY ") +
                          nghttp2_http2_strerror(goaway_error_) + ") as this request reached it");
     outcome.unprocessed = true;
-    outcome.connection_retired = true;
+    outcome.connection_retired = Retiring();
     outcome.met_connection_failure = true;
   } else if (error_code == NGHTTP2_REFUSED_STREAM && !exchange.headers_done) {
     // RST_STREAM REFUSED_STREAM, or a stream above a GOAWAY's last one:
