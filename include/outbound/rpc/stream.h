@@ -39,11 +39,10 @@
 // message waits coded, and is decoded as it is read (one that does not
 // decode, when read, ends the stream with its status, as a malformed one
 // does; one never read is dropped unchecked, as grpc-go's RecvMsg leaves
-// it). So
-// read while writing: a caller that
-// writes everything before reading a server that answers each message may
-// wait forever once the answers fill both (the server, held, stops
-// reading; Write then blocks on HTTP/2 flow control).
+// it). So read while writing: a caller that writes everything before
+// reading a server that answers each message may wait forever once the
+// answers fill both (the server, held, stops reading; Write then blocks on
+// HTTP/2 flow control).
 // A stream must end (Finish or destruction) before its Client is destroyed.
 #ifndef OUTBOUND_RPC_STREAM_H_
 #define OUTBOUND_RPC_STREAM_H_
