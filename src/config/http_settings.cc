@@ -280,11 +280,11 @@ http::TlsSettings ReadTls(Resolver& r, const std::string& prefix,
   if (cert_given != key_given) {
     r.Fail(name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
            "a client certificate needs its key, and a key its certificate");
-  } else if (!all_read) {
-    // Said by Get already.
-  } else if (auto ok = http::CheckTls(tls); !ok) {
-    r.Fail(name("CA_FILE") + ", " + name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
-           ok.error().message());
+  } else if (all_read) {  // a file that did not read is said by Get already
+    if (auto ok = http::CheckTls(tls); !ok) {
+      r.Fail(name("CA_FILE") + ", " + name("CERT_FILE") + ", " + name("KEY_FILE") + ": " +
+             ok.error().message());
+    }
   }
   return tls;
 }
