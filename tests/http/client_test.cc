@@ -16,6 +16,7 @@
 #include <future>
 #include <vector>
 
+#include "../rpc/held_door.h"
 #include "client_test_support.h"
 #include "outbound/testing/black_hole.h"
 
@@ -514,6 +515,40 @@ TEST_F(ClientH2Test, AConnectionThatAnswersNoPingTakesNoNewCall) {
   EXPECT_EQ(requests[2].connection_id, 2);
 }
 
+// A connection slower to open than an attempt lasts (three round trips
+// over a slow link): cut short while it opens, it goes on opening, and the
+// attempt's retry takes it. It was closed with its attempt, and each
+// retry's own connection met the same fate: no call ever succeeded.
+TEST_F(ClientH2Test, AConnectionSlowerToOpenThanAnAttemptServesTheRetry) {
+  Serve([](const ServerRequest&) { return Reply::Ok("at last"); });
+  rpc::HeldDoor door(server->port());  // holds the first connection until Open
+  network.Remove("payments", 8443);
+  network.Add("payments", 8443, "127.0.0.1", door.port());
+  Settings settings = PaymentsSettings();
+  settings.attempt_timeout = seconds(1);
+  settings.backoff_base = settings.backoff_max = std::chrono::milliseconds(100);
+  auto client = MakeClient(settings);
+  auto call = client->SendAsync(Request::Get("/"));
+  ASSERT_TRUE(door.WaitForConnection());
+  ASSERT_TRUE(clock.WaitForTimers(2));  // the deadline, and the attempt's timeout
+  clock.Advance(settings.attempt_timeout);
+  // The retry's backoff (under 100 ms); then it waits on the connection
+  // still being opened.
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + settings.backoff_max));
+  clock.Advance(settings.backoff_max);
+  door.Open();
+  // A safety net of 10 s real time: on a connection of its own, held in the
+  // door's queue, the retry would wait for its timeout, which the clock
+  // never reaches.
+  ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready)
+      << "the retry did not take the first connection";
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "at last");
+  EXPECT_EQ(response->attempts, 2);
+  EXPECT_EQ(server->connections_opened(), 1);
+}
+
 // gRPC servers count a PING that comes while they write nothing as a strike
 // and close the connection at the third: so an attempt cancelled on a quiet
 // connection asks whether anyone is there once, not again until the server
@@ -801,26 +836,32 @@ TEST_F(ClientH2Test, SettingsAsLongAsDurationMaxAreNoLimit) {
 // An attempt timeout shorter than that lets a black hole first (its SYNs
 // dropped) hold each attempt to its timeout, and every retry dialled it
 // first again: the address whose connection never opened goes last from
-// then on.
+// then on. (Cut short once, a connection goes on opening for the retry,
+// which takes it: the second cut closes it.)
 TEST_F(ClientH2Test, AnAddressWhoseDialWasCutShortIsDialledLast) {
   auto hole = testing::BlackHole::Start();
   ASSERT_TRUE(hole) << hole.error().message();
   Serve([](const ServerRequest&) { return Reply::Ok("second"); });
   network.Set("payments", 8443, {{"127.0.0.1", (*hole)->port()}, {"127.0.0.1", server->port()}});
   Settings settings = PaymentsSettings();
-  settings.attempt_timeout = milliseconds(200);
+  settings.attempt_timeout = milliseconds(100);
+  settings.backoff_base = settings.backoff_max = milliseconds(10);
   auto client = MakeClient(settings);
   auto call = client->SendAsync(Request::Get("/"));
   // The deadline, the attempt's timeout and the next dial's.
   ASSERT_TRUE(clock.WaitForTimers(3));
-  clock.Advance(settings.attempt_timeout);
-  AdvanceAfterAttempt(1, settings.backoff_base);  // the backoff
+  for (int cut = 0; cut < 2; ++cut) {
+    ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + settings.attempt_timeout));
+    clock.Advance(settings.attempt_timeout);
+    ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + settings.backoff_max));  // the backoff
+    clock.Advance(settings.backoff_max);
+  }
   ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready)
       << "the retry dialled the black hole again";
   auto response = call.get();
   ASSERT_TRUE(response) << response.error().message();
   EXPECT_EQ(response->body, "second");
-  EXPECT_EQ(response->attempts, 2);
+  EXPECT_EQ(response->attempts, 3);
   // Later calls go on the open connection to the second address.
   auto again = client->Send(Request::Get("/"));
   ASSERT_TRUE(again) << again.error().message();

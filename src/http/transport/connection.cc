@@ -199,11 +199,19 @@ void Connection::Cancel(Exchange& exchange) {
   exchange.connection = nullptr;
   if (auto it = std::find(waiting_.begin(), waiting_.end(), &exchange); it != waiting_.end()) {
     waiting_.erase(it);
-    // A dial nobody waits for any more goes with its attempt; so does an
-    // HTTP/2 connection whose server never sent its SETTINGS (it would
-    // hold the pool's one opening slot forever).
+    // Nobody waits for it to open any more: it goes on opening, once, for
+    // the attempt's retry or the next call, which take it as it is (a
+    // connection that takes longer to open than an attempt lasts, three
+    // round trips on a slow link, would else never open). Cut short
+    // again, or beside another going on so, it goes with its attempt: a
+    // dial into a black hole, or an HTTP/2 server that never sends its
+    // SETTINGS, would hold the pool's opening slot for nothing.
     if ((opening() || AwaitingSettings()) && waiting_.empty()) {
-      Close("the attempt it was opened for was cut short");
+      if (orphaned_ || !events_.MayKeepOpening(*this)) {
+        Close("the attempt it was opened for was cut short");
+      } else {
+        orphaned_ = true;
+      }
     }
     // Open, it held back those behind (StartWaiting): they go now.
     RoomChanged();

@@ -62,6 +62,9 @@ class ConnectionEvents {
   // Requests were queued on the connection: the pool calls
   // FlushRequested() once it has handed over what it can in this turn.
   virtual void ConnectionWantsFlush(Connection& connection) = 0;
+  // The last attempt waiting for the connection to open was cut short:
+  // whether it may go on opening for the next (Connection::orphaned).
+  virtual bool MayKeepOpening(const Connection& connection) = 0;
 
  protected:
   ~ConnectionEvents() = default;
@@ -114,6 +117,13 @@ class Connection final : private CodecEvents {
   bool draining() const { return draining_; }
   // HTTP/2 and still waiting for the server's SETTINGS.
   bool AwaitingSettings() const;
+  // Still opening, for no attempt: the one it was opened for was cut
+  // short, and it goes on opening for that attempt's retry or the next
+  // call (Cancel).
+  bool orphaned() const {
+    return orphaned_ && waiting_.empty() && (opening() || AwaitingSettings()) && !closed() &&
+           !closing_ && !draining_ && !write_failed_ && !close_after_io_;
+  }
   // Whether it has been usable (see ConnectionEvents::ConnectionReady).
   bool was_ready() const { return ready_told_; }
   // Once closed: why, as the exchanges on it were told.
@@ -220,6 +230,7 @@ class Connection final : private CodecEvents {
   std::uint32_t watched_ = 0;
   bool handshake_wants_write_ = false;
   bool tls_failed_ = false;        // a read or write ended in a fatal TLS error
+  bool orphaned_ = false;          // it has gone on opening for nobody once (Cancel)
   bool write_wants_read_ = false;  // TLS: SSL_write needs a read first
   bool write_failed_ = false;      // the socket refused a write: what came is read, then it fails
   bool in_io_ = false;             // a read or flush is on the stack

@@ -76,6 +76,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   bool HasRoom() override {
     if (balancing_) return BalancedHasRoom();
     with_room_ = WithRoom(nullptr);
+    if (with_room_ == nullptr) with_room_ = Orphan(nullptr);
     return with_room_ != nullptr || MayOpen(nullptr);
   }
 
@@ -101,11 +102,14 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
         ++endpoint->outstanding;
         connection = WithRoom(endpoint);
         if (connection == nullptr) connection = Opening(endpoint);
+        if (connection == nullptr) connection = Orphan(endpoint);
       }
     } else {
       // The dispatcher asked HasRoom just before, and nothing ran between.
       connection = std::exchange(with_room_, nullptr);
-      if (connection == nullptr || !connection->HasRoom()) connection = WithRoom(nullptr);
+      if (connection == nullptr || !(connection->HasRoom() || connection->orphaned())) {
+        connection = WithRoom(nullptr);
+      }
     }
     bool opening = connection == nullptr;
     if (opening) connection = NewConnection(endpoint);
@@ -195,6 +199,16 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     return nullptr;
   }
 
+  // A connection going on opening for nobody (Connection::orphaned): the
+  // next attempt with no room elsewhere takes it, and is bounded by its
+  // own timeout there, as the one it was opened for was.
+  Connection* Orphan(const EndpointHealth* endpoint) const {
+    for (const auto& c : connections_) {
+      if (c->orphaned() && Of(*c, endpoint)) return c.get();
+    }
+    return nullptr;
+  }
+
   bool MayOpen(const EndpointHealth* endpoint) const {
     std::size_t open = 0;
     bool opening = false;
@@ -251,7 +265,8 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   bool Eligible(const Endpoint& e, TimePoint now) const {
     const EndpointHealth* endpoint = e.health.get();
     return e.health->Available(now) &&
-           (WithRoom(endpoint) != nullptr || Opening(endpoint) != nullptr || MayOpen(endpoint));
+           (WithRoom(endpoint) != nullptr || Opening(endpoint) != nullptr ||
+            Orphan(endpoint) != nullptr || MayOpen(endpoint));
   }
 
   bool BalancedHasRoom() {
@@ -634,6 +649,14 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
       });
     }
     dispatcher_.RoomMade();
+  }
+
+  // One connection of an endpoint at a time goes on opening for nobody.
+  bool MayKeepOpening(const Connection& connection) override {
+    auto mine = endpoint_of_.find(connection.id());
+    const EndpointHealth* endpoint = mine != endpoint_of_.end() ? mine->second.get() : nullptr;
+    Connection* orphan = Orphan(endpoint);
+    return orphan == nullptr || orphan == &connection;
   }
 
   void ConnectionWantsFlush(Connection& connection) override {
