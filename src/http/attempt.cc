@@ -25,7 +25,30 @@ void AttemptTimer::Arm(outbound::internal::TimeoutList& list, TimePoint at, Atte
   attempt_ = &attempt;
   fire_ = fire;
   context_ = context;
+  at_ = at;
   list.Arm(*this, at);
+}
+
+void AttemptTimer::Pause(TimePoint now) {
+  outbound::internal::TimeoutList* list;
+  {
+    std::lock_guard lock(mu_);
+    if (list_ == nullptr || disarmed_ || paused_) return;
+    list = list_;
+  }
+  // Not linked any more: it has expired, or is expiring (the attempt is
+  // being cut), or a Disarm took it out.
+  if (!list->Cancel(*this)) return;
+  std::lock_guard lock(mu_);
+  left_ = std::max(at_ - now, Duration::zero());
+  paused_ = true;
+}
+
+void AttemptTimer::Resume(TimePoint now) {
+  std::lock_guard lock(mu_);
+  if (!std::exchange(paused_, false) || disarmed_) return;
+  at_ = AddSaturated(now, left_);
+  list_->Arm(*this, at_);
 }
 
 void AttemptTimer::Disarm() {
@@ -157,6 +180,12 @@ void Attempt::RequestBodySent(TimePoint now) {
   std::lock_guard lock(mu_);
   if (body_sent_) return;
   body_sent_ = true;
+  if (std::exchange(uploading_, false)) {
+    if (!ended_.load() && cancel_.load() == CancelReason::kNone && !headers_arrived_.load()) {
+      Tell(AttemptEvent::kUploaded, now);
+    }
+    return;
+  }
   if (request->body_source.pipe) return;  // a stream's: no header timer
   if (!sent_.load() || ended_.load() || cancel_.load() != CancelReason::kNone ||
       headers_arrived_.load() || awaiting_since_) {
@@ -266,7 +295,23 @@ void Attempt::BodyStreaming(TimePoint now) {
   list->Arm(body_timer_, AddSaturated(now, *call->body_timeout));
 }
 
-void Attempt::RequestHeadersSent(TimePoint) {
+void Attempt::RequestHeadersSent(TimePoint now) {
+  if (!request->body_source) {
+    // A buffered body too long for one write: its header timers pause
+    // while it goes.
+    {
+      std::lock_guard lock(mu_);
+      if (!awaiting_since_ || body_sent_ || ended_.load() ||
+          cancel_.load() != CancelReason::kNone || headers_arrived_.load()) {
+        return;
+      }
+      uploading_ = true;
+    }
+    // Without the lock: a layer's Pause waits for an expiry that may be
+    // cancelling this attempt, which takes it.
+    Tell(AttemptEvent::kUploading, now);
+    return;
+  }
   if (!request->body_source.pipe) return;
   outbound::internal::TimeoutList* list = call->deadlines();
   if (list == nullptr) return;

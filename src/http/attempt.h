@@ -72,6 +72,13 @@ enum class AttemptEvent {
   // take longer to send than any answer takes to come). Header timers
   // start here.
   kAwaitingHeaders,
+  // A buffered request body too long for one write began to go, after
+  // kAwaitingHeaders: the dependency owes nothing while it goes (a slow
+  // link, a server that reads slowly), so header timers pause here
+  // (AttemptTimer::Pause) ...
+  kUploading,
+  // ... and resume here, with what they had left: its last byte went.
+  kUploaded,
   // The response's headers arrived. Header timers stop here.
   kHeaders,
 };
@@ -178,6 +185,13 @@ class AttemptTimer final : outbound::internal::TimeoutList::Entry {
   void Arm(outbound::internal::TimeoutList& list, TimePoint at, Attempt& attempt, Fire fire,
            void* context);
   void Disarm();
+  // Stops the armed timer for a while (the time is not the dependency's),
+  // keeping what it has left after `now`; nothing if it is expiring or
+  // was disarmed. Not under the attempt's lock: it waits for an expiry
+  // running on another thread, as Disarm does.
+  void Pause(TimePoint now);
+  // After Pause: arms the timer again for what it had left, from `now`.
+  void Resume(TimePoint now);
 
  private:
   void Expired() override;
@@ -193,6 +207,9 @@ class AttemptTimer final : outbound::internal::TimeoutList::Entry {
   std::atomic<bool> in_expiry_{false};
   // Guarded by mu_; set by the one Arm, so non-null once armed.
   outbound::internal::TimeoutList* list_ = nullptr;
+  TimePoint at_{};       // guarded by mu_: when it expires, armed
+  Duration left_{};      // guarded by mu_: what it had left, paused
+  bool paused_ = false;  // guarded by mu_
   Attempt* attempt_ = nullptr;
   Fire fire_ = nullptr;
   void* context_ = nullptr;
@@ -287,12 +304,15 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   bool Sent(TimePoint now) override;
   bool Cancelled() const override { return ended_.load() || cancel_.load() != CancelReason::kNone; }
   bool sent() const { return sent_.load(); }
-  // The whole of a streamed request body (Request::StreamBodyFrom) went.
-  // A pipe's body is a stream's: its end starts no header timer.
+  // The whole of a streamed request body (Request::StreamBodyFrom) went:
+  // header timers start (a pipe's body is a stream's: its end starts
+  // none). Or a buffered one's, told by RequestHeadersSent: they resume.
   void RequestBodySent(TimePoint now) override;
   // A pipe's request headers went: the attempt is a stream from here. The
   // call's deadline is held (Settings::timeout, WithTimeout no longer end
-  // it) and only the Context's deadline, on the body timer, does.
+  // it) and only the Context's deadline, on the body timer, does. A
+  // buffered body's (told only of one too long for one write): it goes
+  // now, and the layers hear kUploading.
   void RequestHeadersSent(TimePoint now) override;
   // About to be written on a connection: the field writers add theirs.
   // Once; a second call does nothing.
@@ -344,6 +364,7 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   std::shared_ptr<EndpointHealth> endpoint_;  // guarded by mu_: Carried
   std::function<void()> canceller_;
   bool body_sent_ = false;  // guarded by mu_
+  bool uploading_ = false;  // guarded by mu_: kUploading was told, kUploaded not yet
   // When kAwaitingHeaders was told; guarded by mu_ (see awaiting_since()).
   std::optional<TimePoint> awaiting_since_;
   bool written_ = false;  // Writing was called (only the transport calls it)

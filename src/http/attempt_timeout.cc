@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // AttemptTimeout: an attempt gets its call's route's attempt timeout from
 // the moment the dependency owes it its headers (it was handed to a
-// connection, and its request body has gone) to its headers. Dialling
-// counts; time queued in the client's own FIFO does not (it is not the
-// dependency's), nor does the body (the call's Timeout bounds both).
+// connection, and a streamed request body has gone) to its headers.
+// Dialling counts; time queued in the client's own FIFO does not (it is
+// not the dependency's), nor does a request body's upload (the call's
+// Timeout bounds both): the timer pauses while a long one goes.
 #include <memory>
 #include <vector>
 
@@ -39,6 +40,10 @@ class AttemptTimeout final : public AttemptLayer, public AttemptListener {
     if (event == AttemptEvent::kAwaitingHeaders) {
       timer.Arm(*timeouts_[policy.index], AddSaturated(now, *policy.attempt_timeout), attempt,
                 &Expired, nullptr);
+    } else if (event == AttemptEvent::kUploading) {
+      timer.Pause(now);
+    } else if (event == AttemptEvent::kUploaded) {
+      timer.Resume(now);
     } else if (event == AttemptEvent::kHeaders) {
       timer.Disarm();
     }

@@ -51,13 +51,17 @@ class BreakerLayer final : public AttemptLayer, public AttemptListener, public A
   }
 
   // The slow-call rule: a timer from the moment the dependency owes the
-  // headers, stopped by them.
+  // headers, stopped by them (and paused while a long request body goes).
   void Heard(Attempt& attempt, AttemptEvent event, TimePoint now) override {
     Duration slow_call = breaker_.config().slow_call;
     if (slow_call <= Duration::zero()) return;
     PerAttempt& mine = attempt.slot(slot_);
     if (event == AttemptEvent::kAwaitingHeaders) {
       mine.slow_timer.Arm(slow_timeouts_, AddSaturated(now, slow_call), attempt, &Slow, this);
+    } else if (event == AttemptEvent::kUploading) {
+      mine.slow_timer.Pause(now);
+    } else if (event == AttemptEvent::kUploaded) {
+      mine.slow_timer.Resume(now);
     } else if (event == AttemptEvent::kHeaders) {
       mine.slow_timer.Disarm();
     }

@@ -228,11 +228,14 @@ class ExchangeEvents {
   // the exchange's attempt fields right after. Whatever came before (the
   // client's queue, opening the connection) has passed.
   virtual void Writing() {}
-  // The whole of a streamed request body written; the response's headers;
-  // a 2xx body on its way to the sink.
+  // The whole of a streamed request body written (or of a buffered one
+  // too long to go with its head, Exchange::TimedUpload); the response's
+  // headers; a 2xx body on its way to the sink.
   virtual void RequestBodySent(TimePoint now) = 0;
-  // A pipe's body (Request::StreamBodyFromPipe) only: the request's
-  // headers were written, and the exchange is a stream from here on.
+  // The request's headers were written, told only when its body's upload
+  // is timed (Exchange::TimedUpload): a pipe's body
+  // (Request::StreamBodyFromPipe) makes the exchange a stream from here;
+  // a buffered one's upload begins.
   virtual void RequestHeadersSent(TimePoint now) = 0;
   virtual void HeadersArrived(TimePoint now) = 0;
   virtual void BodyStreaming(TimePoint now) = 0;

@@ -12,8 +12,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
+#include <functional>
 #include <future>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "../rpc/held_door.h"
@@ -166,6 +170,68 @@ TEST_P(ClientTest, HungAttemptIsRetriedAfterAttemptTimeoutAndItsStreamCancelled)
   EXPECT_EQ(response->body, "second");
   EXPECT_EQ(Attempts()[0].error, ErrorKind::kDeadline);
   EXPECT_TRUE(server->WaitFor([](const FakeServer& s) { return s.cancelled_requests() == 1; }));
+}
+
+// A buffered request body's upload is not the dependency's wait: while a
+// long one goes (a slow link, a server that reads slowly) the attempt
+// timeout pauses, and it resumes with what it had left once the last byte
+// went. It counted the upload: a 5 MB PUT at 4 Mbit/s was cut at 5 s on
+// every attempt, whatever the call's timeout.
+TEST_P(ClientTest, ABufferedUploadPausesTheAttemptTimeout) {
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable changed;
+    bool held = false;  // the first request's head was read, its body not
+    bool open = false;
+  };
+  auto gate = std::make_shared<Gate>();
+  testing::FakeServer::Options options;
+  options.cut_reading = [gate](const ServerRequest&) -> std::optional<testing::ReadCut> {
+    std::unique_lock lock(gate->mu);
+    if (std::exchange(gate->held, true)) return std::nullopt;
+    gate->changed.notify_all();
+    gate->changed.wait(lock, [&] { return gate->open; });
+    return std::nullopt;
+  };
+  std::atomic<int> calls{0};
+  Serve([&](const ServerRequest&) { return ++calls == 1 ? Reply::Hang() : Reply::Ok("second"); },
+        GetParam(), options);
+  auto open_gate = [gate] {
+    std::lock_guard lock(gate->mu);
+    gate->open = true;
+    gate->changed.notify_all();
+  };
+  struct OpenAtEnd {
+    std::function<void()> open;
+    ~OpenAtEnd() { open(); }
+  } open_at_end{open_gate};
+  Settings settings = PaymentsSettings();
+  settings.timeout = seconds(60);
+  auto client = MakeClient(settings);
+  // More than the socket buffers and any flow-control window hold.
+  const std::string body(32 << 20, 'u');
+  auto call = client->SendAsync(Request::Put("/", body));
+  {
+    std::unique_lock lock(gate->mu);
+    ASSERT_TRUE(gate->changed.wait_for(lock, seconds(10), [&] { return gate->held; }));
+  }
+  clock.Advance(settings.attempt_timeout + seconds(1));  // the upload is held
+  open_gate();
+  ASSERT_TRUE(server->WaitFor([](const FakeServer& s) { return s.request_count() == 1; }));
+  // The attempt timeout goes on, with all it had left: the dial took no time.
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + settings.attempt_timeout));
+  clock.Advance(settings.attempt_timeout);
+  AdvanceAfterAttempt(1, milliseconds(50));  // the backoff
+  ASSERT_EQ(call.wait_for(seconds(10)), std::future_status::ready)
+      << "the first attempt was cut during its upload, and the second hangs";
+  auto response = call.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "second");
+  EXPECT_EQ(response->attempts, 2);
+  EXPECT_EQ(Attempts()[0].error, ErrorKind::kDeadline);
+  auto first = server->requests()[0];
+  EXPECT_TRUE(first.whole);
+  EXPECT_EQ(first.body.size(), body.size());
 }
 
 TEST_P(ClientTest, RetryAfterLongerThanBackoffMaxIsReturnedAtOnce) {

@@ -106,8 +106,8 @@ bodies:
   it was. A 2xx body cut short leaves in FILE what had arrived (exit 7); a
   FILE that cannot be written ends the call (exit 23). --timeout
   (OUTBOUND_TIMEOUT, default 10s) bounds the whole call, bodies included:
-  raise it for a long download; for a long upload (-d @FILE) raise
-  OUTBOUND_ATTEMPT_TIMEOUT (default 5s) too, which an upload counts in.
+  raise it for a long download or upload (-d @FILE; the attempt timeout,
+  OUTBOUND_ATTEMPT_TIMEOUT, waits for the answer, not the upload).
 
 gRPC:
   outbound call [options] grpc://HOST:PORT/package.Service/Method

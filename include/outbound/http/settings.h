@@ -270,8 +270,8 @@ struct Settings {
   // connection, is not the dependency's and does not count: Timeout bounds
   // it) to the response's headers; for a streamed request body
   // (StreamBodyFrom), from when the whole body has been sent, however long
-  // that took (the call's Timeout bounds the sending). Default 5s. Valid:
-  // positive.
+  // that took (the call's Timeout bounds the sending); a buffered body
+  // over 64 KiB pauses it while it goes. Default 5s. Valid: positive.
   Duration attempt_timeout = std::chrono::seconds(5);
 
   // Attempts of one request, the first included. Default 3. Valid: >= 1.

@@ -28,6 +28,10 @@ namespace outbound::http::internal::transport {
 // not retried): it is no answer a client should hold in memory.
 inline constexpr std::size_t kMaxHeaderBytes = 96 * 1024;
 
+// A buffered request body longer than this may take more than one write
+// (a slow link, a server that reads slowly): Exchange::TimedUpload.
+inline constexpr std::size_t kTimedUploadBytes = 64 * 1024;
+
 class Connection;
 
 struct Exchange {
@@ -106,6 +110,13 @@ struct Exchange {
   // Whether the body goes to `sink`: a 2xx answer's (the status known)
   // that the caller wants.
   bool Streams() const { return sink != nullptr && response.successful() && !body_dropped; }
+  // Whether the request body's upload is told to the attempt
+  // (RequestHeadersSent, RequestBodySent), which then times the wait for
+  // the answer apart from it: a pipe's, and a buffered one too long to go
+  // with its head.
+  bool TimedUpload() const {
+    return upload ? upload->piped() : request->body.size() > kTimedUploadBytes;
+  }
   // Set once the head says the body is gzip-coded and the call asked for
   // it to be decoded (Settings::gzip): the body is decoded as it arrives.
   std::unique_ptr<GzipDecoder> decoder;

@@ -289,7 +289,7 @@ bool H1Exchange::Produce(std::string& out) {
     out.append(request_);
     request_.clear();
     if (request_.capacity() > kKeptBytes) request_.shrink_to_fit();
-    if (current_ != nullptr && current_->upload && current_->upload->piped()) {
+    if (current_ != nullptr && current_->TimedUpload()) {
       current_->events->RequestHeadersSent(clock_.Now());
     }
   }
@@ -300,6 +300,9 @@ bool H1Exchange::Produce(std::string& out) {
     std::size_t n = std::min(body_left_.size(), kBodyPiece);
     out.append(body_left_.substr(0, n));
     body_left_.remove_prefix(n);
+    if (body_left_.empty() && current_->TimedUpload()) {
+      current_->events->RequestBodySent(clock_.Now());
+    }
     return true;
   }
   if (current_ == nullptr || !current_->upload || current_->upload->done()) return true;

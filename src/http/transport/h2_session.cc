@@ -748,9 +748,7 @@ int H2Session::OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* u
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   if (Exchange* exchange = self.Find(frame->hd.stream_id); exchange != nullptr) {
     exchange->request_sent = true;
-    if (exchange->upload && exchange->upload->piped()) {
-      exchange->events->RequestHeadersSent(self.clock_.Now());
-    }
+    if (exchange->TimedUpload()) exchange->events->RequestHeadersSent(self.clock_.Now());
   }
   return 0;
 }
@@ -881,7 +879,12 @@ ssize_t H2Session::ReadBody(nghttp2_session*, std::int32_t stream_id, std::uint8
   // byte by byte.
   if (n > 0) std::memcpy(buf, body.data() + exchange->body_offset, n);
   exchange->body_offset += n;
-  if (exchange->body_offset == body.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+  if (exchange->body_offset == body.size()) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (exchange->TimedUpload()) {
+      exchange->events->RequestBodySent(static_cast<H2Session*>(user)->clock_.Now());
+    }
+  }
   return static_cast<ssize_t>(n);
 }
 
