@@ -581,6 +581,42 @@ TEST_F(ClientH2Test, AConnectionThatAnswersNoPingTakesNoNewCall) {
   EXPECT_EQ(requests[2].connection_id, 2);
 }
 
+// A connection that goes silent (a NAT's dropped flow, a dead host: no FIN,
+// nothing) while calls are on it: once the server has been quiet for a
+// second, the next stream started on it goes with a PING, and no other
+// goes until the PING is answered. Every call of the second before the
+// connection was found degraded went to it, and waited out its timeout.
+TEST_F(ClientH2Test, ANewCallGoesElsewhereWhileAQuietConnectionsProbeIsOut) {
+  std::atomic<int> seen{0};
+  Serve([&](const ServerRequest&) {
+    int n = seen++;
+    return n == 1 ? Reply::Frames({}) : Reply::Ok(n == 0 ? "warm" : "fresh");
+  });
+  Settings settings = PaymentsSettings();
+  settings.max_attempts = 1;
+  auto client = MakeClient(settings);
+  // The connection was last heard from now, on the test's clock.
+  ASSERT_TRUE(client->Send(Request::Get("/warm")));
+  auto silent = client->SendAsync(Request::Get("/1"));  // from here on nothing comes back
+  ASSERT_TRUE(server->WaitForRequests(2));
+  ASSERT_TRUE(clock.WaitForTimers(2));  // the deadline, and the attempt's timeout
+  clock.Advance(seconds(1));
+  auto probing = client->SendAsync(Request::Get("/2"));  // goes there, with the PING
+  auto next = client->SendAsync(Request::Get("/3"));
+  // A safety net of 10 s real time: on the silent connection it would wait
+  // for its own attempt timeout, which the clock never reaches.
+  ASSERT_EQ(next.wait_for(seconds(10)), std::future_status::ready)
+      << "the call went to the silent connection";
+  auto answer = next.get();
+  ASSERT_TRUE(answer) << answer.error().message();
+  EXPECT_EQ(answer->body, "fresh");
+  auto requests = server->requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[1].connection_id, 1);
+  EXPECT_EQ(requests[2].connection_id, 2);
+  EXPECT_EQ(requests[2].target, "/3");
+}
+
 // A connection slower to open than an attempt lasts (three round trips
 // over a slow link): cut short while it opens, it goes on opening, and the
 // attempt's retry takes it. It was closed with its attempt, and each
@@ -624,6 +660,9 @@ TEST_F(ClientH2Test, AQuietConnectionIsProbedOnceUntilTheServerSendsAgain) {
   Settings settings = PaymentsSettings();
   settings.max_attempts = 1;
   settings.attempt_timeout = seconds(2);
+  // While a probe is out no stream goes on its connection: one connection
+  // keeps the next call waiting for the answer, not opening another.
+  settings.max_connections = 1;
   auto client = MakeClient(settings);
   int timed_out_calls = 0;
   auto time_out_one = [&] {

@@ -149,7 +149,7 @@ bool H2Session::StreamIdsSpent() const {
 }
 
 bool H2Session::HasRoom() const {
-  if (!settings_received_ || goaway_ || broken_ || StreamIdsSpent() || Degraded()) return false;
+  if (!settings_received_ || goaway_ || broken_ || StreamIdsSpent() || ping_sent_) return false;
   std::uint32_t allowed = std::min(
       kMaxStreams,
       nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
@@ -234,6 +234,9 @@ bool H2Session::Start(Exchange& exchange) {
     RefuseUnsent(exchange, list_size, server_takes);
     return true;
   }
+  // Streams in flight and the server quiet: this request goes, with a
+  // probe, and no other until the probe is answered.
+  if (!streams_.empty()) Probe(clock_.Now());
   nghttp2_data_provider body{};
   body.source.ptr = nullptr;  // ReadBody finds the exchange by its stream
   body.read_callback = ReadBody;
@@ -279,14 +282,16 @@ bool H2Session::Cancel(Exchange& exchange) {
   nghttp2_session_set_stream_user_data(session_, exchange.stream_id, nullptr);
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, exchange.stream_id, NGHTTP2_CANCEL);
   room_changed_ = true;
-  // Is anyone there? (Degraded)
-  TimePoint now = clock_.Now();
+  Probe(clock_.Now());
+  return true;
+}
+
+void H2Session::Probe(TimePoint now) {
   if (may_probe_ && !ping_sent_ && now - last_heard_ >= kQuietBeforePing &&
       nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr) == 0) {
     ping_sent_ = now;
     may_probe_ = false;
   }
-  return true;
 }
 
 void H2Session::Resume(Exchange& exchange) {
@@ -578,7 +583,10 @@ int H2Session::OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* u
       }
       return 0;
     case NGHTTP2_PING:
-      if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) self.ping_sent_.reset();  // still there
+      if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0 && self.ping_sent_) {
+        self.ping_sent_.reset();  // still there
+        self.room_changed_ = true;
+      }
       return 0;
     case NGHTTP2_GOAWAY:
       // No new stream here; those above last-stream-id are closed by

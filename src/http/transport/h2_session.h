@@ -218,11 +218,15 @@ class H2Session final : public Codec {
   std::uint32_t frames_without_progress_ = 0;
   // A connection whose peer is gone without a FIN (a NAT's dropped flow, a
   // dead host) would take every new stream until the kernel gives up on
-  // it, many minutes on. So a stream cancelled while the server has been
-  // quiet for kQuietBeforePing sends a PING; unanswered for kPongTimeout,
-  // the connection is degraded: no new stream, closed once it is idle.
+  // it, many minutes on. So a stream cancelled, or a new one started
+  // beside others, while the server has been quiet for kQuietBeforePing
+  // sends a PING (Probe): no new stream goes here until it is answered
+  // (one more connection, at most, on a healthy server; the retries and
+  // the calls of that second, else) and, unanswered for kPongTimeout, the
+  // connection is degraded: not reused, closed once it is idle.
   static constexpr Duration kQuietBeforePing = std::chrono::seconds(1);
   static constexpr Duration kPongTimeout = std::chrono::seconds(1);
+  void Probe(TimePoint now);
   bool Degraded() const { return ping_sent_ && clock_.Now() - *ping_sent_ >= kPongTimeout; }
   TimePoint last_heard_;          // when the server's last bytes came
   TimePoint flood_window_start_;  // frames_without_progress_ counts from here
