@@ -196,7 +196,7 @@ void Attempt::RequestBodySent(TimePoint now) {
 }
 
 void Attempt::Writing() {
-  if (path_.field_writers().empty() || std::exchange(written_, true)) return;
+  if (written_.exchange(true) || path_.field_writers().empty()) return;
   std::size_t proceeded = proceeded_.load();
   TimePoint now = clock_.Now();
   for (const AttemptPath::FieldWriter& heard : path_.field_writers()) {
@@ -265,9 +265,14 @@ AttemptOutcome Attempt::CancelledOutcome() const {
       outcome.result = Fail(ErrorKind::kCancelled, "another attempt of the request answered first");
       break;
     case CancelReason::kAttemptTimeout:
-      outcome.result =
-          Fail(ErrorKind::kDeadline,
-               "no response headers within the attempt timeout (" + ms(attempt_timeout) + "ms)");
+      // Never written: its connection was still opening (a dial or a
+      // handshake unanswered), which is not the server being slow.
+      outcome.result = Fail(ErrorKind::kDeadline,
+                            written_.load() ? "no response headers within the attempt timeout (" +
+                                                  ms(attempt_timeout) + "ms)"
+                                            : "no connection was ready for the request within the "
+                                              "attempt timeout (" +
+                                                  ms(attempt_timeout) + "ms): nothing was sent");
       break;
     default:
       // A stream's timer is the Context's deadline: the call's own.

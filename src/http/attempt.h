@@ -367,7 +367,7 @@ class Attempt final : public ExchangeEvents, public std::enable_shared_from_this
   bool uploading_ = false;  // guarded by mu_: kUploading was told, kUploaded not yet
   // When kAwaitingHeaders was told; guarded by mu_ (see awaiting_since()).
   std::optional<TimePoint> awaiting_since_;
-  bool written_ = false;  // Writing was called (only the transport calls it)
+  std::atomic<bool> written_{false};  // Writing was called (only the transport calls it)
   std::atomic<bool> headers_arrived_{false};
   std::atomic<bool> sent_{false};
 

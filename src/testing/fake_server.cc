@@ -154,6 +154,10 @@ Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const ServerTls& tls,
   }
   if (tls.min_version != 0) SSL_CTX_set_min_proto_version(native, tls.min_version);
   if (tls.max_version != 0) SSL_CTX_set_max_proto_version(native, tls.max_version);
+  // Resumption with client certificates needs a context for the sessions
+  // (OpenSSL fails the handshake of one offered without it).
+  constexpr unsigned char kSessionContext[] = "outbound-fake-server";
+  SSL_CTX_set_session_id_context(native, kSessionContext, sizeof kSessionContext - 1);
   if (tls.client_ca_pem) {
     context->add_certificate_authority(asio::buffer(*tls.client_ca_pem), ec);
     if (ec) return Fail(ErrorKind::kInvalidSettings, "FakeServer: bad client CA: " + ec.message());
@@ -190,6 +194,9 @@ void FakeServer::Impl::Accept() {
                                   (*tls)->next_layer().close(ignored);
                                   Record([&] { --open; });
                                   return;
+                                }
+                                if (SSL_session_reused((*tls)->native_handle()) == 1) {
+                                  Record([&] { ++tls_resumed; });
                                 }
                                 const unsigned char* proto = nullptr;
                                 unsigned int len = 0;
@@ -269,6 +276,7 @@ std::size_t FakeServer::request_count() const {
 int FakeServer::cancelled_requests() const { return impl_->Read(&Impl::cancelled); }
 
 int FakeServer::connections_opened() const { return impl_->Read(&Impl::opened); }
+int FakeServer::tls_sessions_resumed() const { return impl_->Read(&Impl::tls_resumed); }
 
 int FakeServer::connections_open() const { return impl_->Read(&Impl::open); }
 

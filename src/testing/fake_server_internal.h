@@ -98,6 +98,7 @@ struct FakeServer::Impl {
   std::vector<ServerRequest> requests;
   int cancelled = 0;
   int opened = 0;
+  int tls_resumed = 0;
   int open = 0;
   int client_resets = 0;
   int client_pings = 0;

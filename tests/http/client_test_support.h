@@ -153,12 +153,15 @@ class ClientTestBase : public ClientTestCommon {
  protected:
   ClientTestBase() { runtime.network = &network; }
 
-  // Serves `handler` as payments:8443, over HTTP/2 or HTTP/1.1 by ALPN.
+  // Serves `handler` as payments:8443, over HTTP/2 or HTTP/1.1 by ALPN,
+  // with a certificate for payments unless `options` has TLS of its own.
   void Serve(testing::Handler handler, Protocol protocol = Protocol::kHttp2,
              testing::FakeServer::Options options = {}) {
-    testing::ServerTls tls(ca.IssueServer({"payments"}));
-    if (protocol == Protocol::kHttp11) tls.alpn = {"http/1.1"};
-    options.tls = std::move(tls);
+    if (!options.tls) {
+      testing::ServerTls tls(ca.IssueServer({"payments"}));
+      if (protocol == Protocol::kHttp11) tls.alpn = {"http/1.1"};
+      options.tls = std::move(tls);
+    }
     options.handler = std::move(handler);
     options.clock = &clock;
     auto started = testing::FakeServer::Start(std::move(options));

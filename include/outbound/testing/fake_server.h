@@ -303,6 +303,9 @@ class FakeServer {
   int cancelled_requests() const;
   int connections_opened() const;
   int connections_open() const;
+  // TLS connections whose handshake resumed a session the server gave on
+  // an earlier connection (a ticket, or a TLS 1.2 session id).
+  int tls_sessions_resumed() const;
   // HTTP/2 RST_STREAM frames the client sent.
   int streams_reset_by_client() const;
   // HTTP/2 PING frames the client sent (not its acknowledgements of ours).

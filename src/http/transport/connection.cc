@@ -36,7 +36,7 @@ bool LocalShortage(int error) {
 }  // namespace
 
 Connection::Connection(std::uint64_t id, EventLoop& loop, ConnectionEvents& events, Clock& clock,
-                       const TlsContext* tls, std::string host, Protocol plain)
+                       TlsContext* tls, std::string host, Protocol plain)
     : id_(id),
       loop_(loop),
       events_(events),

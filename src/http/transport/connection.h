@@ -79,7 +79,7 @@ class Connection final : private CodecEvents {
   // with prior knowledge). Starts in kResolving: Dial() or FailToOpen()
   // next.
   Connection(std::uint64_t id, EventLoop& loop, ConnectionEvents& events, Clock& clock,
-             const TlsContext* tls, std::string host, Protocol plain = Protocol::kHttp11);
+             TlsContext* tls, std::string host, Protocol plain = Protocol::kHttp11);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -204,7 +204,7 @@ class Connection final : private CodecEvents {
   EventLoop& loop_;
   ConnectionEvents& events_;
   Clock& clock_;
-  const TlsContext* tls_;
+  TlsContext* tls_;
   Protocol plain_;
   std::string host_;
   State state_ = State::kResolving;

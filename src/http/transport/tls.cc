@@ -9,9 +9,11 @@
 #include <openssl/x509v3.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 
 namespace outbound::http::internal::transport {
 namespace {
@@ -102,6 +104,11 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsSettings& tls, b
   // h2 is kAlpn's first entry.
   SSL_CTX_set_alpn_protos(ctx, kAlpn, http2_only ? 3 : sizeof kAlpn);
   SSL_CTX_set_keylog_callback(ctx, nullptr);
+  // Sessions kept here, by host (Keep), not in OpenSSL's cache, which keys
+  // them by nothing a client can look up.
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_set_app_data(ctx, made.get());
+  SSL_CTX_sess_set_new_cb(ctx, &TlsContext::Keep);
   if (tls.root_pem.empty()) {
     // The system's roots, from where OpenSSL was built to find them, and
     // only there: SSL_CTX_set_default_verify_paths would read SSL_CERT_FILE
@@ -169,9 +176,35 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsSettings& tls, b
   return made;
 }
 
-TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
+TlsContext::~TlsContext() {
+  for (const Kept& kept : kept_) SSL_SESSION_free(kept.session);
+  SSL_CTX_free(ctx_);
+}
 
-SSL* TlsContext::NewSession(const std::string& host, int fd) const {
+namespace {
+
+// Where a session keeps its host, for Keep.
+int HostIndex() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+}  // namespace
+
+int TlsContext::Keep(SSL* ssl, SSL_SESSION* session) {
+  auto* self = static_cast<TlsContext*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
+  const auto* host = static_cast<const std::string*>(SSL_get_ex_data(ssl, HostIndex()));
+  if (self == nullptr || host == nullptr || SSL_SESSION_is_resumable(session) != 1) return 0;
+  std::lock_guard lock(self->mu_);
+  self->kept_.push_front({*host, session});
+  if (self->kept_.size() > kMaxKept) {
+    SSL_SESSION_free(self->kept_.back().session);
+    self->kept_.pop_back();
+  }
+  return 1;  // the reference is ours now
+}
+
+SSL* TlsContext::NewSession(const std::string& host, int fd) {
   SSL* ssl = SSL_new(ctx_);
   if (ssl == nullptr) return nullptr;
   BIO* reader = BIO_new_socket(fd, BIO_NOCLOSE);
@@ -195,10 +228,26 @@ SSL* TlsContext::NewSession(const std::string& host, int fd) const {
     X509_VERIFY_PARAM_set_hostflags(SSL_get0_param(ssl), X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS |
                                                              X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
   }
+  ok = ok && SSL_set_ex_data(ssl, HostIndex(), const_cast<std::string*>(&host)) == 1;
   if (!ok) {
     SSL_free(ssl);
     ERR_clear_error();
     return nullptr;
+  }
+  {
+    // A session a server of `host` gave, offered for resumption.
+    std::lock_guard lock(mu_);
+    auto kept =
+        std::find_if(kept_.begin(), kept_.end(), [&](const Kept& k) { return k.host == host; });
+    if (kept != kept_.end()) {
+      SSL_set_session(ssl, kept->session);  // with a reference of its own
+      // A TLS 1.3 session goes once (RFC 8446 §C.4): used again, it would
+      // let an observer link the two connections.
+      if (SSL_SESSION_get_protocol_version(kept->session) == TLS1_3_VERSION) {
+        SSL_SESSION_free(kept->session);
+        kept_.erase(kept);
+      }
+    }
   }
   SSL_set_connect_state(ssl);
   return ssl;
