@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <cassert>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -207,6 +208,12 @@ struct ExchangeRequest {
   // one it chose. The call's; it outlives the exchange.
   std::atomic<std::uint64_t>* call_endpoint = nullptr;
 };
+
+// A buffered request body longer than this may take more than one write
+// (a slow link, a server that reads slowly): its upload is told
+// (RequestHeadersSent, RequestBodySent), and the attempt's header timers
+// pause while it goes. A shorter one goes with its head.
+inline constexpr std::size_t kTimedUploadBytes = 64 * 1024;
 
 // What the transport reports of one exchange. Thread-safe.
 class ExchangeEvents {

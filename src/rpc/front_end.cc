@@ -129,7 +129,10 @@ class GrpcTimeout final : public http::internal::AttemptLayer,
     bool stream = attempt.request->body_source.pipe != nullptr;
     bool answer_streams = static_cast<bool>(attempt.call->body_sink);
     if (stream) deadline = attempt.call->context_deadline;
-    if (!stream && !answer_streams && attempt.attempt_timeout > Duration::zero()) {
+    // A long upload pauses the attempt timeout (kTimedUploadBytes), not the
+    // server's clock: the server is told the call's deadline.
+    bool long_upload = attempt.request->body.size() > http::internal::kTimedUploadBytes;
+    if (!stream && !answer_streams && !long_upload && attempt.attempt_timeout > Duration::zero()) {
       TimePoint since = attempt.awaiting_since().value_or(now);
       deadline = std::min(deadline.value_or(TimePoint::max()),
                           AddSaturated(since, attempt.attempt_timeout));

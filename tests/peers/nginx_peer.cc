@@ -79,7 +79,8 @@ NginxPeer::NginxPeer(const PeerFiles& files, NginxOptions options) {
        << "pid " << dir_ << "/nginx.pid;\nerror_log " << dir_ << "/error.log;\n"
        << "events { worker_connections 1024; }\n"
        << "http {\n"
-       << "  log_format outbound '$connection $request_method $uri \"$request_body\" $status';\n"
+       << "  log_format outbound '$connection $request_method $uri \"$request_body\" $status "
+          "$ssl_session_reused';\n"
        << "  access_log " << dir_ << "/access.log outbound;\n"
        << "  client_body_temp_path " << dir_ << "/body;\n"
        << "  proxy_temp_path " << dir_ << "/proxy;\n  fastcgi_temp_path " << dir_ << "/fastcgi;\n"
@@ -90,6 +91,8 @@ NginxPeer::NginxPeer(const PeerFiles& files, NginxOptions options) {
        << "    listen 127.0.0.1:" << port_ << " ssl" << (options.http2 ? " http2" : "") << ";\n"
        << "    ssl_certificate " << files.cert_file() << ";\n"
        << "    ssl_certificate_key " << files.key_file() << ";\n"
+       << (options.tls_protocols.empty() ? ""
+                                         : "    ssl_protocols " + options.tls_protocols + ";\n")
        << "    root " << dir_ << ";\n"
        << "    location = / { return 200 \"ok\"; }\n"
        << "    location = /echo { client_body_buffer_size 64k; echo_read_request_body;"
@@ -166,7 +169,10 @@ std::vector<NginxRequest> NginxPeer::ReadLog() const {
     std::size_t open = line.find('"'), close = line.rfind('"');
     if (open != std::string::npos && close > open) {
       request.body = line.substr(open + 1, close - open - 1);
-      request.status = std::atoi(line.c_str() + close + 1);
+      std::istringstream after(line.substr(close + 1));
+      std::string reused;
+      after >> request.status >> reused;
+      request.tls_resumed = reused == "r";
     }
     requests.push_back(std::move(request));
   }

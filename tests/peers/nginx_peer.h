@@ -46,6 +46,8 @@ struct NginxOptions {
   int max_concurrent_streams = 128;
   // The size of /big (zeros).
   std::size_t big_bytes = 2 << 20;
+  // ssl_protocols ("TLSv1.2", "TLSv1.3"); empty: nginx's default.
+  std::string tls_protocols;
 };
 
 // What nginx serves at /text (text/plain, gzip-coded when the request
@@ -59,6 +61,7 @@ struct NginxRequest {
   std::string uri;
   std::string body;  // what /echo read
   int status = 0;
+  bool tls_resumed = false;  // $ssl_session_reused: its connection resumed a TLS session
 };
 
 class NginxPeer {

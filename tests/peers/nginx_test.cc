@@ -296,6 +296,32 @@ TEST_P(NginxTest, AnUploadOverTheServersLimitIsAnsweredWith413) {
   EXPECT_EQ(small->body, "stored");
 }
 
+// nginx ends every connection after its one request: each new connection
+// resumes a TLS session nginx gave an earlier one (a ticket), under TLS 1.3
+// as under 1.2, where every one made a full handshake.
+TEST_P(NginxTest, EachNewConnectionResumesATlsSession) {
+  for (const char* protocols : {"TLSv1.3", "TLSv1.2"}) {
+    SCOPED_TRACE(protocols);
+    StartNginx({.keepalive_requests = 1, .tls_protocols = protocols});
+    auto client = MakeClient(PaymentsSettings());
+    for (int i = 0; i < 20; ++i) {
+      auto response = client->Send(Request::Get("/"));
+      ASSERT_TRUE(response) << response.error().message();
+    }
+    auto requests = nginx->WaitForRequests(20);
+    ASSERT_EQ(requests.size(), 20u);
+    std::set<std::uint64_t> connections;
+    int resumed = 0;
+    for (const auto& request : requests) {
+      connections.insert(request.connection);
+      resumed += request.tls_resumed ? 1 : 0;
+    }
+    EXPECT_EQ(connections.size(), 20u);
+    EXPECT_EQ(resumed, 19);  // all but the first
+    network.Remove("payments", 8443);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Peers, NginxTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& param) {
                            return std::string(param.param ? "http2" : "http1");

@@ -105,6 +105,20 @@ TEST_F(GrpcTimeoutTest, WhatIsLeftOfTheAttemptTimeoutIsTold) {
   EXPECT_EQ(ToldTimeout(0), Duration(seconds(2)));
 }
 
+// A message too long for one write pauses the attempt timeout while it
+// goes (a slow link: the upload is not the server's slowness), but not
+// the server's clock: the server is told the call's time, not the
+// attempt timeout, which would end the call there mid-upload.
+TEST_F(GrpcTimeoutTest, AMessageTooLongForOneWriteIsToldTheCallsTime) {
+  network_.Add("files", 9090, "127.0.0.1", server_->port());
+  Settings settings = DefaultSettings();
+  settings.attempt_timeout = seconds(5);
+  auto client = Make(settings);
+  Reply got = client->CallAsync(kGet, std::string(100 * 1024, 'm')).get();
+  ASSERT_TRUE(got.status.ok()) << got.status.message;
+  EXPECT_EQ(ToldTimeout(), Duration(seconds(10)));
+}
+
 // An injected delay stands for a slow network: the attempt is on its way
 // (sent) while it lasts, and the server hears of what is left after it.
 // The delay's layer tells the attempt it was sent before the layers below

@@ -40,8 +40,8 @@ class Codec {
   // Whether the connection is worth keeping for later exchanges.
   virtual bool Reusable() const = 0;
   // Until when, idle, it is worth keeping by the server's word (HTTP/1.1:
-  // the last answer's Keep-Alive timeout, less a margin); none: as long as
-  // the client likes.
+  // the last answer's Keep-Alive timeout, less a margin; HTTP/2: while a
+  // probe PING may yet be answered); none: as long as the client likes.
   virtual std::optional<TimePoint> KeptUntil() const { return std::nullopt; }
   // Takes an exchange (HasRoom() was true): its request is queued for
   // writing. False if it cannot (nothing of it was sent).

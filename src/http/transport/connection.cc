@@ -211,6 +211,9 @@ void Connection::Cancel(Exchange& exchange) {
         Close("the attempt it was opened for was cut short");
       } else {
         orphaned_ = true;
+        // Still dialling: the dial unanswered (a black hole's SYN) has
+        // the next address beside it now, not at its delay.
+        DialAnother();
       }
     }
     // Open, it held back those behind (StartWaiting): they go now.
@@ -332,7 +335,7 @@ void Connection::Connected() {
     protocol_ = plain_;
     return Opened();
   }
-  ssl_ = tls_->NewSession(host_, fd_);
+  ssl_ = tls_->NewSession(host_, fd_, resuming_);
   if (ssl_ == nullptr) return Fail(ErrorKind::kLocalResource, "OpenSSL could not make a session");
   state_ = State::kHandshaking;
   Handshake();
@@ -359,6 +362,13 @@ void Connection::Handshake() {
   }
   HandshakeFailure failure = DescribeHandshakeFailure(ssl_, error);
   if (failure.no_application_protocol && tls_->http2_only()) failure.message = kNoHttp2;
+  if (resuming_) {
+    // Perhaps the session offered was refused, not the connection: the
+    // next one offers none (a certificate not trusted came from a full
+    // handshake, and will again).
+    tls_->Forget(host_);
+    if (failure.kind != ErrorKind::kTlsUntrusted) failure.cannot_improve = false;
+  }
   Fail(failure.kind, failure.message, failure.cannot_improve);
 }
 

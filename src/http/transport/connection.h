@@ -231,6 +231,7 @@ class Connection final : private CodecEvents {
   bool handshake_wants_write_ = false;
   bool tls_failed_ = false;        // a read or write ended in a fatal TLS error
   bool orphaned_ = false;          // it has gone on opening for nobody once (Cancel)
+  bool resuming_ = false;          // its handshake offered a session kept from an earlier one
   bool write_wants_read_ = false;  // TLS: SSL_write needs a read first
   bool write_failed_ = false;      // the socket refused a write: what came is read, then it fails
   bool in_io_ = false;             // a read or flush is on the stack

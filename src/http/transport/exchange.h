@@ -28,10 +28,6 @@ namespace outbound::http::internal::transport {
 // not retried): it is no answer a client should hold in memory.
 inline constexpr std::size_t kMaxHeaderBytes = 96 * 1024;
 
-// A buffered request body longer than this may take more than one write
-// (a slow link, a server that reads slowly): Exchange::TimedUpload.
-inline constexpr std::size_t kTimedUploadBytes = 64 * 1024;
-
 class Connection;
 
 struct Exchange {

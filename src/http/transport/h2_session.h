@@ -87,6 +87,11 @@ class H2Session final : public Codec {
   bool Reusable() const override {
     return !goaway_ && !broken_ && !StreamIdsSpent() && !Degraded();
   }
+  // A probe out: until it is found unanswered (the pool closes it then,
+  // idle: nothing else would, as no stream goes on it meanwhile).
+  std::optional<TimePoint> KeptUntil() const override {
+    return ping_sent_ ? std::optional<TimePoint>(*ping_sent_ + kPongTimeout) : std::nullopt;
+  }
   bool Start(Exchange& exchange) override;
   bool Cancel(Exchange& exchange) override;
   void Resume(Exchange& exchange) override;

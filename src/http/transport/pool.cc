@@ -590,13 +590,15 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   }
 
   // An idle connection the server keeps only for a while (its Keep-Alive
-  // timeout): closed once that is over, else a timer at that time closes
-  // it if it is idle then (each answer's time replaces the last one's).
-  // False if it closed.
+  // timeout; HTTP/2: a probe PING's time to be answered): closed once that
+  // is over, else a timer at that time closes it if it is idle then (each
+  // answer's time replaces the last one's). False if it closed.
   bool CloseIfKeptTooLong(Connection& connection) {
     TimePoint until = *connection.KeptUntil();
     if (clock_.Now() >= until) {
-      connection.Close("the server's Keep-Alive timeout is near");
+      connection.Close(connection.protocol() == Connection::Protocol::kHttp2
+                           ? "a PING it was sent went unanswered"
+                           : "the server's Keep-Alive timeout is near");
       return false;
     }
     KeepTimer& keep = keep_timers_[connection.id()];
@@ -651,8 +653,11 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     dispatcher_.RoomMade();
   }
 
-  // One connection of an endpoint at a time goes on opening for nobody.
+  // One connection at a time goes on opening for nobody; none with
+  // several endpoints, where the next attempt may go to another (and the
+  // endpoint whose connection did not open in time goes last, Choose).
   bool MayKeepOpening(const Connection& connection) override {
+    if (balancing_) return false;
     auto mine = endpoint_of_.find(connection.id());
     const EndpointHealth* endpoint = mine != endpoint_of_.end() ? mine->second.get() : nullptr;
     Connection* orphan = Orphan(endpoint);

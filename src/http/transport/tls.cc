@@ -204,7 +204,17 @@ int TlsContext::Keep(SSL* ssl, SSL_SESSION* session) {
   return 1;  // the reference is ours now
 }
 
-SSL* TlsContext::NewSession(const std::string& host, int fd) {
+void TlsContext::Forget(const std::string& host) {
+  std::lock_guard lock(mu_);
+  std::erase_if(kept_, [&](const Kept& kept) {
+    if (kept.host != host) return false;
+    SSL_SESSION_free(kept.session);
+    return true;
+  });
+}
+
+SSL* TlsContext::NewSession(const std::string& host, int fd, bool& resuming) {
+  resuming = false;
   SSL* ssl = SSL_new(ctx_);
   if (ssl == nullptr) return nullptr;
   BIO* reader = BIO_new_socket(fd, BIO_NOCLOSE);
@@ -240,7 +250,7 @@ SSL* TlsContext::NewSession(const std::string& host, int fd) {
     auto kept =
         std::find_if(kept_.begin(), kept_.end(), [&](const Kept& k) { return k.host == host; });
     if (kept != kept_.end()) {
-      SSL_set_session(ssl, kept->session);  // with a reference of its own
+      resuming = SSL_set_session(ssl, kept->session) == 1;  // with a reference of its own
       // A TLS 1.3 session goes once (RFC 8446 §C.4): used again, it would
       // let an observer link the two connections.
       if (SSL_SESSION_get_protocol_version(kept->session) == TLS1_3_VERSION) {

@@ -49,9 +49,15 @@ class TlsContext {
 
   // A client session for `host` (a name, or an IP literal without
   // brackets) on the socket `fd`, ready for its handshake, offering to
-  // resume a session a server of `host` gave; null if OpenSSL could not
-  // make one. `host` outlives it; the caller frees it (SSL_free).
-  SSL* NewSession(const std::string& host, int fd);
+  // resume a session a server of `host` gave (`resuming` says whether);
+  // null if OpenSSL could not make one. `host` outlives it; the caller
+  // frees it (SSL_free).
+  SSL* NewSession(const std::string& host, int fd, bool& resuming);
+  // A handshake that offered a session of `host` failed: the server may
+  // refuse the session, not the connection (an OpenSSL server that asks
+  // for client certificates and has no session id context does), and
+  // would refuse each later one that offered it, so `host`'s sessions go.
+  void Forget(const std::string& host);
 
  private:
   TlsContext() = default;
