@@ -989,6 +989,9 @@ TEST_F(ClientH2Test, AnAddressWhoseDialWasCutShortIsDialledLast) {
   network.Set("payments", 8443, {{"127.0.0.1", (*hole)->port()}, {"127.0.0.1", server->port()}});
   Settings settings = PaymentsSettings();
   settings.attempt_timeout = milliseconds(200);
+  // Due before the next dial's timer (250 ms from the first dial), so
+  // that only the backoff can be waited for.
+  settings.backoff_base = milliseconds(10);
   auto client = MakeClient(settings);
   auto call = client->SendAsync(Request::Get("/"));
   // The deadline, the attempt's timeout and the next dial's.

@@ -74,11 +74,14 @@ class ClientTestCommon {
     return changed.wait_for(lock, std::chrono::seconds(10), [&] { return attempts.size() >= n; });
   }
 
-  // After attempt `n` ended and the client began waiting on the clock (the
-  // call's deadline and the wait: two timers), moves the clock by `d`.
+  // After attempt `n` ended and the client began its wait (a backoff, a
+  // Retry-After: a timer due within `d`), moves the clock by `d`. It waits
+  // for that timer, not for a count of timers: another one (a dial's, a
+  // connection's) could make up the count, and a wait scheduled after the
+  // move would be due in the past and never fire.
   void AdvanceAfterAttempt(std::size_t n, Duration d) {
     ASSERT_TRUE(WaitForAttempts(n));
-    ASSERT_TRUE(clock.WaitForTimers(2));
+    ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + d));
     clock.Advance(d);
   }
 

@@ -236,6 +236,9 @@ TEST_F(H1ConnectionTest, AShorterKeepAliveTimeoutReplacesALongerOne) {
   auto client = MakeClient(OneConnection());
   ASSERT_TRUE(client->Send(Request::Get("/long")));
   ASSERT_TRUE(client->Send(Request::Get("/short")));
+  // The close's timer is set as the connection goes idle, after the answer
+  // reached the caller; moved past before it is set, it would never fire.
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + std::chrono::seconds(4)));
   clock.Advance(std::chrono::seconds(4));
   EXPECT_TRUE(
       server->WaitFor([](const testing::FakeServer& s) { return s.connections_open() == 0; }));
