@@ -43,7 +43,8 @@ Connection::Connection(std::uint64_t id, EventLoop& loop, ConnectionEvents& even
       clock_(clock),
       tls_(tls),
       plain_(plain),
-      host_(std::move(host)) {}
+      host_(std::move(host)),
+      began_(clock.Now()) {}
 
 Connection::~Connection() {
   codec_.reset();
@@ -199,15 +200,17 @@ void Connection::Cancel(Exchange& exchange) {
   exchange.connection = nullptr;
   if (auto it = std::find(waiting_.begin(), waiting_.end(), &exchange); it != waiting_.end()) {
     waiting_.erase(it);
-    // Nobody waits for it to open any more: it goes on opening, once, for
-    // the attempt's retry or the next call, which take it as it is (a
+    // Nobody waits for it to open any more: it goes on opening for the
+    // attempt's retry or the next call, which take it as it is (a
     // connection that takes longer to open than an attempt lasts, three
-    // round trips on a slow link, would else never open). Cut short
-    // again, or beside another going on so, it goes with its attempt: a
-    // dial into a black hole, or an HTTP/2 server that never sends its
-    // SETTINGS, would hold the pool's opening slot for nothing.
+    // round trips on a slow link, would else never open). Cut short once
+    // it has been opening for kOpeningPatience, or beside another going
+    // on so, it goes with its attempt: a dial into a black hole, or an
+    // HTTP/2 server that never sends its SETTINGS, would hold the pool's
+    // opening slot for nothing.
     if ((opening() || AwaitingSettings()) && waiting_.empty()) {
-      if (orphaned_ || !events_.MayKeepOpening(*this)) {
+      if ((orphaned_ && clock_.Now() - began_ >= kOpeningPatience) ||
+          !events_.MayKeepOpening(*this)) {
         Close("the attempt it was opened for was cut short");
       } else {
         orphaned_ = true;

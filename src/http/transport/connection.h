@@ -119,7 +119,7 @@ class Connection final : private CodecEvents {
   bool AwaitingSettings() const;
   // Still opening, for no attempt: the one it was opened for was cut
   // short, and it goes on opening for that attempt's retry or the next
-  // call (Cancel).
+  // call (Cancel), for kOpeningPatience from when it began.
   bool orphaned() const {
     return orphaned_ && waiting_.empty() && (opening() || AwaitingSettings()) && !closed() &&
            !closing_ && !draining_ && !write_failed_ && !close_after_io_;
@@ -229,8 +229,13 @@ class Connection final : private CodecEvents {
   bool closed_connecting_ = false;
   std::uint32_t watched_ = 0;
   bool handshake_wants_write_ = false;
-  bool tls_failed_ = false;        // a read or write ended in a fatal TLS error
-  bool orphaned_ = false;          // it has gone on opening for nobody once (Cancel)
+  bool tls_failed_ = false;  // a read or write ended in a fatal TLS error
+  // How long a connection goes on opening for nobody (Cancel), as Go's
+  // Transport bounds the TLS handshake of a dial its request gave up on:
+  // a slow link opens well within it.
+  static constexpr Duration kOpeningPatience = std::chrono::seconds(10);
+  TimePoint began_;                // when it began to open
+  bool orphaned_ = false;          // it has gone on opening for nobody (Cancel)
   bool resuming_ = false;          // its handshake offered a session kept from an earlier one
   bool write_wants_read_ = false;  // TLS: SSL_write needs a read first
   bool write_failed_ = false;      // the socket refused a write: what came is read, then it fails
