@@ -172,51 +172,68 @@ TEST_P(ClientTest, HungAttemptIsRetriedAfterAttemptTimeoutAndItsStreamCancelled)
   EXPECT_TRUE(server->WaitFor([](const FakeServer& s) { return s.cancelled_requests() == 1; }));
 }
 
-// A buffered request body's upload is not the dependency's wait: while a
-// long one goes (a slow link, a server that reads slowly) the attempt
-// timeout pauses, and it resumes with what it had left once the last byte
-// went. It counted the upload: a 5 MB PUT at 4 Mbit/s was cut at 5 s on
-// every attempt, whatever the call's timeout.
-TEST_P(ClientTest, ABufferedUploadPausesTheAttemptTimeout) {
+// A server that holds the first request's body unread (its head read)
+// until Open, or the end of the test: an upload that takes as long as the
+// test says.
+class HeldUpload {
+ public:
+  testing::FakeServer::Options ServerOptions() const {
+    testing::FakeServer::Options options;
+    options.cut_reading = [gate = gate_](const ServerRequest&) -> std::optional<testing::ReadCut> {
+      std::unique_lock lock(gate->mu);
+      if (std::exchange(gate->held, true)) return std::nullopt;
+      gate->changed.notify_all();
+      gate->changed.wait(lock, [&] { return gate->open; });
+      return std::nullopt;
+    };
+    return options;
+  }
+
+  // Blocks until the server holds the first request (10 s real time).
+  bool WaitUntilHeld() {
+    std::unique_lock lock(gate_->mu);
+    return gate_->changed.wait_for(lock, seconds(10), [&] { return gate_->held; });
+  }
+
+  void Open() {
+    std::lock_guard lock(gate_->mu);
+    gate_->open = true;
+    gate_->changed.notify_all();
+  }
+
+  ~HeldUpload() { Open(); }
+
+  // More than the socket buffers and any flow-control window hold.
+  static std::string Body() { return std::string(32 << 20, 'u'); }
+
+ private:
   struct Gate {
     std::mutex mu;
     std::condition_variable changed;
     bool held = false;  // the first request's head was read, its body not
     bool open = false;
   };
-  auto gate = std::make_shared<Gate>();
-  testing::FakeServer::Options options;
-  options.cut_reading = [gate](const ServerRequest&) -> std::optional<testing::ReadCut> {
-    std::unique_lock lock(gate->mu);
-    if (std::exchange(gate->held, true)) return std::nullopt;
-    gate->changed.notify_all();
-    gate->changed.wait(lock, [&] { return gate->open; });
-    return std::nullopt;
-  };
+  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
+};
+
+// A buffered request body's upload is not the dependency's wait: while a
+// long one goes (a slow link, a server that reads slowly) the attempt
+// timeout pauses, and it resumes with what it had left once the last byte
+// went. It counted the upload: a 5 MB PUT at 4 Mbit/s was cut at 5 s on
+// every attempt, whatever the call's timeout.
+TEST_P(ClientTest, ABufferedUploadPausesTheAttemptTimeout) {
+  HeldUpload upload;
   std::atomic<int> calls{0};
   Serve([&](const ServerRequest&) { return ++calls == 1 ? Reply::Hang() : Reply::Ok("second"); },
-        GetParam(), options);
-  auto open_gate = [gate] {
-    std::lock_guard lock(gate->mu);
-    gate->open = true;
-    gate->changed.notify_all();
-  };
-  struct OpenAtEnd {
-    std::function<void()> open;
-    ~OpenAtEnd() { open(); }
-  } open_at_end{open_gate};
+        GetParam(), upload.ServerOptions());
   Settings settings = PaymentsSettings();
   settings.timeout = seconds(60);
   auto client = MakeClient(settings);
-  // More than the socket buffers and any flow-control window hold.
-  const std::string body(32 << 20, 'u');
+  const std::string body = HeldUpload::Body();
   auto call = client->SendAsync(Request::Put("/", body));
-  {
-    std::unique_lock lock(gate->mu);
-    ASSERT_TRUE(gate->changed.wait_for(lock, seconds(10), [&] { return gate->held; }));
-  }
+  ASSERT_TRUE(upload.WaitUntilHeld());
   clock.Advance(settings.attempt_timeout + seconds(1));  // the upload is held
-  open_gate();
+  upload.Open();
   ASSERT_TRUE(server->WaitFor([](const FakeServer& s) { return s.request_count() == 1; }));
   // The attempt timeout goes on, with all it had left: the dial took no time.
   ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + settings.attempt_timeout));
@@ -234,6 +251,34 @@ TEST_P(ClientTest, ABufferedUploadPausesTheAttemptTimeout) {
   auto first = server->requests()[0];
   EXPECT_TRUE(first.whole);
   EXPECT_EQ(first.body.size(), body.size());
+}
+
+// The breaker's slow-call rule pauses for the upload as the attempt timeout
+// does: a dependency that reads a long body slowly is not slow to answer.
+TEST_P(ClientTest, ABufferedUploadPausesTheSlowCallRule) {
+  HeldUpload upload;
+  Serve([](const ServerRequest&) { return Reply::Hang(); }, GetParam(), upload.ServerOptions());
+  Settings settings = PaymentsSettings();
+  settings.max_attempts = 1;
+  settings.breaker.slow_call = seconds(1);
+  // One failure opens it: the slow-call rule's count shows at once.
+  settings.breaker_policy.trip = [](const circuit::Counts& counts) { return counts.failures > 0; };
+  auto client = MakeClient(settings);
+  auto call = client->SendAsync(Request::Put("/", HeldUpload::Body()));
+  ASSERT_TRUE(upload.WaitUntilHeld());
+  clock.Advance(settings.breaker.slow_call * 3);  // the upload is held
+  EXPECT_EQ(client->breaker_state(), circuit::State::kClosed)
+      << "the slow-call rule counted the upload";
+  upload.Open();
+  ASSERT_TRUE(server->WaitFor([](const FakeServer& s) { return s.request_count() == 1; }));
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + settings.breaker.slow_call));
+  clock.Advance(settings.breaker.slow_call - milliseconds(1));
+  EXPECT_EQ(client->breaker_state(), circuit::State::kClosed);
+  clock.Advance(milliseconds(1));
+  EXPECT_EQ(client->breaker_state(), circuit::State::kOpen)
+      << "the slow-call rule did not resume once the upload ended";
+  clock.Advance(settings.timeout);
+  EXPECT_EQ(call.get().error().kind(), ErrorKind::kDeadline);
 }
 
 TEST_P(ClientTest, RetryAfterLongerThanBackoffMaxIsReturnedAtOnce) {
