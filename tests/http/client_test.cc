@@ -49,7 +49,9 @@ TEST_P(ClientTest, Retries503AfterItsRetryAfter) {
   TimePoint start = clock.Now();
   auto call = client->SendAsync(Request::Get("/charges/1"));
 
-  AdvanceAfterAttempt(1, milliseconds(1999));
+  ASSERT_TRUE(WaitForAttempts(1));
+  ASSERT_TRUE(clock.WaitForTimerBy(start + seconds(2)));  // the Retry-After
+  clock.Advance(milliseconds(1999));
   EXPECT_EQ(server->request_count(), 1u);  // not yet
   clock.Advance(milliseconds(1));
   Result<Response> response = call.get();
