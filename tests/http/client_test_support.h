@@ -95,6 +95,11 @@ class ClientTestCommon {
   // then moves past its deadline so that it ends.
   Result<Response> SendMovingToBackoffs(Client& client, Request request) {
     auto call = client.SendAsync(std::move(request));
+    return MoveToBackoffs(call);
+  }
+
+  // The same for a call already sent.
+  Result<Response> MoveToBackoffs(std::future<Result<Response>>& call) {
     auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (call.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
       if (std::chrono::steady_clock::now() > give_up) {

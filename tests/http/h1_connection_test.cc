@@ -8,6 +8,7 @@
 #include <future>
 #include <string>
 
+#include "../rpc/held_door.h"
 #include "client_test_support.h"
 
 namespace outbound::http {
@@ -222,6 +223,51 @@ TEST_F(H1ConnectionTest, ACloseAfterAnInterimAnswerOrLateOnAReusedConnectionCoun
     // The classifier decided (a collateral loss would be kTransparent).
     EXPECT_EQ(seen[1].reason.kind, retry::ReasonKind::kExhausted) << seen[1].error_message;
   }
+}
+
+// Over HTTP/1.1 each attempt needs a connection of its own, so each one
+// cut short while it opens (slower to open than an attempt lasts: two
+// round trips on a slow link) goes on opening, and each retry takes one.
+// Only one did: with two calls in flight, the other's retry opened a new
+// connection that met the same fate.
+TEST_F(H1ConnectionTest, EachConnectionSlowerToOpenThanAnAttemptServesARetry) {
+  Serve(
+      [](const ServerRequest& r) {
+        return r.target == "/warm" ? Reply::Ok("warm").Header("Keep-Alive", "timeout=1")
+                                   : Reply::Ok("at last");
+      },
+      Protocol::kHttp11);
+  Settings settings = PaymentsSettings();
+  settings.backoff_base = settings.backoff_max = std::chrono::milliseconds(100);
+  auto client = MakeClient(settings);
+  // The first connection tells the client the server speaks HTTP/1.1:
+  // from then on an attempt that finds no idle connection opens one.
+  // Its server keeps it a second: it is closed then, idle.
+  ASSERT_TRUE(client->Send(Request::Get("/warm")));
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + std::chrono::seconds(1)));
+  clock.Advance(std::chrono::seconds(1));
+  ASSERT_TRUE(
+      server->WaitFor([](const testing::FakeServer& s) { return s.connections_open() == 0; }));
+  rpc::HeldDoor door(server->port(), 2);  // holds the next two connections until Open
+  network.Remove("payments", 8443);
+  network.Add("payments", 8443, "127.0.0.1", door.port());
+  auto first = client->SendAsync(Request::Get("/1"));
+  auto second = client->SendAsync(Request::Get("/2"));
+  ASSERT_TRUE(door.WaitForConnection(2));
+  // Both attempts are cut while their connections open.
+  clock.Advance(settings.attempt_timeout);
+  ASSERT_TRUE(WaitForAttempts(3));  // the warm call's, and the two cut
+  door.Open();
+  // Each retry after its backoff; on a connection of its own, never
+  // accepted by the door, a retry would wait out its timeout, which the
+  // clock does not reach here.
+  for (auto* call : {&first, &second}) {
+    auto response = MoveToBackoffs(*call);
+    ASSERT_TRUE(response) << response.error().message();
+    EXPECT_EQ(response->body, "at last");
+    EXPECT_EQ(response->attempts, 2);
+  }
+  EXPECT_EQ(server->connections_opened(), 3);  // the warm call's and the door's two
 }
 
 // A later answer's shorter Keep-Alive timeout replaces an earlier, longer

@@ -16,16 +16,19 @@
 #include <cstdint>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace outbound::rpc {
 
-// A port on loopback whose first connection is accepted and then held,
-// nothing read or written, until Open(); from then on its bytes go both
-// ways to `to_port`. A server slow to answer a new connection, whose
-// slowness the test decides.
+// A port on loopback whose first `connections` connections are accepted
+// and then held, nothing read or written, until Open(); from then on their
+// bytes go both ways to `to_port`. (Any later connection is never
+// accepted.) A server slow to answer a new connection, whose slowness the
+// test decides.
 class HeldDoor {
  public:
-  explicit HeldDoor(std::uint16_t to_port) : to_port_(to_port) {
+  explicit HeldDoor(std::uint16_t to_port, std::size_t connections = 1)
+      : to_port_(to_port), connections_(connections) {
     listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -38,29 +41,28 @@ class HeldDoor {
     }
     relay_ = std::thread([this] { Relay(); });
   }
-  // Ends the relay whatever its ends are doing, then closes them.
+  // Ends the relays whatever their ends are doing, then closes them.
   ~HeldDoor() {
     {
       std::lock_guard lock(mu_);
       stopping_ = true;
-      for (int fd : {listener_, client_, server_}) {
-        if (fd >= 0) shutdown(fd, SHUT_RDWR);
-      }
+      shutdown(listener_, SHUT_RDWR);
+      for (int fd : ends_) shutdown(fd, SHUT_RDWR);
     }
     Open();
     relay_.join();
-    for (int fd : {listener_, client_, server_}) {
-      if (fd >= 0) close(fd);
-    }
+    close(listener_);
+    for (int fd : ends_) close(fd);
   }
   HeldDoor(const HeldDoor&) = delete;
   HeldDoor& operator=(const HeldDoor&) = delete;
 
   std::uint16_t port() const { return port_; }
-  // Waits (10 s of real time at most) until a client's connection is held.
-  bool WaitForConnection() {
+  // Waits (10 s of real time at most) until `n` of a client's connections
+  // are held.
+  bool WaitForConnection(std::size_t n = 1) {
     std::unique_lock lock(mu_);
-    return changed_.wait_for(lock, std::chrono::seconds(10), [this] { return held_; });
+    return changed_.wait_for(lock, std::chrono::seconds(10), [&] { return held_ >= n; });
   }
   void Open() {
     std::lock_guard lock(mu_);
@@ -70,26 +72,38 @@ class HeldDoor {
 
  private:
   void Relay() {
-    int client = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) return;
-    int server = -1;
-    {
-      std::unique_lock lock(mu_);
-      client_ = client;
-      if (stopping_) shutdown(client, SHUT_RDWR);
-      held_ = true;
+    std::vector<int> clients;
+    while (clients.size() < connections_) {
+      int client = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      std::lock_guard lock(mu_);
+      if (client < 0 || stopping_) {
+        if (client >= 0) ends_.push_back(client);
+        return;
+      }
+      clients.push_back(client);
+      ends_.push_back(client);
+      ++held_;
       changed_.notify_all();
-      changed_.wait(lock, [this] { return open_; });
-      if (stopping_) return;
-      server = server_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     }
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = htons(to_port_);
-    if (connect(server, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
-      Pump(client, server);
+    std::vector<std::thread> pumps;
+    for (int client : clients) {
+      int server = -1;
+      {
+        std::unique_lock lock(mu_);
+        changed_.wait(lock, [this] { return open_; });
+        if (stopping_) break;
+        server = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ends_.push_back(server);
+      }
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      address.sin_port = htons(to_port_);
+      if (connect(server, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+        pumps.emplace_back([client, server] { Pump(client, server); });
+      }
     }
+    for (std::thread& pump : pumps) pump.join();
   }
 
   // Carries bytes both ways until either end closes.
@@ -114,13 +128,13 @@ class HeldDoor {
   }
 
   std::uint16_t to_port_;
+  std::size_t connections_;
   std::uint16_t port_ = 0;
   int listener_ = -1;
   std::mutex mu_;
   std::condition_variable changed_;
-  int client_ = -1;  // guarded by mu_, as are those below
-  int server_ = -1;
-  bool held_ = false;
+  std::vector<int> ends_;  // guarded by mu_, as are those below: every socket but the listener
+  std::size_t held_ = 0;
   bool open_ = false;
   bool stopping_ = false;
   std::thread relay_;

@@ -653,11 +653,15 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     dispatcher_.RoomMade();
   }
 
-  // One connection at a time goes on opening for nobody; none with
-  // several endpoints, where the next attempt may go to another (and the
-  // endpoint whose connection did not open in time goes last, Choose).
+  // Over HTTP/2 one connection at a time goes on opening for nobody (once
+  // open it takes every attempt waiting); over HTTP/1.1 each does, as each
+  // attempt needs a connection of its own (the pool's limit bounds them).
+  // None with several endpoints, where the next attempt may go to another
+  // (and the endpoint whose connection did not open in time goes last,
+  // Choose).
   bool MayKeepOpening(const Connection& connection) override {
     if (balancing_) return false;
+    if (learned_ == Connection::Protocol::kHttp11) return true;
     auto mine = endpoint_of_.find(connection.id());
     const EndpointHealth* endpoint = mine != endpoint_of_.end() ? mine->second.get() : nullptr;
     Connection* orphan = Orphan(endpoint);
