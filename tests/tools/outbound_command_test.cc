@@ -432,6 +432,25 @@ TEST_F(OutboundCallTest, BenchFiguresThatCannotBeWrittenExit23) {
   EXPECT_NE(Stderr().find("cannot write the output"), std::string::npos) << Stderr();
 }
 
+// `bench`'s attempts per call are those the dependency received, as the
+// gRPC bench counts them: a call the breaker turned away sent none. It
+// counted each refusal as an attempt, so a run mostly turned away showed
+// about one attempt a call, and the same run over gRPC about none.
+TEST_F(OutboundCallTest, BenchCountsTheAttemptsSentNotTheBreakersRefusals) {
+  Serve([](const ServerRequest&) { return Reply::Status(503); });
+  std::string cafile = dir.Write("ca.pem", ca.pem());
+  CommandResult result = RunCommand(
+      "env OUTBOUND_CA_FILE=" + cafile + " OUTBOUND_BACKOFF_BASE=1ms OUTBOUND_BACKOFF_MAX=1ms " +
+      kOutbound + " bench -n 40 -c 1 --json - --connect-to payments:8443:127.0.0.1:" +
+      std::to_string(server->port()) + " https://payments:8443/ 2>" + err_path);
+  EXPECT_EQ(result.exit_code, 1) << result.output << Stderr();  // the calls failed
+  auto json = nlohmann::json::parse(result.output.substr(result.output.rfind("\n{") + 1));
+  EXPECT_GT(json["errors"].value("rejected", 0), 0) << result.output;
+  EXPECT_DOUBLE_EQ(json["attempts_per_call"].get<double>() * 40,
+                   static_cast<double>(server->request_count()))
+      << result.output;
+}
+
 // A streamed body cut short leaves in the file what had arrived, and the
 // command exits 7 (the attempt is final once a byte went to the file).
 TEST_F(OutboundCallTest, OutputKeepsWhatArrivedOfABodyCutShort) {

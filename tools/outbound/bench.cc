@@ -242,6 +242,9 @@ int RunBench(const std::vector<std::string>& args) {
 
     void Ended(TimePoint began, const Result<http::Response>& result) {
       double ms = std::chrono::duration<double, std::milli>(clock->Now() - began).count();
+      // The attempts sent, as the gRPC bench counts them: a call the
+      // breaker turned away sent none.
+      attempts += result ? result->attempts : result.error().attempts();
       bool more = false, last = false;
       {
         std::lock_guard lock(mu);
@@ -265,8 +268,6 @@ int RunBench(const std::vector<std::string>& args) {
       if (last) all_done.notify_all();
     }
   } run;
-  settings->observers.push_back(
-      http::ObserveAttempts([&run](const http::AttemptRecord&) { ++run.attempts; }));
   settings->observers.push_back(
       http::ObserveTransitions([&run](const circuit::Transition&) { ++run.transitions; }));
   CountingProcessor spans;
