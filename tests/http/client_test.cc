@@ -710,6 +710,36 @@ TEST_F(ClientH2Test, AConnectionSlowerToOpenThanAnAttemptServesTheRetry) {
   EXPECT_EQ(server->connections_opened(), 1);
 }
 
+// A connection kept opening for nobody that no attempt takes again is
+// closed at 10 s from when it began, not left to the kernel's dial timeout
+// (a black hole's SYN: two minutes) holding a slot: the next call opens a
+// connection of its own.
+TEST_F(ClientH2Test, AConnectionKeptOpeningForNobodyIsClosedAtTenSeconds) {
+  Serve([](const ServerRequest&) { return Reply::Ok("fresh"); });
+  rpc::HeldDoor door(server->port(), 2);  // holds two connections until Open
+  network.Remove("payments", 8443);
+  network.Add("payments", 8443, "127.0.0.1", door.port());
+  Settings settings = PaymentsSettings();
+  settings.max_attempts = 1;
+  settings.attempt_timeout = seconds(1);
+  auto client = MakeClient(settings);
+  TimePoint began = clock.Now();
+  auto first = client->SendAsync(Request::Get("/"));
+  ASSERT_TRUE(door.WaitForConnection());
+  ASSERT_TRUE(clock.WaitForTimerBy(clock.Now() + settings.attempt_timeout));
+  clock.Advance(settings.attempt_timeout);
+  ASSERT_EQ(first.get().error().kind(), ErrorKind::kDeadline);
+  // Nobody takes it: at 10 s it is closed.
+  ASSERT_TRUE(clock.WaitForTimerBy(began + seconds(10)));
+  clock.AdvanceTo(began + seconds(10));
+  auto second = client->SendAsync(Request::Get("/"));
+  ASSERT_TRUE(door.WaitForConnection(2)) << "the call waited on the connection kept opening";
+  door.Open();
+  auto response = second.get();
+  ASSERT_TRUE(response) << response.error().message();
+  EXPECT_EQ(response->body, "fresh");
+}
+
 // gRPC servers count a PING that comes while they write nothing as a strike
 // and close the connection at the third: so an attempt cancelled on a quiet
 // connection asks whether anyone is there once, not again until the server

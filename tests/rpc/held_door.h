@@ -21,9 +21,10 @@
 namespace outbound::rpc {
 
 // A port on loopback whose first `connections` connections are accepted
-// and then held, nothing read or written, until Open(); from then on their
-// bytes go both ways to `to_port`. (Any later connection is never
-// accepted.) A server slow to answer a new connection, whose slowness the
+// and then held, nothing read or written, until Open() and the last of
+// them has come; from then on their bytes go both ways to `to_port`. (A
+// later connection is left in the listener's queue: connected, never
+// answered.) A server slow to answer a new connection, whose slowness the
 // test decides.
 class HeldDoor {
  public:
@@ -93,14 +94,17 @@ class HeldDoor {
         changed_.wait(lock, [this] { return open_; });
         if (stopping_) break;
         server = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        ends_.push_back(server);
+        if (server >= 0) ends_.push_back(server);
       }
       sockaddr_in address{};
       address.sin_family = AF_INET;
       address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
       address.sin_port = htons(to_port_);
-      if (connect(server, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+      if (server >= 0 &&
+          connect(server, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
         pumps.emplace_back([client, server] { Pump(client, server); });
+      } else {
+        shutdown(client, SHUT_RDWR);  // the client hears the failure, not silence
       }
     }
     for (std::thread& pump : pumps) pump.join();

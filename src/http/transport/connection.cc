@@ -205,12 +205,11 @@ void Connection::Cancel(Exchange& exchange) {
     // connection that takes longer to open than an attempt lasts, three
     // round trips on a slow link, would else never open). Cut short once
     // it has been opening for kOpeningPatience, or where the pool keeps no
-    // more going on so (MayKeepOpening), it goes with its attempt: a dial
+    // more going on so (KeepOpening), it goes with its attempt: a dial
     // into a black hole, or an HTTP/2 server that never sends its
     // SETTINGS, would hold the pool's opening slot for nothing.
     if ((opening() || AwaitingSettings()) && waiting_.empty()) {
-      if ((orphaned_ && clock_.Now() - began_ >= kOpeningPatience) ||
-          !events_.MayKeepOpening(*this)) {
+      if (clock_.Now() - began_ >= kOpeningPatience || !events_.KeepOpening(*this)) {
         Close("the attempt it was opened for was cut short");
       } else {
         orphaned_ = true;

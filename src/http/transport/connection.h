@@ -36,6 +36,12 @@ inline constexpr std::size_t kReadBudget = 256 * 1024;
 // 250 ms): a dead first address costs this much, not the attempt.
 inline constexpr Duration kConnectionAttemptDelay = std::chrono::milliseconds(250);
 
+// How long a connection goes on opening for nobody, once the attempt it was
+// opened for was cut short (Connection::orphaned), counted from when it
+// began to open; as Go's Transport bounds the TLS handshake of a dial its
+// request gave up on. A slow link opens well within it.
+inline constexpr Duration kOpeningPatience = std::chrono::seconds(10);
+
 // One address to dial.
 struct SocketAddress {
   sockaddr_storage storage{};
@@ -63,8 +69,9 @@ class ConnectionEvents {
   // FlushRequested() once it has handed over what it can in this turn.
   virtual void ConnectionWantsFlush(Connection& connection) = 0;
   // The last attempt waiting for the connection to open was cut short:
-  // whether it may go on opening for the next (Connection::orphaned).
-  virtual bool MayKeepOpening(const Connection& connection) = 0;
+  // whether it goes on opening for the next (Connection::orphaned). If so,
+  // the pool closes it once it has been opening for kOpeningPatience.
+  virtual bool KeepOpening(const Connection& connection) = 0;
 
  protected:
   ~ConnectionEvents() = default;
@@ -119,7 +126,7 @@ class Connection final : private CodecEvents {
   bool AwaitingSettings() const;
   // Still opening, for no attempt: the one it was opened for was cut
   // short, and it goes on opening for that attempt's retry or the next
-  // call (Cancel), for kOpeningPatience from when it began.
+  // call (Cancel), until kOpeningPatience from when it began.
   bool orphaned() const {
     return orphaned_ && waiting_.empty() && (opening() || AwaitingSettings()) && !closed() &&
            !closing_ && !draining_ && !write_failed_ && !close_after_io_;
@@ -143,6 +150,8 @@ class Connection final : private CodecEvents {
   // kConnectionAttemptDelay from it, whether that dial began on the
   // delay or because the one before it was refused (RFC 8305 §5).
   TimePoint last_dial_began() const { return last_dial_began_; }
+  // When it began to open (its name's resolution included).
+  TimePoint began() const { return began_; }
   // The connection could not be opened: its waiting exchanges end.
   void FailToOpen(ErrorKind kind, const std::string& why);
 
@@ -229,11 +238,7 @@ class Connection final : private CodecEvents {
   bool closed_connecting_ = false;
   std::uint32_t watched_ = 0;
   bool handshake_wants_write_ = false;
-  bool tls_failed_ = false;  // a read or write ended in a fatal TLS error
-  // How long a connection goes on opening for nobody (Cancel), as Go's
-  // Transport bounds the TLS handshake of a dial its request gave up on:
-  // a slow link opens well within it.
-  static constexpr Duration kOpeningPatience = std::chrono::seconds(10);
+  bool tls_failed_ = false;        // a read or write ended in a fatal TLS error
   TimePoint began_;                // when it began to open
   bool orphaned_ = false;          // it has gone on opening for nobody (Cancel)
   bool resuming_ = false;          // its handshake offered a session kept from an earlier one

@@ -57,6 +57,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     age_timers_.clear();
     keep_timers_.clear();
     dial_timers_.clear();
+    patience_timers_.clear();
     graveyard_.clear();
     alive_.reset();
   }
@@ -626,6 +627,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
     age_timers_.erase(connection.id());
     keep_timers_.erase(connection.id());
     dial_timers_.erase(connection.id());
+    patience_timers_.erase(connection.id());
     if (auto of = endpoint_of_.find(connection.id());
         of != endpoint_of_.end() && !connection.was_ready()) {
       DialFailed(*of->second);
@@ -655,17 +657,43 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
 
   // Over HTTP/2 one connection at a time goes on opening for nobody (once
   // open it takes every attempt waiting); over HTTP/1.1 each does, as each
-  // attempt needs a connection of its own (the pool's limit bounds them).
-  // None with several endpoints, where the next attempt may go to another
-  // (and the endpoint whose connection did not open in time goes last,
-  // Choose).
-  bool MayKeepOpening(const Connection& connection) override {
+  // attempt needs a connection of its own (they count against
+  // max_connections). None with several endpoints, where the next attempt
+  // may go to another (and the endpoint whose connection did not open in
+  // time goes last, Choose). One kept is closed at kOpeningPatience from
+  // when it began, if still opening for nobody: a connection no attempt
+  // takes again (others had room) would else hold its slot until the
+  // kernel gave up its dial.
+  bool KeepOpening(const Connection& connection) override {
     if (balancing_) return false;
-    if (learned_ == Connection::Protocol::kHttp11) return true;
-    auto mine = endpoint_of_.find(connection.id());
-    const EndpointHealth* endpoint = mine != endpoint_of_.end() ? mine->second.get() : nullptr;
-    Connection* orphan = Orphan(endpoint);
-    return orphan == nullptr || orphan == &connection;
+    Connection::Protocol protocol =
+        connection.protocol() != Connection::Protocol::kUnknown ? connection.protocol() : learned_;
+    if (protocol != Connection::Protocol::kHttp11) {
+      auto mine = endpoint_of_.find(connection.id());
+      const EndpointHealth* endpoint = mine != endpoint_of_.end() ? mine->second.get() : nullptr;
+      Connection* orphan = Orphan(endpoint);
+      if (orphan != nullptr && orphan != &connection) return false;
+    }
+    if (patience_timers_.contains(connection.id())) return true;
+    std::weak_ptr<const char> alive = alive_;
+    auto out_of_patience = [loop = loop_, alive, this, id = connection.id()] {
+      loop->Post([alive, this, id] {
+        if (!alive.lock()) return;
+        patience_timers_.erase(id);
+        Connection* c = Find(id);
+        if (c != nullptr && c->orphaned()) {
+          c->Close("it was still opening, for no attempt, after " +
+                   std::to_string(
+                       std::chrono::duration_cast<std::chrono::seconds>(transport::kOpeningPatience)
+                           .count()) +
+                   " s");
+        }
+      });
+    };
+    patience_timers_.emplace(
+        connection.id(),
+        clock_.ScheduleAt(connection.began() + transport::kOpeningPatience, out_of_patience));
+    return true;
   }
 
   void ConnectionWantsFlush(Connection& connection) override {
@@ -728,6 +756,9 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
   // Each connecting connection's next dial (Dial), cancelled once it is
   // ready or closed.
   std::unordered_map<std::uint64_t, Timer> dial_timers_;
+  // Each connection kept opening for nobody: its close at kOpeningPatience
+  // (KeepOpening), cancelled with it.
+  std::unordered_map<std::uint64_t, Timer> patience_timers_;
   Connection::Protocol learned_ = Connection::Protocol::kUnknown;
   Connection::Protocol plain_ = Connection::Protocol::kHttp11;  // without TLS
   std::uint64_t next_connection_id_ = 0;
