@@ -36,7 +36,7 @@ TEST(EventLoopTest, ReadinessOfAClosedFdDoesNotReachTheSocketThatTookItsNumber) 
   std::promise<void> done;
   EventLoop loop;
   // Whichever runs first closes the other and watches a new pipe, whose
-  // read end takes the closed fd's number (the lowest free).
+  // read end takes the closed fd's number.
   auto on_ready = [&](int self, int other) {
     return [&, self, other](std::uint32_t) {
       if (first != -1) {
@@ -47,8 +47,13 @@ TEST(EventLoopTest, ReadinessOfAClosedFdDoesNotReachTheSocketThatTookItsNumber) 
       closed = other;
       loop.Unwatch(self);
       loop.Unwatch(other);
-      close(other);
       if (pipe2(c.data(), O_CLOEXEC | O_NONBLOCK) != 0) return done.set_value();
+      // dup3 closes `other` and gives its number to the new pipe at once:
+      // closed first and left to the lowest free number, it was taken in
+      // between by another thread (a sanitizer's own) in the ASan build.
+      if (dup3(c[0], other, O_CLOEXEC) != other) return done.set_value();
+      close(c[0]);
+      c[0] = other;
       loop.Watch(c[0], EPOLLIN, [&](std::uint32_t) { ++stale_calls; });
       // Runs after the rest of this wake-up's readiness.
       loop.Post([&] { done.set_value(); });
