@@ -48,9 +48,11 @@ class H2ConnectionErrorTest : public ClientTestBase, public ::testing::Test {
     std::vector<std::future<Result<Response>>> calls;
     for (int i = 0; i <= kWaiting; ++i) {
       calls.push_back(client->SendAsync(Request::Get(i < kWaiting ? "/cart" : "/big")));
-      // One at a time, so that call i is stream 2i + 1.
+      // One at a time, so that call i is stream 2i + 1. At least: the
+      // ninth's GOAWAY sends the eight again at once, and the count may
+      // pass nine before this looks.
       EXPECT_TRUE(server->WaitFor(
-          [i](const testing::FakeServer& s) { return s.request_count() == std::size_t(i + 1); }));
+          [i](const testing::FakeServer& s) { return s.request_count() >= std::size_t(i + 1); }));
     }
     std::vector<Result<Response>> results;
     for (auto& call : calls) {

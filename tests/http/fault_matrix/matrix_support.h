@@ -234,6 +234,18 @@ class MatrixTest : public ::testing::Test {
 
   bool CallDone() { return call_.wait_for(0s) == std::future_status::ready; }
 
+  // Waits (kSafetyNet of real time at most) for a timer due `after` the
+  // call began, exactly: for one wait when others, nearer, stand beside it.
+  bool WaitForTimerAt(Duration after) {
+    auto give_up = std::chrono::steady_clock::now() + kSafetyNet;
+    while (std::chrono::steady_clock::now() < give_up) {
+      std::vector<TimePoint> pending = clock.timers();
+      if (std::find(pending.begin(), pending.end(), start_ + after) != pending.end()) return true;
+      std::this_thread::sleep_for(1ms);
+    }
+    return false;
+  }
+
   // Waits for the client to begin a wait of `d` (a timer due by Now() + d),
   // then moves the clock by `d`. Returns early if the call has ended
   // instead: the row's expectations then say what went wrong.
