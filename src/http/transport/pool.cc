@@ -682,11 +682,7 @@ class NativePool final : public Carrier, private transport::ConnectionEvents {
         patience_timers_.erase(id);
         Connection* c = Find(id);
         if (c != nullptr && c->orphaned()) {
-          c->Close("it was still opening, for no attempt, after " +
-                   std::to_string(
-                       std::chrono::duration_cast<std::chrono::seconds>(transport::kOpeningPatience)
-                           .count()) +
-                   " s");
+          c->Close("it went on opening for no attempt as long as one may");
         }
       });
     };
